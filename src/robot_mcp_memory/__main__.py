@@ -1,0 +1,3 @@
+from robot_mcp_memory.cli import main
+
+raise SystemExit(main())

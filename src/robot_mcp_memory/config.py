@@ -1,0 +1,128 @@
+"""Settings: the only reader of the environment.
+
+`Settings.from_env(environ)` builds one frozen object; tests pass a plain dict. Every bad value is
+collected, and a `ConfigError` names each offending variable (never its value when it may be a
+secret).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from robot_mcp_memory.errors import ConfigError
+
+Transport = Literal["stdio", "sse"]
+
+#: Every environment variable this server reads, with its meaning. A test checks the README
+#: documents each one.
+ENV_VARS: dict[str, str] = {
+    "MCP_TRANSPORT": "stdio (default) or sse — sse serves SSE, Streamable HTTP and the dashboard on one port",
+    "MCP_HOST": "interface to bind for sse (default 127.0.0.1; 0.0.0.0 for a fleet)",
+    "MCP_PORT": "port for sse (default 9103)",
+    "MEMORY_DATA_DIR": "directory holding index.db (and lessons.db) (default data/)",
+    "ROBOT_ID": "provenance written into saved documents over stdio (default unknown)",
+    "MEMORY_TOKEN": "admin (unscoped) bearer token for the HTTP transports",
+    "MEMORY_ROBOT_TOKENS": "per-robot tokens, 'rap-1:tokA,rap-2:tokB'",
+    "MEMORY_ALLOWED_HOSTS": "extra Host header values accepted by DNS-rebinding protection, comma-separated",
+    "MEMORY_LOG_LEVEL": "debug, info (default), warning or error",
+    "MEMORY_HOT_QUEUE_MAX": "bound of the hot-record write queue; beyond it writes are dropped and counted "
+    "(default 10000)",
+}
+
+_ROBOT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+_LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+@dataclass(frozen=True)
+class Settings:
+    transport: Transport = "stdio"
+    host: str = "127.0.0.1"
+    port: int = 9103
+    data_dir: Path = Path("data")
+    robot_id: str = "unknown"
+    admin_token: str | None = field(default=None, repr=False)
+    robot_tokens_raw: str | None = field(default=None, repr=False)
+    allowed_hosts: tuple[str, ...] = ()
+    log_level: str = "info"
+    hot_queue_max: int = 10_000
+
+    @property
+    def index_path(self) -> Path:
+        return self.data_dir / "index.db"
+
+    @property
+    def lessons_path(self) -> Path:
+        return self.data_dir / "lessons.db"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        problems: list[str] = []
+
+        def get(name: str) -> str | None:
+            value = env.get(name)
+            if value is None:
+                return None
+            value = value.strip()
+            return value or None
+
+        transport_raw = (get("MCP_TRANSPORT") or "stdio").lower()
+        transport: Transport = "stdio"
+        if transport_raw in ("sse", "http", "streamable-http"):
+            transport = "sse"
+        elif transport_raw != "stdio":
+            problems.append(f"MCP_TRANSPORT must be 'stdio' or 'sse', got {transport_raw!r}")
+
+        port = _int(get("MCP_PORT"), "MCP_PORT", 9103, 1, 65535, problems)
+        hot_max = _int(get("MEMORY_HOT_QUEUE_MAX"), "MEMORY_HOT_QUEUE_MAX", 10_000, 1, 10_000_000, problems)
+
+        robot_id = get("ROBOT_ID") or "unknown"
+        if not _ROBOT_ID.match(robot_id):
+            problems.append(
+                "ROBOT_ID must be 1-64 characters of letters, digits, '_', '.', ':' or '-', "
+                "starting with a letter or digit"
+            )
+
+        log_level = (get("LOG_LEVEL") or get("MEMORY_LOG_LEVEL") or "info").lower()
+        if log_level not in _LOG_LEVELS:
+            problems.append(f"MEMORY_LOG_LEVEL must be one of {', '.join(_LOG_LEVELS)}")
+
+        admin = get("MEMORY_TOKEN")
+        if admin is not None and len(admin) < 8:
+            problems.append("MEMORY_TOKEN is too short: use at least 8 characters (16+ random bytes advised)")
+
+        hosts = tuple(h.strip() for h in (get("MEMORY_ALLOWED_HOSTS") or "").split(",") if h.strip())
+
+        if problems:
+            raise ConfigError(problems)
+        return cls(
+            transport=transport,
+            host=get("MCP_HOST") or "127.0.0.1",
+            port=port,
+            data_dir=Path(get("MEMORY_DATA_DIR") or "data"),
+            robot_id=robot_id,
+            admin_token=admin,
+            robot_tokens_raw=get("MEMORY_ROBOT_TOKENS"),
+            allowed_hosts=hosts,
+            log_level=log_level,
+            hot_queue_max=hot_max,
+        )
+
+
+def _int(raw: str | None, name: str, default: int, lo: int, hi: int, problems: list[str]) -> int:
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        problems.append(f"{name} must be an integer, got {raw!r}")
+        return default
+    if not lo <= value <= hi:
+        problems.append(f"{name} must be between {lo} and {hi}, got {value}")
+        return default
+    return value

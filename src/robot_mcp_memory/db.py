@@ -1,0 +1,68 @@
+"""index.db: the DDL, each table's declared kind, and the migrations.
+
+Every table in the file is declared here with its kind (see `kit.kinds`). A test fails for a
+table without one. Migrations are append-only: never edit a shipped step, add a new one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from robot_mcp_memory.kit import Kind, Migration, Schema, SqliteStore, Table, fts5_table
+
+PROCESSES = Table(
+    name="processes",
+    kind=Kind.DEFINITION,  # authored by a person, or a distillation they armed: never ages out
+    ddl=(
+        """CREATE TABLE IF NOT EXISTS processes (
+            id TEXT PRIMARY KEY,
+            title TEXT NOT NULL,
+            task_pattern TEXT NOT NULL DEFAULT '',
+            tags TEXT NOT NULL DEFAULT '[]',
+            robot TEXT NOT NULL DEFAULT 'unknown',
+            created TEXT NOT NULL,
+            updated TEXT NOT NULL,
+            success_count INTEGER NOT NULL DEFAULT 0,
+            failure_count INTEGER NOT NULL DEFAULT 0,
+            last_used TEXT NOT NULL DEFAULT '',
+            source_mission_id TEXT NOT NULL DEFAULT '',
+            extra TEXT NOT NULL DEFAULT '{}',
+            body TEXT NOT NULL DEFAULT ''
+        )""",
+        "CREATE INDEX IF NOT EXISTS idx_processes_robot ON processes(robot)",
+        "CREATE INDEX IF NOT EXISTS idx_processes_updated ON processes(updated)",
+    ),
+)
+PROCESSES_FTS = fts5_table("processes_fts", source="processes", columns="id UNINDEXED, title, task_pattern, tags, body")
+STORE_META = Table(
+    name="store_meta",
+    kind=Kind.DEFINITION,  # the file's schema version: its identity, not its history
+    ddl=("CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",),
+)
+
+TABLES: list[Table] = [STORE_META, PROCESSES, PROCESSES_FTS]
+
+
+def _create(*tables: Table) -> Migration:
+    def step(conn: sqlite3.Connection) -> None:
+        for t in tables:
+            for stmt in t.ddl:
+                conn.execute(stmt)
+
+    return step
+
+
+#: Append-only. Step i brings a file from version i to version i + 1.
+MIGRATIONS: list[Migration] = [
+    _create(STORE_META, PROCESSES, PROCESSES_FTS),
+]
+
+
+def schema() -> Schema:
+    return Schema(tuple(TABLES))
+
+
+def open_index(path: Path, *, hot_queue_max: int = 10_000, readers: int = 4) -> SqliteStore:
+    """Open (creating or migrating) index.db. Raises `SchemaTooNew` / `StoreUnreadable`."""
+    return SqliteStore.open(path, schema(), MIGRATIONS, hot_queue_max=hot_queue_max, readers=readers)

@@ -1,0 +1,260 @@
+"""ProcessDoc: the markdown wire format of a process (spec §3). Pure: no I/O.
+
+A document is YAML frontmatter between ``---`` lines and a free markdown body. `parse` validates
+and `render` writes it back; ``parse(render(d)) == d`` and rendering is deterministic (known keys
+in a fixed order, then any extra keys sorted), so a document round-trips byte for byte once it
+has been rendered.
+
+We do not use python-frontmatter: it breaks on keys named ``content``/``handler``. YAML 1.1
+surprises (unquoted dates become `datetime`, ``no`` becomes ``False``) are normalised here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import unicodedata
+import zlib
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from robot_mcp_memory.errors import DocumentParseError
+
+SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+MAX_ID = 120
+MAX_TITLE = 300
+MAX_BODY = 200_000
+MAX_DOCUMENT = 256_000
+OUTCOME_HEADING = "## Outcome log"
+
+_KNOWN = (
+    "id",
+    "title",
+    "task_pattern",
+    "tags",
+    "robot",
+    "created",
+    "updated",
+    "success_count",
+    "failure_count",
+    "last_used",
+    "source_mission_id",
+)
+
+
+def _iso(value: Any) -> str:
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        return str(value.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    if isinstance(value, dt.date):
+        return value.strftime("%Y-%m-%dT00:00:00Z")
+    return str(value)
+
+
+def slugify(title: str) -> str:
+    """A kebab-case id from a title; titles with no Latin letters get a stable hashed id."""
+    text = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode().lower()
+    slug = re.sub(r"[^a-z0-9]+", "-", text).strip("-")[:80].strip("-")
+    if not slug:
+        slug = f"process-{zlib.crc32(title.encode()):08x}"
+    return slug
+
+
+class ProcessDoc(BaseModel):
+    """One process document. Timestamps are ISO-8601 UTC strings (``2026-06-12T14:00:00Z``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(max_length=MAX_ID)
+    title: str = Field(min_length=1, max_length=MAX_TITLE)
+    task_pattern: str = Field(default="", max_length=2000)
+    tags: tuple[str, ...] = Field(default=(), max_length=50)
+    robot: str = Field(default="unknown", max_length=64)
+    created: str = ""
+    updated: str = ""
+    success_count: int = Field(default=0, ge=0, le=10**9)
+    failure_count: int = Field(default=0, ge=0, le=10**9)
+    last_used: str = ""
+    source_mission_id: str = Field(default="", max_length=200)
+    extra: dict[str, Any] = Field(default_factory=dict)
+    body: str = Field(default="", max_length=MAX_BODY)
+
+    @field_validator("id")
+    @classmethod
+    def _slug(cls, v: str) -> str:
+        if not SLUG_RE.match(v):
+            raise ValueError(
+                "must be a kebab-case slug: lowercase letters and digits separated by single hyphens, "
+                "e.g. fetch-package-mailroom"
+            )
+        return v
+
+    @field_validator("body")
+    @classmethod
+    def _body(cls, v: str) -> str:
+        v = v.replace("\r\n", "\n").strip("\n")
+        return v + "\n" if v else ""
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for t in v:
+            if not t or len(t) > 64 or "\n" in t:
+                raise ValueError("each tag must be 1-64 characters on one line")
+        return v
+
+    @field_validator("robot")
+    @classmethod
+    def _robot(cls, v: str) -> str:
+        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$", v):
+            raise ValueError("must be a robot id: letters, digits, '_', '.', ':' or '-'")
+        return v
+
+    @property
+    def reliability(self) -> float:
+        return reliability(self.success_count, self.failure_count)
+
+    def frontmatter(self) -> dict[str, Any]:
+        """The frontmatter as a plain dict (no body), known keys first."""
+        data: dict[str, Any] = {k: getattr(self, k) for k in _KNOWN}
+        data["tags"] = list(self.tags)
+        for k in sorted(self.extra):
+            data[k] = self.extra[k]
+        return data
+
+    def render(self) -> str:
+        """The markdown document: ``---`` YAML frontmatter ``---`` then the body."""
+        fm = yaml.safe_dump(
+            self.frontmatter(), sort_keys=False, allow_unicode=True, default_flow_style=None, width=10_000
+        )
+        body = self.body
+        return f"---\n{fm}---\n\n{body}" if body else f"---\n{fm}---\n"
+
+
+def reliability(success: int, failure: int) -> float:
+    """Laplace-smoothed success rate: (s + 1) / (s + f + 2)."""
+    return (success + 1) / (success + failure + 2)
+
+
+def parse(text: str, *, default_robot: str = "unknown") -> ProcessDoc:
+    """Parse and validate a markdown process document.
+
+    Raises `DocumentParseError` naming the line (for YAML problems) or the field (for validation
+    problems) and what to do about it.
+    """
+    if not isinstance(text, str):
+        raise DocumentParseError("the document must be a markdown string")
+    if len(text) > MAX_DOCUMENT:
+        raise DocumentParseError(f"the document is {len(text)} characters; the limit is {MAX_DOCUMENT}")
+    text = text.replace("\r\n", "\n").lstrip("\ufeff")
+    lines = text.split("\n")
+    first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
+    if first is None or lines[first].strip() != "---":
+        raise DocumentParseError(
+            "a process document starts with YAML frontmatter between '---' lines "
+            "(at least 'title:'), followed by the markdown body",
+            line=1 if first is None else first + 1,
+        )
+    end = next((i for i in range(first + 1, len(lines)) if lines[i].strip() == "---"), None)
+    if end is None:
+        raise DocumentParseError("the frontmatter is not closed: add a '---' line after it", line=first + 1)
+    fm_text = "\n".join(lines[first + 1 : end])
+    try:
+        raw = yaml.safe_load(fm_text) if fm_text.strip() else {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = first + 2 + mark.line if mark is not None else first + 1
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise DocumentParseError(f"the frontmatter is not valid YAML: {problem}", line=line) from exc
+    if not isinstance(raw, dict):
+        raise DocumentParseError("the frontmatter must be a YAML mapping of keys to values", line=first + 2)
+    body = "\n".join(lines[end + 1 :]).strip("\n")
+    body = body + "\n" if body else ""
+    return from_frontmatter(raw, body, default_robot=default_robot)
+
+
+def from_frontmatter(raw: dict[Any, Any], body: str, *, default_robot: str = "unknown") -> ProcessDoc:
+    data: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, value in raw.items():
+        k = str(key)
+        if k in _KNOWN:
+            data[k] = value
+        else:
+            extra[k] = _plain(value, k)
+    for k in ("created", "updated", "last_used"):
+        if data.get(k) is None:
+            data.pop(k, None)
+        else:
+            data[k] = _iso(data[k])
+    for k in ("title", "task_pattern", "robot", "source_mission_id"):
+        if k in data and data[k] is not None and not isinstance(data[k], str):
+            data[k] = _iso(data[k]) if isinstance(data[k], dt.date) else str(data[k])
+        if k in data and data[k] is None:
+            data.pop(k)
+    if "id" in data and data["id"] is not None:
+        data["id"] = str(data["id"])
+    elif "title" in data:
+        data["id"] = slugify(str(data["title"]))
+    tags = data.get("tags")
+    if tags is None:
+        data.pop("tags", None)
+    elif isinstance(tags, str):
+        data["tags"] = tuple(t.strip() for t in tags.split(",") if t.strip())
+    elif isinstance(tags, list):
+        data["tags"] = tuple(str(t) for t in tags)
+    if "robot" not in data:
+        data["robot"] = default_robot
+    data["extra"] = extra
+    data["body"] = body
+    try:
+        return ProcessDoc(**data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or None
+        raise DocumentParseError(_explain(err), field=loc) from exc
+
+
+def _explain(err: Any) -> str:
+    msg = str(err.get("msg", "invalid value"))
+    kind = err.get("type", "")
+    if kind == "missing":
+        return "missing required key: add it to the frontmatter (a process needs at least 'title')"
+    if kind == "extra_forbidden":
+        return "unknown key"
+    return msg.removeprefix("Value error, ")
+
+
+def _plain(value: Any, key: str) -> Any:
+    """Extra frontmatter values must survive JSON storage: normalise dates, refuse the rest."""
+    if isinstance(value, dt.date):
+        return _iso(value)
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError) as exc:
+        raise DocumentParseError("value cannot be stored; use plain strings, numbers and lists", field=key) from exc
+    return value
+
+
+def append_outcome(body: str, when: str, success: bool, note: str) -> str:
+    """Append a dated line under ``## Outcome log``, creating the section at the end if missing."""
+    clean = " ".join(note.split())
+    line = f"- {when} {'success' if success else 'failure'}: {clean}"
+    lines = body.rstrip("\n").split("\n") if body.strip() else []
+    try:
+        start = next(i for i, ln in enumerate(lines) if ln.strip() == OUTCOME_HEADING)
+    except StopIteration:
+        if lines:
+            lines.append("")
+        lines += [OUTCOME_HEADING, line]
+        return "\n".join(lines) + "\n"
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("#")), len(lines))
+    insert = end
+    while insert > start + 1 and not lines[insert - 1].strip():
+        insert -= 1
+    lines.insert(insert, line)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,110 @@
+"""One exception tree for the whole package.
+
+::
+
+    MemoryError_                    code
+     ├── NotFound                   not_found
+     ├── Forbidden                  forbidden
+     ├── InvalidInput               invalid
+     │    └── DocumentParseError    invalid   (carries line/column)
+     ├── Conflict                   conflict
+     ├── Busy                       busy      (overloaded: retry later, nothing was stored)
+     ├── ConfigError                config    (lists every bad setting)
+     └── StorageError               storage
+          ├── SchemaTooNew          storage
+          └── StoreUnreadable       storage
+
+Every adapter (MCP tools, REST, CLI) maps this tree once. Messages are written for the
+reader — an LLM planner or an operator — and say what to do next. They never contain SQL,
+tokens or internal paths, except `StoreUnreadable`/`SchemaTooNew`, which are operator-facing
+startup errors and must name the file.
+
+This module imports nothing of ours.
+"""
+
+from __future__ import annotations
+
+
+class MemoryError_(Exception):  # trailing underscore: avoids shadowing the builtin
+    """Base of every error this package raises on purpose."""
+
+    code = "error"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class NotFound(MemoryError_):
+    code = "not_found"
+
+
+class Forbidden(MemoryError_):
+    code = "forbidden"
+
+
+class InvalidInput(MemoryError_):
+    code = "invalid"
+
+
+class DocumentParseError(InvalidInput):
+    """A process document that cannot be parsed; says what is wrong and where."""
+
+    def __init__(self, detail: str, *, line: int | None = None, field: str | None = None) -> None:
+        where = []
+        if line is not None:
+            where.append(f"line {line}")
+        if field is not None:
+            where.append(f"field '{field}'")
+        text = f"{detail} ({', '.join(where)})" if where else detail
+        super().__init__(text)
+        self.line = line
+        self.field = field
+
+
+class Conflict(MemoryError_):
+    code = "conflict"
+
+
+class Busy(MemoryError_):
+    code = "busy"
+
+
+class ConfigError(MemoryError_):
+    """Bad configuration. `problems` has one entry per bad setting, each naming the variable."""
+
+    code = "config"
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("invalid configuration: " + "; ".join(problems))
+        self.problems = problems
+
+
+class StorageError(MemoryError_):
+    code = "storage"
+
+
+class SchemaTooNew(StorageError):
+    """The database was written by a newer version of this server; it is left untouched."""
+
+    def __init__(self, path: str, found: int, supported: int) -> None:
+        super().__init__(
+            f"{path} has schema version {found}, but this server supports up to {supported}. "
+            "Upgrade robot-mcp-memory, or point MEMORY_DATA_DIR at another directory. "
+            "The file was not modified."
+        )
+        self.found = found
+        self.supported = supported
+
+
+class StoreUnreadable(StorageError):
+    """The database file exists but is not a database this server can use."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(
+            f"{path} is not a usable robot-mcp-memory database ({reason}). "
+            "Restore it from a backup (a copy of index.db), or move it aside to start empty. "
+            "The file was not modified."
+        )
+        self.path = path
+        self.reason = reason

@@ -1,0 +1,134 @@
+"""The kind vocabulary, table declarations and the prune chokepoint.
+
+Every table declares what elapsed time does to its content:
+
+- ``record``      — history; prunes by age or count (the only kind retention may touch)
+- ``definition``  — authored by a person or a process they armed; never removed by time
+- ``belief``      — true as of an epoch; must carry the epoch it was observed in
+- ``derived``     — a projection of another table (a search index); rebuilt, never pruned
+
+`Schema.prune` is the one way rows leave a table by retention, and it refuses anything that is
+not a declared ``record`` *before* it deletes anything.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Kind(StrEnum):
+    RECORD = "record"
+    DEFINITION = "definition"
+    BELIEF = "belief"
+    DERIVED = "derived"
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How a ``record`` table ages out: rows older than `max_age_s` by `time_column`, and/or
+    beyond the newest `max_rows`."""
+
+    time_column: str
+    max_age_s: float | None = None
+    max_rows: int | None = None
+
+
+#: The shadow tables FTS5 creates for a contentful table (sqlite's own; see fts5 docs §"Shadow tables").
+_FTS5_SHADOWS = ("data", "idx", "content", "docsize", "config")
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    kind: Kind
+    ddl: tuple[str, ...]
+    retention: Retention | None = None
+    #: For ``derived`` virtual tables: the suffixes of the shadow tables sqlite makes for it.
+    shadow_suffixes: tuple[str, ...] = ()
+    #: For ``derived``: the table it projects.
+    source: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.retention is not None and self.kind is not Kind.RECORD:
+            raise ValueError(f"table {self.name}: only a record may declare retention")
+        if self.shadow_suffixes and self.kind is not Kind.DERIVED:
+            raise ValueError(f"table {self.name}: only a derived table has shadow tables")
+
+
+def fts5_table(name: str, source: str, columns: str, tokenize: str = "porter unicode61") -> Table:
+    """Declare a contentful FTS5 index as a ``derived`` projection of `source`."""
+    return Table(
+        name=name,
+        kind=Kind.DERIVED,
+        ddl=(f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5({columns}, tokenize='{tokenize}')",),
+        shadow_suffixes=_FTS5_SHADOWS,
+        source=source,
+    )
+
+
+@dataclass(frozen=True)
+class Schema:
+    tables: tuple[Table, ...]
+    _by_name: dict[str, Table] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_name: dict[str, Table] = {}
+        for t in self.tables:
+            if t.name in by_name:
+                raise ValueError(f"table {t.name} declared twice")
+            by_name[t.name] = t
+        object.__setattr__(self, "_by_name", by_name)
+
+    def kind_of(self, table: str) -> Kind | None:
+        t = self._by_name.get(table)
+        return t.kind if t else None
+
+    def table(self, name: str) -> Table:
+        return self._by_name[name]
+
+    @property
+    def pruned(self) -> tuple[Table, ...]:
+        """The tables the startup sweep touches: declared records that have a retention."""
+        return tuple(t for t in self.tables if t.kind is Kind.RECORD and t.retention is not None)
+
+    def not_ours(self) -> frozenset[str]:
+        """Tables sqlite creates on our behalf, derived from the ``derived`` declarations."""
+        return frozenset(f"{t.name}_{s}" for t in self.tables for s in t.shadow_suffixes)
+
+    def undeclared(self, existing: Iterable[str]) -> list[str]:
+        """Tables present in a database that nobody declared (sqlite internals excluded)."""
+        skip = self.not_ours()
+        return sorted(n for n in existing if n not in self._by_name and n not in skip and not n.startswith("sqlite_"))
+
+    def prune(self, conn: sqlite3.Connection, table: str, now: float | None = None) -> int:
+        """Apply `table`'s retention. Refuses (raises) for anything but a declared record —
+        before any row is touched. Returns the number of rows deleted."""
+        t = self._by_name.get(table)
+        if t is None:
+            raise PermissionError(f"refusing to prune {table!r}: it has no declared kind")
+        if t.kind is not Kind.RECORD:
+            raise PermissionError(f"refusing to prune {table!r}: it is a {t.kind.value}, not a record")
+        if t.retention is None:
+            return 0
+        r = t.retention
+        deleted = 0
+        now = time.time() if now is None else now
+        # Identifiers come from our own declarations, never from input.
+        if r.max_age_s is not None:
+            cur = conn.execute(
+                f"DELETE FROM {t.name} WHERE {r.time_column} < ?",  # noqa: S608 - declared identifiers
+                (now - r.max_age_s,),
+            )
+            deleted += cur.rowcount
+        if r.max_rows is not None:
+            cur = conn.execute(
+                f"DELETE FROM {t.name} WHERE rowid NOT IN "  # noqa: S608 - declared identifiers
+                f"(SELECT rowid FROM {t.name} ORDER BY {r.time_column} DESC LIMIT ?)",
+                (r.max_rows,),
+            )
+            deleted += cur.rowcount
+        return deleted

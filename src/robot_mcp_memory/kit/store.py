@@ -1,0 +1,408 @@
+"""SqliteStore: one writer thread, read-only readers, versioned open (the Datasette pattern).
+
+- The only read-write connection lives on one writer thread. Jobs arrive on a queue as
+  ``(fn, future, context)`` and each runs in ``BEGIN IMMEDIATE … COMMIT`` (or ``ROLLBACK`` and the
+  exception goes to the future). The caller's contextvars are copied so log fields survive the hop.
+- **Definition writes** (`write`, `write_blocking`) are never dropped: the caller waits for the
+  commit, so an acknowledged write is a committed one.
+- **Hot record writes** (`hot`) are fire-and-forget from the caller's thread: bounded by
+  `hot_queue_max`; beyond it they are dropped, counted and logged — a counter must never stall
+  the event loop that serves the whole fleet.
+- Readers use their own ``mode=ro`` connections (``PRAGMA query_only``) on a small thread pool;
+  under WAL they never wait for the writer.
+- Opening is versioned: migrations are an append-only list, each applied in its own transaction
+  together with the version bump; a newer file raises `SchemaTooNew` and a file that is not an
+  SQLite database (or fails its integrity check, or belongs to another application) raises
+  `StoreUnreadable`. In both cases the file is left untouched.
+
+No `sqlite3.Error` escapes this module: it is translated into `StorageError` at the boundary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from robot_mcp_memory import logs
+from robot_mcp_memory.errors import SchemaTooNew, StorageError, StoreUnreadable
+from robot_mcp_memory.kit.kinds import Kind, Schema
+
+T = TypeVar("T")
+Migration = Callable[[sqlite3.Connection], None]
+
+_log = logs.get("robot_mcp_memory.store")
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_META_DDL = "CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+
+
+@dataclass(frozen=True)
+class OpenReport:
+    """What happened when the file was opened; logged once as ``store_ready``."""
+
+    path: str
+    from_version: int
+    to_version: int
+    created: bool
+    counts: dict[str, int]
+    undeclared: list[str]
+    pruned: dict[str, int]
+
+
+@dataclass
+class StoreStats:
+    hot_pending: int = 0
+    hot_dropped: int = 0
+    hot_done: int = 0
+    writes_done: int = 0
+
+
+@dataclass
+class _Job:
+    fn: Callable[[sqlite3.Connection], Any]
+    future: concurrent.futures.Future[Any]
+    context: contextvars.Context
+    hot: bool
+    transaction: bool = True
+
+
+_STOP = object()
+
+
+def translate(exc: sqlite3.Error, action: str) -> StorageError:
+    """Map an sqlite error to a reader-facing `StorageError` (no SQL, no path)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    base = None if code is None else code & 0xFF
+    if base == sqlite3.SQLITE_FULL:
+        return StorageError(f"the disk is full: {action} was not stored. Free space on the server.")
+    if base == sqlite3.SQLITE_READONLY:
+        return StorageError(f"the database is read-only: {action} was not stored. Check the data directory.")
+    if base == sqlite3.SQLITE_BUSY:
+        return StorageError(f"the database is busy: {action} did not complete. Retry shortly.")
+    if base in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_CANTOPEN):
+        return StorageError(f"the database could not be accessed: {action} did not complete.")
+    return StorageError(f"the database refused {action}.")
+
+
+class SqliteStore:
+    """One SQLite file with one writer thread. Build it with `SqliteStore.open`."""
+
+    def __init__(
+        self,
+        path: Path,
+        schema: Schema,
+        migrations: list[Migration],
+        *,
+        hot_queue_max: int = 10_000,
+        readers: int = 4,
+    ) -> None:
+        self.path = Path(path)
+        self.schema = schema
+        self.migrations = list(migrations)
+        self.hot_queue_max = hot_queue_max
+        self.stats = StoreStats()
+        self._lock = threading.Lock()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._conn: sqlite3.Connection | None = None
+        self._readers_local = threading.local()
+        self._reader_conns: list[sqlite3.Connection] = []
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=readers, thread_name_prefix=f"sqlite-read-{self.path.name}"
+        )
+        self._closed = False
+        self._drop_logged_at = 0
+        self.report: OpenReport | None = None
+        self._thread = threading.Thread(target=self._run, name=f"sqlite-writer-{self.path.name}", daemon=True)
+        self._ready: concurrent.futures.Future[OpenReport] = concurrent.futures.Future()
+        self._thread.start()
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def open(
+        cls,
+        path: Path,
+        schema: Schema,
+        migrations: list[Migration],
+        *,
+        hot_queue_max: int = 10_000,
+        readers: int = 4,
+    ) -> SqliteStore:
+        store = cls(path, schema, migrations, hot_queue_max=hot_queue_max, readers=readers)
+        try:
+            store.report = store._ready.result()
+        except BaseException:
+            store._thread.join(timeout=5)
+            store._pool.shutdown(wait=False)
+            raise
+        return store
+
+    def _open_rw(self) -> tuple[sqlite3.Connection, OpenReport]:
+        path = self.path
+        spath = str(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        existed = path.exists() and path.stat().st_size > 0
+        from_version = 0
+        if existed:
+            from_version = self._inspect(path)
+        if from_version > len(self.migrations):
+            raise SchemaTooNew(spath, from_version, len(self.migrations))
+        try:
+            conn = sqlite3.connect(spath, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA busy_timeout=5000")
+        except sqlite3.DatabaseError as exc:
+            raise StoreUnreadable(spath, _short(exc)) from exc
+        try:
+            version = from_version
+            for step in range(from_version, len(self.migrations)):
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.execute(_META_DDL)
+                    self.migrations[step](conn)
+                    conn.execute(
+                        "INSERT INTO store_meta(key, value) VALUES('schema_version', ?) "
+                        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                        (str(step + 1),),
+                    )
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                version = step + 1
+            names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+            undeclared = self.schema.undeclared(names)
+            for name in undeclared:
+                _log.warning("store.undeclared_table", table=name, path=spath)
+            pruned: dict[str, int] = {}
+            for t in self.schema.pruned:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    pruned[t.name] = self.schema.prune(conn, t.name)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+            counts = {
+                t.name: conn.execute(f"SELECT count(*) FROM {t.name}").fetchone()[0]  # noqa: S608 - declared
+                for t in self.schema.tables
+                if t.kind is not Kind.DERIVED and t.name in names
+            }
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreUnreadable(spath, _short(exc)) from exc
+        report = OpenReport(
+            path=spath,
+            from_version=from_version,
+            to_version=version,
+            created=not existed,
+            counts=counts,
+            undeclared=undeclared,
+            pruned=pruned,
+        )
+        return conn, report
+
+    def _inspect(self, path: Path) -> int:
+        """Read-only look at an existing file: is it ours, is it whole, which version is it?"""
+        spath = str(path)
+        with path.open("rb") as fh:
+            head = fh.read(16)
+        if head != _SQLITE_MAGIC:
+            raise StoreUnreadable(spath, "it is not an SQLite database")
+        try:
+            ro = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StoreUnreadable(spath, _short(exc)) from exc
+        try:
+            check = ro.execute("PRAGMA quick_check").fetchone()
+            if not check or check[0] != "ok":
+                raise StoreUnreadable(spath, "its integrity check failed")
+            names = {r[0] for r in ro.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if "store_meta" not in names:
+                if {n for n in names if not n.startswith("sqlite_")}:
+                    raise StoreUnreadable(spath, "it belongs to another application (no store_meta table)")
+                return 0
+            row = ro.execute("SELECT value FROM store_meta WHERE key='schema_version'").fetchone()
+            try:
+                return int(row[0]) if row else 0
+            except ValueError as exc:
+                raise StoreUnreadable(spath, "its schema version is not a number") from exc
+        except sqlite3.DatabaseError as exc:
+            raise StoreUnreadable(spath, _short(exc)) from exc
+        finally:
+            ro.close()
+
+    # ------------------------------------------------------------------ writer thread
+    def _run(self) -> None:
+        try:
+            conn, report = self._open_rw()
+        except BaseException as exc:
+            self._ready.set_exception(exc)
+            return
+        self._conn = conn
+        self._ready.set_result(report)
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                break
+            job: _Job = item
+            if not job.future.set_running_or_notify_cancel():
+                self._job_done(job)
+                continue
+            try:
+                result = self._execute(conn, job)
+            except BaseException as exc:
+                job.future.set_exception(exc)
+            else:
+                job.future.set_result(result)
+            self._job_done(job)
+        conn.close()
+
+    def _execute(self, conn: sqlite3.Connection, job: _Job) -> Any:
+        if not job.transaction:
+            return job.context.run(job.fn, conn)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            result = job.context.run(job.fn, conn)
+            conn.execute("COMMIT")
+            return result
+        except BaseException as exc:
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    _log.error("store.rollback_failed", path=str(self.path))
+            if isinstance(exc, sqlite3.Error):
+                _log.error("store.write_failed", error=_short(exc), hot=job.hot)
+                raise translate(exc, "the write") from exc
+            raise
+
+    def _job_done(self, job: _Job) -> None:
+        with self._lock:
+            if job.hot:
+                self.stats.hot_pending -= 1
+                self.stats.hot_done += 1
+            else:
+                self.stats.writes_done += 1
+
+    def _submit(
+        self, fn: Callable[[sqlite3.Connection], T], *, hot: bool = False, transaction: bool = True
+    ) -> concurrent.futures.Future[T]:
+        if self._closed:
+            raise StorageError("the store is closed; the server is shutting down")
+        fut: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._queue.put(_Job(fn, fut, contextvars.copy_context(), hot, transaction))
+        return fut
+
+    # ------------------------------------------------------------------ public API: writes
+    def write_blocking(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run a definition write in one transaction and wait for its commit."""
+        return self._submit(fn).result()
+
+    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Await a definition write. If the awaiting coroutine is cancelled the write still commits."""
+        fut = self._submit(fn)
+        return await asyncio.shield(asyncio.wrap_future(fut))
+
+    def hot(self, fn: Callable[[sqlite3.Connection], T]) -> concurrent.futures.Future[T] | None:
+        """Enqueue a hot record write without waiting. Returns None when the queue is full and
+        the write was dropped (counted in `stats.hot_dropped` and logged)."""
+        with self._lock:
+            if self.stats.hot_pending >= self.hot_queue_max:
+                self.stats.hot_dropped += 1
+                dropped = self.stats.hot_dropped
+                log_now = dropped - self._drop_logged_at >= 100 or self._drop_logged_at == 0
+                if log_now:
+                    self._drop_logged_at = dropped
+            else:
+                self.stats.hot_pending += 1
+                return self._submit(fn, hot=True)
+        if log_now:
+            _log.warning("store.hot_write_dropped", dropped_total=dropped, queue_max=self.hot_queue_max)
+        return None
+
+    def flush(self, timeout: float | None = 30.0) -> None:
+        """Wait until every write queued before this call has finished."""
+        self._submit(lambda _c: None, transaction=False).result(timeout)
+
+    def on_writer(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn` on the writer thread outside a transaction (pragmas, tracing, checkpoints)."""
+        return self._submit(fn, transaction=False).result()
+
+    # ------------------------------------------------------------------ public API: reads
+    def _reader(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._readers_local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(
+                f"{self.path.resolve().as_uri()}?mode=ro",
+                uri=True,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            conn.execute("PRAGMA query_only=1")
+            conn.execute("PRAGMA busy_timeout=5000")
+            self._readers_local.conn = conn
+            with self._lock:
+                self._reader_conns.append(conn)
+        return conn
+
+    def read_blocking(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn` on this thread's read-only connection, in one read transaction (a snapshot)."""
+        if self._closed:
+            raise StorageError("the store is closed; the server is shutting down")
+        conn = self._reader()
+        try:
+            conn.execute("BEGIN")
+            try:
+                return fn(conn)
+            finally:
+                conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            _log.error("store.read_failed", error=_short(exc))
+            raise translate(exc, "the read") from exc
+
+    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        ctx = contextvars.copy_context()
+        return await loop.run_in_executor(self._pool, ctx.run, self.read_blocking, fn)
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self, timeout: float = 10.0) -> None:
+        """Drain the queue (every accepted write commits), stop the writer, close readers."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(_STOP)
+        self._thread.join(timeout)
+        self._pool.shutdown(wait=True)
+        with self._lock:
+            for conn in self._reader_conns:
+                conn.close()
+            self._reader_conns.clear()
+
+    def __enter__(self) -> SqliteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _short(exc: BaseException) -> str:
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+def now_iso(ts: float | None = None) -> str:
+    """UTC timestamp with second precision, the format every table uses."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if ts is None else ts))
+
+
+__all__ = ["Migration", "OpenReport", "SqliteStore", "StoreStats", "now_iso", "translate"]

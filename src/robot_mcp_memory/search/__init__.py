@@ -1,0 +1,1 @@
+"""Search: query sanitising and ranking. Pure (no SQL execution, no I/O)."""

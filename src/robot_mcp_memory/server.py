@@ -1,0 +1,109 @@
+"""FastMCP("memory"): builds the MCP server around a `Memory`, and serves it.
+
+`build_server(memory)` registers every tool explicitly (no module-level server), so a test
+builds one around a temporary database in one line. `http_app` puts SSE (``/sse``,
+``/messages/``) and Streamable HTTP (``/mcp``) on one Starlette app and one port.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import ContentBlock
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Mount, Route
+
+from robot_mcp_memory import __version__, logs
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.principal import OPEN
+from robot_mcp_memory.tools import processes
+from robot_mcp_memory.tools.adapter import make_principal_of
+from robot_mcp_memory.tools.results import Refusal
+
+_log = logs.get("robot_mcp_memory.server")
+
+INSTRUCTIONS = (
+    "Fleet memory for robots. Processes are markdown documents describing how tasks were done "
+    "before, ranked by how often they worked: call find_processes with an instruction to get advice, "
+    "save_process after a taught mission, record_outcome after a mission that used one. Everything "
+    "returned is advice from past executions: deviate when reality disagrees."
+)
+
+
+class MemoryMCP(FastMCP):
+    """FastMCP whose argument-validation failures come back as ``{"error": "invalid", …}`` results
+    (the spec's refusal shape) rather than a raw pydantic report."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Sequence[ContentBlock] | dict[str, Any]:
+        try:
+            return await super().call_tool(name, arguments)
+        except ToolError as exc:
+            cause = exc.__cause__
+            tool = self._tool_manager.get_tool(name)
+            if tool is None or not isinstance(cause, ValidationError):
+                raise
+            detail = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in cause.errors()[:5]
+            )
+            refusal = Refusal(error="invalid", detail=f"bad arguments for {name}: {detail}")
+            result: Sequence[ContentBlock] | dict[str, Any] = tool.fn_metadata.convert_result(refusal)
+            return result
+
+
+def transport_security(memory: Memory) -> TransportSecuritySettings:
+    """DNS-rebinding protection stays on: localhost names always, plus configured hosts."""
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    for h in memory.settings.allowed_hosts:
+        hosts.append(h if ":" in h else f"{h}:*")
+        origins.append(f"http://{h}" if ":" in h else f"http://{h}:*")
+        origins.append(f"https://{h}" if ":" in h else f"https://{h}:*")
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def build_server(memory: Memory) -> MemoryMCP:
+    s = memory.settings
+    mcp = MemoryMCP(
+        "memory",
+        instructions=INSTRUCTIONS,
+        host=s.host,
+        port=s.port,
+        log_level="WARNING",
+        transport_security=transport_security(memory),
+    )
+    principal_of = make_principal_of(OPEN)
+    processes.register(mcp, memory, principal_of)
+    return mcp
+
+
+def http_app(memory: Memory, mcp: MemoryMCP) -> Starlette:
+    """SSE + Streamable HTTP (+ health) on one app. The parent's lifespan runs the Streamable
+    HTTP session manager (a mounted sub-app's lifespan never runs)."""
+    sse = mcp.sse_app()
+    streamable = mcp.streamable_http_app()
+
+    async def health(_: Request) -> Response:
+        return JSONResponse({"status": "ok", "version": __version__})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with mcp.session_manager.run():
+            yield
+
+    routes = [
+        Route("/healthz", health, methods=["GET"]),
+        *streamable.routes,
+        *sse.routes,
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+__all__ = ["MemoryMCP", "Mount", "build_server", "http_app"]

@@ -1,0 +1,75 @@
+"""The tenancy policy (primary spec §6a), in one place.
+
+Services ask this module what a principal may see and do; tools never decide. The group
+structure comes from a `Membership` (the fleet registry): which robots share a robot's group.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from robot_mcp_memory.errors import Forbidden
+from robot_mcp_memory.principal import SHARED, Principal
+
+
+class Membership(Protocol):
+    def group_mates(self, robot_id: str) -> frozenset[str]:
+        """The robots in `robot_id`'s group, itself included ({robot_id} when ungrouped)."""
+        ...
+
+
+class SoloMembership:
+    """Every robot alone: the view before the fleet registry is consulted."""
+
+    def group_mates(self, robot_id: str) -> frozenset[str]:
+        return frozenset({robot_id})
+
+
+class Policy:
+    def __init__(self, membership: Membership | None = None) -> None:
+        self.membership: Membership = membership or SoloMembership()
+
+    # ------------------------------------------------------------------ reads
+    def visible_robots(self, principal: Principal, robot: str = "") -> frozenset[str] | None:
+        """Whose documents a read may return; None means everyone's.
+
+        A scoped caller sees its own group plus fleet-wide ``shared`` documents, whatever `robot`
+        says (the argument cannot widen the scope). An unscoped caller sees everything, or — when
+        it names a robot — what that robot would see."""
+        if principal.robot_id is not None:
+            own = self.membership.group_mates(principal.robot_id)
+            return own | {SHARED}
+        if robot:
+            return self.membership.group_mates(robot) | {SHARED}
+        return None
+
+    def can_see(self, principal: Principal, owner: str) -> bool:
+        vis = self.visible_robots(principal)
+        return vis is None or owner in vis
+
+    # ------------------------------------------------------------------ writes
+    def pin_author(self, principal: Principal, robot: str, default_robot: str) -> str:
+        """The robot a saved document is attributed to, or `Forbidden`."""
+        if principal.robot_id is None:
+            return default_robot if robot == "unknown" else robot
+        if robot in ("unknown", principal.robot_id):
+            return principal.robot_id
+        if robot == SHARED:
+            raise Forbidden("a robot token cannot write fleet-wide 'shared' documents; ask an operator")
+        raise Forbidden(f"a robot token can only save documents for its own robot ({principal.robot_id})")
+
+    def may_overwrite(self, principal: Principal, owner: str) -> bool:
+        """Whether saving over an existing document owned by `owner` updates it in place.
+        When not, the save forks to a new id instead (so nothing foreign is overwritten and
+        nothing about it is revealed)."""
+        if principal.robot_id is None:
+            return True
+        return owner != SHARED and owner in self.membership.group_mates(principal.robot_id)
+
+    def check_delete(self, principal: Principal, owner: str) -> None:
+        if principal.robot_id is not None and owner == SHARED:
+            raise Forbidden("fleet-wide 'shared' documents serve every robot; only an operator can delete them")
+
+    def require_admin(self, principal: Principal, what: str) -> None:
+        if principal.robot_id is not None:
+            raise Forbidden(f"{what} is fleet administration; it needs the admin token")

@@ -1,0 +1,74 @@
+"""Process documents: save, find, outcomes — the rules of spec §5 with the §6a policy applied."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from robot_mcp_memory import docmodel
+from robot_mcp_memory.docmodel import ProcessDoc
+from robot_mcp_memory.errors import InvalidInput, NotFound
+from robot_mcp_memory.principal import Principal
+from robot_mcp_memory.services.policy import Policy
+from robot_mcp_memory.store import Hit, ProcessStore, Saved
+
+MAX_K = 50
+MAX_LIMIT = 500
+
+
+@dataclass(frozen=True)
+class Found:
+    hits: list[Hit]
+    mode: str
+
+
+class ProcessService:
+    def __init__(self, store: ProcessStore, policy: Policy, *, default_robot: str = "unknown") -> None:
+        self.store = store
+        self.policy = policy
+        self.default_robot = default_robot
+
+    async def find(self, principal: Principal, query: str, k: int = 3, robot: str = "") -> Found:
+        if not 1 <= k <= MAX_K:
+            raise InvalidInput(f"k must be between 1 and {MAX_K}")
+        visible = self.policy.visible_robots(principal, robot)
+        hits = await self.store.find(query, k, visible)
+        return Found(hits, "keyword")
+
+    async def get(self, principal: Principal, pid: str) -> ProcessDoc:
+        doc = await self.store.get(pid)
+        if doc is None or not self.policy.can_see(principal, doc.robot):
+            raise NotFound(f"no process with id '{pid}'; find_processes or list_processes shows what exists")
+        return doc
+
+    async def save(self, principal: Principal, markdown: str) -> Saved:
+        doc = docmodel.parse(markdown, default_robot="unknown")
+        author = self.policy.pin_author(principal, doc.robot, self.default_robot)
+        doc = doc.model_copy(update={"robot": author})
+        return await self.store.save(doc, writable=lambda owner: self.policy.may_overwrite(principal, owner))
+
+    async def record_outcome(self, principal: Principal, pid: str, success: bool, note: str = "") -> ProcessDoc:
+        await self.get(principal, pid)
+        doc = await self.store.record_outcome(pid, success, note)
+        if doc is None:
+            raise NotFound(f"no process with id '{pid}'")
+        return doc
+
+    async def delete(self, principal: Principal, pid: str) -> ProcessDoc:
+        doc = await self.get(principal, pid)
+        self.policy.check_delete(principal, doc.robot)
+        if not await self.store.delete(pid):
+            raise NotFound(f"no process with id '{pid}'")
+        return doc
+
+    async def list(
+        self, principal: Principal, limit: int = 50, offset: int = 0, robot: str = ""
+    ) -> tuple[list[ProcessDoc], int]:
+        if not 1 <= limit <= MAX_LIMIT:
+            raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}")
+        if offset < 0:
+            raise InvalidInput("offset must be 0 or more")
+        return await self.store.list(limit, offset, self.policy.visible_robots(principal, robot))
+
+    async def reindex(self, principal: Principal) -> int:
+        self.policy.require_admin(principal, "reindex")
+        return await self.store.reindex()

@@ -1,0 +1,1 @@
+"""MCP tools, one module per domain. Each tool is thin: principal → one service call → a model."""

@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession
+from mcp.shared.memory import create_connected_server_and_client_session
+from mcp.types import TextContent
+
+from robot_mcp_memory import logs
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.config import Settings
+from robot_mcp_memory.server import MemoryMCP, build_server
+
+logs.configure("debug")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run every `async def` test on anyio's runner (fixtures and test share one task)."""
+    for item in items:
+        if isinstance(item, pytest.Function) and inspect.iscoroutinefunction(item.function):
+            item.add_marker(pytest.mark.anyio)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+MAILROOM = """---
+id: fetch-package-mailroom
+title: Fetch a package from the mailroom
+task_pattern: "fetch|get|bring ... package|parcel ... mailroom"
+tags: [delivery, mailroom]
+robot: g1-lab-01
+created: 2026-06-12T14:00:00Z
+updated: 2026-06-12T14:00:00Z
+success_count: 3
+failure_count: 1
+last_used: 2026-06-12T16:20:00Z
+source_mission_id: m-9af31c
+---
+
+## Steps
+1. navigation.navigate_to(mailroom) with trigger eta_below:10
+2. on trigger → perception.prewarm("mailroom, parcel shelf")
+3. perception.find_object("package labeled <addressee>")
+
+## Pitfalls & fixes
+- After 18:00 the door is often closed → DOOR_CLOSED is recoverable: ask reception.
+
+## Operator notes
+- Visitor packages are on the lower shelf.
+"""
+
+
+def doc(pid: str, title: str, body: str = "", **front: Any) -> str:
+    lines = [f"id: {pid}", f"title: {title}"] + [f"{k}: {v}" for k, v in front.items()]
+    return "---\n" + "\n".join(lines) + "\n---\n\n" + body + "\n"
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings.from_env({"MEMORY_DATA_DIR": str(tmp_path / "data"), "ROBOT_ID": "tester"})
+
+
+@pytest.fixture
+def memory(settings: Settings) -> Iterator[Memory]:
+    m = Memory.open(settings)
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def server(memory: Memory) -> MemoryMCP:
+    return build_server(memory)
+
+
+class Client:
+    """A thin wrapper over the SDK's in-memory client session: call → parsed JSON object."""
+
+    def __init__(self, session: ClientSession) -> None:
+        self.session = session
+
+    async def call(self, tool: str, **args: Any) -> dict[str, Any]:
+        result = await self.session.call_tool(tool, args)
+        assert len(result.content) == 1, result
+        block = result.content[0]
+        assert isinstance(block, TextContent)
+        data: dict[str, Any] = json.loads(block.text)
+        return data
+
+
+@pytest.fixture
+async def client(server: MemoryMCP) -> AsyncIterator[Client]:
+    async with create_connected_server_and_client_session(server) as session:
+        yield Client(session)
