@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from robot_mcp_memory.errors import ConfigError
+from robot_mcp_memory.tokens import parse_robot_tokens
 
 Transport = Literal["stdio", "sse"]
 
@@ -46,10 +47,14 @@ class Settings:
     data_dir: Path = Path("data")
     robot_id: str = "unknown"
     admin_token: str | None = field(default=None, repr=False)
-    robot_tokens_raw: str | None = field(default=None, repr=False)
+    robot_tokens: dict[str, str] = field(default_factory=dict, repr=False)
     allowed_hosts: tuple[str, ...] = ()
     log_level: str = "info"
     hot_queue_max: int = 10_000
+
+    @property
+    def auth_enabled(self) -> bool:
+        return self.admin_token is not None or bool(self.robot_tokens)
 
     @property
     def index_path(self) -> Path:
@@ -96,6 +101,12 @@ class Settings:
         if admin is not None and len(admin) < 8:
             problems.append("MEMORY_TOKEN is too short: use at least 8 characters (16+ random bytes advised)")
 
+        robot_tokens: dict[str, str] = {}
+        try:
+            robot_tokens = parse_robot_tokens(get("MEMORY_ROBOT_TOKENS"), admin)
+        except ValueError as exc:
+            problems.extend(exc.args[0])
+
         hosts = tuple(h.strip() for h in (get("MEMORY_ALLOWED_HOSTS") or "").split(",") if h.strip())
 
         if problems:
@@ -107,7 +118,7 @@ class Settings:
             data_dir=Path(get("MEMORY_DATA_DIR") or "data"),
             robot_id=robot_id,
             admin_token=admin,
-            robot_tokens_raw=get("MEMORY_ROBOT_TOKENS"),
+            robot_tokens=robot_tokens,
             allowed_hosts=hosts,
             log_level=log_level,
             hot_queue_max=hot_max,

@@ -21,7 +21,7 @@ def serve(settings: Settings) -> None:
             _log.info("serve.stdio", data_dir=str(settings.data_dir))
             anyio.run(mcp.run_stdio_async)
             return
-        if settings.admin_token is None and settings.robot_tokens_raw is None:
+        if not settings.auth_enabled:
             _log.warning(
                 "auth.open",
                 message="no MEMORY_TOKEN or MEMORY_ROBOT_TOKENS set: the HTTP transports accept anyone "

@@ -20,10 +20,13 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
+from starlette.types import ASGIApp
 
 from robot_mcp_memory import __version__, logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.principal import OPEN
+from robot_mcp_memory.tenancy import TenantAuthMiddleware
+from robot_mcp_memory.tokens import TokenAuth
 from robot_mcp_memory.tools import processes
 from robot_mcp_memory.tools.adapter import make_principal_of
 from robot_mcp_memory.tools.results import Refusal
@@ -79,12 +82,13 @@ def build_server(memory: Memory) -> MemoryMCP:
         log_level="WARNING",
         transport_security=transport_security(memory),
     )
+    mcp._mcp_server.version = __version__
     principal_of = make_principal_of(OPEN)
     processes.register(mcp, memory, principal_of)
     return mcp
 
 
-def http_app(memory: Memory, mcp: MemoryMCP) -> Starlette:
+def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
     """SSE + Streamable HTTP (+ health) on one app. The parent's lifespan runs the Streamable
     HTTP session manager (a mounted sub-app's lifespan never runs)."""
     sse = mcp.sse_app()
@@ -103,7 +107,9 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> Starlette:
         *streamable.routes,
         *sse.routes,
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(routes=routes, lifespan=lifespan)
+    auth = TokenAuth(memory.settings.admin_token, memory.settings.robot_tokens)
+    return TenantAuthMiddleware(app, auth, public_paths={"/healthz"})
 
 
 __all__ = ["MemoryMCP", "Mount", "build_server", "http_app"]
