@@ -33,6 +33,10 @@ ENV_VARS: dict[str, str] = {
     "MEMORY_LOG_LEVEL": "debug, info (default), warning or error",
     "MEMORY_HOT_QUEUE_MAX": "bound of the hot-record write queue; beyond it writes are dropped and counted "
     "(default 10000)",
+    "MEMORY_LESSON_MIN_SUCCESSES": "successes a lesson needs before it answers at a place other than where it was "
+    "learned (default 3)",
+    "MEMORY_LESSON_MIN_RELIABILITY": "Laplace reliability (s+1)/(s+f+2) a lesson needs before it answers at "
+    "another place, 0-1 (default 0.75)",
 }
 
 _ROBOT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
@@ -51,6 +55,8 @@ class Settings:
     allowed_hosts: tuple[str, ...] = ()
     log_level: str = "info"
     hot_queue_max: int = 10_000
+    lesson_min_successes: int = 3
+    lesson_min_reliability: float = 0.75
 
     @property
     def auth_enabled(self) -> bool:
@@ -85,6 +91,13 @@ class Settings:
 
         port = _int(get("MCP_PORT"), "MCP_PORT", 9103, 1, 65535, problems)
         hot_max = _int(get("MEMORY_HOT_QUEUE_MAX"), "MEMORY_HOT_QUEUE_MAX", 10_000, 1, 10_000_000, problems)
+
+        min_successes = _int(
+            get("MEMORY_LESSON_MIN_SUCCESSES"), "MEMORY_LESSON_MIN_SUCCESSES", 3, 0, 1_000_000, problems
+        )
+        min_reliability = _float(
+            get("MEMORY_LESSON_MIN_RELIABILITY"), "MEMORY_LESSON_MIN_RELIABILITY", 0.75, 0.0, 1.0, problems
+        )
 
         robot_id = get("ROBOT_ID") or "unknown"
         if not _ROBOT_ID.match(robot_id):
@@ -122,6 +135,8 @@ class Settings:
             allowed_hosts=hosts,
             log_level=log_level,
             hot_queue_max=hot_max,
+            lesson_min_successes=min_successes,
+            lesson_min_reliability=min_reliability,
         )
 
 
@@ -135,5 +150,19 @@ def _int(raw: str | None, name: str, default: int, lo: int, hi: int, problems: l
         return default
     if not lo <= value <= hi:
         problems.append(f"{name} must be between {lo} and {hi}, got {value}")
+        return default
+    return value
+
+
+def _float(raw: str | None, name: str, default: float, lo: float, hi: float, problems: list[str]) -> float:
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        problems.append(f"{name} must be a number, got {raw!r}")
+        return default
+    if not lo <= value <= hi:  # also false for nan
+        problems.append(f"{name} must be between {lo} and {hi}, got {raw}")
         return default
     return value
