@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from robot_mcp_memory.config import ENV_VARS, Settings
+from robot_mcp_memory.errors import ConfigError
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_defaults_follow_the_spec() -> None:
+    s = Settings.from_env({})
+    assert (s.transport, s.port, s.data_dir, s.robot_id) == ("stdio", 9103, Path("data"), "unknown")
+    assert s.index_path == Path("data/index.db")
+    assert s.lessons_path == Path("data/lessons.db")
+    assert not s.auth_enabled
+
+
+def test_every_bad_setting_is_reported_at_once_naming_its_variable() -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env({"MCP_TRANSPORT": "carrier-pigeon", "MCP_PORT": "99999", "ROBOT_ID": "bad id!"})
+    named = " ".join(info.value.problems)
+    for var in ("MCP_TRANSPORT", "MCP_PORT", "ROBOT_ID"):
+        assert var in named
+    assert len(info.value.problems) == 3
+
+
+def test_a_non_numeric_port_names_the_variable() -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env({"MCP_PORT": "http"})
+    assert info.value.problems[0].startswith("MCP_PORT")
+
+
+def test_secret_values_never_appear_in_config_errors() -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env({"MEMORY_TOKEN": "adminsecret", "MEMORY_ROBOT_TOKENS": "rap-1:adminsecret,rap-2:x"})
+    text = info.value.detail
+    assert "adminsecret" not in text
+    assert "MEMORY_ROBOT_TOKENS" in text
+
+
+def test_settings_repr_hides_tokens() -> None:
+    s = Settings.from_env({"MEMORY_TOKEN": "adminsecret", "MEMORY_ROBOT_TOKENS": "rap-1:robotsecret1"})
+    assert "adminsecret" not in repr(s)
+    assert "robotsecret1" not in repr(s)
+    assert s.robot_tokens == {"rap-1": "robotsecret1"}
+
+
+def test_sse_aliases_are_accepted() -> None:
+    for value in ("sse", "SSE", "http", "streamable-http"):
+        assert Settings.from_env({"MCP_TRANSPORT": value}).transport == "sse"
+
+
+def test_every_environment_variable_is_documented_in_the_readme() -> None:
+    text = README.read_text()
+    missing = [name for name in ENV_VARS if f"`{name}`" not in text]
+    assert not missing, f"document these in README.md: {missing}"
