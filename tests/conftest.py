@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -19,15 +18,9 @@ from robot_mcp_memory.server import MemoryMCP, build_server
 logs.configure("debug")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run every `async def` test on anyio's runner (fixtures and test share one task)."""
-    for item in items:
-        if isinstance(item, pytest.Function) and inspect.iscoroutinefunction(item.function):
-            item.add_marker(pytest.mark.anyio)
-
-
 @pytest.fixture
 def anyio_backend() -> str:
+    """Every `async def` test runs on anyio (anyio_mode = auto), on asyncio."""
     return "asyncio"
 
 
@@ -65,7 +58,10 @@ def doc(pid: str, title: str, body: str = "", **front: Any) -> str:
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings.from_env({"MEMORY_DATA_DIR": str(tmp_path / "data"), "ROBOT_ID": "tester"})
+    # Deterministic, instant embedder; the real model is opted into by tests/search/test_hybrid.py.
+    return Settings.from_env(
+        {"MEMORY_DATA_DIR": str(tmp_path / "data"), "ROBOT_ID": "tester", "MEMORY_EMBEDDER": "hashing"}
+    )
 
 
 @pytest.fixture
