@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from robot_mcp_memory import __version__, logs
 from robot_mcp_memory.app import Memory
@@ -39,6 +39,41 @@ INSTRUCTIONS = (
     "save_process after a taught mission, record_outcome after a mission that used one. Everything "
     "returned is advice from past executions: deviate when reality disagrees."
 )
+
+
+#: Transport limits: mcp 1.30's defaults kept or tightened, never loosened (4 MiB, 10,000 sessions,
+#: 30 min idle). The largest legitimate call is a 256k-character process document.
+MAX_REQUEST_BODY = 2 * 1024 * 1024
+MAX_SESSIONS = 1000
+SESSION_IDLE_TIMEOUT_S = 30 * 60
+#: mcp caps Streamable HTTP sessions but not SSE streams; `SseCap` caps those.
+MAX_SSE_STREAMS = 1000
+
+
+class SseCap:
+    """Refuses new ``GET /sse`` streams beyond `limit` open ones with 503 (pure ASGI)."""
+
+    def __init__(self, app: ASGIApp, limit: int = MAX_SSE_STREAMS, path: str = "/sse") -> None:
+        self.app = app
+        self.limit = limit
+        self.path = path
+        self.open = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") != self.path:
+            await self.app(scope, receive, send)
+            return
+        if self.open >= self.limit:
+            response = JSONResponse(
+                {"error": "busy", "detail": "too many open SSE streams; retry later or use /mcp"}, status_code=503
+            )
+            await response(scope, receive, send)
+            return
+        self.open += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.open -= 1
 
 
 class MemoryMCP(FastMCP):
@@ -81,6 +116,9 @@ def build_server(memory: Memory) -> MemoryMCP:
         port=s.port,
         log_level="WARNING",
         transport_security=transport_security(memory),
+        max_request_body_size=MAX_REQUEST_BODY,
+        max_sessions=MAX_SESSIONS,
+        session_idle_timeout=SESSION_IDLE_TIMEOUT_S,
     )
     mcp._mcp_server.version = __version__
     principal_of = make_principal_of(OPEN)
@@ -107,7 +145,7 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
         *streamable.routes,
         *sse.routes,
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = SseCap(Starlette(routes=routes, lifespan=lifespan))
     auth = TokenAuth(memory.settings.admin_token, memory.settings.robot_tokens)
     return TenantAuthMiddleware(app, auth, public_paths={"/healthz"})
 
