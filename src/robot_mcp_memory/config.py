@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from robot_mcp_memory.errors import ConfigError
 from robot_mcp_memory.tokens import parse_robot_tokens
@@ -37,10 +37,25 @@ ENV_VARS: dict[str, str] = {
     "learned (default 3)",
     "MEMORY_LESSON_MIN_RELIABILITY": "Laplace reliability (s+1)/(s+f+2) a lesson needs before it answers at "
     "another place, 0-1 (default 0.75)",
+    "MEMORY_EMBEDDER": "embedding backend for semantic search: use (default; offline, weights in the package), "
+    "fastembed, ollama, openai, hashing (test/fallback) or none (keyword-only)",
+    "MEMORY_EMBED_URL": "base URL of the ollama (default http://127.0.0.1:11434) or OpenAI-compatible "
+    "(default https://api.openai.com) embedding server",
+    "MEMORY_EMBED_MODEL": "model name for fastembed/ollama/openai (defaults: sentence-transformers/all-MiniLM-L6-v2, "
+    "all-minilm, text-embedding-3-small)",
+    "MEMORY_EMBED_API_KEY": "bearer key for MEMORY_EMBEDDER=openai (secret: never logged)",
+    "MEMORY_EMBED_TIMEOUT": "seconds to wait for an HTTP embedding server before searching keyword-only (default 10)",
+    "MEMORY_FUSION_K": "reciprocal-rank-fusion constant k (default 60)",
+    "MEMORY_FUSION_WEIGHTS": "weights of the keyword and vector lists in fusion, 'keyword:1,vector:1' (default "
+    "chosen by the evaluation in docs/search.md)",
 }
 
 _ROBOT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 _LOG_LEVELS = ("debug", "info", "warning", "error")
+EmbedderName = Literal["use", "fastembed", "ollama", "openai", "hashing", "none"]
+EMBEDDERS: tuple[EmbedderName, ...] = ("use", "fastembed", "ollama", "openai", "hashing", "none")
+#: (keyword, vector) fusion weights; chosen by eval/ (docs/search.md).
+DEFAULT_FUSION_WEIGHTS = (1.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -57,6 +72,13 @@ class Settings:
     hot_queue_max: int = 10_000
     lesson_min_successes: int = 3
     lesson_min_reliability: float = 0.75
+    embedder: EmbedderName = "use"
+    embed_url: str | None = None
+    embed_model: str | None = None
+    embed_api_key: str | None = field(default=None, repr=False)
+    embed_timeout: float = 10.0
+    fusion_k: int = 60
+    fusion_weights: tuple[float, float] = DEFAULT_FUSION_WEIGHTS
 
     @property
     def auth_enabled(self) -> bool:
@@ -122,6 +144,8 @@ class Settings:
 
         hosts = tuple(h.strip() for h in (get("MEMORY_ALLOWED_HOSTS") or "").split(",") if h.strip())
 
+        search = _search_settings(get, problems)
+
         if problems:
             raise ConfigError(problems)
         return cls(
@@ -137,6 +161,7 @@ class Settings:
             hot_queue_max=hot_max,
             lesson_min_successes=min_successes,
             lesson_min_reliability=min_reliability,
+            **search,
         )
 
 
@@ -166,3 +191,40 @@ def _float(raw: str | None, name: str, default: float, lo: float, hi: float, pro
         problems.append(f"{name} must be between {lo} and {hi}, got {raw}")
         return default
     return value
+
+
+def _search_settings(get: Callable[[str], str | None], problems: list[str]) -> dict[str, Any]:
+    """MEMORY_EMBEDDER and friends, validated; keys are `Settings` field names."""
+    out: dict[str, Any] = {}
+    name = (get("MEMORY_EMBEDDER") or "use").lower()
+    if name not in EMBEDDERS:
+        problems.append(f"MEMORY_EMBEDDER must be one of {', '.join(EMBEDDERS)}, got {name!r}")
+        name = "use"
+    out["embedder"] = name
+    url = get("MEMORY_EMBED_URL")
+    if url is not None and not re.match(r"^https?://[^/\s]+", url):
+        problems.append("MEMORY_EMBED_URL must be an http:// or https:// URL")
+    out["embed_url"] = url
+    out["embed_model"] = get("MEMORY_EMBED_MODEL")
+    key = get("MEMORY_EMBED_API_KEY")
+    if name == "openai" and key is None and url is None:
+        problems.append("MEMORY_EMBED_API_KEY is required for MEMORY_EMBEDDER=openai with the default URL")
+    out["embed_api_key"] = key
+    out["embed_timeout"] = _float(get("MEMORY_EMBED_TIMEOUT"), "MEMORY_EMBED_TIMEOUT", 10.0, 0.1, 600.0, problems)
+    out["fusion_k"] = _int(get("MEMORY_FUSION_K"), "MEMORY_FUSION_K", 60, 1, 10_000, problems)
+    weights = dict(zip(("keyword", "vector"), DEFAULT_FUSION_WEIGHTS, strict=True))
+    for part in (get("MEMORY_FUSION_WEIGHTS") or "").split(","):
+        if not part.strip():
+            continue
+        label, _, value = part.partition(":")
+        label = label.strip().lower()
+        try:
+            weight = float(value)
+        except ValueError:
+            weight = -1.0
+        if label not in weights or not 0.0 <= weight <= 100.0:
+            problems.append("MEMORY_FUSION_WEIGHTS must look like 'keyword:1,vector:1' with weights from 0 to 100")
+            break
+        weights[label] = weight
+    out["fusion_weights"] = (weights["keyword"], weights["vector"])
+    return out

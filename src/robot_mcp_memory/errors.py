@@ -10,6 +10,7 @@
      ├── Conflict                   conflict
      ├── Busy                       busy      (overloaded: retry later, nothing was stored)
      ├── ConfigError                config    (lists every bad setting)
+     ├── EmbedderUnavailable        unavailable (search degrades to keyword-only; never reaches a tool)
      └── StorageError               storage
           ├── SchemaTooNew          storage
           └── StoreUnreadable       storage
@@ -78,6 +79,13 @@ class ConfigError(MemoryError_):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("invalid configuration: " + "; ".join(problems))
         self.problems = problems
+
+
+class EmbedderUnavailable(MemoryError_):
+    """The embedding model could not load or answer. Callers degrade to keyword search; the
+    message names the backend and what to check, never a key."""
+
+    code = "unavailable"
 
 
 class StorageError(MemoryError_):

@@ -1,0 +1,156 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from robot_mcp_memory.config import Settings
+from robot_mcp_memory.errors import ConfigError, EmbedderUnavailable
+from robot_mcp_memory.search.embedders import (
+    Embedder,
+    FastEmbedEmbedder,
+    HashingEmbedder,
+    OllamaEmbedder,
+    OpenAIEmbedder,
+    USEEmbedder,
+    from_settings,
+)
+from tests.search.stub_http import stub_server
+
+
+def test_hashing_embedder_is_deterministic_unit_length_float32() -> None:
+    e = HashingEmbedder()
+    a = e.embed(["fetch the red cup", "去收发室取包裹", ""])
+    b = HashingEmbedder().embed(["fetch the red cup", "去收发室取包裹", ""])
+    assert a.dtype == np.float32
+    assert a.shape == (3, 256)
+    assert np.array_equal(a, b)
+    assert np.allclose(np.linalg.norm(a[:2], axis=1), 1.0, atol=1e-6)
+    assert not a[2].any()  # an empty text is a zero row, not NaN
+    assert isinstance(e, Embedder)
+
+
+def test_hashing_embedder_puts_shared_spellings_closer() -> None:
+    q, near, far = HashingEmbedder().embed(["bring the parcel", "bring a parcel please", "charge the battery"])
+    assert float(q @ near) > float(q @ far)
+
+
+def test_hashing_embedder_embeds_nothing_as_an_empty_matrix() -> None:
+    assert HashingEmbedder(32).embed([]).shape == (0, 32)
+
+
+def test_embedder_is_chosen_by_settings() -> None:
+    def pick(**env: str) -> object:
+        return from_settings(Settings.from_env({"MEMORY_DATA_DIR": "/tmp/x", **env}))
+
+    assert isinstance(pick(), USEEmbedder)
+    assert isinstance(pick(MEMORY_EMBEDDER="hashing"), HashingEmbedder)
+    assert pick(MEMORY_EMBEDDER="none") is None
+    fe = pick(MEMORY_EMBEDDER="fastembed")
+    assert isinstance(fe, FastEmbedEmbedder)
+    assert fe.cache_dir == Path("/tmp/x/models/fastembed")
+    ol = pick(MEMORY_EMBEDDER="ollama", MEMORY_EMBED_MODEL="nomic-embed-text")
+    assert isinstance(ol, OllamaEmbedder)
+    assert (ol.url, ol.model_id) == ("http://127.0.0.1:11434", "ollama:nomic-embed-text")
+    oa = pick(MEMORY_EMBEDDER="openai", MEMORY_EMBED_URL="http://127.0.0.1:1/v1")
+    assert isinstance(oa, OpenAIEmbedder)
+    assert oa.url == "http://127.0.0.1:1"
+
+
+def test_bad_embedder_settings_name_their_variables_and_hide_the_key() -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env(
+            {
+                "MEMORY_EMBEDDER": "word2vec",
+                "MEMORY_EMBED_URL": "ftp://x",
+                "MEMORY_EMBED_TIMEOUT": "0",
+                "MEMORY_FUSION_K": "-1",
+                "MEMORY_FUSION_WEIGHTS": "bm25:2",
+                "MEMORY_EMBED_API_KEY": "sk-verysecret",
+            }
+        )
+    named = " ".join(info.value.problems)
+    for var in (
+        "MEMORY_EMBEDDER",
+        "MEMORY_EMBED_URL",
+        "MEMORY_EMBED_TIMEOUT",
+        "MEMORY_FUSION_K",
+        "MEMORY_FUSION_WEIGHTS",
+    ):
+        assert var in named
+    assert "sk-verysecret" not in info.value.detail
+
+
+def test_openai_without_a_key_or_url_is_a_config_error() -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env({"MEMORY_EMBEDDER": "openai"})
+    assert "MEMORY_EMBED_API_KEY" in info.value.problems[0]
+
+
+def test_the_api_key_never_appears_in_settings_repr() -> None:
+    s = Settings.from_env({"MEMORY_EMBEDDER": "openai", "MEMORY_EMBED_API_KEY": "sk-verysecret"})
+    assert "sk-verysecret" not in repr(s)
+
+
+def test_fusion_weights_parse() -> None:
+    s = Settings.from_env({"MEMORY_FUSION_WEIGHTS": "vector:2.5, keyword:0.5", "MEMORY_FUSION_K": "20"})
+    assert s.fusion_weights == (0.5, 2.5)
+    assert s.fusion_k == 20
+
+
+def test_fastembed_missing_or_without_local_files_is_unavailable(tmp_path: Path) -> None:
+    e = FastEmbedEmbedder("sentence-transformers/all-MiniLM-L6-v2", tmp_path / "cache")
+    with pytest.raises(EmbedderUnavailable):
+        e.load()
+    with pytest.raises(EmbedderUnavailable):
+        e.embed(["x"])
+
+
+def test_ollama_backend_embeds_through_api_embed() -> None:
+    with stub_server("ollama") as stub:
+        e = OllamaEmbedder(stub.url, "all-minilm", timeout=5)
+        e.load()
+        assert e.dim == 64
+        out = e.embed(["fetch the parcel", "open the door"])
+        assert out.shape == (2, 64)
+        assert np.allclose(out, HashingEmbedder(64).embed(["fetch the parcel", "open the door"]), atol=1e-6)
+        path, _headers, body = stub.requests[-1]
+        assert path == "/api/embed"
+        assert body == {"model": "all-minilm", "input": ["fetch the parcel", "open the door"]}
+
+
+def test_openai_backend_sends_the_bearer_key_and_orders_by_index() -> None:
+    with stub_server("openai") as stub:
+        e = OpenAIEmbedder(stub.url + "/v1", "text-embedding-3-small", timeout=5, api_key="sk-test")
+        e.load()
+        out = e.embed(["a red cup", "a blue cup", "a green cup"])
+        assert np.allclose(out, HashingEmbedder(64).embed(["a red cup", "a blue cup", "a green cup"]), atol=1e-6)
+        path, headers, _body = stub.requests[-1]
+        assert path == "/v1/embeddings"
+        assert headers["Authorization"] == "Bearer sk-test"
+
+
+@pytest.mark.parametrize("mode", ["500", "malformed", "wrong-shape", "hang"])
+@pytest.mark.parametrize("flavour", ["ollama", "openai"])
+def test_http_backend_failures_are_embedder_unavailable(flavour: str, mode: str) -> None:
+    with stub_server("ollama" if flavour == "ollama" else "openai") as stub:
+        e: OllamaEmbedder | OpenAIEmbedder = (
+            OllamaEmbedder(stub.url, "m", timeout=0.3)
+            if flavour == "ollama"
+            else OpenAIEmbedder(stub.url, "m", timeout=0.3, api_key="k")
+        )
+        e.load()
+        stub.mode = mode  # type: ignore[assignment]  # a Literal from the parametrisation
+        with pytest.raises(EmbedderUnavailable) as info:
+            e.embed(["x", "y"])
+        assert "k" not in info.value.detail.split()  # no key in the message
+        e.close()
+
+
+def test_an_unreachable_server_is_embedder_unavailable() -> None:
+    with stub_server("ollama") as stub:
+        url = stub.url
+    e = OllamaEmbedder(url, "m", timeout=1)
+    with pytest.raises(EmbedderUnavailable):
+        e.load()
