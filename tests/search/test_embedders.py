@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +16,10 @@ from robot_mcp_memory.search.embedders import (
     OllamaEmbedder,
     OpenAIEmbedder,
     USEEmbedder,
+    Vectors,
     from_settings,
 )
+from robot_mcp_memory.search.resilient import ResilientEmbedder
 from tests.search.stub_http import stub_server
 
 
@@ -154,3 +158,128 @@ def test_an_unreachable_server_is_embedder_unavailable() -> None:
     e = OllamaEmbedder(url, "m", timeout=1)
     with pytest.raises(EmbedderUnavailable):
         e.load()
+
+
+# ---------------------------------------------------------------------------- resilience
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class Flaky(HashingEmbedder):
+    """A hashing embedder whose load and embed fail on command, counting calls."""
+
+    def __init__(self) -> None:
+        super().__init__(16)
+        self.fail_load = False
+        self.fail_embed = False
+        self.loads = 0
+        self.embeds = 0
+        self.gate: threading.Event | None = None
+
+    def load(self) -> None:
+        self.loads += 1
+        if self.gate is not None:
+            self.gate.wait(10)
+        if self.fail_load:
+            raise EmbedderUnavailable("model files missing")
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.embeds += 1
+        if self.fail_embed:
+            raise RuntimeError("server said no")
+        return super().embed(texts)
+
+
+def test_no_embedder_is_mode_off_and_embeds_nothing() -> None:
+    r = ResilientEmbedder(None)
+    r.start()
+    assert r.mode == "off"
+    assert r.embed(["x"]) is None
+    assert r.model_id is None
+
+
+def test_loading_happens_in_the_background_and_callers_get_none_meanwhile() -> None:
+    backend = Flaky()
+    backend.gate = threading.Event()
+    r = ResilientEmbedder(backend)
+    r.start()  # returns at once although load() is blocked
+    assert r.mode == "loading"
+    assert r.embed(["x"]) is None
+    assert backend.embeds == 0
+    backend.gate.set()
+    assert r.wait_ready(10)
+    out = r.embed(["x"])
+    assert out is not None
+    assert out.shape == (1, 16)
+    assert r.mode == "ready"
+    assert r.model_id == "hashing-v1-16"
+
+
+def test_a_failed_load_backs_off_60_120_240_then_300_max() -> None:
+    clock = FakeClock()
+    backend = Flaky()
+    backend.fail_load = True
+    r = ResilientEmbedder(backend, clock=clock, background=False)
+    r.start()
+    delays = []
+    for _ in range(5):
+        assert r.mode == "unavailable"
+        delays.append(r.retry_in())
+        clock.advance(59.0)
+        loads = backend.loads
+        assert r.embed(["x"]) is None
+        assert backend.loads == loads  # not due yet: no attempt at all
+        clock.advance(delays[-1] - 59.0)  # type: ignore[operator]
+        assert r.embed(["x"]) is None  # due: one more load, which fails again
+    assert delays == [60.0, 120.0, 240.0, 300.0, 300.0]
+    assert r.status()["failures"] == 6
+    assert r.last_error == "model files missing"
+
+
+def test_load_recovers_after_backoff_and_notifies_listeners() -> None:
+    clock = FakeClock()
+    backend = Flaky()
+    backend.fail_load = True
+    r = ResilientEmbedder(backend, clock=clock, background=False)
+    ready: list[str] = []
+    r.on_ready(lambda: ready.append(r.mode))
+    r.start()
+    backend.fail_load = False
+    clock.advance(60)
+    out = r.embed(["x"])
+    assert out is not None
+    assert r.mode == "ready"
+    assert ready == ["ready"]
+    assert r.failures == 0
+
+
+def test_an_embed_failure_degrades_then_one_probe_recovers() -> None:
+    clock = FakeClock()
+    backend = Flaky()
+    r = ResilientEmbedder(backend, clock=clock, background=False)
+    recovered: list[bool] = []
+    r.start()
+    r.on_ready(lambda: recovered.append(True))
+    backend.fail_embed = True
+    assert r.embed(["x"]) is None
+    assert r.mode == "unavailable"
+    assert r.retry_in() == 60.0
+    calls = backend.embeds
+    assert r.embed(["x"]) is None
+    assert backend.embeds == calls  # backing off: the backend is not called
+    clock.advance(60)
+    assert r.embed(["x"]) is None  # the probe fails: 120 s now
+    assert r.retry_in() == 120.0
+    backend.fail_embed = False
+    clock.advance(120)
+    assert r.embed(["x"]) is not None
+    assert r.mode == "ready"
+    assert recovered == [True]
+    assert r.embed(["y"]) is not None

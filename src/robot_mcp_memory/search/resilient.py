@@ -1,0 +1,205 @@
+"""ResilientEmbedder: an embedder that never fails a tool and never delays ``initialize``.
+
+States (`mode`)::
+
+    off ── no embedder configured (MEMORY_EMBEDDER=none): keyword-only, for good
+    loading ──load ok──► ready ──embed fails──► unavailable ──backoff due──► (one probe) ──ok──► ready
+       └──load fails──► unavailable ──backoff due──► loading (again, in the background)
+
+- The model loads on a background thread (``start()``), so the server answers MCP
+  ``initialize`` at once; until it is ready, `embed` returns None and search runs keyword-only.
+- A failure (load or embed) makes it ``unavailable`` for 60 s, then 120, 240, and 300 s at most
+  between attempts. When due, exactly one caller probes (or one background reload starts);
+  everyone else keeps getting None meanwhile. Success resets the backoff.
+- Each transition to ``ready`` calls the `on_ready` listeners (the backfill of rows written
+  while it was down hangs there). Listeners run on the thread that made the transition and
+  must not block.
+
+`embed` returns None rather than raising: "no vector" is an ordinary outcome the callers handle.
+The clock is injectable so tests step through the backoff without sleeping.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from robot_mcp_memory import logs
+from robot_mcp_memory.errors import EmbedderUnavailable
+from robot_mcp_memory.search.embedders import Loadable, Vectors
+
+Mode = Literal["off", "loading", "ready", "unavailable"]
+BACKOFF_S: tuple[float, ...] = (60.0, 120.0, 240.0, 300.0)
+
+_log = logs.get("robot_mcp_memory.search.embedder")
+
+
+class ResilientEmbedder:
+    def __init__(
+        self,
+        backend: Loadable | None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        backoff: Sequence[float] = BACKOFF_S,
+        background: bool = True,
+    ) -> None:
+        self.backend = backend
+        self.clock = clock
+        self.backoff = tuple(backoff)
+        self.background = background
+        self.failures = 0
+        self.last_error: str | None = None
+        self._mode: Mode = "off" if backend is None else "loading"
+        self._loaded = False
+        self._retry_at = 0.0
+        self._busy = False  # a probe or a (re)load is in flight
+        self._lock = threading.Lock()
+        self._ready = threading.Event()
+        self._listeners: list[Callable[[], None]] = []
+        self._started = False
+
+    # ------------------------------------------------------------------ state
+    @property
+    def mode(self) -> Mode:
+        return self._mode
+
+    @property
+    def model_id(self) -> str | None:
+        """The configured model's id once loaded (it may be temporarily unavailable then)."""
+        return self.backend.model_id if self.backend is not None and self._loaded else None
+
+    @property
+    def dim(self) -> int:
+        return self.backend.dim if self.backend is not None and self._loaded else 0
+
+    def retry_in(self) -> float | None:
+        if self._mode != "unavailable":
+            return None
+        return max(0.0, self._retry_at - self.clock())
+
+    def on_ready(self, listener: Callable[[], None]) -> None:
+        self._listeners.append(listener)
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Block until the first successful load (for tests, benchmarks and CLI commands)."""
+        return self._ready.wait(timeout)
+
+    # ------------------------------------------------------------------ loading
+    def start(self) -> None:
+        """Begin loading: on a daemon thread, or right here when `background` is False."""
+        if self.backend is None or self._started:
+            return
+        self._started = True
+        with self._lock:
+            self._busy = True
+            self._mode = "loading"
+        self._spawn_load()
+
+    def _spawn_load(self) -> None:
+        if self.background:
+            threading.Thread(target=self._load, name="embedder-load", daemon=True).start()
+        else:
+            self._load()
+
+    def _load(self) -> None:
+        assert self.backend is not None
+        began = time.perf_counter()
+        try:
+            self.backend.load()
+        except Exception as exc:  # any failure of a third-party model is "unavailable"
+            self._fail(exc, "load")
+            return
+        with self._lock:
+            self._loaded = True
+        _log.info(
+            "embedder.ready",
+            model_id=self.backend.model_id,
+            dim=self.backend.dim,
+            load_ms=round((time.perf_counter() - began) * 1000, 1),
+        )
+        self._succeed()
+
+    def _succeed(self) -> None:
+        with self._lock:
+            was = self._mode
+            self._mode = "ready"
+            self.failures = 0
+            self.last_error = None
+            self._busy = False
+        self._ready.set()
+        if was != "ready":
+            if was == "unavailable":
+                _log.info("embedder.recovered", model_id=self.model_id)
+            for listener in list(self._listeners):
+                try:
+                    listener()
+                except Exception:
+                    _log.exception("embedder.listener_failed")
+
+    def _fail(self, exc: BaseException, during: str) -> None:
+        reason = exc.detail if isinstance(exc, EmbedderUnavailable) else f"{type(exc).__name__}"
+        with self._lock:
+            self.failures += 1
+            delay = self.backoff[min(self.failures, len(self.backoff)) - 1]
+            self._retry_at = self.clock() + delay
+            self._mode = "unavailable"
+            self._busy = False
+            self.last_error = reason
+        _log.warning(
+            "embedder.unavailable",
+            during=during,
+            reason=reason,
+            failures=self.failures,
+            retry_in_s=delay,
+            search="keyword-only until it recovers",
+        )
+
+    # ------------------------------------------------------------------ embedding
+    def embed(self, texts: Sequence[str]) -> Vectors | None:
+        """Vectors for `texts`, or None when the embedder is off, loading, or backing off."""
+        if self.backend is None:
+            return None
+        with self._lock:
+            mode, busy = self._mode, self._busy
+            if mode == "loading" or (mode == "unavailable" and (busy or self.clock() < self._retry_at)):
+                return None
+            if mode == "unavailable":
+                self._busy = True  # this caller probes (or restarts the load); others keep waiting
+                if not self._loaded:
+                    self._mode = "loading"
+        if mode == "unavailable" and not self._loaded:
+            self._spawn_load()
+            return self._embed_now(texts) if not self.background and self._mode == "ready" else None
+        return self._embed_now(texts, probe=mode == "unavailable")
+
+    def _embed_now(self, texts: Sequence[str], probe: bool = False) -> Vectors | None:
+        assert self.backend is not None
+        try:
+            out = self.backend.embed(texts)
+        except Exception as exc:
+            self._fail(exc, "embed")
+            return None
+        if probe:
+            self._succeed()
+        return out
+
+    def status(self) -> dict[str, object]:
+        """For health output and logs (no secrets: ids, counts and reasons only)."""
+        return {
+            "mode": self._mode,
+            "model_id": self.model_id,
+            "dim": self.dim,
+            "failures": self.failures,
+            "retry_in_s": self.retry_in(),
+            "last_error": self.last_error,
+        }
+
+    def close(self) -> None:
+        close = getattr(self.backend, "close", None)
+        if callable(close):
+            close()
+
+
+__all__ = ["BACKOFF_S", "Mode", "ResilientEmbedder"]
