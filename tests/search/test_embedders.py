@@ -218,7 +218,7 @@ def test_loading_happens_in_the_background_and_callers_get_none_meanwhile() -> N
     out = r.embed(["x"])
     assert out is not None
     assert out.shape == (1, 16)
-    assert r.mode == "ready"
+    assert r.status()["mode"] == "ready"
     assert r.model_id == "hashing-v1-16"
 
 
@@ -280,6 +280,6 @@ def test_an_embed_failure_degrades_then_one_probe_recovers() -> None:
     backend.fail_embed = False
     clock.advance(120)
     assert r.embed(["x"]) is not None
-    assert r.mode == "ready"
+    assert r.status()["mode"] == "ready"
     assert recovered == [True]
     assert r.embed(["y"]) is not None
