@@ -10,13 +10,20 @@ foreign or newer schema: restarting will not help) · 78 bad configuration.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from robot_mcp_memory import __version__, logs
+from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.errors import ConfigError, MemoryError_, SchemaTooNew, StoreUnreadable
+from robot_mcp_memory.principal import LOCAL
+from robot_mcp_memory.services import operations
+from robot_mcp_memory.tokens import ROBOT_RE, generate_token
 
 EXIT_FAILED = 1
 EXIT_DATA = 65
@@ -38,6 +45,29 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="overrides MCP_HOST")
     serve.add_argument("--port", type=int, help="overrides MCP_PORT")
     serve.add_argument("--data-dir", help="overrides MEMORY_DATA_DIR")
+
+    def cmd(name: str, help_: str) -> argparse.ArgumentParser:
+        c = sub.add_parser(name, help=help_, description=help_)
+        c.add_argument("--data-dir", help="overrides MEMORY_DATA_DIR")
+        return c
+
+    cmd("dump", "write every process as markdown (processes/<id>.md) into a directory").add_argument(
+        "dest", help="directory to write into (created if missing)"
+    )
+    cmd("load", "load process markdown files from a dump directory, exactly as written").add_argument(
+        "src", help="a dump directory, or a directory of .md files"
+    )
+    cmd("backup", "online, consistent copy of index.db (and lessons.db), safe while serving").add_argument(
+        "dest", help="a new directory for the copies"
+    )
+    cmd("reindex", "rebuild the search index from the stored rows")
+    doctor = cmd("doctor", "check integrity, index vs rows, schema version and disk; exit 1 on a problem")
+    doctor.add_argument("--full", action="store_true", help="full integrity_check instead of quick_check")
+    cmd("stats", "row counts as JSON")
+    token = sub.add_parser("token", help="token helpers", description="token helpers")
+    token_sub = token.add_subparsers(dest="token_command", required=True)
+    gen = token_sub.add_parser("generate", help="print a fresh admin token and a MEMORY_ROBOT_TOKENS map")
+    gen.add_argument("robots", nargs="*", help="robot ids to issue tokens for")
     return p
 
 
@@ -64,7 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _log.error("config.invalid", problems=exc.problems)
         sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
         return EXIT_CONFIG
-    logs.configure(settings.log_level)
+    quiet = (args.command or "serve") != "serve" and not args.debug
+    logs.configure("warning" if quiet else settings.log_level)
     try:
         return _dispatch(args, settings)
     except (StoreUnreadable, SchemaTooNew) as exc:
@@ -87,4 +118,73 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
         serve(settings)
         return 0
-    raise AssertionError(command)  # argparse rejects unknown commands
+    if command == "token":
+        return _token(args)
+    if command == "backup":
+        written = operations.backup(settings.data_dir, Path(args.dest), _progress("backup"))
+        _out("\n".join(str(p) for p in written))
+        return 0
+    return asyncio.run(_with_memory(args, settings))
+
+
+async def _with_memory(args: argparse.Namespace, settings: Settings) -> int:
+    memory = Memory.open(settings)
+    try:
+        if args.command == "dump":
+            dumped = await operations.dump(memory, LOCAL, Path(args.dest), _progress("dump"))
+            _out(f"dumped {dumped.processes} processes to {args.dest}")
+            return 0
+        if args.command == "load":
+            loaded = await operations.load(memory, LOCAL, Path(args.src), _progress("load"))
+            _out(f"loaded {loaded.processes} processes, skipped {len(loaded.skipped)}")
+            for line in loaded.skipped:
+                sys.stderr.write(f"skipped {line}\n")
+            return 0 if not loaded.skipped else EXIT_FAILED
+        if args.command == "reindex":
+            _out(json.dumps({"indexed": await memory.processes.reindex(LOCAL)}))
+            return 0
+        if args.command == "doctor":
+            report = await operations.doctor(memory, full=args.full)
+            for check, detail, ok in report.lines:
+                _out(f"{'ok  ' if ok else 'FAIL'} {check}: {detail}")
+            return 0 if report.ok else EXIT_FAILED
+        if args.command == "stats":
+            _out(json.dumps(await operations.stats(memory), indent=2, sort_keys=True))
+            return 0
+    finally:
+        memory.close()
+    raise AssertionError(args.command)  # argparse rejects unknown commands
+
+
+def _token(args: argparse.Namespace) -> int:
+    robots = list(args.robots)
+    bad = [r for r in robots if not ROBOT_RE.match(r)]
+    if bad:
+        sys.stderr.write(f"robot-mcp-memory: not valid robot ids: {', '.join(bad)}\n")
+        return EXIT_FAILED
+    _out(f"MEMORY_TOKEN={generate_token()}")
+    if robots:
+        _out("MEMORY_ROBOT_TOKENS=" + ",".join(f"{r}:{generate_token()}" for r in robots))
+    return 0
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def _progress(label: str) -> Callable[[int, int], None]:
+    """A one-line progress bar on stderr (only when stderr is a terminal)."""
+    tty = sys.stderr.isatty()
+
+    def show(done: int, total: int) -> None:
+        if not tty or total <= 0:
+            return
+        width = 30
+        filled = int(width * done / total)
+        sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return show

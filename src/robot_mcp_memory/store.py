@@ -286,6 +286,21 @@ class ProcessStore:
             raise Busy("the server is overloaded and did not count this outcome; retry in a few seconds")
         return await asyncio.wrap_future(fut)
 
+    async def restore(self, docs: list[ProcessDoc]) -> int:
+        """Write documents exactly as given (timestamps and counters included), in one
+        transaction: what `load` uses so that a dump loads back identically."""
+
+        def job(c: sqlite3.Connection) -> int:
+            for d in docs:
+                upsert(c, d)
+            return len(docs)
+
+        return await self.db.write(job)
+
+    async def index_counts(self) -> tuple[int, int]:
+        """(rows, index entries): they agree unless something is wrong."""
+        return await self.db.read(lambda c: (count(c), count_index(c)))
+
     async def delete(self, pid: str) -> bool:
         return await self.db.write(lambda c: delete_doc(c, pid))
 

@@ -1,0 +1,109 @@
+"""Operations on a database file that do not need the writer: online backup, integrity, size.
+
+Each opens its own read-only connection, so they are safe while a server is writing the same
+file (WAL lets readers and the writer proceed together).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from robot_mcp_memory.errors import StorageError, StoreUnreadable
+
+Progress = Callable[[int, int], None]
+
+
+def _ro(path: Path) -> sqlite3.Connection:
+    if not path.exists():
+        raise StoreUnreadable(str(path), "the file does not exist")
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+        conn.execute("PRAGMA busy_timeout=5000")
+        return conn
+    except sqlite3.Error as exc:
+        raise StoreUnreadable(str(path), str(exc).splitlines()[0]) from exc
+
+
+def backup(src: Path, dest: Path, progress: Progress | None = None) -> int:
+    """Copy `src` to `dest` with SQLite's online backup API: a consistent snapshot even while
+    another process writes. Returns the number of pages copied. `dest` must not exist."""
+    if dest.exists():
+        raise StorageError(f"{dest} already exists; choose a new backup location")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    source = _ro(src)
+    target = sqlite3.connect(str(dest), isolation_level=None)
+    copied = 0
+
+    def step(status: int, remaining: int, total: int) -> None:
+        nonlocal copied
+        copied = total - remaining
+        if progress is not None:
+            progress(copied, total)
+
+    try:
+        # pages=-1: one step under one read transaction, so the copy is one consistent snapshot
+        # (a multi-step backup restarts whenever another connection writes meanwhile).
+        source.backup(target, pages=-1, progress=step)
+        target.execute("PRAGMA journal_mode=DELETE")
+        check = target.execute("PRAGMA quick_check").fetchone()
+    except sqlite3.Error as exc:
+        target.close()
+        dest.unlink(missing_ok=True)
+        raise StorageError(f"the backup of {src.name} failed: {str(exc).splitlines()[0]}") from exc
+    finally:
+        source.close()
+    target.close()
+    if not check or check[0] != "ok":
+        raise StorageError(f"the backup at {dest} failed its integrity check")
+    return copied
+
+
+@dataclass(frozen=True)
+class FileHealth:
+    path: str
+    integrity: list[str]
+    schema_version: int | None
+    size_bytes: int
+    wal_bytes: int
+
+
+def health(path: Path, full: bool = False) -> FileHealth:
+    """Integrity (`quick_check`, or `integrity_check` with `full`), schema version and sizes."""
+    conn = _ro(path)
+    try:
+        pragma = "integrity_check" if full else "quick_check"
+        problems = [r[0] for r in conn.execute(f"PRAGMA {pragma}") if r[0] != "ok"]
+        try:
+            row = conn.execute("SELECT value FROM store_meta WHERE key='schema_version'").fetchone()
+            version = int(row[0]) if row else None
+        except (sqlite3.Error, ValueError):
+            version = None
+    except sqlite3.DatabaseError as exc:
+        problems, version = [str(exc).splitlines()[0]], None
+    finally:
+        conn.close()
+    wal = path.with_name(path.name + "-wal")
+    return FileHealth(
+        path=str(path),
+        integrity=problems,
+        schema_version=version,
+        size_bytes=path.stat().st_size,
+        wal_bytes=wal.stat().st_size if wal.exists() else 0,
+    )
+
+
+def count_rows(path: Path, tables: list[str]) -> dict[str, int]:
+    """Row counts of declared tables (names come from our own declarations)."""
+    conn = _ro(path)
+    try:
+        present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        return {
+            t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0])  # noqa: S608 - declared names
+            for t in tables
+            if t in present
+        }
+    finally:
+        conn.close()

@@ -1,0 +1,132 @@
+"""Operator operations shared by the CLI and the dashboard: dump/load, backup, doctor, stats.
+
+`dump` writes process documents as one markdown file each (``processes/<id>.md``, hand-editable
+and diffable — the spec's answer to "documents are no longer hand-editable") and `load` reads
+them back exactly: a dump of a loaded dump is byte-identical.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from robot_mcp_memory import db, docmodel
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.errors import InvalidInput
+from robot_mcp_memory.kit import maintenance
+from robot_mcp_memory.principal import Principal
+
+Progress = Callable[[int, int], None]
+PAGE = 500
+
+
+@dataclass
+class DumpReport:
+    processes: int = 0
+    files: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LoadReport:
+    processes: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+
+async def dump(memory: Memory, principal: Principal, dest: Path, progress: Progress | None = None) -> DumpReport:
+    memory.policy.require_admin(principal, "dump")
+    out = dest / "processes"
+    out.mkdir(parents=True, exist_ok=True)
+    report = DumpReport()
+    _, total = await memory.processes.store.list(1, 0)
+    offset = 0
+    while True:
+        docs, _ = await memory.processes.store.list(PAGE, offset)
+        if not docs:
+            break
+        for d in docs:
+            path = out / f"{d.id}.md"
+            path.write_text(d.render(), encoding="utf-8")
+            report.files.append(str(path))
+        offset += len(docs)
+        report.processes = offset
+        if progress:
+            progress(offset, total)
+    return report
+
+
+async def load(memory: Memory, principal: Principal, src: Path, progress: Progress | None = None) -> LoadReport:
+    """Load ``processes/*.md`` from a dump directory (or a directory of .md files) as-is."""
+    memory.policy.require_admin(principal, "load")
+    folder = src / "processes" if (src / "processes").is_dir() else src
+    if not folder.is_dir():
+        raise InvalidInput(f"{src} is not a directory of process documents")
+    files = sorted(folder.glob("*.md"))
+    report = LoadReport()
+    batch: list[docmodel.ProcessDoc] = []
+    for n, path in enumerate(files, start=1):
+        try:
+            doc = docmodel.parse(path.read_text(encoding="utf-8"))
+        except InvalidInput as exc:
+            report.skipped.append(f"{path.name}: {exc.detail}")
+            continue
+        if not doc.created or not doc.updated:
+            now = doc.updated or doc.created or _now()
+            doc = doc.model_copy(update={"created": doc.created or now, "updated": now})
+        batch.append(doc)
+        if len(batch) >= PAGE:
+            report.processes += await memory.processes.store.restore(batch)
+            batch = []
+        if progress:
+            progress(n, len(files))
+    if batch:
+        report.processes += await memory.processes.store.restore(batch)
+    return report
+
+
+def _now() -> str:
+    from robot_mcp_memory.kit.store import now_iso
+
+    return now_iso()
+
+
+def backup(memory_dir: Path, dest: Path, progress: Progress | None = None) -> list[Path]:
+    """Online, consistent copies of index.db (and lessons.db when it exists) into `dest`."""
+    written = []
+    for name in ("index.db", "lessons.db"):
+        src = memory_dir / name
+        if src.exists():
+            target = dest / name
+            maintenance.backup(src, target, progress)
+            written.append(target)
+    if not written:
+        raise InvalidInput(f"no database in {memory_dir}; check MEMORY_DATA_DIR")
+    return written
+
+
+@dataclass
+class Doctor:
+    ok: bool
+    lines: list[tuple[str, str, bool]]  # (check, detail, ok)
+
+
+async def doctor(memory: Memory, full: bool = False) -> Doctor:
+    lines: list[tuple[str, str, bool]] = []
+    h = maintenance.health(memory.settings.index_path, full=full)
+    lines.append(("integrity", "ok" if not h.integrity else "; ".join(h.integrity[:5]), not h.integrity))
+    supported = len(db.MIGRATIONS)
+    lines.append(("schema", f"version {h.schema_version} (this server: {supported})", h.schema_version == supported))
+    rows, indexed = await memory.processes.store.index_counts()
+    lines.append(("process index", f"{rows} rows, {indexed} index entries", rows == indexed))
+    lines.append(("size", f"index.db {h.size_bytes} bytes, WAL {h.wal_bytes} bytes", True))
+    usage = shutil.disk_usage(memory.settings.data_dir)
+    free_ok = usage.free > 100 * 1024 * 1024
+    lines.append(("disk", f"{usage.free // (1024 * 1024)} MiB free of {usage.total // (1024 * 1024)} MiB", free_ok))
+    return Doctor(ok=all(ok for _, _, ok in lines), lines=lines)
+
+
+async def stats(memory: Memory) -> dict[str, int]:
+    counts = maintenance.count_rows(memory.settings.index_path, [t.name for t in db.TABLES])
+    counts["hot_writes_dropped"] = memory.index.stats.hot_dropped
+    return counts

@@ -1,0 +1,150 @@
+"""The operator's commands, run in-process through `cli.main`."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from robot_mcp_memory import cli
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.config import Settings
+from robot_mcp_memory.principal import ADMIN
+from robot_mcp_memory.tokens import parse_robot_tokens
+from tests.conftest import MAILROOM, doc
+
+
+def _fill(data: Path, n: int) -> None:
+    memory = Memory.open(Settings.from_env({"MEMORY_DATA_DIR": str(data)}))
+    try:
+
+        async def go() -> None:
+            await memory.processes.save(ADMIN, MAILROOM)
+            await memory.processes.record_outcome(ADMIN, "fetch-package-mailroom", False, "door locked")
+            for i in range(n):
+                await memory.processes.save(ADMIN, doc(f"task-{i}", f"Task {i} — déjà vu 取包裹", "## Steps\n1. go"))
+
+        asyncio.run(go())
+    finally:
+        memory.close()
+
+
+def test_a_dump_loads_back_identically(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _fill(tmp_path / "a", 5)
+    assert cli.main(["dump", "--data-dir", str(tmp_path / "a"), str(tmp_path / "dump1")]) == 0
+    assert cli.main(["load", "--data-dir", str(tmp_path / "b"), str(tmp_path / "dump1")]) == 0
+    assert cli.main(["dump", "--data-dir", str(tmp_path / "b"), str(tmp_path / "dump2")]) == 0
+    first = {p.name: p.read_bytes() for p in (tmp_path / "dump1" / "processes").iterdir()}
+    second = {p.name: p.read_bytes() for p in (tmp_path / "dump2" / "processes").iterdir()}
+    assert len(first) == 6
+    assert first == second
+    assert "## Outcome log" in first["fetch-package-mailroom.md"].decode()
+    assert "loaded 6 processes" in capsys.readouterr().out
+
+
+def test_load_reports_bad_files_and_exits_nonzero_but_keeps_the_good_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "good.md").write_text(MAILROOM)
+    (src / "bad.md").write_text("no frontmatter here")
+    assert cli.main(["load", "--data-dir", str(tmp_path / "d"), str(src)]) == cli.EXIT_FAILED
+    err = capsys.readouterr().err
+    assert "bad.md" in err
+    assert cli.main(["stats", "--data-dir", str(tmp_path / "d")]) == 0
+    assert '"processes": 1' in capsys.readouterr().out
+
+
+def test_backup_taken_during_writes_restores_to_a_consistent_database(tmp_path: Path) -> None:
+    data = tmp_path / "live"
+    memory = Memory.open(Settings.from_env({"MEMORY_DATA_DIR": str(data)}))
+    stop = threading.Event()
+
+    def writer() -> None:
+        async def go() -> None:
+            i = 0
+            while not stop.is_set():
+                await memory.processes.save(ADMIN, doc(f"bulk-{i}", f"Bulk task {i}", "## Steps\n" + "x " * 200))
+                i += 1
+
+        asyncio.run(go())
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        for n in range(3):
+            assert cli.main(["backup", "--data-dir", str(data), str(tmp_path / f"bk{n}")]) == 0
+    finally:
+        stop.set()
+        t.join()
+        memory.close()
+    for n in range(3):
+        conn = sqlite3.connect(tmp_path / f"bk{n}" / "index.db")
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        rows = conn.execute("SELECT count(*) FROM processes").fetchone()[0]
+        indexed = conn.execute("SELECT count(*) FROM processes_fts").fetchone()[0]
+        conn.close()
+        assert rows == indexed
+        restored = Memory.open(Settings.from_env({"MEMORY_DATA_DIR": str(tmp_path / f"bk{n}")}))
+        restored.close()
+
+
+def test_backup_refuses_to_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _fill(tmp_path / "a", 1)
+    (tmp_path / "bk").mkdir()
+    (tmp_path / "bk" / "index.db").write_text("precious")
+    assert cli.main(["backup", "--data-dir", str(tmp_path / "a"), str(tmp_path / "bk")]) == cli.EXIT_FAILED
+    assert (tmp_path / "bk" / "index.db").read_text() == "precious"
+    assert "already exists" in capsys.readouterr().err
+
+
+def test_doctor_passes_on_a_healthy_store_and_fails_when_index_and_rows_disagree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fill(tmp_path / "a", 3)
+    assert cli.main(["doctor", "--data-dir", str(tmp_path / "a")]) == 0
+    conn = sqlite3.connect(tmp_path / "a" / "index.db")
+    conn.execute("DELETE FROM processes_fts WHERE id = 'task-0'")
+    conn.commit()
+    conn.close()
+    capsys.readouterr()
+    assert cli.main(["doctor", "--data-dir", str(tmp_path / "a")]) == cli.EXIT_FAILED
+    assert "FAIL process index" in capsys.readouterr().out
+    assert cli.main(["reindex", "--data-dir", str(tmp_path / "a")]) == 0
+    assert cli.main(["doctor", "--data-dir", str(tmp_path / "a")]) == 0
+
+
+def test_token_generate_prints_a_map_the_server_accepts(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["token", "generate", "rap-1", "rap-2"]) == 0
+    lines = dict(line.split("=", 1) for line in capsys.readouterr().out.splitlines())
+    assert set(parse_robot_tokens(lines["MEMORY_ROBOT_TOKENS"], lines["MEMORY_TOKEN"])) == {"rap-1", "rap-2"}
+    Settings.from_env(lines)
+
+
+def test_an_unusable_database_is_one_line_and_exit_65(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "index.db").write_bytes(b"this is not sqlite" * 100)
+    assert cli.main(["stats", "--data-dir", str(data)]) == cli.EXIT_DATA
+    err = capsys.readouterr().err
+    line = next(ln for ln in err.splitlines() if ln.startswith("robot-mcp-memory:"))
+    assert str(data / "index.db") in line
+    assert "backup" in line
+    assert (data / "index.db").read_bytes() == b"this is not sqlite" * 100
+
+
+def test_bad_configuration_exits_78_naming_the_variable(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["serve", "--port", "0"]) == cli.EXIT_CONFIG
+    assert "MCP_PORT" in capsys.readouterr().err
+
+
+def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ["serve", "dump", "load", "backup", "reindex", "doctor", "stats", "token"]:
+        with pytest.raises(SystemExit) as info:
+            cli.main([command, "--help"])
+        assert info.value.code == 0
+        assert "usage:" in capsys.readouterr().out
