@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from robot_mcp_memory.search.vectors import ExactIndex, Vector, VectorIndex, decode, encode
+
+finite_f32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
+
+
+@given(hnp.arrays(np.float32, st.integers(1, 600), elements=finite_f32))
+def test_vector_codec_round_trips_bit_for_bit(vec: Vector) -> None:
+    blob = encode(vec)
+    assert len(blob) == 4 * vec.shape[0]
+    out = decode(blob, vec.shape[0])
+    assert out.dtype == np.float32
+    assert out.tobytes() == vec.astype("<f4").tobytes()
+
+
+def test_codec_is_little_endian_float32() -> None:
+    assert encode([1.0]) == b"\x00\x00\x80\x3f"
+
+
+def test_decode_refuses_a_blob_of_the_wrong_length() -> None:
+    with pytest.raises(ValueError, match="needs 16 bytes"):
+        decode(b"\x00" * 12, 4)
+
+
+def test_encode_refuses_a_matrix() -> None:
+    with pytest.raises(ValueError, match="1-d"):
+        encode(np.zeros((2, 2)))
+
+
+def unit(rng: np.random.Generator, n: int, dim: int) -> Vector:
+    m = rng.standard_normal((n, dim)).astype(np.float32)
+    out: Vector = m / np.linalg.norm(m, axis=1, keepdims=True)
+    return out
+
+
+def test_exact_index_agrees_with_brute_force_cosine() -> None:
+    rng = np.random.default_rng(7)
+    m = unit(rng, 500, 32)
+    refs = [f"p{i}" for i in range(500)]
+    index: VectorIndex = ExactIndex.build("m", 32, refs, ["a"] * 500, m)
+    q = unit(rng, 1, 32)[0]
+    expected = np.argsort(-(m @ q))[:10]
+    got = index.search(q, 10)
+    assert [r for r, _ in got] == [refs[i] for i in expected]
+    assert got[0][1] == pytest.approx(float(m[expected[0]] @ q), abs=1e-6)
+    assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+
+
+def test_the_partition_filter_applies_before_ranking() -> None:
+    rng = np.random.default_rng(1)
+    m = unit(rng, 200, 16)
+    q = m[0]
+    parts = ["mine" if i >= 190 else "theirs" for i in range(200)]
+    index = ExactIndex.build("m", 16, [f"p{i}" for i in range(200)], parts, m)
+    got = index.search(q, 5, within={"mine"})
+    assert len(got) == 5  # five of mine, although the global top 5 are all theirs
+    assert all(int(r[1:]) >= 190 for r, _ in got)
+    assert index.search(q, 5, within=set()) == []
+    assert index.search(q, 5, within={"nobody"}) == []
+    assert len(index.search(q, 50, within={"mine"})) == 10
+
+
+def test_upsert_replaces_grows_and_remove_swaps() -> None:
+    index = ExactIndex("m", 2, capacity=1)
+    for i in range(40):  # beyond the initial capacity
+        index.upsert(f"p{i}", "a", np.array([1.0, 0.0], np.float32))
+    index.upsert("p3", "b", np.array([0.0, 1.0], np.float32))
+    assert len(index) == 40
+    assert index.search(np.array([0.0, 1.0], np.float32), 1)[0] == ("p3", 1.0)
+    assert index.search(np.array([0.0, 1.0], np.float32), 1, within={"b"}) == [("p3", 1.0)]
+    index.remove("p3")
+    index.remove("p0")
+    index.remove("missing")
+    assert len(index) == 38
+    refs = {r for r, _ in index.search(np.array([1.0, 0.0], np.float32), 100)}
+    assert refs == {f"p{i}" for i in range(40)} - {"p0", "p3"}
+    assert index.search(np.array([0.0, 1.0], np.float32), 5, within={"b"}) == []
+
+
+def test_an_empty_index_finds_nothing() -> None:
+    assert ExactIndex("m", 4).search(np.ones(4, np.float32), 3) == []
