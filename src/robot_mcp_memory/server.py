@@ -8,9 +8,11 @@ builds one around a temporary database in one line. `http_app` puts SSE (``/sse`
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+import structlog
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
@@ -18,17 +20,18 @@ from mcp.types import ContentBlock
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from robot_mcp_memory import __version__, logs
 from robot_mcp_memory.app import Memory
-from robot_mcp_memory.principal import OPEN
+from robot_mcp_memory.metrics import Metrics
+from robot_mcp_memory.principal import OPEN, Principal
 from robot_mcp_memory.tenancy import TenantAuthMiddleware
 from robot_mcp_memory.tokens import TokenAuth
 from robot_mcp_memory.tools import processes
-from robot_mcp_memory.tools.adapter import make_principal_of
+from robot_mcp_memory.tools.adapter import PrincipalOf, make_principal_of
 from robot_mcp_memory.tools.results import Refusal
 
 _log = logs.get("robot_mcp_memory.server")
@@ -77,10 +80,43 @@ class SseCap:
 
 
 class MemoryMCP(FastMCP):
-    """FastMCP whose argument-validation failures come back as ``{"error": "invalid", …}`` results
-    (the spec's refusal shape) rather than a raw pydantic report."""
+    """FastMCP with the adapter's cross-cutting duties at the one place every call passes:
+
+    - argument-validation failures come back as ``{"error": "invalid", …}`` results (the spec's
+      refusal shape) rather than a raw pydantic report;
+    - each call is logged (``tool.call`` with request id, tenant, tool, outcome, duration) and
+      counted in `metrics`; log lines emitted during the call carry the same fields.
+    """
+
+    def __init__(self, *args: Any, principal_of: PrincipalOf, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.metrics = Metrics()
+        self.principal_of = principal_of
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Sequence[ContentBlock] | dict[str, Any]:
+        ctx = self.get_context()
+        try:
+            request_id = str(ctx.request_id)
+        except ValueError:
+            request_id = "-"
+        tenant = self.principal_of(ctx).label
+        started = time.perf_counter()
+        outcome = "ok"
+        with structlog.contextvars.bound_contextvars(request_id=request_id, tenant=tenant, tool=name):
+            try:
+                result = await self._call(name, arguments)
+                outcome = _outcome(result)
+                return result
+            except Exception:
+                outcome = "protocol_error"
+                raise
+            finally:
+                elapsed = time.perf_counter() - started
+                self.metrics.inc("memory_tool_calls_total", "MCP tool calls", tool=name, outcome=outcome)
+                self.metrics.observe("memory_tool_seconds", "MCP tool call latency", elapsed, tool=name)
+                _log.info("tool.call", outcome=outcome, ms=round(elapsed * 1000, 3))
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> Sequence[ContentBlock] | dict[str, Any]:
         try:
             return await super().call_tool(name, arguments)
         except ToolError as exc:
@@ -96,6 +132,15 @@ class MemoryMCP(FastMCP):
             return result
 
 
+def _outcome(result: object) -> str:
+    """The refusal code of a tool result, or "ok"."""
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict):
+        inner = result[1].get("result", result[1])
+        if isinstance(inner, dict) and isinstance(inner.get("error"), str):
+            return str(inner["error"])
+    return "ok"
+
+
 def transport_security(memory: Memory) -> TransportSecuritySettings:
     """DNS-rebinding protection stays on: localhost names always, plus configured hosts."""
     hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
@@ -109,8 +154,10 @@ def transport_security(memory: Memory) -> TransportSecuritySettings:
 
 def build_server(memory: Memory) -> MemoryMCP:
     s = memory.settings
+    principal_of = make_principal_of(OPEN)
     mcp = MemoryMCP(
         "memory",
+        principal_of=principal_of,
         instructions=INSTRUCTIONS,
         host=s.host,
         port=s.port,
@@ -121,7 +168,6 @@ def build_server(memory: Memory) -> MemoryMCP:
         session_idle_timeout=SESSION_IDLE_TIMEOUT_S,
     )
     mcp._mcp_server.version = __version__
-    principal_of = make_principal_of(OPEN)
     processes.register(mcp, memory, principal_of)
     return mcp
 
@@ -135,6 +181,24 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
     async def health(_: Request) -> Response:
         return JSONResponse({"status": "ok", "version": __version__})
 
+    stats = memory.index.stats
+    mcp.metrics.gauge("memory_hot_queue_depth", "hot record writes waiting", lambda: [((), stats.hot_pending)])
+    mcp.metrics.gauge("memory_hot_writes_dropped_total", "hot writes dropped", lambda: [((), stats.hot_dropped)])
+    mcp.metrics.gauge("memory_writes_total", "definition writes committed", lambda: [((), stats.writes_done)])
+    report = memory.index.report
+    if report is not None:
+        mcp.metrics.gauge(
+            "memory_rows_at_start",
+            "rows per table at startup",
+            lambda: [((("table", t),), float(n)) for t, n in report.counts.items()],
+        )
+
+    async def metrics(request: Request) -> Response:
+        principal = request.scope.get("principal")
+        if isinstance(principal, Principal) and principal.scoped:
+            return JSONResponse({"error": "forbidden", "detail": "metrics need the admin token"}, status_code=403)
+        return PlainTextResponse(mcp.metrics.render(), media_type="text/plain; version=0.0.4")
+
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         async with mcp.session_manager.run():
@@ -142,6 +206,7 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
 
     routes = [
         Route("/healthz", health, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
         *streamable.routes,
         *sse.routes,
     ]
