@@ -7,7 +7,11 @@ from dataclasses import dataclass
 
 from robot_mcp_memory import db, logs
 from robot_mcp_memory.config import Settings
+from robot_mcp_memory.fleet import FleetRegistry
 from robot_mcp_memory.kit import SqliteStore
+from robot_mcp_memory.params import ParamStore
+from robot_mcp_memory.services.fleet import FleetService
+from robot_mcp_memory.services.lessons import ScopedParams, Thresholds
 from robot_mcp_memory.services.policy import Policy
 from robot_mcp_memory.services.processes import ProcessService
 from robot_mcp_memory.store import ProcessStore
@@ -21,6 +25,8 @@ class Memory:
     index: SqliteStore
     policy: Policy
     processes: ProcessService
+    fleet: FleetService
+    lessons: ScopedParams
 
     @classmethod
     def open(cls, settings: Settings) -> Memory:
@@ -37,13 +43,18 @@ class Memory:
                 rows=report.counts,
                 pruned=report.pruned,
             )
-        policy = Policy()
+        registry = FleetRegistry(index)
+        policy = Policy(membership=registry)  # process visibility follows the fleet's groups
+        thresholds = Thresholds(settings.lesson_min_successes, settings.lesson_min_reliability)
         return cls(
             settings=settings,
             index=index,
             policy=policy,
             processes=ProcessService(ProcessStore(index), policy, default_robot=settings.robot_id),
+            fleet=FleetService(registry, policy),
+            lessons=ScopedParams(ParamStore(settings.lessons_path), registry, policy, thresholds),
         )
 
     def close(self) -> None:
+        self.lessons.store.close()
         self.index.close()

@@ -41,7 +41,45 @@ STORE_META = Table(
     ddl=("CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",),
 )
 
-TABLES: list[Table] = [STORE_META, PROCESSES, PROCESSES_FTS]
+# The fleet registry (fleet.py). All three are operator-authored: an operator registered the robot,
+# arranged the groups and flipped self_improve — nothing here ages out.
+FLEET_GROUPS = Table(
+    name="fleet_groups",
+    kind=Kind.DEFINITION,
+    ddl=(
+        """CREATE TABLE IF NOT EXISTS fleet_groups (
+            group_id TEXT PRIMARY KEY,
+            name TEXT NOT NULL DEFAULT '',
+            customer TEXT NOT NULL DEFAULT '',
+            factory TEXT NOT NULL DEFAULT '',
+            self_improve INTEGER CHECK (self_improve IN (0, 1)),  -- NULL: follow the global toggle
+            created TEXT NOT NULL,
+            updated TEXT NOT NULL
+        )""",
+    ),
+)
+FLEET_ROBOTS = Table(
+    name="fleet_robots",
+    kind=Kind.DEFINITION,
+    ddl=(
+        """CREATE TABLE IF NOT EXISTS fleet_robots (
+            robot_id TEXT PRIMARY KEY,
+            name TEXT NOT NULL DEFAULT '',
+            group_id TEXT REFERENCES fleet_groups(group_id) ON DELETE SET NULL,  -- NULL: ungrouped
+            meta TEXT NOT NULL DEFAULT '{}',
+            created TEXT NOT NULL,
+            updated TEXT NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS idx_fleet_robots_group ON fleet_robots(group_id)",
+    ),
+)
+FLEET_SETTINGS = Table(
+    name="fleet_settings",
+    kind=Kind.DEFINITION,
+    ddl=("CREATE TABLE IF NOT EXISTS fleet_settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)",),
+)
+
+TABLES: list[Table] = [STORE_META, PROCESSES, PROCESSES_FTS, FLEET_GROUPS, FLEET_ROBOTS, FLEET_SETTINGS]
 
 
 def _create(*tables: Table) -> Migration:
@@ -56,6 +94,7 @@ def _create(*tables: Table) -> Migration:
 #: Append-only. Step i brings a file from version i to version i + 1.
 MIGRATIONS: list[Migration] = [
     _create(STORE_META, PROCESSES, PROCESSES_FTS),
+    _create(FLEET_GROUPS, FLEET_ROBOTS, FLEET_SETTINGS),  # 2: the fleet registry (issue 3)
 ]
 
 

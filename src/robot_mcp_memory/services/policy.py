@@ -73,3 +73,21 @@ class Policy:
     def require_admin(self, principal: Principal, what: str) -> None:
         if principal.robot_id is not None:
             raise Forbidden(f"{what} is fleet administration; it needs the admin token")
+
+    # ------------------------------------------------------------------ fleet and lessons (§6a)
+    def require_self(self, principal: Principal, robot_id: str, what: str) -> None:
+        """register_robot / set_robot_meta: a scoped caller may only act on its own robot."""
+        if principal.robot_id is not None and robot_id != principal.robot_id:
+            raise Forbidden(f"a robot token can only {what} for its own robot ({principal.robot_id})")
+
+    def visible_fleet(self, principal: Principal) -> frozenset[str] | None:
+        """The robots list_robots / list_groups may show: a scoped caller its own group (or just
+        itself when ungrouped), an unscoped caller everyone (None)."""
+        if principal.robot_id is None:
+            return None
+        return self.membership.group_mates(principal.robot_id)
+
+    def acting_robot(self, principal: Principal, robot: str) -> str:
+        """The robot a lesson call acts as: a scoped caller is always itself, whatever `robot`
+        says; an unscoped caller acts as the robot it names ('' if it named none)."""
+        return principal.robot_id if principal.robot_id is not None else robot
