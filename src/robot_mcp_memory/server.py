@@ -30,7 +30,7 @@ from robot_mcp_memory.metrics import Metrics
 from robot_mcp_memory.principal import OPEN, Principal
 from robot_mcp_memory.tenancy import TenantAuthMiddleware
 from robot_mcp_memory.tokens import TokenAuth
-from robot_mcp_memory.tools import processes
+from robot_mcp_memory.tools import fleet, lessons, processes
 from robot_mcp_memory.tools.adapter import PrincipalOf, make_principal_of
 from robot_mcp_memory.tools.results import Refusal
 
@@ -169,6 +169,8 @@ def build_server(memory: Memory) -> MemoryMCP:
     )
     mcp._mcp_server.version = __version__
     processes.register(mcp, memory, principal_of)
+    fleet.register(mcp, memory, principal_of)
+    lessons.register(mcp, memory, principal_of)
     return mcp
 
 
