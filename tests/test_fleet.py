@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -214,6 +215,22 @@ async def test_every_fleet_write_is_visible_to_the_very_next_membership_question
     assert registry.group_mates("rap-1") == {"rap-1", "rap-4"}
     assert registry.group_mates("rap-3") == {"rap-2", "rap-3"}
     assert registry.group_mates("never-registered") == {"never-registered"}
+
+
+async def test_a_fleet_write_whose_caller_is_cancelled_still_commits_and_updates_membership(memory: Memory) -> None:
+    fleet, registry = memory.fleet, memory.fleet.registry
+    await _line(fleet)
+    task = asyncio.create_task(fleet.set_group(ADMIN, "rap-3", "line-a"))
+    await asyncio.sleep(0)  # one loop turn: the write is on the writer's queue
+    task.cancel()
+    await asyncio.to_thread(memory.index.flush)
+    for _ in range(100):  # bounded: a few loop turns hand the result back
+        if "rap-3" in registry.group_mates("rap-1"):
+            break
+        await asyncio.sleep(0)
+    assert task.cancelled()
+    assert registry.group_mates("rap-1") == {"rap-1", "rap-2", "rap-3"}
+    assert [v.robot.group_id for v in await fleet.list_robots(ADMIN) if v.robot.robot_id == "rap-3"] == ["line-a"]
 
 
 async def test_a_reopened_registry_sees_what_was_written(memory: Memory) -> None:
