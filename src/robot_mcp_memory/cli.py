@@ -51,6 +51,11 @@ def _parser() -> argparse.ArgumentParser:
         c.add_argument("--data-dir", help="overrides MEMORY_DATA_DIR")
         return c
 
+    web = sub.add_parser("web", help="serve only the REST API and the dashboard (no MCP) on the port")
+    web.add_argument("--host", help="overrides MCP_HOST")
+    web.add_argument("--port", type=int, help="overrides MCP_PORT")
+    web.add_argument("--data-dir", help="overrides MEMORY_DATA_DIR")
+
     cmd("dump", "write every process as markdown (processes/<id>.md) into a directory").add_argument(
         "dest", help="directory to write into (created if missing)"
     )
@@ -94,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _log.error("config.invalid", problems=exc.problems)
         sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
         return EXIT_CONFIG
-    quiet = (args.command or "serve") != "serve" and not args.debug
+    quiet = (args.command or "serve") not in ("serve", "web") and not args.debug
     logs.configure("warning" if quiet else settings.log_level)
     try:
         return _dispatch(args, settings)
@@ -117,6 +122,11 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         from robot_mcp_memory.serve import serve
 
         serve(settings)
+        return 0
+    if command == "web":
+        from robot_mcp_memory.web.standalone import serve as serve_web
+
+        serve_web(settings)
         return 0
     if command == "token":
         return _token(args)

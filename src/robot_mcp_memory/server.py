@@ -33,6 +33,7 @@ from robot_mcp_memory.tokens import TokenAuth
 from robot_mcp_memory.tools import fleet, lessons, processes
 from robot_mcp_memory.tools.adapter import PrincipalOf, make_principal_of
 from robot_mcp_memory.tools.results import Refusal
+from robot_mcp_memory.web import build_web
 
 _log = logs.get("robot_mcp_memory.server")
 
@@ -206,15 +207,24 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
         async with mcp.session_manager.run():
             yield
 
+    auth = TokenAuth(memory.settings.admin_token, memory.settings.robot_tokens)
+    web = build_web(memory, auth)  # REST API + dashboard, ahead of the MCP transports
     routes = [
         Route("/healthz", health, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
+        *web.routes,
         *streamable.routes,
         *sse.routes,
     ]
     app = SseCap(Starlette(routes=routes, lifespan=lifespan))
-    auth = TokenAuth(memory.settings.admin_token, memory.settings.robot_tokens)
-    return TenantAuthMiddleware(app, auth, public_paths={"/healthz"})
+    return TenantAuthMiddleware(
+        app,
+        auth,
+        public_paths={"/healthz", *web.public_paths},
+        public_prefixes=web.public_prefixes,
+        sessions=web.sessions,
+        cookie_paths=web.cookie_path,
+    )
 
 
 __all__ = ["MemoryMCP", "Mount", "build_server", "http_app"]

@@ -14,16 +14,26 @@ On success it binds two things to the ASGI scope of *this* request:
 
 With no tokens configured the transport is open: every request is the unscoped ``open``
 principal (the server logs that loudly at startup).
+
+**Browser sessions** (the dashboard): given a `SessionLookup`, a request *without* an
+``Authorization`` header on a cookie path (``/api/…`` and the dashboard — never ``/sse``, ``/mcp``
+or ``/messages/``) may authenticate with the ``memory_session`` cookie instead. A
+cookie-authenticated request that changes state (any method but GET/HEAD/OPTIONS) must echo the
+session's CSRF token in ``X-CSRF-Token``, or it is refused with 403 before the app runs. A bearer
+request needs no CSRF token: a browser never attaches one on its own.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from starlette.authentication import AuthCredentials
+from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from robot_mcp_memory import logs
@@ -35,6 +45,31 @@ _log = logs.get("robot_mcp_memory.tenancy")
 UNAUTHORIZED_BODY = json.dumps(
     {"error": "unauthorized", "detail": "missing or invalid bearer token: send 'Authorization: Bearer <token>'"}
 ).encode()
+CSRF_BODY = json.dumps(
+    {
+        "error": "forbidden",
+        "detail": "a cookie-authenticated change needs the X-CSRF-Token header: read csrf_token from GET /api/session",
+    }
+).encode()
+
+SESSION_COOKIE = "memory_session"
+CSRF_HEADER = "x-csrf-token"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: Scope keys set for a cookie-authenticated request (the web layer reads them for logout).
+AUTH_VIA_KEY = "memory.auth_via"
+SESSION_ID_KEY = "memory.session_id"
+
+
+class CookieSession(Protocol):
+    @property
+    def principal(self) -> Principal: ...
+
+    @property
+    def csrf_token(self) -> str: ...
+
+
+class SessionLookup(Protocol):
+    def lookup(self, session_id: str) -> CookieSession | None: ...
 
 
 def client_id(principal: Principal) -> str:
@@ -60,11 +95,42 @@ def bearer(scope: Scope) -> str | None:
     return None
 
 
+def header(scope: Scope, name: str) -> str | None:
+    raw = name.encode()
+    for key, value in scope.get("headers", ()):
+        if key == raw:
+            text: str = value.decode("latin-1")
+            return text
+    return None
+
+
+def session_cookie(scope: Scope) -> str | None:
+    cookies = header(scope, "cookie")
+    if not cookies:
+        return None
+    return cookie_parser(cookies).get(SESSION_COOKIE) or None
+
+
 class TenantAuthMiddleware:
-    def __init__(self, app: ASGIApp, auth: TokenAuth, *, public_paths: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        auth: TokenAuth,
+        *,
+        public_paths: Iterable[str] = (),
+        public_prefixes: Iterable[str] = (),
+        sessions: SessionLookup | None = None,
+        cookie_paths: Callable[[str], bool] | None = None,
+    ) -> None:
         self.app = app
         self.auth = auth
         self.public_paths = frozenset(public_paths)
+        self.public_prefixes = tuple(public_prefixes)
+        self.sessions = sessions
+        self.cookie_paths = cookie_paths
+
+    def _public(self, path: str) -> bool:
+        return path in self.public_paths or path.startswith(self.public_prefixes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -76,8 +142,10 @@ class TenantAuthMiddleware:
             return
         token = bearer(scope)
         principal = self.auth.resolve(token) if token is not None else None
+        if principal is None and header(scope, "authorization") is None and await self._by_cookie(scope, receive, send):
+            return
         if principal is None:
-            if scope.get("path", "") in self.public_paths:
+            if self._public(scope.get("path", "")):
                 await self.app(scope, receive, send)
                 return
             _log.info("auth.refused", path=scope.get("path", ""), bearer_present=token is not None)
@@ -85,6 +153,40 @@ class TenantAuthMiddleware:
             return
         bind(scope, principal)
         await self.app(scope, receive, send)
+
+    async def _by_cookie(self, scope: Scope, receive: Receive, send: Send) -> bool:
+        """Serve the request as its session cookie's principal; False when it has none that counts."""
+        path = scope.get("path", "")
+        if self.sessions is None or self.cookie_paths is None or not self.cookie_paths(path):
+            return False
+        session_id = session_cookie(scope)
+        session = self.sessions.lookup(session_id) if session_id else None
+        if session is None or session_id is None:
+            return False
+        if scope.get("method", "GET") not in SAFE_METHODS:
+            presented = header(scope, CSRF_HEADER) or ""
+            if not hmac.compare_digest(presented.encode(), session.csrf_token.encode()):
+                if self._public(path):
+                    return False  # e.g. logging in again: served as unauthenticated
+                _log.info("auth.csrf_refused", path=path)
+                await _respond(send, 403, CSRF_BODY)
+                return True
+        bind(scope, session.principal)
+        scope[AUTH_VIA_KEY] = "cookie"
+        scope[SESSION_ID_KEY] = session_id
+        await self.app(scope, receive, send)
+        return True
+
+
+async def _respond(send: Send, status: int, body: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _unauthorized(send: Send) -> None:

@@ -1,0 +1,112 @@
+"""The REST API (``/api/…``) and the operator dashboard (``/``), thin over the same services as
+the MCP tools. Only this package imports Starlette routing.
+
+`build_web(memory, auth)` returns the routes (mounted by `server.http_app` ahead of the MCP
+transports, or served alone by the ``web`` command) and what the tenancy middleware needs to
+know: which paths are public, which may authenticate with the session cookie, and the session
+store behind that cookie.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.tokens import TokenAuth
+from robot_mcp_memory.web import openapi
+from robot_mcp_memory.web.api import fleet, operations, processes, session
+from robot_mcp_memory.web.context import WebContext
+from robot_mcp_memory.web.routing import Api
+from robot_mcp_memory.web.sessions import SessionStore
+
+STATIC = Path(__file__).parent / "static"
+#: Dashboard pages served as files; the app routes inside index.html by URL hash.
+PAGES = {"/": "index.html", "/login": "login.html"}
+#: Everything the dashboard loads is local: no CDN, no inline script, no framing.
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+]
+
+
+class SecurityHeaders:
+    """Adds `SECURITY_HEADERS` to every response of the wrapped app (pure ASGI)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+@dataclass
+class Web:
+    routes: list[BaseRoute]
+    sessions: SessionStore
+    api: Api
+    public_paths: set[str] = field(default_factory=set)
+    public_prefixes: tuple[str, ...] = ("/static/",)
+
+    @staticmethod
+    def cookie_path(path: str) -> bool:
+        """Where the session cookie may stand in for a bearer token: the API and the dashboard —
+        never the MCP transports (/sse, /messages/, /mcp) or /metrics."""
+        return path.startswith(("/api/", "/static/")) or path in PAGES
+
+
+def build_web(memory: Memory, auth: TokenAuth, sessions: SessionStore | None = None) -> Web:
+    ctx = WebContext(memory, auth, sessions or SessionStore())
+    api = Api()
+    session.register(api, ctx)
+    processes.register(api, ctx)
+    fleet.register(api, ctx)
+    operations.register(api, ctx)
+    _register_optional(api, ctx)
+    spec: dict[str, Any] | None = None
+
+    async def openapi_json(_: Request) -> Response:
+        nonlocal spec
+        if spec is None:
+            spec = openapi.document(api.endpoints, auth_enabled=auth.enabled)
+        return JSONResponse(spec)
+
+    def page(name: str) -> Route:
+        async def serve(_: Request) -> Response:
+            headers = {k.decode(): v.decode() for k, v in SECURITY_HEADERS} | {"cache-control": "no-cache"}
+            return FileResponse(STATIC / name, media_type="text/html", headers=headers)
+
+        return Route(next(p for p, n in PAGES.items() if n == name), serve, methods=["GET"])
+
+    routes: list[BaseRoute] = [
+        *api.routes(Route("/api/openapi.json", openapi_json, methods=["GET"])),
+        *(page(n) for n in PAGES.values()),
+        Mount("/static", app=SecurityHeaders(StaticFiles(directory=STATIC)), name="static"),
+    ]
+    public = api.public_paths | {"/api/openapi.json", *PAGES}
+    return Web(routes=routes, sessions=ctx.sessions, api=api, public_paths=public)
+
+
+def _register_optional(api: Api, ctx: WebContext) -> None:
+    """Domains that exist only in some builds register here (experiences, once on `Memory`)."""
+
+
+__all__ = ["Web", "build_web"]

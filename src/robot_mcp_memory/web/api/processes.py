@@ -1,0 +1,243 @@
+"""Processes over REST: list, search (with why each result ranked where it did), get (markdown and
+safe HTML), save, record an outcome, delete, outcome history, reindex."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+from pydantic import Field
+
+from robot_mcp_memory.docmodel import MAX_ID, OUTCOME_HEADING, ProcessDoc
+from robot_mcp_memory.services.processes import MAX_K, MAX_LIMIT
+from robot_mcp_memory.web import markdown
+from robot_mcp_memory.web.context import WebContext
+from robot_mcp_memory.web.models import (
+    SLUG_PATTERN,
+    Args,
+    DayCount,
+    DeletedProcess,
+    OutcomeBody,
+    OutcomeEntry,
+    OutcomeHistory,
+    OutcomeTimeline,
+    ProcessDetail,
+    ProcessPage,
+    ProcessSummary,
+    Reindexed,
+    SaveBody,
+    SavedProcess,
+    SearchHit,
+    SearchResult,
+)
+from robot_mcp_memory.web.routing import Api, Call, NoArgs, NoBody
+
+_OUTCOME_LINE = re.compile(r"^-\s+(\S+)\s+(success|failure):\s?(.*)$")
+#: How many processes the outcomes-over-time chart reads at most (most recently updated first).
+TIMELINE_SCAN = 2000
+
+
+class ListArgs(Args):
+    limit: int = Field(default=50, ge=1, le=MAX_LIMIT)
+    offset: int = Field(default=0, ge=0, le=10_000_000)
+    robot: str = Field(default="", max_length=64, description="what this robot would see (unscoped callers)")
+
+
+class SearchArgs(Args):
+    q: str = Field(max_length=2000, description="an instruction, in any language")
+    k: int = Field(default=10, ge=1, le=MAX_K)
+    robot: str = Field(default="", max_length=64)
+
+
+class IdArgs(Args):
+    id: str = Field(min_length=1, max_length=MAX_ID, pattern=SLUG_PATTERN)
+
+
+class TimelineArgs(Args):
+    days: int = Field(default=30, ge=1, le=366)
+
+
+def outcome_log(body: str) -> list[OutcomeEntry]:
+    """The lines under ``## Outcome log`` (written by record_outcome with a note), oldest first."""
+    entries: list[OutcomeEntry] = []
+    inside = False
+    for line in body.split("\n"):
+        if line.strip() == OUTCOME_HEADING:
+            inside = True
+            continue
+        if inside and line.startswith("#"):
+            inside = False
+        if inside:
+            m = _OUTCOME_LINE.match(line.strip())
+            if m:
+                entries.append(OutcomeEntry(when=m.group(1), success=m.group(2) == "success", note=m.group(3)))
+    return entries
+
+
+def explain(mode: str, rank: int, relevance: float, reliability: float, score: float) -> str:
+    """Why a hit ranked where it did, in the numbers the search actually produced."""
+    if mode == "keyword":
+        base = f"keyword relevance {relevance:.3f} (-bm25: title ×4, task pattern ×2, tags ×2, body)"
+    else:
+        base = f"fused relevance {relevance:.3f} (RRF of the keyword and vector ranks; 1.0 = first in both)"
+    if math.isclose(score, relevance * reliability, rel_tol=1e-6, abs_tol=1e-9):
+        how = f"{base} × reliability {reliability:.3f} = score {score:.3f}"
+    elif math.isclose(score, relevance, rel_tol=1e-6, abs_tol=1e-9):
+        how = f"{base} = score {score:.3f}; reliability {reliability:.3f} ordered each list before fusion"
+    else:
+        how = f"{base} with reliability {reliability:.3f} → score {score:.3f}"
+    return f"#{rank}: {how}"
+
+
+def _mode_reason(mode: str) -> str:
+    if mode == "hybrid":
+        return "the embedder is ready: keyword and vector candidates were fused (RRF), then weighted by reliability"
+    return (
+        "keyword-only: FTS5 bm25 weighted by reliability (no embedder configured, it is still loading or "
+        "unavailable, or no process has a vector of the current model yet)"
+    )
+
+
+def _detail(doc: ProcessDoc) -> ProcessDetail:
+    return ProcessDetail(
+        **ProcessSummary._fields(doc),
+        markdown=doc.render(),
+        html=markdown.render(doc.body),
+        outcomes=outcome_log(doc.body),
+    )
+
+
+def register(api: Api, ctx: WebContext) -> None:
+    service = ctx.memory.processes
+    tag = "processes"
+
+    @api.route(
+        "GET", "/api/processes", args=ListArgs, body=NoBody, response=ProcessPage, summary="List processes", tag=tag
+    )
+    async def list_processes(call: Call[ListArgs, NoBody]) -> ProcessPage:
+        """Frontmatter summaries, most recently updated first, paged with limit/offset."""
+        a = call.args
+        docs, total = await service.list(call.principal, a.limit, a.offset, a.robot)
+        return ProcessPage(processes=[ProcessSummary.of(d) for d in docs], total=total, limit=a.limit, offset=a.offset)
+
+    @api.route(
+        "GET", "/api/search/processes", args=SearchArgs, body=NoBody, response=SearchResult, summary="Search processes",
+        tag=tag, errors=(503,),
+    )  # fmt: skip
+    async def search_processes(call: Call[SearchArgs, NoBody]) -> SearchResult:
+        """find_processes over REST: which mode ran, and per result its relevance, reliability
+        and score (score = relevance × reliability; results are ordered by it)."""
+        a = call.args
+        found = await service.find(call.principal, a.q, a.k, a.robot)
+        hits = []
+        for rank, h in enumerate(found.hits, start=1):
+            rel = h.doc.reliability
+            hits.append(
+                SearchHit(
+                    rank=rank,
+                    id=h.doc.id,
+                    title=h.doc.title,
+                    robot=h.doc.robot,
+                    updated=h.doc.updated,
+                    score=round(h.score, 6),
+                    relevance=round(h.relevance, 6),
+                    reliability=round(rel, 4),
+                    success_count=h.doc.success_count,
+                    failure_count=h.doc.failure_count,
+                    explanation=explain(found.mode, rank, h.relevance, rel, h.score),
+                )
+            )
+        return SearchResult(query=a.q, mode=found.mode, mode_reason=_mode_reason(found.mode), processes=hits)
+
+    @api.route(
+        "GET", "/api/charts/outcomes", args=TimelineArgs, body=NoBody, response=OutcomeTimeline,
+        summary="Logged outcomes per day", tag=tag,
+    )  # fmt: skip
+    async def outcomes_timeline(call: Call[TimelineArgs, NoBody]) -> OutcomeTimeline:
+        """Successes and failures per day over the last `days`, from the outcome logs of the
+        processes this caller can see (outcomes recorded with a note are dated; bare counter
+        bumps are not, and are not in this chart)."""
+        counts: Counter[tuple[str, bool]] = Counter()
+        scanned = 0
+        while scanned < TIMELINE_SCAN:
+            docs, _ = await service.list(call.principal, MAX_LIMIT, scanned)
+            if not docs:
+                break
+            scanned += len(docs)
+            for d in docs:
+                for e in outcome_log(d.body):
+                    counts[(e.when[:10], e.success)] += 1
+        days = sorted({day for day, _ in counts})[-call.args.days :]
+        return OutcomeTimeline(
+            days=[DayCount(day=d, success=counts[(d, True)], failure=counts[(d, False)]) for d in days],
+            processes_scanned=scanned,
+            note="dated outcomes come from '## Outcome log' lines (record_outcome with a note)",
+        )
+
+    @api.route(
+        "GET", "/api/processes/{id}", args=IdArgs, body=NoBody, response=ProcessDetail, summary="Get a process",
+        tag=tag, errors=(404,),
+    )  # fmt: skip
+    async def get_process(call: Call[IdArgs, NoBody]) -> ProcessDetail:
+        """The document as markdown, its body as safe HTML, and its outcome log."""
+        return _detail(await service.get(call.principal, call.args.id))
+
+    @api.route(
+        "GET", "/api/processes/{id}/outcomes", args=IdArgs, body=NoBody, response=OutcomeHistory,
+        summary="Outcome history", tag=tag, errors=(404,),
+    )  # fmt: skip
+    async def outcome_history(call: Call[IdArgs, NoBody]) -> OutcomeHistory:
+        """Counters and the parsed '## Outcome log' lines of one process."""
+        doc = await service.get(call.principal, call.args.id)
+        return OutcomeHistory(
+            id=doc.id,
+            success_count=doc.success_count,
+            failure_count=doc.failure_count,
+            reliability=round(doc.reliability, 4),
+            last_used=doc.last_used,
+            outcomes=outcome_log(doc.body),
+        )
+
+    @api.route(
+        "POST", "/api/processes/{id}/outcomes", args=IdArgs, body=OutcomeBody, response=OutcomeHistory,
+        summary="Record an outcome", tag=tag, errors=(403, 404, 503),
+    )  # fmt: skip
+    async def record_outcome(call: Call[IdArgs, OutcomeBody]) -> OutcomeHistory:
+        """record_outcome over REST: count a success or failure (a note also logs a dated line)."""
+        doc = await service.record_outcome(call.principal, call.args.id, call.body.success, call.body.note)
+        return OutcomeHistory(
+            id=doc.id,
+            success_count=doc.success_count,
+            failure_count=doc.failure_count,
+            reliability=round(doc.reliability, 4),
+            last_used=doc.last_used,
+            outcomes=outcome_log(doc.body),
+        )
+
+    @api.route(
+        "POST", "/api/processes", args=NoArgs, body=SaveBody, response=SavedProcess, summary="Save a process",
+        tag=tag, errors=(403, 409, 503),
+    )  # fmt: skip
+    async def save_process(call: Call[NoArgs, SaveBody]) -> SavedProcess:
+        """save_process over REST: the whole markdown document (edit = re-save). The same id from
+        the same mission updates it; from another mission (or someone else's document) forks it."""
+        saved = await service.save(call.principal, call.body.markdown)
+        return SavedProcess(**ProcessSummary._fields(saved.doc), action=saved.action, requested_id=saved.requested_id)
+
+    @api.route(
+        "DELETE", "/api/processes/{id}", args=IdArgs, body=NoBody, response=DeletedProcess,
+        summary="Delete a process", tag=tag, errors=(403, 404, 503),
+    )  # fmt: skip
+    async def delete_process(call: Call[IdArgs, NoBody]) -> DeletedProcess:
+        """Remove the row and its index entries in one transaction."""
+        doc = await service.delete(call.principal, call.args.id)
+        return DeletedProcess(id=doc.id, deleted=True)
+
+    @api.route(
+        "POST", "/api/reindex", args=NoArgs, body=NoBody, response=Reindexed, summary="Rebuild the search index",
+        tag=tag, errors=(403, 503),
+    )  # fmt: skip
+    async def reindex(call: Call[NoArgs, NoBody]) -> Reindexed:
+        """Admin only: rebuild the FTS index from the rows."""
+        return Reindexed(indexed=await service.reindex(call.principal))

@@ -1,0 +1,367 @@
+"""Request and response models of the REST API (the OpenAPI document is generated from them)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from robot_mcp_memory.docmodel import MAX_DOCUMENT, ProcessDoc
+from robot_mcp_memory.fleet import Robot
+from robot_mcp_memory.services.fleet import GroupView, RobotView
+from robot_mcp_memory.services.lessons import Answer
+
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+SLUG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
+
+
+class Args(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorBody(BaseModel):
+    """Every error: a stable code, a message saying what to do next, and for a 500 a reference."""
+
+    error: str = Field(description="invalid, unauthorized, forbidden, not_found, conflict, busy, internal, …")
+    detail: str
+    reference: str | None = Field(default=None, description="for internal errors: quote it to the operator")
+
+
+# ---------------------------------------------------------------------------- session
+class LoginBody(Body):
+    token: str = Field(min_length=1, max_length=4096, description="the admin or a robot token")
+
+
+class SessionInfo(BaseModel):
+    auth_enabled: bool = Field(description="false: no tokens are configured and everything is open")
+    via: str = Field(description="admin, robot or open")
+    robot_id: str | None = Field(description="the robot a scoped caller acts as; null when unscoped")
+    scoped: bool
+    group: str | None = Field(description="a scoped caller's group, if it has one")
+    label: str
+    cookie: bool = Field(description="whether this request was authenticated by the session cookie")
+    csrf_token: str | None = Field(description="echo it in X-CSRF-Token on cookie-authenticated writes")
+    can_administer: bool = Field(description="whether fleet administration is allowed (unscoped callers)")
+    version: str
+
+
+class LoggedOut(BaseModel):
+    logged_out: bool
+
+
+# ---------------------------------------------------------------------------- processes
+class ProcessSummary(BaseModel):
+    id: str
+    title: str
+    task_pattern: str
+    tags: list[str]
+    robot: str
+    created: str
+    updated: str
+    success_count: int
+    failure_count: int
+    last_used: str
+    source_mission_id: str
+    reliability: float = Field(description="(successes + 1) / (successes + failures + 2)")
+
+    @classmethod
+    def of(cls, doc: ProcessDoc) -> ProcessSummary:
+        return cls(**cls._fields(doc))
+
+    @staticmethod
+    def _fields(doc: ProcessDoc) -> dict[str, Any]:
+        return {
+            "id": doc.id,
+            "title": doc.title,
+            "task_pattern": doc.task_pattern,
+            "tags": list(doc.tags),
+            "robot": doc.robot,
+            "created": doc.created,
+            "updated": doc.updated,
+            "success_count": doc.success_count,
+            "failure_count": doc.failure_count,
+            "last_used": doc.last_used,
+            "source_mission_id": doc.source_mission_id,
+            "reliability": round(doc.reliability, 4),
+        }
+
+
+class ProcessPage(BaseModel):
+    processes: list[ProcessSummary]
+    total: int
+    limit: int
+    offset: int
+
+
+class OutcomeEntry(BaseModel):
+    when: str
+    success: bool
+    note: str
+
+
+class ProcessDetail(ProcessSummary):
+    markdown: str = Field(description="the document as stored (frontmatter + body)")
+    html: str = Field(description="the body rendered to safe HTML (all source text escaped)")
+    outcomes: list[OutcomeEntry] = Field(description="the '## Outcome log' lines, oldest first")
+
+
+class OutcomeHistory(BaseModel):
+    id: str
+    success_count: int
+    failure_count: int
+    reliability: float
+    last_used: str
+    outcomes: list[OutcomeEntry]
+
+
+class SearchHit(BaseModel):
+    rank: int
+    id: str
+    title: str
+    robot: str
+    updated: str
+    score: float = Field(description="what results are ordered by: relevance weighted by reliability")
+    relevance: float = Field(description="keyword: -bm25 (higher is better); hybrid: fused RRF scaled to 0-1")
+    reliability: float
+    success_count: int
+    failure_count: int
+    explanation: str
+
+
+class SearchResult(BaseModel):
+    query: str
+    mode: str = Field(description="which search ran: keyword or hybrid")
+    mode_reason: str
+    processes: list[SearchHit]
+
+
+class SaveBody(Body):
+    markdown: str = Field(min_length=1, max_length=MAX_DOCUMENT, description="a whole process document")
+
+
+class SavedProcess(ProcessSummary):
+    action: Literal["created", "updated", "forked"]
+    requested_id: str
+
+
+class OutcomeBody(Body):
+    success: bool
+    note: str = Field(default="", max_length=2000)
+
+
+class DeletedProcess(BaseModel):
+    id: str
+    deleted: bool
+
+
+class Reindexed(BaseModel):
+    indexed: int
+
+
+# ---------------------------------------------------------------------------- fleet
+class RobotOut(BaseModel):
+    robot_id: str
+    name: str
+    group: str | None
+    meta: dict[str, Any]
+    self_improve: bool = Field(description="whether self-improvement is on for this robot now")
+    created: str
+    updated: str
+
+    @classmethod
+    def of(cls, view: RobotView) -> RobotOut:
+        r: Robot = view.robot
+        return cls(
+            robot_id=r.robot_id,
+            name=r.name,
+            group=r.group_id,
+            meta=r.meta,
+            self_improve=view.self_improve,
+            created=r.created,
+            updated=r.updated,
+        )
+
+
+class RobotPage(BaseModel):
+    robots: list[RobotOut]
+    total: int
+
+
+class GroupOut(BaseModel):
+    group_id: str
+    name: str
+    customer: str
+    factory: str
+    self_improve: bool | None = Field(description="the group's own switch; null follows the global one")
+    effective_self_improve: bool
+    robots: list[str]
+    created: str
+    updated: str
+
+    @classmethod
+    def of(cls, view: GroupView) -> GroupOut:
+        g = view.group
+        return cls(
+            group_id=g.group_id,
+            name=g.name,
+            customer=g.customer,
+            factory=g.factory,
+            self_improve=g.self_improve,
+            effective_self_improve=view.effective_self_improve,
+            robots=list(g.robots),
+            created=g.created,
+            updated=g.updated,
+        )
+
+
+class GroupList(BaseModel):
+    groups: list[GroupOut]
+    global_self_improve: bool
+
+
+class FleetOverview(BaseModel):
+    robots: int
+    grouped: int
+    ungrouped: int
+    global_self_improve: bool
+    groups: list[GroupOut]
+
+
+class RegisterBody(Body):
+    robot_id: str = Field(min_length=1, max_length=64, pattern=ID_PATTERN)
+    name: str = Field(default="", max_length=200)
+    group: str = Field(default="", max_length=64, description="'' leaves the robot's group as it is")
+
+
+class Registered(BaseModel):
+    robot: RobotOut
+    created: bool
+
+
+class SetGroupBody(Body):
+    group: str = Field(max_length=64, description="the group to move the robot into; '' ungroups it")
+
+
+class Moved(BaseModel):
+    robot: RobotOut
+    previous_group: str | None
+
+
+class GroupBody(Body):
+    name: str = Field(default="", max_length=200)
+    customer: str = Field(default="", max_length=200)
+    factory: str = Field(default="", max_length=200)
+    self_improve: bool | None = Field(default=None, description="null leaves the switch as it is")
+
+
+class GroupSaved(BaseModel):
+    group: GroupOut
+    created: bool
+
+
+class GroupRemoved(BaseModel):
+    group_id: str
+    ungrouped: list[str]
+
+
+class SelfImproveBody(Body):
+    enabled: bool | None = Field(description="on/off; null makes a group follow the global switch again")
+    group: str = Field(default="", max_length=64, description="'' sets the global switch")
+
+
+class SelfImproveOut(BaseModel):
+    group: GroupOut | None
+    global_self_improve: bool
+
+
+# ---------------------------------------------------------------------------- lessons
+class LessonOut(BaseModel):
+    scope: str
+    key: str
+    place: str
+    params: dict[str, Any]
+    success_count: int
+    failure_count: int
+    reliability: float
+    recorded_by: str
+    created: str
+    updated: str
+    private: bool
+    orphaned: bool = Field(description="a group lesson whose group no longer exists")
+
+    @classmethod
+    def of(cls, answer: Answer) -> LessonOut:
+        x = answer.lesson
+        return cls(
+            scope=x.scope,
+            key=x.key,
+            place=x.place,
+            params=x.params,
+            success_count=x.success_count,
+            failure_count=x.failure_count,
+            reliability=round(x.reliability, 4),
+            recorded_by=x.recorded_by,
+            created=x.created,
+            updated=x.updated,
+            private=answer.private,
+            orphaned=answer.orphaned,
+        )
+
+
+class LessonPage(BaseModel):
+    lessons: list[LessonOut]
+    total: int
+    limit: int
+    offset: int
+
+
+# ---------------------------------------------------------------------------- operations
+class Embedder(BaseModel):
+    mode: str = Field(description="off, loading, ready, unavailable — or unknown when not reported")
+    model: str | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class Stats(BaseModel):
+    processes: int = Field(description="processes this caller can see")
+    robots: int = Field(description="robots this caller can see")
+    groups: int
+    lessons: int = Field(description="lessons this caller can see")
+    global_self_improve: bool
+    embedder: Embedder
+    tables: dict[str, int] | None = Field(description="row counts per table (unscoped callers only)")
+    experiences: dict[str, int] | None = Field(default=None, description="memory counts, when experiences exist")
+
+
+class Check(BaseModel):
+    check: str
+    detail: str
+    ok: bool
+
+
+class Doctor(BaseModel):
+    ok: bool
+    checks: list[Check]
+    schema_version: int | None
+    schema_supported: int
+    process_rows: int
+    process_index_entries: int
+    db_size_bytes: int
+    wal_size_bytes: int
+    embedder: Embedder
+
+
+class DayCount(BaseModel):
+    day: str
+    success: int
+    failure: int
+
+
+class OutcomeTimeline(BaseModel):
+    days: list[DayCount]
+    processes_scanned: int
+    note: str

@@ -1,0 +1,90 @@
+"""The REST API's one error shape, ``{"error": code, "detail": …}``, and its HTTP statuses.
+
+Every refusal the services raise (`errors.MemoryError_`) maps here once, by its ``code``:
+
+====================  ======  ==========================================================
+code                  status  when
+====================  ======  ==========================================================
+invalid               400     bad arguments or body (also 413 too large, 415 not JSON)
+unauthorized          401     no or a wrong token / session (from the tenancy middleware)
+forbidden             403     the §6a policy refuses it, or a cookie write lacks its CSRF token
+not_found             404     no such thing, or not visible to this caller
+method_not_allowed    405     the path exists, the method does not
+conflict              409     the change clashes with what is stored
+busy                  503     overloaded; nothing was stored — retry later (``Retry-After``)
+unavailable           503     a dependency (the embedder) is down
+internal              500     a bug: logged with a ``reference``; the body says nothing else
+====================  ======  ==========================================================
+
+An unexpected exception never leaks its message (SQL, paths, tokens): the client gets the
+reference id, the log gets the traceback under the same id.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from starlette.responses import JSONResponse
+
+from robot_mcp_memory import logs
+from robot_mcp_memory.errors import MemoryError_
+
+_log = logs.get("robot_mcp_memory.web")
+
+STATUS: dict[str, int] = {
+    "invalid": 400,
+    "unauthorized": 401,
+    "forbidden": 403,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "conflict": 409,
+    "too_large": 413,
+    "unsupported_media_type": 415,
+    "busy": 503,
+    "unavailable": 503,
+    "storage": 503,
+    "internal": 500,
+}
+#: What each status means in the OpenAPI document.
+DESCRIPTIONS: dict[int, str] = {
+    400: "invalid arguments or body",
+    401: "no or a wrong bearer token / session",
+    403: "forbidden for this caller (tenancy policy, or a cookie write without X-CSRF-Token)",
+    404: "not found, or not visible to this caller",
+    405: "method not allowed on this path",
+    409: "conflicts with what is stored",
+    413: "request body too large",
+    415: "the body must be application/json",
+    500: "internal error (the body carries a reference id for the server log)",
+    503: "busy or a dependency is unavailable: retry later",
+}
+NO_STORE = {"cache-control": "no-store"}
+
+
+def problem(code: str, detail: str, status: int | None = None, **extra: str) -> JSONResponse:
+    headers = dict(NO_STORE)
+    status = status if status is not None else STATUS.get(code, 400)
+    if status == 503:
+        headers["retry-after"] = "5"
+    return JSONResponse({"error": code, "detail": detail, **extra}, status_code=status, headers=headers)
+
+
+def from_error(exc: MemoryError_) -> JSONResponse:
+    if exc.code in ("storage",):
+        # Storage trouble at run time: say so without the internals.
+        return internal(exc, code="storage", status=503, detail="the database is unavailable; retry shortly")
+    if exc.code not in STATUS or exc.code == "internal":
+        return internal(exc)
+    return problem(exc.code, exc.detail)
+
+
+def internal(
+    exc: BaseException,
+    *,
+    code: str = "internal",
+    status: int = 500,
+    detail: str = "an internal error occurred; quote the reference to the operator",
+) -> JSONResponse:
+    reference = secrets.token_hex(8)
+    _log.error("web.internal_error", reference=reference, error_type=type(exc).__name__, exc_info=exc)
+    return problem(code, detail, status, reference=reference)

@@ -1,0 +1,64 @@
+"""The ``web`` command: the REST API and dashboard alone on the port, without the MCP transports,
+behind the same tokens."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp
+
+from robot_mcp_memory import __version__, logs
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.config import Settings
+from robot_mcp_memory.tenancy import TenantAuthMiddleware
+from robot_mcp_memory.tokens import TokenAuth
+from robot_mcp_memory.web import build_web
+
+_log = logs.get("robot_mcp_memory.web")
+
+
+def web_app(memory: Memory) -> ASGIApp:
+    """REST + dashboard + /healthz, wrapped in the tenancy middleware."""
+    auth = TokenAuth(memory.settings.admin_token, memory.settings.robot_tokens)
+    web = build_web(memory, auth)
+
+    async def health(_: Request) -> Response:
+        return JSONResponse({"status": "ok", "version": __version__})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        yield
+
+    app = Starlette(routes=[Route("/healthz", health, methods=["GET"]), *web.routes], lifespan=lifespan)
+    return TenantAuthMiddleware(
+        app,
+        auth,
+        public_paths={"/healthz", *web.public_paths},
+        public_prefixes=web.public_prefixes,
+        sessions=web.sessions,
+        cookie_paths=web.cookie_path,
+    )
+
+
+def serve(settings: Settings) -> None:
+    memory = Memory.open(settings)
+    try:
+        if not settings.auth_enabled:
+            _log.warning(
+                "auth.open",
+                message="no MEMORY_TOKEN or MEMORY_ROBOT_TOKENS set: the dashboard and REST API accept anyone "
+                "who can reach this port. Only run this way on a trusted network.",
+            )
+        config = uvicorn.Config(
+            web_app(memory), host=settings.host, port=settings.port, log_level="warning", log_config=None
+        )
+        _log.info("serve.web", host=settings.host, port=settings.port, url=f"http://{settings.host}:{settings.port}/")
+        uvicorn.Server(config).run()
+    finally:
+        memory.close()

@@ -1,0 +1,117 @@
+"""One JSON error shape, ``{"error": code, "detail": …}``, with the right status — pinned."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.errors import Busy
+from robot_mcp_memory.web.routing import MAX_BODY
+from tests.web.conftest import ADMIN, TOKENS, Connect, doc
+
+
+def shape(body: dict[str, object], code: str) -> None:
+    assert body["error"] == code
+    assert isinstance(body["detail"], str)
+    assert body["detail"]
+    assert set(body) <= {"error", "detail", "reference"}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "kwargs", "status", "code"),
+    [
+        ("GET", "/api/processes", {"params": {"limit": "0"}}, 400, "invalid"),
+        ("GET", "/api/processes", {"params": {"limit": "lots"}}, 400, "invalid"),
+        ("GET", "/api/processes/NOT_A_SLUG", {}, 400, "invalid"),
+        ("POST", "/api/processes", {"json": {"markdown": "no frontmatter"}}, 400, "invalid"),
+        ("POST", "/api/processes", {"json": {"markdown": "x", "extra": 1}}, 400, "invalid"),
+        ("POST", "/api/processes", {"content": b"{not json", "headers": {"content-type": "application/json"}}, 400,
+         "invalid"),
+        ("POST", "/api/processes", {"content": b"[1]", "headers": {"content-type": "application/json"}}, 400,
+         "invalid"),
+        ("POST", "/api/processes", {"content": b"markdown=x", "headers": {"content-type": "text/plain"}}, 415,
+         "unsupported_media_type"),
+        ("GET", "/api/processes/missing", {}, 404, "not_found"),
+        ("GET", "/api/no-such-endpoint", {}, 404, "not_found"),
+        ("PATCH", "/api/processes", {}, 405, "method_not_allowed"),
+        ("PUT", "/api/fleet/robots/ghost/group", {"json": {"group": ""}}, 404, "not_found"),
+    ],
+)  # fmt: skip
+async def test_refusals_share_one_shape_and_status(
+    secured: Connect, method: str, path: str, kwargs: dict[str, object], status: int, code: str
+) -> None:
+    async with secured(ADMIN) as c:
+        r = await c.request(method, path, **kwargs)  # type: ignore[arg-type] # kwargs per row
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"].startswith("application/json")
+    shape(r.json(), code)
+
+
+async def test_no_token_and_a_wrong_token_are_401_with_www_authenticate(secured: Connect) -> None:
+    for token in (None, "wrong-token-123"):
+        async with secured(token) as c:
+            r = await c.get("/api/processes")
+        assert r.status_code == 401
+        assert r.headers["www-authenticate"].startswith("Bearer")
+        shape(r.json(), "unauthorized")
+
+
+async def test_forbidden_is_403(secured: Connect) -> None:
+    async with secured(TOKENS["a1"]) as c:
+        r = await c.put("/api/fleet/self-improve", json={"enabled": True})
+    assert r.status_code == 403
+    shape(r.json(), "forbidden")
+
+
+async def test_a_conflict_is_409(secured: Connect) -> None:
+    async with secured(ADMIN) as c:
+        assert (await c.post("/api/fleet/robots", json={"robot_id": "rap-1"})).status_code == 200
+        r = await c.post("/api/fleet/robots", json={"robot_id": "RAP-1"})
+    assert r.status_code == 409
+    shape(r.json(), "conflict")
+
+
+async def test_a_body_over_the_limit_is_413(secured: Connect) -> None:
+    async with secured(ADMIN) as c:
+        big = json.dumps({"markdown": "x" * (MAX_BODY + 1)}).encode()
+        r = await c.post("/api/processes", content=big, headers={"content-type": "application/json"})
+    assert r.status_code == 413
+    shape(r.json(), "too_large")
+
+
+async def test_busy_is_503_with_retry_after(
+    secured: Connect, secured_memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with secured(ADMIN) as c:
+        await c.post("/api/processes", json={"markdown": doc("p-1", "One")})
+
+        async def overloaded(*_: object, **__: object) -> None:
+            raise Busy("the server is overloaded and did not count this outcome; retry in a few seconds")
+
+        monkeypatch.setattr(secured_memory.processes, "record_outcome", overloaded)
+        r = await c.post("/api/processes/p-1/outcomes", json={"success": True})
+    assert r.status_code == 503
+    assert r.headers["retry-after"]
+    shape(r.json(), "busy")
+
+
+async def test_an_unexpected_error_is_500_with_a_reference_and_no_internals(
+    secured: Connect, secured_memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "SELECT * FROM processes -- /srv/data/index.db token=admin-token-1234"
+
+    async def broken(*_: object, **__: object) -> None:
+        raise RuntimeError(secret)
+
+    monkeypatch.setattr(secured_memory.processes, "list", broken)
+    async with secured(ADMIN) as c:
+        r = await c.get("/api/processes")
+    assert r.status_code == 500
+    body = r.json()
+    shape(body, "internal")
+    assert isinstance(body["reference"], str)
+    assert len(body["reference"]) == 16
+    for leak in ("SELECT", "index.db", "admin-token", "RuntimeError"):
+        assert leak not in r.text
