@@ -95,8 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = _settings(args)
     except ConfigError as exc:
-        logs.configure("info")
-        _log.error("config.invalid", problems=exc.problems)
+        # one line, not a log event and then the same message again (docs/operations.md)
         sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
         return EXIT_CONFIG
     quiet = (args.command or "serve") not in ("serve", "web") and not args.debug
@@ -104,7 +103,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(args, settings)
     except (StoreUnreadable, SchemaTooNew) as exc:
-        _log.error("store.unusable", reason=exc.detail)
         sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
         return EXIT_DATA
     except MemoryError_ as exc:

@@ -20,6 +20,7 @@ BASE = "http://127.0.0.1:9103"
 
 def settings_for(tmp_path: Path, tokens: bool) -> Settings:
     env = {"MEMORY_DATA_DIR": str(tmp_path / "data"), "MEMORY_EMBEDDER": "hashing", "ROBOT_ID": "tester"}
+    env["MEMORY_ALLOWED_HOSTS"] = "testserver"  # the host schemathesis' in-process client sends
     if tokens:
         env["MEMORY_TOKEN"] = ADMIN
         env["MEMORY_ROBOT_TOKENS"] = ",".join(f"{r}:{t}" for r, t in TOKENS.items())

@@ -160,3 +160,14 @@ async def test_the_openapi_document_lists_every_endpoint(secured: Connect) -> No
         for method, op in item.items():
             assert "500" in op["responses"], (method, path)
             assert op["operationId"]
+
+
+async def test_the_dashboard_and_its_assets_are_public_and_locked_down(secured: Connect) -> None:
+    async with secured() as c:
+        for path in ("/", "/login", "/static/js/app.js", "/static/css/app.css"):
+            r = await c.get(path)
+            assert r.status_code == 200, path
+            csp = r.headers["content-security-policy"]
+            assert "script-src 'self'" in csp
+            assert "unsafe-inline" not in csp
+            assert r.headers["x-content-type-options"] == "nosniff"

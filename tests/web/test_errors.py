@@ -115,3 +115,26 @@ async def test_an_unexpected_error_is_500_with_a_reference_and_no_internals(
     assert len(body["reference"]) == 16
     for leak in ("SELECT", "index.db", "admin-token", "RuntimeError"):
         assert leak not in r.text
+
+
+@pytest.mark.parametrize("path", ["/api/processes", "/api/openapi.json", "/", "/static/js/app.js"])
+async def test_a_foreign_host_header_is_refused_like_on_the_mcp_transports(secured: Connect, path: str) -> None:
+    """DNS rebinding: a page at attacker.example re-pointed at this server must not read it."""
+    async with secured(ADMIN) as c:
+        r = await c.get(path, headers={"host": "attacker.example:9103"})
+    assert r.status_code == 421
+    shape(r.json(), "misdirected")
+
+
+def test_allowed_hosts_match_by_name_and_port() -> None:
+    from robot_mcp_memory.web.hosts import HostGuard
+
+    guard = HostGuard(["memory.lan", "10.0.0.5:9103"])
+    assert guard.allows("127.0.0.1:9103")
+    assert guard.allows("localhost")
+    assert guard.allows("[::1]:8080")
+    assert guard.allows("memory.lan:9103")
+    assert guard.allows("10.0.0.5:9103")
+    assert not guard.allows("10.0.0.5:9104")
+    assert not guard.allows("memory.lan.evil.example")
+    assert not guard.allows(None)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -24,7 +25,8 @@ from robot_mcp_memory.tokens import TokenAuth
 from robot_mcp_memory.web import openapi
 from robot_mcp_memory.web.api import fleet, operations, processes, session
 from robot_mcp_memory.web.context import WebContext
-from robot_mcp_memory.web.routing import Api
+from robot_mcp_memory.web.hosts import HostGuard
+from robot_mcp_memory.web.routing import Api, misdirected
 from robot_mcp_memory.web.sessions import SessionStore
 
 STATIC = Path(__file__).parent / "static"
@@ -44,12 +46,17 @@ SECURITY_HEADERS = [
 
 
 class SecurityHeaders:
-    """Adds `SECURITY_HEADERS` to every response of the wrapped app (pure ASGI)."""
+    """Adds `SECURITY_HEADERS` to every response of the wrapped app, after the Host check (pure ASGI)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, hosts: HostGuard) -> None:
         self.app = app
+        self.hosts = hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not self.hosts.allows(Headers(scope=scope).get("host")):
+            await misdirected()(scope, receive, send)
+            return
+
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS]}
@@ -75,7 +82,8 @@ class Web:
 
 def build_web(memory: Memory, auth: TokenAuth, sessions: SessionStore | None = None) -> Web:
     ctx = WebContext(memory, auth, sessions or SessionStore())
-    api = Api()
+    hosts = HostGuard(memory.settings.allowed_hosts)
+    api = Api(hosts)
     session.register(api, ctx)
     processes.register(api, ctx)
     fleet.register(api, ctx)
@@ -83,14 +91,18 @@ def build_web(memory: Memory, auth: TokenAuth, sessions: SessionStore | None = N
     _register_optional(api, ctx)
     spec: dict[str, Any] | None = None
 
-    async def openapi_json(_: Request) -> Response:
+    async def openapi_json(request: Request) -> Response:
         nonlocal spec
+        if not hosts.allows(request.headers.get("host")):
+            return misdirected()
         if spec is None:
             spec = openapi.document(api.endpoints, auth_enabled=auth.enabled)
         return JSONResponse(spec)
 
     def page(name: str) -> Route:
-        async def serve(_: Request) -> Response:
+        async def serve(request: Request) -> Response:
+            if not hosts.allows(request.headers.get("host")):
+                return misdirected()
             headers = {k.decode(): v.decode() for k, v in SECURITY_HEADERS} | {"cache-control": "no-cache"}
             return FileResponse(STATIC / name, media_type="text/html", headers=headers)
 
@@ -99,7 +111,7 @@ def build_web(memory: Memory, auth: TokenAuth, sessions: SessionStore | None = N
     routes: list[BaseRoute] = [
         *api.routes(Route("/api/openapi.json", openapi_json, methods=["GET"])),
         *(page(n) for n in PAGES.values()),
-        Mount("/static", app=SecurityHeaders(StaticFiles(directory=STATIC)), name="static"),
+        Mount("/static", app=SecurityHeaders(StaticFiles(directory=STATIC), hosts), name="static"),
     ]
     public = api.public_paths | {"/api/openapi.json", *PAGES}
     return Web(routes=routes, sessions=ctx.sessions, api=api, public_paths=public)

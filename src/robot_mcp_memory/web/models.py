@@ -46,6 +46,7 @@ class SessionInfo(BaseModel):
     cookie: bool = Field(description="whether this request was authenticated by the session cookie")
     csrf_token: str | None = Field(description="echo it in X-CSRF-Token on cookie-authenticated writes")
     can_administer: bool = Field(description="whether fleet administration is allowed (unscoped callers)")
+    features: list[str] = Field(description="optional parts this server has, e.g. 'experiences'")
     version: str
 
 

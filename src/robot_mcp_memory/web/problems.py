@@ -11,6 +11,7 @@ forbidden             403     the §6a policy refuses it, or a cookie write lack
 not_found             404     no such thing, or not visible to this caller
 method_not_allowed    405     the path exists, the method does not
 conflict              409     the change clashes with what is stored
+misdirected           421     the Host header is not this server's (DNS-rebinding protection)
 busy                  503     overloaded; nothing was stored — retry later (``Retry-After``)
 unavailable           503     a dependency (the embedder) is down
 internal              500     a bug: logged with a ``reference``; the body says nothing else
@@ -39,6 +40,7 @@ STATUS: dict[str, int] = {
     "method_not_allowed": 405,
     "conflict": 409,
     "too_large": 413,
+    "misdirected": 421,
     "unsupported_media_type": 415,
     "busy": 503,
     "unavailable": 503,
@@ -55,6 +57,7 @@ DESCRIPTIONS: dict[int, str] = {
     409: "conflicts with what is stored",
     413: "request body too large",
     415: "the body must be application/json",
+    421: "the Host header names no host this server answers for (MEMORY_ALLOWED_HOSTS)",
     500: "internal error (the body carries a reference id for the server log)",
     503: "busy or a dependency is unavailable: retry later",
 }

@@ -26,6 +26,7 @@ from starlette.routing import Route
 from robot_mcp_memory.errors import MemoryError_
 from robot_mcp_memory.principal import Principal
 from robot_mcp_memory.web import problems
+from robot_mcp_memory.web.hosts import HostGuard
 
 #: The largest JSON body accepted (a 256k-character process document, UTF-8, with room to spare).
 MAX_BODY = 2 * 1024 * 1024
@@ -93,8 +94,11 @@ class Endpoint:
 class Api:
     """A registry of endpoints (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, hosts: HostGuard | None = None) -> None:
+        self.hosts = hosts or HostGuard()
         self.endpoints: list[Endpoint] = []
+        #: Optional domains registered (reported by GET /api/session so the dashboard can adapt).
+        self.features: set[str] = set()
 
     def route(
         self,
@@ -115,7 +119,7 @@ class Api:
             # HTML form cannot send application/json, so even with no tokens configured a foreign
             # page cannot make a browser change anything here.
             has_body = body is not NoBody or method in ("POST", "PUT", "PATCH")
-            codes = set(errors) | {500} | (set() if public else {401})
+            codes = set(errors) | {421, 500} | (set() if public else {401})
             if args.model_fields or has_body:
                 codes.add(400)
             if has_body:
@@ -145,7 +149,9 @@ class Api:
         by_path: dict[str, dict[str, Endpoint]] = {}
         for ep in self.endpoints:
             by_path.setdefault(ep.path, {})[ep.method] = ep
-        routes = [Route(path, _dispatcher(methods), methods=ALL_METHODS) for path, methods in by_path.items()]
+        routes = [
+            Route(path, _dispatcher(methods, self.hosts), methods=ALL_METHODS) for path, methods in by_path.items()
+        ]
         routes.extend(extra)
         routes.append(Route("/api/{rest:path}", _unknown, methods=ALL_METHODS))
         return routes
@@ -155,10 +161,18 @@ class Api:
         return {ep.path for ep in self.endpoints if ep.public}
 
 
-def _dispatcher(methods: dict[str, Endpoint]) -> Callable[[Request], Awaitable[Response]]:
+def misdirected() -> Response:
+    return problems.problem(
+        "misdirected", "this Host is not served here: add the name to MEMORY_ALLOWED_HOSTS on the server", 421
+    )
+
+
+def _dispatcher(methods: dict[str, Endpoint], hosts: HostGuard) -> Callable[[Request], Awaitable[Response]]:
     allowed = ", ".join(sorted(methods))
 
     async def dispatch(request: Request) -> Response:
+        if not hosts.allows(request.headers.get("host")):
+            return misdirected()
         ep = methods.get(request.method)
         if ep is None:
             response = problems.problem("method_not_allowed", f"{request.url.path} accepts {allowed}")

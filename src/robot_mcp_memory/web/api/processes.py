@@ -92,7 +92,10 @@ def explain(mode: str, rank: int, relevance: float, reliability: float, score: f
 
 def _mode_reason(mode: str) -> str:
     if mode == "hybrid":
-        return "the embedder is ready: keyword and vector candidates were fused (RRF), then weighted by reliability"
+        return (
+            "the embedder is ready: keyword (FTS5 bm25) and vector (cosine) candidates were fused by reciprocal "
+            "rank, with reliability weighing the order (each result says how)"
+        )
     return (
         "keyword-only: FTS5 bm25 weighted by reliability (no embedder configured, it is still loading or "
         "unavailable, or no process has a vector of the current model yet)"

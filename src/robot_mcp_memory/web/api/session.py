@@ -37,6 +37,7 @@ def register(api: Api, ctx: WebContext) -> None:
             cookie=cookie,
             csrf_token=csrf,
             can_administer=not principal.scoped,
+            features=sorted(api.features),
             version=__version__,
         )
 

@@ -1,0 +1,113 @@
+// Building the page without ever parsing user text as HTML: every string becomes a text node
+// (textContent) or an attribute value. The one exception is `trustedHtml`, used only for the
+// markdown the server rendered after escaping every character of the source.
+
+export function h(tag, props, ...children) {
+  const el = document.createElement(tag);
+  setProps(el, props);
+  append(el, children);
+  return el;
+}
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+export function s(tag, props, ...children) {
+  const el = document.createElementNS(SVG_NS, tag);
+  setProps(el, props);
+  append(el, children);
+  return el;
+}
+
+function setProps(el, props) {
+  for (const [key, value] of Object.entries(props || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "class") el.setAttribute("class", value);
+    else if (key === "text") el.textContent = String(value);
+    else if (key === "dataset") Object.assign(el.dataset, value);
+    else if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value);
+    else if (key === "value") el.value = value;
+    else if (key === "checked" || key === "disabled" || key === "selected") el[key] = Boolean(value);
+    else el.setAttribute(key, value === true ? "" : String(value));
+  }
+}
+
+function append(el, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+}
+
+export function clear(el) {
+  while (el.firstChild) el.removeChild(el.firstChild);
+  return el;
+}
+
+/** Server-rendered markdown (escaped on the server before any markup was added). */
+export function trustedHtml(el, html) {
+  el.innerHTML = html;
+  for (const a of el.querySelectorAll("a")) {
+    if (!/^https?:\/\//.test(a.getAttribute("href") || "")) a.removeAttribute("href");
+  }
+  return el;
+}
+
+export function link(hash, text, props = {}) {
+  return h("a", { href: hash, ...props }, text);
+}
+
+export function route(...parts) {
+  return "#/" + parts.map((p) => encodeURIComponent(String(p))).join("/");
+}
+
+export function pct(x) {
+  return `${Math.round(x * 100)}%`;
+}
+
+export function when(iso) {
+  if (!iso) return "—";
+  return iso.replace("T", " ").replace("Z", "");
+}
+
+export function reliabilityBar(value) {
+  const width = 80;
+  const tone = value >= 0.75 ? "good" : value >= 0.5 ? "fair" : "poor";
+  return h(
+    "span",
+    { class: "relbar", title: `reliability ${value.toFixed(3)}` },
+    s("svg", { width, height: 10, viewBox: `0 0 ${width} 10`, role: "img", "aria-label": `reliability ${pct(value)}` },
+      s("rect", { x: 0, y: 0, width, height: 10, rx: 3, class: "relbar-bg" }),
+      s("rect", { x: 0, y: 0, width: Math.max(2, Math.round(width * value)), height: 10, rx: 3, class: `relbar-${tone}` })),
+    h("span", { class: "relbar-text" }, pct(value)),
+  );
+}
+
+export function pager(total, limit, offset, go) {
+  const page = Math.floor(offset / limit) + 1;
+  const pages = Math.max(1, Math.ceil(total / limit));
+  return h(
+    "div",
+    { class: "pager" },
+    h("button", { type: "button", disabled: offset <= 0, onclick: () => go(Math.max(0, offset - limit)) }, "‹ Previous"),
+    h("span", { class: "muted" }, `page ${page} of ${pages} · ${total} in all`),
+    h("button", { type: "button", disabled: offset + limit >= total, onclick: () => go(offset + limit) }, "Next ›"),
+  );
+}
+
+export function table(headers, rows, props = {}) {
+  return h(
+    "table",
+    props,
+    h("thead", {}, h("tr", {}, headers.map((x) => h("th", {}, x)))),
+    h("tbody", {}, rows.length ? rows : [h("tr", {}, h("td", { colspan: headers.length, class: "muted" }, "Nothing here yet."))]),
+  );
+}
+
+export function card(label, value, note) {
+  return h("div", { class: "card" }, h("div", { class: "card-label" }, label), h("div", { class: "card-value" }, value),
+    note ? h("div", { class: "card-note" }, note) : null);
+}
+
+export function json(value) {
+  return h("pre", { class: "json" }, JSON.stringify(value, null, 2));
+}

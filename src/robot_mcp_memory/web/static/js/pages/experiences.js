@@ -1,0 +1,6 @@
+// Experiences (robotmem-style memories): filled in when the server reports the feature.
+import { h } from "../dom.js";
+
+export async function render() {
+  return h("p", { class: "muted" }, "Experiences are not available on this server.");
+}

@@ -1,0 +1,229 @@
+"""The dashboard in a real browser: Debian's headless Chromium driven by Playwright against the
+real server process (MCP + REST + dashboard on one port), with tokens configured.
+
+Screenshots of the main pages land in ``test-artifacts/screenshots/`` (gitignored; CI keeps them
+as artifacts). Chromium is never downloaded by Playwright: scripts/check installs Debian's package
+when it is missing; these tests skip, saying why, only when ``/usr/bin/chromium`` is absent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.async_api import Browser, Page, async_playwright, expect
+
+from tests.e2e.harness import ServerProcess
+
+pytestmark = pytest.mark.e2e
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ADMIN = "admin-e2e-token-1234"
+ROBOT_TOKENS = {"rap-1": "rap1-e2e-token-1234", "rap-9": "rap9-e2e-token-1234"}
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
+TIMEOUT_MS = 10_000
+
+XSS_BODY = (
+    "## Steps\n1. open the door <script>window.__pwned = 1</script>\n"
+    '2. <img src=x onerror="window.__pwned = 2"> then **grasp** the handle\n'
+)
+
+
+def process(pid: str, title: str, robot: str, body: str = "## Steps\n1. go\n", extra: str = "") -> str:
+    return f"---\nid: {pid}\ntitle: {title}\nrobot: {robot}\n{extra}---\n\n{body}"
+
+
+async def seed(server: ServerProcess) -> None:
+    """Two groups, three robots, processes with outcomes — and one carrying a stored script."""
+    headers = {"authorization": f"Bearer {ADMIN}"}
+    async with httpx.AsyncClient(base_url=server.url(""), headers=headers, timeout=10) as c:
+
+        async def call(method: str, path: str, body: dict[str, object]) -> None:
+            r = await c.request(method, path, json=body)
+            assert r.status_code == 200, r.text
+
+        await call(
+            "PUT", "/api/fleet/groups/acme-line-2", {"name": "ACME line 2", "customer": "ACME", "factory": "Turin"}
+        )
+        await call("PUT", "/api/fleet/groups/globex-lab", {"name": "Globex lab", "customer": "Globex"})
+        await call("POST", "/api/fleet/robots", {"robot_id": "rap-1", "name": "Rap one", "group": "acme-line-2"})
+        await call("POST", "/api/fleet/robots", {"robot_id": "rap-2", "name": "Rap two", "group": "acme-line-2"})
+        await call("POST", "/api/fleet/robots", {"robot_id": "rap-9", "name": "Rap nine", "group": "globex-lab"})
+        docs = [
+            process("fetch-package-mailroom", "Fetch a package from the mailroom", "rap-1",
+                    "## Steps\n1. navigation.navigate_to(mailroom)\n2. perception.find_object(`package`)\n\n"
+                    "## Pitfalls & fixes\n- After 18:00 the door is often **closed**: ask reception.\n",
+                    'task_pattern: "fetch|get|bring ... package|parcel ... mailroom"\ntags: [delivery, mailroom]\n'),
+            process("water-the-plants", "Water the plants in the lobby", "rap-2"),
+            process("restock-shelf", "Restock the parts shelf", "rap-9"),
+            process("open-the-door-xss", "Open the door <img src=x onerror=\"window.__pwned = 3\">", "rap-1", XSS_BODY),
+            process("charge-at-dock", "Return to the dock and charge", "shared"),
+        ]  # fmt: skip
+        for md in docs:
+            await call("POST", "/api/processes", {"markdown": md})
+        for pid, outcomes in (
+            ("fetch-package-mailroom", [True, True, True, False]),
+            ("water-the-plants", [False, True]),
+        ):
+            for n, ok in enumerate(outcomes):
+                await call("POST", f"/api/processes/{pid}/outcomes", {"success": ok, "note": f"run {n + 1}"})
+        await call("PUT", "/api/fleet/self-improve", {"enabled": True, "group": "acme-line-2"})
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[ServerProcess]:
+    env = {
+        "MEMORY_TOKEN": ADMIN,
+        "MEMORY_ROBOT_TOKENS": ",".join(f"{r}:{t}" for r, t in ROBOT_TOKENS.items()),
+        "MEMORY_EMBEDDER": "hashing",
+    }
+    proc = ServerProcess(data_dir=tmp_path / "data", log_dir=tmp_path, env=env)
+    await proc.start()
+    try:
+        await seed(proc)
+        yield proc
+    finally:
+        await proc.stop()
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    if not CHROMIUM.exists():  # noqa: ASYNC240 - one stat before any browser starts
+        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (scripts/check does so when run as root)")
+    async with async_playwright() as pw:
+        b = await pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            await b.close()
+
+
+async def open_page(browser: Browser) -> Page:
+    context = await browser.new_context(viewport={"width": 1280, "height": 860})
+    page = await context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+
+    async def no_dialogs_from_content(dialog: object) -> None:
+        raise AssertionError(f"a dialog opened: {dialog}")
+
+    page.on("pageerror", lambda exc: pytest.fail(f"page error: {exc}"))
+    return page
+
+
+async def login(page: Page, server: ServerProcess, token: str) -> None:
+    await page.goto(server.url("/"))
+    await page.wait_for_url("**/login")
+    await page.fill("#token", token)
+    await page.click("button[type=submit]")
+    await page.wait_for_url(server.url("/"))
+    await expect(page.locator("#nav a").first).to_be_visible()
+
+
+async def shot(page: Page, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+async def test_log_in_search_for_a_process_and_open_it(server: ServerProcess, browser: Browser) -> None:
+    page = await open_page(browser)
+    await page.goto(server.url("/login"))
+    await shot(page, "login")
+    await login(page, server, ADMIN)
+    await expect(page.locator("#who")).to_have_text("admin")
+    await expect(page.locator(".cards")).to_contain_text("Processes")
+    await shot(page, "overview")
+    await page.click("#nav a[data-path=processes]")
+    await expect(page.locator("#process-table")).to_contain_text("Fetch a package from the mailroom")
+    await shot(page, "processes")
+    await page.fill("#process-query", "bring me the parcel from the mail room")
+    await page.press("#process-query", "Enter")
+    first = page.locator("#process-table tbody tr").first
+    await expect(first).to_contain_text("Fetch a package from the mailroom")
+    await first.locator("a").click()
+    await expect(page.locator("#process-title")).to_have_text("Fetch a package from the mailroom")
+    await expect(page.locator("#process-body h2").first).to_have_text("Steps")
+    await expect(page.locator("#process-body strong")).to_have_text("closed")
+    await expect(page.locator("table").first).to_contain_text("run 4")
+    await shot(page, "process-detail")
+    await page.goto(server.url("/#/search?q=bring%20me%20the%20parcel"))
+    await expect(page.locator("#search-mode")).to_contain_text("Mode:")
+    await expect(page.locator("ol.ranked li").first).to_contain_text("reliability")
+    await shot(page, "search")
+    for name in ("lessons", "health"):
+        await page.goto(server.url(f"/#/{name}"))
+        await expect(page.locator("h1")).to_have_text(name.capitalize())
+        await shot(page, name)
+
+
+async def test_a_self_improve_toggle_change_persists_after_reload(server: ServerProcess, browser: Browser) -> None:
+    page = await open_page(browser)
+    await login(page, server, ADMIN)
+    await page.goto(server.url("/#/fleet"))
+    switch = page.locator("select.group-switch[data-group=globex-lab]")
+    await expect(switch).to_have_value("inherit")
+    await switch.select_option("on")
+    await expect(page.locator("#toast")).to_contain_text("saved")
+    glob = page.locator("#global-self-improve")
+    await expect(glob).not_to_be_checked()
+    await glob.check()
+    await expect(page.locator("#toast")).to_contain_text("Global switch saved")
+    await page.reload()
+    await expect(page.locator("select.group-switch[data-group=globex-lab]")).to_have_value("on")
+    await expect(page.locator("#global-self-improve")).to_be_checked()
+    move = page.locator("select.robot-group[data-robot=rap-2]")
+    await move.select_option("globex-lab")
+    await expect(page.locator("#toast")).to_contain_text("moved")
+    await page.reload()
+    await expect(page.locator("select.robot-group[data-robot=rap-2]")).to_have_value("globex-lab")
+    await shot(page, "fleet")
+
+
+async def test_a_scoped_robot_sees_the_fleet_read_only_under_a_banner(server: ServerProcess, browser: Browser) -> None:
+    page = await open_page(browser)
+    await login(page, server, ROBOT_TOKENS["rap-1"])
+    await expect(page.locator("#who")).to_contain_text("robot rap-1")
+    await page.goto(server.url("/#/fleet"))
+    banner = page.locator("#readonly-banner")
+    await expect(banner).to_be_visible()
+    await expect(banner).to_contain_text("rap-1")
+    await expect(banner).to_contain_text("Read-only")
+    await expect(page.locator("#global-self-improve")).to_be_disabled()
+    await expect(page.locator("select.group-switch[data-group=acme-line-2]")).to_be_disabled()
+    await expect(page.locator("select.robot-group[data-robot=rap-1]")).to_be_disabled()
+    await expect(page.locator("#groups-table")).not_to_contain_text("globex-lab")
+    await expect(page.locator("#robots-table")).not_to_contain_text("rap-9")
+    await expect(page.locator("#nav")).not_to_contain_text("Health")
+    await shot(page, "fleet-scoped")
+    await page.goto(server.url("/#/processes"))
+    await expect(page.locator("#process-table")).to_contain_text("Fetch a package")
+    await expect(page.locator("#process-table")).not_to_contain_text("Restock the parts shelf")
+
+
+async def test_a_stored_script_in_a_process_renders_as_text(server: ServerProcess, browser: Browser) -> None:
+    page = await open_page(browser)
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: dialogs.append(d.message))
+    await login(page, server, ADMIN)
+    await page.goto(server.url("/#/processes"))
+    await expect(page.locator("#process-table")).to_contain_text('<img src=x onerror="window.__pwned = 3">')
+    await page.goto(server.url("/#/processes/open-the-door-xss"))
+    body = page.locator("#process-body")
+    await expect(body).to_contain_text("<script>window.__pwned = 1</script>")
+    await expect(body).to_contain_text('<img src=x onerror="window.__pwned = 2">')
+    await expect(page.locator("#process-title")).to_contain_text("<img src=x")
+    assert await body.locator("script, img").count() == 0
+    assert await page.locator("main img").count() == 0
+    assert await page.evaluate("typeof window.__pwned") == "undefined"
+    assert dialogs == []
+    await shot(page, "process-escaped")
