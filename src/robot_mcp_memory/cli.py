@@ -77,7 +77,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    env = dict(os.environ)
+    overrides: dict[str, str] = {}
     for attr, var in (
         ("transport", "MCP_TRANSPORT"),
         ("host", "MCP_HOST"),
@@ -86,8 +86,9 @@ def _settings(args: argparse.Namespace) -> Settings:
     ):
         value = getattr(args, attr, None)
         if value is not None:
-            env[var] = str(value)
-    return Settings.from_env(env)
+            overrides[var] = str(value)
+    # The environment goes straight into Settings, its only reader (tests/test_architecture.py).
+    return Settings.from_env({**os.environ, **overrides})
 
 
 def main(argv: Sequence[str] | None = None) -> int:

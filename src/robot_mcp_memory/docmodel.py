@@ -6,7 +6,8 @@ in a fixed order, then any extra keys sorted), so a document round-trips byte fo
 has been rendered.
 
 We do not use python-frontmatter: it breaks on keys named ``content``/``handler``. YAML 1.1
-surprises (unquoted dates become `datetime`, ``no`` becomes ``False``) are normalised here.
+surprises are handled here: unquoted dates (which PyYAML makes `datetime`) become ISO strings,
+at any depth, and only ``true``/``false`` are booleans (YAML 1.2) — ``title: no`` stays "no".
 """
 
 from __future__ import annotations
@@ -55,6 +56,42 @@ def _iso(value: Any) -> str:
     return str(value)
 
 
+class _Loader(yaml.SafeLoader):
+    """`yaml.SafeLoader` with YAML 1.2 booleans: ``yes``/``no``/``on``/``off`` stay strings."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+#: Characters YAML reads as line breaks besides LF and CR (NEL, LS, PS).
+_YAML_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+class _Dumper(yaml.SafeDumper):
+    """`yaml.SafeDumper` that writes strings holding NEL/LS/PS double-quoted, where they are
+    escaped. PyYAML would emit them raw inside a single-quoted scalar, and a loader folds a raw
+    line break there into a space, so the value would not survive the round trip."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    style = '"' if any(c in data for c in _YAML_BREAKS) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def _lf(text: str) -> str:
+    """Every line ending as LF: CRLF and a lone CR are line endings in markdown as in YAML."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def slugify(title: str) -> str:
     """A kebab-case id from a title; titles with no Latin letters get a stable hashed id."""
     text = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode().lower()
@@ -96,7 +133,7 @@ class ProcessDoc(BaseModel):
     @field_validator("body")
     @classmethod
     def _body(cls, v: str) -> str:
-        v = v.replace("\r\n", "\n").strip("\n")
+        v = _lf(v).strip("\n")
         return v + "\n" if v else ""
 
     @field_validator("tags")
@@ -105,6 +142,14 @@ class ProcessDoc(BaseModel):
         for t in v:
             if not t or len(t) > 64 or "\n" in t:
                 raise ValueError("each tag must be 1-64 characters on one line")
+        return v
+
+    @field_validator("extra")
+    @classmethod
+    def _extra(cls, v: dict[str, Any]) -> dict[str, Any]:
+        clash = sorted(set(v).intersection(_KNOWN))
+        if clash:
+            raise ValueError(f"extra keys may not reuse a frontmatter field name: {', '.join(clash)}")
         return v
 
     @field_validator("robot")
@@ -128,8 +173,13 @@ class ProcessDoc(BaseModel):
 
     def render(self) -> str:
         """The markdown document: ``---`` YAML frontmatter ``---`` then the body."""
-        fm = yaml.safe_dump(
-            self.frontmatter(), sort_keys=False, allow_unicode=True, default_flow_style=None, width=10_000
+        fm = yaml.dump(
+            self.frontmatter(),
+            Dumper=_Dumper,
+            sort_keys=False,
+            allow_unicode=True,
+            default_flow_style=None,
+            width=10_000,
         )
         body = self.body
         return f"---\n{fm}---\n\n{body}" if body else f"---\n{fm}---\n"
@@ -150,7 +200,7 @@ def parse(text: str, *, default_robot: str = "unknown") -> ProcessDoc:
         raise DocumentParseError("the document must be a markdown string")
     if len(text) > MAX_DOCUMENT:
         raise DocumentParseError(f"the document is {len(text)} characters; the limit is {MAX_DOCUMENT}")
-    text = text.replace("\r\n", "\n").lstrip("\ufeff")
+    text = _lf(text).lstrip("\ufeff")
     lines = text.split("\n")
     first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
     if first is None or lines[first].strip() != "---":
@@ -159,12 +209,14 @@ def parse(text: str, *, default_robot: str = "unknown") -> ProcessDoc:
             "(at least 'title:'), followed by the markdown body",
             line=1 if first is None else first + 1,
         )
-    end = next((i for i in range(first + 1, len(lines)) if lines[i].strip() == "---"), None)
+    # The closing line is '---' at the start of a line: an indented '---' is part of a
+    # multi-line YAML value (a title or note may contain one), not the end of the frontmatter.
+    end = next((i for i in range(first + 1, len(lines)) if lines[i].rstrip() == "---"), None)
     if end is None:
         raise DocumentParseError("the frontmatter is not closed: add a '---' line after it", line=first + 1)
     fm_text = "\n".join(lines[first + 1 : end])
     try:
-        raw = yaml.safe_load(fm_text) if fm_text.strip() else {}
+        raw = yaml.load(fm_text, Loader=_Loader) if fm_text.strip() else {}  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = first + 2 + mark.line if mark is not None else first + 1
@@ -196,9 +248,12 @@ def from_frontmatter(raw: dict[Any, Any], body: str, *, default_robot: str = "un
             data[k] = _iso(data[k]) if isinstance(data[k], dt.date) else str(data[k])
         if k in data and data[k] is None:
             data.pop(k)
+    if "title" not in data:
+        # Checked before the model so a bare document is told about 'title', not the derived 'id'.
+        raise DocumentParseError(_explain({"type": "missing"}), field="title")
     if "id" in data and data["id"] is not None:
         data["id"] = str(data["id"])
-    elif "title" in data:
+    else:
         data["id"] = slugify(str(data["title"]))
     tags = data.get("tags")
     if tags is None:
@@ -230,13 +285,23 @@ def _explain(err: Any) -> str:
 
 
 def _plain(value: Any, key: str) -> Any:
-    """Extra frontmatter values must survive JSON storage: normalise dates, refuse the rest."""
-    if isinstance(value, dt.date):
-        return _iso(value)
+    """Extra frontmatter values must survive JSON storage: normalise dates (at any depth — an
+    unquoted date inside a list is as common as one at the top), refuse the rest."""
+    value = _dates_to_iso(value)
     try:
         json.dumps(value)
     except (TypeError, ValueError) as exc:
         raise DocumentParseError("value cannot be stored; use plain strings, numbers and lists", field=key) from exc
+    return value
+
+
+def _dates_to_iso(value: Any) -> Any:
+    if isinstance(value, dt.date):
+        return _iso(value)
+    if isinstance(value, list):
+        return [_dates_to_iso(v) for v in value]
+    if isinstance(value, dict):
+        return {(_iso(k) if isinstance(k, dt.date) else k): _dates_to_iso(v) for k, v in value.items()}
     return value
 
 

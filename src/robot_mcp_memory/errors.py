@@ -106,13 +106,14 @@ class SchemaTooNew(StorageError):
 
 
 class StoreUnreadable(StorageError):
-    """The database file exists but is not a database this server can use."""
+    """The database file exists but is not a database this server can use. The message names
+    the file, the reason and the `remedy`."""
+
+    remedy = "Restore it from a backup (a copy of index.db), or move it aside to start empty."
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(
-            f"{path} is not a usable robot-mcp-memory database ({reason}). "
-            "Restore it from a backup (a copy of index.db), or move it aside to start empty. "
-            "The file was not modified."
+            f"{path} is not a usable robot-mcp-memory database ({reason}). {self.remedy} The file was not modified."
         )
         self.path = path
         self.reason = reason

@@ -30,7 +30,10 @@ class Kind(StrEnum):
 @dataclass(frozen=True)
 class Retention:
     """How a ``record`` table ages out: rows older than `max_age_s` by `time_column`, and/or
-    beyond the newest `max_rows`."""
+    beyond the newest `max_rows`.
+
+    `time_column` may hold epoch seconds (a number) or a UTC ISO-8601 text timestamp in the
+    ``2026-06-12T14:00:00Z`` form the store writes; each row is compared in its own type."""
 
     time_column: str
     max_age_s: float | None = None
@@ -119,9 +122,14 @@ class Schema:
         now = time.time() if now is None else now
         # Identifiers come from our own declarations, never from input.
         if r.max_age_s is not None:
+            # In SQLite a number is always less than any text, so a bare `col < cutoff` would never
+            # age out an ISO-text timestamp: compare text with text and numbers with numbers.
+            cutoff = now - r.max_age_s
+            col = r.time_column
             cur = conn.execute(
-                f"DELETE FROM {t.name} WHERE {r.time_column} < ?",  # noqa: S608 - declared identifiers
-                (now - r.max_age_s,),
+                f"DELETE FROM {t.name} WHERE CASE typeof({col}) "  # noqa: S608 - declared identifiers
+                f"WHEN 'text' THEN {col} < ? ELSE {col} < ? END",
+                (_iso_utc(cutoff), cutoff),
             )
             deleted += cur.rowcount
         if r.max_rows is not None:
@@ -132,3 +140,8 @@ class Schema:
             )
             deleted += cur.rowcount
         return deleted
+
+
+def _iso_utc(ts: float) -> str:
+    """`ts` as the store's text timestamp (UTC, second precision), for comparing with text columns."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))

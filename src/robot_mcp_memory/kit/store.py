@@ -200,6 +200,9 @@ class SqliteStore:
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise StoreUnreadable(spath, _short(exc)) from exc
+        except BaseException:
+            conn.close()
+            raise
         report = OpenReport(
             path=spath,
             from_version=from_version,
@@ -255,16 +258,28 @@ class SqliteStore:
             if item is _STOP:
                 break
             job: _Job = item
-            if not job.future.set_running_or_notify_cancel():
-                self._job_done(job)
-                continue
+            # An accepted write commits even if its future was cancelled meanwhile (an awaiting
+            # coroutine that gave up cancels it through `asyncio.wrap_future`): the caller cannot
+            # tell how far a cancelled write got, so "accepted" has to mean "will commit".
+            abandoned = not job.future.set_running_or_notify_cancel()
             try:
                 result = self._execute(conn, job)
             except BaseException as exc:
-                job.future.set_exception(exc)
+                if not abandoned:
+                    job.future.set_exception(exc)
             else:
-                job.future.set_result(result)
+                if not abandoned:
+                    job.future.set_result(result)
             self._job_done(job)
+        self._close_writer(conn)
+
+    def _close_writer(self, conn: sqlite3.Connection) -> None:
+        """Fold the WAL back into the main file, then close: a closed store is one file, so a
+        backup made by copying ``index.db`` alone holds every committed write."""
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error as exc:
+            _log.warning("store.checkpoint_failed", error=_short(exc), path=str(self.path))
         conn.close()
 
     def _execute(self, conn: sqlite3.Connection, job: _Job) -> Any:
@@ -316,6 +331,8 @@ class SqliteStore:
     def hot(self, fn: Callable[[sqlite3.Connection], T]) -> concurrent.futures.Future[T] | None:
         """Enqueue a hot record write without waiting. Returns None when the queue is full and
         the write was dropped (counted in `stats.hot_dropped` and logged)."""
+        if self._closed:
+            raise StorageError("the store is closed; the server is shutting down")
         with self._lock:
             if self.stats.hot_pending >= self.hot_queue_max:
                 self.stats.hot_dropped += 1
@@ -381,13 +398,15 @@ class SqliteStore:
         if self._closed:
             return
         self._closed = True
-        self._queue.put(_STOP)
-        self._thread.join(timeout)
+        # Readers first: the writer's connection must be the last one open, or sqlite leaves the
+        # WAL beside the file instead of checkpointing it (a read-only connection cannot).
         self._pool.shutdown(wait=True)
         with self._lock:
             for conn in self._reader_conns:
                 conn.close()
             self._reader_conns.clear()
+        self._queue.put(_STOP)
+        self._thread.join(timeout)
 
     def __enter__(self) -> SqliteStore:
         return self

@@ -19,13 +19,17 @@ MAX_TERMS = 32
 
 
 def terms(text: str) -> list[str]:
-    """Distinct lower-cased word tokens of `text`, in order, at most `MAX_TERMS`."""
-    seen: dict[str, None] = {}
-    for m in _WORD.finditer(text.lower()):
+    """Distinct word tokens of `text` (compared case-insensitively), in order, at most `MAX_TERMS`.
+
+    Tokens keep their case: FTS5 folds case itself, with the same tables for the query as for the
+    indexed text. Lower-casing here with Python's newer Unicode tables would miss letters that
+    sqlite's unicode61 (Unicode 6.1) does not fold, such as Georgian Mtavruli or Greek Yot."""
+    seen: dict[str, str] = {}
+    for m in _WORD.finditer(text):
         tok = m.group(0).strip("_")
         if tok:
-            seen.setdefault(tok, None)
-    return list(seen)[:MAX_TERMS]
+            seen.setdefault(tok.casefold(), tok)
+    return list(seen.values())[:MAX_TERMS]
 
 
 def match_expression(text: str, *, join_pairs: bool = True) -> str | None:

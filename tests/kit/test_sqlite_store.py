@@ -1,0 +1,433 @@
+"""SqliteStore: the writer thread, the hot queue, read-only readers and the versioned open.
+
+Threading is asserted on SQLite's own statement trace (``set_trace_callback`` installed on the
+writer's connection), which records the thread each statement really ran on. Waits are bounded
+`threading.Event` waits, never sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import hashlib
+import shutil
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+
+from robot_mcp_memory.errors import InvalidInput, SchemaTooNew, StorageError, StoreUnreadable
+from robot_mcp_memory.kit import Kind, Migration, Schema, SqliteStore, Table
+
+WAIT = 10.0  # upper bound for any cross-thread wait; a passing test never gets near it
+
+STORE_META = Table(
+    "store_meta", Kind.DEFINITION, ("CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT)",)
+)
+NOTES = Table("notes", Kind.DEFINITION, ("CREATE TABLE IF NOT EXISTS notes (id TEXT PRIMARY KEY, text TEXT)",))
+COUNTERS = Table(
+    "counters", Kind.RECORD, ("CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, n INTEGER NOT NULL)",)
+)
+SCHEMA = Schema((STORE_META, NOTES, COUNTERS))
+
+
+def _create_tables(conn: sqlite3.Connection) -> None:
+    for t in (NOTES, COUNTERS):
+        for stmt in t.ddl:
+            conn.execute(stmt)
+    conn.execute("INSERT INTO counters(name, n) VALUES ('x', 0)")
+
+
+MIGRATIONS: list[Migration] = [_create_tables]
+
+
+def open_store(path: Path, *, hot_queue_max: int = 100) -> SqliteStore:
+    return SqliteStore.open(path, SCHEMA, MIGRATIONS, hot_queue_max=hot_queue_max, readers=2)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    s = open_store(tmp_path / "index.db", hot_queue_max=3)
+    yield s
+    s.close()
+
+
+Trace = list[tuple[int, str]]
+
+
+@pytest.fixture
+def trace(store: SqliteStore) -> Trace:
+    """Every statement the writer's connection executes, with the thread it ran on."""
+    seen: Trace = []
+    store.on_writer(lambda c: c.set_trace_callback(lambda sql: seen.append((threading.get_ident(), sql))))
+    return seen
+
+
+@contextmanager
+def writer_blocked(store: SqliteStore) -> Iterator[int]:
+    """Hold the writer thread inside a job until the block exits; yields the writer's thread id."""
+    started, release = threading.Event(), threading.Event()
+    ident: list[int] = []
+
+    def hold(_conn: sqlite3.Connection) -> None:
+        ident.append(threading.get_ident())
+        started.set()
+        release.wait(WAIT)
+
+    holder = threading.Thread(target=store.on_writer, args=(hold,))
+    holder.start()
+    try:
+        assert started.wait(WAIT), "the writer thread never picked up the blocking job"
+        yield ident[0]
+    finally:
+        release.set()
+        holder.join(WAIT)
+
+
+def bump(conn: sqlite3.Connection) -> None:
+    conn.execute("UPDATE counters SET n = n + 1 WHERE name = 'x'")
+
+
+def counter(store: SqliteStore) -> int:
+    n: int = store.read_blocking(lambda c: c.execute("SELECT n FROM counters WHERE name = 'x'").fetchone()[0])
+    return n
+
+
+def notes(store: SqliteStore) -> list[str]:
+    return store.read_blocking(lambda c: [r[0] for r in c.execute("SELECT id FROM notes ORDER BY id")])
+
+
+def insert_note(pid: str) -> Callable[[sqlite3.Connection], None]:
+    def write(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO notes(id, text) VALUES (?, 'hello')", (pid,))
+
+    return write
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def ran(trace: Trace, prefix: str) -> list[int]:
+    """The threads that ran statements starting with `prefix`, in order."""
+    return [ident for ident, sql in trace if sql.lstrip().startswith(prefix)]
+
+
+# ---------------------------------------------------------------------------- hot and definition writes
+def test_a_hot_counter_write_runs_on_the_writer_thread_after_hot_has_returned(store: SqliteStore, trace: Trace) -> None:
+    with writer_blocked(store) as writer:
+        fut = store.hot(bump)
+        assert fut is not None
+        assert ran(trace, "UPDATE counters") == [], "hot() returned before its statement executed"
+        assert not fut.done()
+    fut.result(WAIT)
+
+    assert ran(trace, "UPDATE counters") == [writer]
+    assert writer != threading.get_ident()
+    assert counter(store) == 1
+
+
+def test_a_definition_write_has_committed_when_write_blocking_returns(store: SqliteStore, trace: Trace) -> None:
+    store.write_blocking(insert_note("a"))
+
+    statements = [sql for _, sql in trace]
+    insert_at = next(i for i, sql in enumerate(statements) if sql.startswith("INSERT INTO notes"))
+    assert "COMMIT" in statements[insert_at:]
+    assert notes(store) == ["a"], "a fresh reader already sees it"
+
+
+async def test_an_awaited_definition_write_has_committed_when_it_returns(store: SqliteStore, trace: Trace) -> None:
+    await store.write(insert_note("b"))
+
+    assert "COMMIT" in [sql for _, sql in trace][-2:]
+    assert await store.read(lambda c: c.execute("SELECT count(*) FROM notes").fetchone()[0]) == 1
+
+
+def test_the_hot_queue_is_bounded_and_counts_what_it_drops(store: SqliteStore) -> None:
+    assert store.hot_queue_max == 3
+    with concurrent.futures.ThreadPoolExecutor(1) as pool, writer_blocked(store):
+        accepted = [store.hot(bump) for _ in range(3)]
+        dropped = store.hot(bump)
+        definition = pool.submit(store.write_blocking, insert_note("never-dropped"))
+        assert all(f is not None for f in accepted)
+        assert dropped is None
+        assert store.stats.hot_dropped == 1
+    definition.result(WAIT)
+    for f in accepted:
+        assert f is not None
+        f.result(WAIT)
+
+    assert counter(store) == 3
+    assert notes(store) == ["never-dropped"]
+    assert store.stats.hot_pending == 0
+    assert store.stats.hot_done == 3
+
+
+def test_hot_accepts_again_once_the_queue_drains(store: SqliteStore) -> None:
+    with writer_blocked(store):
+        for _ in range(4):
+            store.hot(bump)
+    store.flush(WAIT)
+    fut = store.hot(bump)
+    assert fut is not None
+    fut.result(WAIT)
+    assert counter(store) == 4
+    assert store.stats.hot_dropped == 1
+
+
+# ---------------------------------------------------------------------------- failures and cancellation
+def test_a_failing_write_rolls_back_and_raises_storage_error_not_sqlite_error(store: SqliteStore) -> None:
+    def half_then_fail(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO notes(id, text) VALUES ('partial', 'x')")
+        conn.execute("INSERT INTO notes(id, text) VALUES ('partial', 'duplicate key')")
+
+    with pytest.raises(StorageError) as caught:
+        store.write_blocking(half_then_fail)
+
+    assert caught.value.code == "storage"
+    assert not isinstance(caught.value, sqlite3.Error)
+    assert notes(store) == []
+
+
+def test_a_write_that_raises_our_own_error_rolls_back_and_passes_it_through(store: SqliteStore) -> None:
+    def refuse(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO notes(id, text) VALUES ('partial', 'x')")
+        raise InvalidInput("no")
+
+    with pytest.raises(InvalidInput):
+        store.write_blocking(refuse)
+    assert notes(store) == []
+    store.write_blocking(insert_note("after"))  # the writer is still healthy
+    assert notes(store) == ["after"]
+
+
+def test_a_failing_hot_write_rolls_back_and_reports_storage_error_on_its_future(store: SqliteStore) -> None:
+    def bump_then_fail(conn: sqlite3.Connection) -> None:
+        bump(conn)
+        conn.execute("INSERT INTO counters(name, n) VALUES ('x', 1)")
+
+    fut = store.hot(bump_then_fail)
+    assert fut is not None
+    with pytest.raises(StorageError):
+        fut.result(WAIT)
+    assert counter(store) == 0
+
+
+async def test_a_write_whose_awaiting_coroutine_is_cancelled_still_commits(store: SqliteStore) -> None:
+    with writer_blocked(store):
+        task = asyncio.create_task(store.write(insert_note("cancelled-caller")))
+        await anyio.wait_all_tasks_blocked()  # the write is queued behind the blocked writer
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    store.flush(WAIT)
+    assert notes(store) == ["cancelled-caller"]
+
+
+def test_a_hot_write_whose_future_is_cancelled_still_commits(store: SqliteStore) -> None:
+    with writer_blocked(store):
+        fut = store.hot(bump)
+        assert fut is not None
+        assert fut.cancel(), "still queued, so the caller could cancel its future"
+    store.flush(WAIT)
+    assert counter(store) == 1
+    assert store.stats.hot_pending == 0
+
+
+def test_a_closed_store_refuses_writes_with_storage_error(tmp_path: Path) -> None:
+    s = open_store(tmp_path / "index.db")
+    s.close()
+    with pytest.raises(StorageError):
+        s.write_blocking(insert_note("late"))
+    with pytest.raises(StorageError):
+        s.hot(bump)
+    assert s.stats.hot_pending == 0
+
+
+# ---------------------------------------------------------------------------- readers
+def test_readers_are_read_only(store: SqliteStore) -> None:
+    with pytest.raises(StorageError) as caught:
+        store.read_blocking(lambda c: c.execute("INSERT INTO notes(id, text) VALUES ('r', 'x')"))
+    assert caught.value.code == "storage"
+    assert notes(store) == []
+
+
+def test_a_reader_is_not_blocked_by_a_busy_writer(store: SqliteStore) -> None:
+    store.write_blocking(insert_note("visible"))
+    with writer_blocked(store):
+        assert notes(store) == ["visible"]
+
+
+def test_a_closed_store_is_one_file_holding_every_committed_write(tmp_path: Path) -> None:
+    """Backup is one file copy: closing folds the WAL into the main file."""
+    s = open_store(tmp_path / "index.db")
+    s.write_blocking(insert_note("kept"))
+    assert notes(s) == ["kept"]  # a reader connection is open while the store closes
+    s.close()
+
+    backup = tmp_path / "backup" / "index.db"
+    backup.parent.mkdir()
+    shutil.copy(tmp_path / "index.db", backup)
+    with open_store(backup) as copy:
+        assert notes(copy) == ["kept"]
+
+
+# ---------------------------------------------------------------------------- versioned open
+class Steps:
+    """Injected migrations: step i creates table t<i> and records that it ran."""
+
+    def __init__(self) -> None:
+        self.ran: list[int] = []
+
+    def __call__(self, n: int) -> list[Migration]:
+        return [self._step(i) for i in range(n)]
+
+    def _step(self, i: int) -> Migration:
+        def step(conn: sqlite3.Connection) -> None:
+            self.ran.append(i)
+            conn.execute(f"CREATE TABLE t{i} (x)")
+
+        return step
+
+
+def _schema(n: int) -> Schema:
+    return Schema((STORE_META, *(Table(f"t{i}", Kind.DEFINITION, ()) for i in range(n))))
+
+
+def _version(path: Path) -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return int(conn.execute("SELECT value FROM store_meta WHERE key = 'schema_version'").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_migrations_run_in_order_from_zero_and_record_the_version(tmp_path: Path) -> None:
+    steps = Steps()
+    path = tmp_path / "index.db"
+    with SqliteStore.open(path, _schema(3), steps(3)) as s:
+        assert s.report is not None
+        assert (s.report.from_version, s.report.to_version, s.report.created) == (0, 3, True)
+    assert steps.ran == [0, 1, 2]
+    assert _version(path) == 3
+
+
+def test_reopening_applies_only_the_new_migrations(tmp_path: Path) -> None:
+    steps = Steps()
+    path = tmp_path / "index.db"
+    SqliteStore.open(path, _schema(2), steps(2)).close()
+    steps.ran.clear()
+
+    with SqliteStore.open(path, _schema(4), steps(4)) as s:
+        assert s.report is not None
+        assert (s.report.from_version, s.report.to_version, s.report.created) == (2, 4, False)
+    assert steps.ran == [2, 3]
+    assert _version(path) == 4
+
+    steps.ran.clear()
+    SqliteStore.open(path, _schema(4), steps(4)).close()
+    assert steps.ran == []
+
+
+def test_a_failing_migration_keeps_the_last_completed_version(tmp_path: Path) -> None:
+    steps = Steps()
+    path = tmp_path / "index.db"
+
+    def broken(conn: sqlite3.Connection) -> None:
+        conn.execute("CREATE TABLE half_done (x)")
+        raise RuntimeError("step 2 is broken")
+
+    with pytest.raises(RuntimeError):
+        SqliteStore.open(path, _schema(2), [*steps(2), broken])
+    assert _version(path) == 2
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'half_done'").fetchone()[0] == 0
+    finally:
+        conn.close()
+
+
+def test_a_file_from_a_newer_version_raises_schema_too_new_and_is_left_untouched(tmp_path: Path) -> None:
+    steps = Steps()
+    path = tmp_path / "index.db"
+    SqliteStore.open(path, _schema(3), steps(3)).close()
+    before = sha256(path)
+    steps.ran.clear()
+
+    with pytest.raises(SchemaTooNew) as caught:
+        SqliteStore.open(path, _schema(2), steps(2))
+
+    assert (caught.value.found, caught.value.supported) == (3, 2)
+    assert caught.value.code == "storage"
+    assert str(path) in str(caught.value)
+    assert steps.ran == []
+    assert sha256(path) == before
+
+
+def _assert_unreadable(path: Path, caught: pytest.ExceptionInfo[StoreUnreadable]) -> None:
+    exc = caught.value
+    assert exc.code == "storage"
+    assert exc.path == str(path)
+    assert str(path) in str(exc), "the message names the file"
+    assert exc.remedy in str(exc), "the message says how to fix it"
+
+
+def test_a_garbage_file_raises_store_unreadable_naming_the_path_and_is_left_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "index.db"
+    path.write_bytes(b'{"robots": [{"id": "rap-1", "gro')  # the truncated JSON that crash-looped fleets
+    before = sha256(path)
+
+    with pytest.raises(StoreUnreadable) as caught:
+        open_store(path)
+
+    _assert_unreadable(path, caught)
+    assert sha256(path) == before
+
+
+def test_a_truncated_database_raises_store_unreadable_and_is_left_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "index.db"
+    with open_store(path) as s:
+        s.write_blocking(
+            lambda c: c.executemany("INSERT INTO notes VALUES (?, ?)", [(str(i), "x" * 500) for i in range(200)])
+        )
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    before = sha256(path)
+
+    with pytest.raises(StoreUnreadable) as caught:
+        open_store(path)
+
+    _assert_unreadable(path, caught)
+    assert sha256(path) == before
+
+
+def test_a_foreign_sqlite_database_raises_store_unreadable_and_is_left_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "index.db"
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT)")
+        conn.execute("INSERT INTO users(email) VALUES ('a@example.com')")
+    conn.close()
+    before = sha256(path)
+
+    with pytest.raises(StoreUnreadable) as caught:
+        open_store(path)
+
+    _assert_unreadable(path, caught)
+    assert sha256(path) == before
+
+
+def test_a_zero_byte_file_is_opened_as_a_new_empty_database(tmp_path: Path) -> None:
+    """An empty file holds nothing to lose (a `touch`, or a crash before sqlite wrote its first
+    page), and SQLite itself treats it as an empty database: refusing it would turn a harmless
+    state into an outage."""
+    path = tmp_path / "index.db"
+    path.touch()
+
+    with open_store(path) as s:
+        assert s.report is not None
+        assert (s.report.from_version, s.report.to_version, s.report.created) == (0, 1, True)
+        assert notes(s) == []

@@ -1,0 +1,144 @@
+"""FTS5 query sanitising, checked against a real FTS5 table (``porter unicode61``, as index.db)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from robot_mcp_memory.search import fts
+
+EXAMPLES = settings(max_examples=200, deadline=None)
+
+# Everything FTS5's query grammar gives a meaning to, plus scripts robotmem used to strip.
+SYNTAX = ['"', "*", "(", ")", "NEAR", "NEAR(", "NEAR/3", "AND", "OR", "NOT", "-", ":", "^", "{", "}", "+", ",", "'"]
+SYNTAX += ["title:", "{title body}:", "a*", "^start", '""', "\\", "\x00", "é", "привет", "カナ", "한글", "中文"]
+query_text = st.one_of(
+    st.text(),
+    st.lists(st.one_of(st.sampled_from(SYNTAX), st.text(max_size=8)), max_size=12).map(" ".join),
+    st.lists(st.one_of(st.sampled_from(SYNTAX), st.text(max_size=4)), max_size=12).map("".join),
+)
+
+
+def _letters(lo: int, hi: int) -> st.SearchStrategy[str]:
+    return st.characters(min_codepoint=lo, max_codepoint=hi, categories=("L", "M", "N", "P", "S", "Zs"))
+
+
+#: Scripts assigned by Unicode 6.1, the tables sqlite's unicode61 tokenizer knows.
+script_text = st.text(
+    st.one_of(
+        _letters(0x20, 0x24F),  # ASCII, Latin-1, Latin Extended-A/B
+        _letters(0x370, 0x3FF),  # Greek
+        _letters(0x400, 0x4FF),  # Cyrillic
+        _letters(0x5D0, 0x5EA),  # Hebrew
+        _letters(0x900, 0x97F),  # Devanagari
+        _letters(0x3040, 0x30FF),  # kana
+        _letters(0x4E00, 0x4FFF),  # CJK
+        _letters(0xAC00, 0xACFF),  # Hangul
+    ),
+    min_size=1,
+    max_size=30,
+)
+
+
+@pytest.fixture(scope="module")
+def fts5() -> Iterator[sqlite3.Connection]:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute("CREATE VIRTUAL TABLE docs USING fts5(title, body, tokenize='porter unicode61')")
+    conn.executemany(
+        "INSERT INTO docs(title, body) VALUES (?, ?)",
+        [
+            ("Fetch a package from the mailroom", "navigate to the mail room, find the parcel"),
+            ("Near the door", "NEAR AND OR NOT are ordinary words here"),
+            ("Доставка посылки", "café crème brûlée, ひらがな カタカナ, 한국어 문장, Ελληνικά λέξη"),
+        ],
+    )
+    yield conn
+    conn.close()
+
+
+def _matches(conn: sqlite3.Connection, expr: str) -> list[str]:
+    rows = conn.execute("SELECT title FROM docs WHERE docs MATCH ? ORDER BY bm25(docs)", (expr,))
+    return [r[0] for r in rows]
+
+
+@EXAMPLES
+@given(query_text)
+def test_a_sanitised_query_never_raises_in_a_real_fts5_match(fts5: sqlite3.Connection, text: str) -> None:
+    expr = fts.match_expression(text)
+    if expr is None:
+        assert fts.terms(text) == []
+        return
+    _matches(fts5, expr)  # raises sqlite3.OperationalError on a syntax error
+
+
+@EXAMPLES
+@given(script_text)
+def test_a_query_built_from_a_documents_own_text_finds_it(text: str) -> None:
+    expr = fts.match_expression(text)
+    if expr is None:
+        return
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE docs USING fts5(body, tokenize='porter unicode61')")
+        conn.execute("INSERT INTO docs(body) VALUES (?)", (text,))
+        assert conn.execute("SELECT count(*) FROM docs WHERE docs MATCH ?", (expr,)).fetchone()[0] == 1
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["robot OR", "NEAR(", '"unbalanced', "title:", "a AND", "NOT", "*", "-mailroom", "^", "{", "(x))"],
+)
+def test_fts_operators_in_a_query_are_plain_words_or_dropped(fts5: sqlite3.Connection, query: str) -> None:
+    expr = fts.match_expression(query)
+    if expr is not None:
+        _matches(fts5, expr)
+
+
+def test_operator_words_are_quoted_so_they_match_as_words(fts5: sqlite3.Connection) -> None:
+    expr = fts.match_expression("NEAR AND")
+    assert expr is not None
+    assert _matches(fts5, expr)[0] == "Near the door"
+
+
+def test_text_without_words_gives_no_expression() -> None:
+    assert fts.match_expression("") is None
+    assert fts.match_expression(' "* () -- : ^ {} ') is None
+    assert fts.match_expression("___") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("Доставка посылки", ["Доставка", "посылки"], id="cyrillic"),
+        pytest.param("café crème brûlée", ["café", "crème", "brûlée"], id="accents"),
+        pytest.param("ひらがな カタカナ", ["ひらがな", "カタカナ"], id="kana"),
+        pytest.param("한국어 문장", ["한국어", "문장"], id="hangul"),
+        pytest.param("Ελληνικά λέξη", ["Ελληνικά", "λέξη"], id="greek"),
+    ],
+)
+def test_non_latin_and_accented_words_survive_terms(fts5: sqlite3.Connection, text: str, expected: list[str]) -> None:
+    assert fts.terms(text) == expected
+    expr = fts.match_expression(text)
+    assert expr is not None
+    assert _matches(fts5, expr) == ["Доставка посылки"]
+
+
+def test_terms_are_distinct_case_insensitively_and_keep_their_order() -> None:
+    assert fts.terms("Robot robot ROBOT arm Arm") == ["Robot", "arm"]
+
+
+def test_terms_are_capped() -> None:
+    words = [f"w{i}" for i in range(fts.MAX_TERMS + 10)]
+    assert fts.terms(" ".join(words)) == words[: fts.MAX_TERMS]
+
+
+def test_adjacent_words_are_also_offered_joined(fts5: sqlite3.Connection) -> None:
+    expr = fts.match_expression("mail room")
+    assert expr == '"mail" OR "room" OR "mailroom"'
+    assert _matches(fts5, expr)[0] == "Fetch a package from the mailroom"

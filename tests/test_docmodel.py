@@ -1,0 +1,309 @@
+"""ProcessDoc: the markdown wire format (spec §3) — round trip, validation, YAML 1.1 traps."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from robot_mcp_memory import docmodel
+from robot_mcp_memory.docmodel import OUTCOME_HEADING, ProcessDoc, append_outcome, parse, slugify
+from robot_mcp_memory.errors import DocumentParseError, InvalidInput
+from tests.conftest import MAILROOM
+
+EXAMPLES = settings(max_examples=200, deadline=None)
+KNOWN = set(docmodel.ProcessDoc.model_fields) - {"extra", "body"}
+
+# ---------------------------------------------------------------------------- strategies
+slugs = st.from_regex(r"[a-z0-9]{1,12}(-[a-z0-9]{1,12}){0,4}", fullmatch=True)
+robots = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,20}", fullmatch=True)
+one_line = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\n"), min_size=1, max_size=40)
+stamps = st.one_of(
+    st.just(""),
+    st.datetimes().map(lambda d: d.strftime("%Y-%m-%dT%H:%M:%SZ")),
+    st.text(max_size=30),
+)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**53), max_value=2**53),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=30),
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True), inner, max_size=4),
+    ),
+    max_leaves=10,
+)
+extra_keys = st.one_of(
+    st.sampled_from(["content", "handler", "notes", "extra", "body"]),
+    st.from_regex(r"[a-z][a-z0-9_]{0,15}", fullmatch=True),
+).filter(lambda k: k not in KNOWN)
+
+docs = st.builds(
+    ProcessDoc,
+    id=slugs,
+    title=st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=60),
+    task_pattern=st.text(max_size=80),
+    tags=st.lists(one_line, max_size=6).map(tuple),
+    robot=robots,
+    created=stamps,
+    updated=stamps,
+    success_count=st.integers(0, 10**9),
+    failure_count=st.integers(0, 10**9),
+    last_used=stamps,
+    source_mission_id=st.text(max_size=40),
+    extra=st.dictionaries(extra_keys, json_values, max_size=5),
+    body=st.text(max_size=400),
+)
+
+
+# ---------------------------------------------------------------------------- round trip
+@EXAMPLES
+@given(docs)
+def test_a_rendered_document_parses_back_to_the_same_document(doc: ProcessDoc) -> None:
+    rendered = doc.render()
+    assert parse(rendered) == doc
+    assert parse(rendered).render() == rendered
+
+
+def test_the_spec_mailroom_example_parses_and_renders_stably() -> None:
+    doc = parse(MAILROOM)
+
+    assert doc.id == "fetch-package-mailroom"
+    assert doc.title == "Fetch a package from the mailroom"
+    assert doc.tags == ("delivery", "mailroom")
+    assert (doc.robot, doc.source_mission_id) == ("g1-lab-01", "m-9af31c")
+    assert (doc.success_count, doc.failure_count) == (3, 1)
+    assert (doc.created, doc.updated, doc.last_used) == (
+        "2026-06-12T14:00:00Z",
+        "2026-06-12T14:00:00Z",
+        "2026-06-12T16:20:00Z",
+    )
+    assert doc.body == MAILROOM.split("---\n", 2)[2].lstrip("\n")
+    assert doc.extra == {}
+    rendered = doc.render()
+    assert parse(rendered) == doc
+    assert parse(rendered).render() == rendered
+
+
+# ---------------------------------------------------------------------------- invalid documents
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        pytest.param("", 1, id="empty"),
+        pytest.param("## Steps\n1. go\n", 1, id="no-frontmatter"),
+        pytest.param("\n\ntitle: x\n---\n", 3, id="frontmatter-without-opening-line"),
+        pytest.param("---\ntitle: x\n\n## Steps\n", 1, id="unclosed"),
+        pytest.param("---\ntitle: x\ntags: [a, b\n---\n", 3, id="bad-yaml"),
+        pytest.param("---\ntitle: x\n  robot: : y\n---\n", 3, id="bad-yaml-indent"),
+        pytest.param("---\n- title\n- x\n---\n", 2, id="a-list-not-a-mapping"),
+        pytest.param("---\njust a sentence\n---\n", 2, id="a-string-not-a-mapping"),
+        pytest.param("---\ntitle: x\nobj: !!python/object:os.system {}\n---\n", 3, id="unsafe-tag"),
+    ],
+)
+def test_a_malformed_document_is_refused_with_the_line(text: str, line: int) -> None:
+    with pytest.raises(DocumentParseError) as caught:
+        parse(text)
+    assert caught.value.code == "invalid"
+    assert isinstance(caught.value, InvalidInput)
+    assert caught.value.line == line
+
+
+@pytest.mark.parametrize(
+    ("front", "field"),
+    [
+        pytest.param("id: abc", "title", id="missing-title"),
+        pytest.param("title:", "title", id="empty-title"),
+        pytest.param("id: Fetch_Package\ntitle: x", "id", id="slug-with-capitals-and-underscore"),
+        pytest.param("id: fetch--package\ntitle: x", "id", id="slug-with-double-hyphen"),
+        pytest.param("id: -fetch\ntitle: x", "id", id="slug-with-leading-hyphen"),
+        pytest.param("title: x\nsuccess_count: -1", "success_count", id="negative-success"),
+        pytest.param("title: x\nfailure_count: -3", "failure_count", id="negative-failure"),
+        pytest.param("title: x\nsuccess_count: many", "success_count", id="non-numeric-count"),
+        pytest.param("title: x\nrobot: not a robot id", "robot", id="bad-robot"),
+        pytest.param("title: x\nblob: !!binary aGVsbG8=", "blob", id="extra-value-not-storable"),
+    ],
+)
+def test_an_invalid_frontmatter_value_is_refused_with_the_field(front: str, field: str) -> None:
+    with pytest.raises(DocumentParseError) as caught:
+        parse(f"---\n{front}\n---\n\nbody\n")
+    assert caught.value.code == "invalid"
+    assert caught.value.field is not None
+    assert caught.value.field.split(".")[0] == field
+
+
+def test_a_slug_must_be_kebab_case() -> None:
+    with pytest.raises(ValueError, match="kebab-case"):
+        ProcessDoc(id="Fetch_Package", title="x")
+
+
+def test_extra_keys_cannot_shadow_a_frontmatter_field() -> None:
+    with pytest.raises(ValueError, match="title"):
+        ProcessDoc(id="a", title="x", extra={"title": "y"})
+
+
+# ---------------------------------------------------------------------------- YAML 1.1 traps
+def test_unquoted_dates_become_iso_utc_strings() -> None:
+    doc = parse(
+        "---\n"
+        "title: x\n"
+        "created: 2026-06-12T16:00:00+02:00\n"
+        "updated: 2026-06-12\n"
+        "last_used: 2026-06-12 16:20:00\n"
+        "reviewed: 2026-06-01\n"
+        "visits: [2026-06-02, {on: 2026-06-03}]\n"
+        "---\n"
+    )
+    assert (doc.created, doc.updated, doc.last_used) == (
+        "2026-06-12T14:00:00Z",
+        "2026-06-12T00:00:00Z",
+        "2026-06-12T16:20:00Z",
+    )
+    assert doc.extra == {
+        "reviewed": "2026-06-01T00:00:00Z",
+        "visits": ["2026-06-02T00:00:00Z", {"on": "2026-06-03T00:00:00Z"}],
+    }
+    assert parse(doc.render()) == doc
+
+
+def test_yes_no_on_off_stay_words_and_only_true_false_are_booleans() -> None:
+    doc = parse("---\ntitle: no\ntags: [yes, off, on]\nreviewed: true\nsigned_off: n\n---\n")
+    assert doc.title == "no"
+    assert doc.id == "no"
+    assert doc.tags == ("yes", "off", "on")
+    assert doc.extra == {"reviewed": True, "signed_off": "n"}
+    assert parse(doc.render()) == doc
+
+
+def test_keys_named_content_and_handler_are_kept_as_extra_keys() -> None:
+    doc = parse("---\ntitle: x\ncontent: the shelf\nhandler: reception\n---\n\nbody\n")
+    assert doc.extra == {"content": "the shelf", "handler": "reception"}
+    assert doc.body == "body\n"
+    rendered = doc.render()
+    assert "content: the shelf" in rendered
+    assert "handler: reception" in rendered
+    assert parse(rendered) == doc
+
+
+def test_a_title_containing_a_dashed_line_does_not_end_the_frontmatter() -> None:
+    doc = ProcessDoc(id="a", title="before\n---\nafter", extra={"note": "x\n---\ny"}, body="## Steps\n---\n")
+    assert parse(doc.render()) == doc
+
+
+def test_tags_may_be_a_comma_separated_string() -> None:
+    assert parse("---\ntitle: x\ntags: delivery, mailroom\n---\n").tags == ("delivery", "mailroom")
+
+
+def test_windows_line_endings_are_accepted() -> None:
+    assert parse(MAILROOM.replace("\n", "\r\n")) == parse(MAILROOM)
+
+
+# ---------------------------------------------------------------------------- ids
+def test_a_missing_id_is_derived_from_the_title() -> None:
+    doc = parse("---\ntitle: Fetch a Package — from the Mail-Room!\n---\n")
+    assert doc.id == "fetch-a-package-from-the-mail-room"
+
+
+def test_an_accented_title_slugifies_to_ascii() -> None:
+    assert slugify("Café Crème à l'étage") == "cafe-creme-a-l-etage"
+
+
+def test_a_cjk_only_title_gets_a_stable_hashed_id() -> None:
+    first = parse("---\ntitle: 从邮件室取包裹\n---\n").id
+    again = parse("---\ntitle: 从邮件室取包裹\n---\n").id
+    other = parse("---\ntitle: 把包裹送到前台\n---\n").id
+    assert re.fullmatch(r"process-[0-9a-f]{8}", first)
+    assert first == again
+    assert other != first
+
+
+@EXAMPLES
+@given(st.text(min_size=1, max_size=300))
+def test_slugify_always_returns_a_valid_id(title: str) -> None:
+    pid = slugify(title)
+    assert docmodel.SLUG_RE.match(pid)
+    assert len(pid) <= docmodel.MAX_ID
+
+
+# ---------------------------------------------------------------------------- outcome log
+def test_append_outcome_creates_the_outcome_log_at_the_end() -> None:
+    body = "## Steps\n1. go\n"
+    out = append_outcome(body, "2026-06-12T16:20:00Z", True, "parcel  was\non the lower shelf")
+    assert out == (
+        f"## Steps\n1. go\n\n{OUTCOME_HEADING}\n- 2026-06-12T16:20:00Z success: parcel was on the lower shelf\n"
+    )
+
+
+def test_append_outcome_on_an_empty_body_starts_with_the_section() -> None:
+    assert append_outcome("", "T", False, "door closed") == f"{OUTCOME_HEADING}\n- T failure: door closed\n"
+
+
+def test_append_outcome_appends_under_an_existing_log_before_the_next_section() -> None:
+    body = f"## Steps\n1. go\n\n{OUTCOME_HEADING}\n- T1 success: ok\n\n## Operator notes\n- lower shelf\n"
+    out = append_outcome(body, "T2", False, "door closed")
+    assert out == (
+        f"## Steps\n1. go\n\n{OUTCOME_HEADING}\n- T1 success: ok\n- T2 failure: door closed\n\n"
+        "## Operator notes\n- lower shelf\n"
+    )
+
+
+def test_an_appended_outcome_survives_the_round_trip() -> None:
+    doc = parse(MAILROOM)
+    updated = doc.model_copy(update={"body": append_outcome(doc.body, "T", True, "fine")})
+    again = parse(updated.render())
+    assert again == updated
+    assert again.body.rstrip().endswith("- T success: fine")
+
+
+def _frontmatter_of(doc: ProcessDoc) -> dict[str, Any]:
+    return doc.frontmatter()
+
+
+def test_frontmatter_lists_known_keys_first_then_extra_keys_sorted() -> None:
+    doc = ProcessDoc(id="a", title="x", extra={"zeta": 1, "alpha": 2})
+    keys = list(_frontmatter_of(doc))
+    assert keys[: len(KNOWN)] == [k for k in ProcessDoc.model_fields if k in KNOWN]
+    assert keys[len(KNOWN) :] == ["alpha", "zeta"]
+
+
+frontmatter_lines = st.lists(
+    st.one_of(
+        st.text(max_size=20),
+        st.sampled_from(
+            [
+                "title: x",
+                "id: a-b",
+                "tags: [a",
+                "tags: 5",
+                "---",
+                "created: 2026-01-01",
+                "x: !!binary aGk=",
+                "? [a]\n: b",
+                "success_count: 1e400",
+                "id: [a]",
+                "title: 2026-01-01",
+                "robot: 12",
+                "{2026-01-01: x}: 1",
+            ]
+        ),
+    ),
+    max_size=8,
+)
+
+
+@EXAMPLES
+@given(frontmatter_lines)
+def test_parse_refuses_any_text_with_document_parse_error_or_returns_a_renderable_doc(lines: list[str]) -> None:
+    text = "---\n" + "\n".join(lines) + "\n---\nbody"
+    try:
+        doc = parse(text)
+    except DocumentParseError:
+        return
+    assert parse(doc.render()) == doc
