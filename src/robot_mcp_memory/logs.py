@@ -19,6 +19,13 @@ def _redact(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[
     return event
 
 
+def _stderr_logger(*_: Any) -> structlog.PrintLogger:
+    """Resolve ``sys.stderr`` when a logger is made, not once at configure time: whoever swaps
+    stderr later (a test runner's capture, a daemoniser) is honoured, and a closed stream from an
+    earlier phase is never written to."""
+    return structlog.PrintLogger(file=sys.stderr)
+
+
 def configure(level: str = "info") -> None:
     lvl = getattr(logging, level.upper(), logging.INFO)
     logging.basicConfig(stream=sys.stderr, level=max(lvl, logging.WARNING), format="%(message)s")
@@ -32,7 +39,7 @@ def configure(level: str = "info") -> None:
             structlog.processors.JSONRenderer(),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(lvl),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )
 

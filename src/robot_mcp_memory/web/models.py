@@ -360,7 +360,6 @@ class DayCount(BaseModel):
     day: str
     success: int
     failure: int
-    other: int = 0
 
 
 class OutcomeTimeline(BaseModel):
