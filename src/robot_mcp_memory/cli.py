@@ -20,7 +20,7 @@ from pathlib import Path
 from robot_mcp_memory import __version__, logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.errors import ConfigError, MemoryError_, SchemaTooNew, StoreUnreadable
+from robot_mcp_memory.errors import ConfigError, MemoryError_, MigrationFailed, SchemaTooNew, StoreUnreadable
 from robot_mcp_memory.principal import LOCAL
 from robot_mcp_memory.services import operations
 from robot_mcp_memory.tokens import ROBOT_RE, generate_token
@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logs.configure("warning" if quiet else settings.log_level)
     try:
         return _dispatch(args, settings)
-    except (StoreUnreadable, SchemaTooNew) as exc:
+    except (StoreUnreadable, SchemaTooNew, MigrationFailed) as exc:
         sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
         return EXIT_DATA
     except MemoryError_ as exc:

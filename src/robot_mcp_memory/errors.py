@@ -13,7 +13,8 @@
      ├── EmbedderUnavailable        unavailable (search degrades to keyword-only; never reaches a tool)
      └── StorageError               storage
           ├── SchemaTooNew          storage
-          └── StoreUnreadable       storage
+          ├── StoreUnreadable       storage
+          └── MigrationFailed       storage
 
 Every adapter (MCP tools, REST, CLI) maps this tree once. Messages are written for the
 reader — an LLM planner or an operator — and say what to do next. They never contain SQL,
@@ -117,3 +118,16 @@ class StoreUnreadable(StorageError):
         )
         self.path = path
         self.reason = reason
+
+
+class MigrationFailed(StorageError):
+    """A forward migration failed. Steps before it committed; the failed one was rolled back."""
+
+    def __init__(self, path: str, at: int, to: int, reason: str) -> None:
+        super().__init__(
+            f"{path}: migrating from schema version {at} to {to} failed ({reason}). The file is intact "
+            f"at version {at} (that step was rolled back). Keep it, report the error, and run the "
+            "previous robot-mcp-memory version meanwhile — or restore a backup."
+        )
+        self.at = at
+        self.to = to

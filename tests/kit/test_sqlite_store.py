@@ -20,7 +20,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from robot_mcp_memory.errors import InvalidInput, SchemaTooNew, StorageError, StoreUnreadable
+from robot_mcp_memory.errors import InvalidInput, MigrationFailed, SchemaTooNew, StorageError, StoreUnreadable
 from robot_mcp_memory.kit import Kind, Migration, Schema, SqliteStore, Table
 
 WAIT = 10.0  # upper bound for any cross-thread wait; a passing test never gets near it
@@ -341,8 +341,10 @@ def test_a_failing_migration_keeps_the_last_completed_version(tmp_path: Path) ->
         conn.execute("CREATE TABLE half_done (x)")
         raise RuntimeError("step 2 is broken")
 
-    with pytest.raises(RuntimeError):
+    with pytest.raises(MigrationFailed) as caught:
         SqliteStore.open(path, _schema(2), [*steps(2), broken])
+    assert (caught.value.at, caught.value.to) == (2, 3)
+    assert isinstance(caught.value.__cause__, RuntimeError)
     assert _version(path) == 2
     conn = sqlite3.connect(path)
     try:

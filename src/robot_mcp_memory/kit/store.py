@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from robot_mcp_memory import logs
-from robot_mcp_memory.errors import SchemaTooNew, StorageError, StoreUnreadable
+from robot_mcp_memory.errors import MigrationFailed, SchemaTooNew, StorageError, StoreUnreadable
 from robot_mcp_memory.kit.kinds import Kind, Schema
 
 T = TypeVar("T")
@@ -175,8 +175,11 @@ class SqliteStore:
                         (str(step + 1),),
                     )
                     conn.execute("COMMIT")
-                except BaseException:
+                except BaseException as exc:
                     conn.execute("ROLLBACK")
+                    if isinstance(exc, Exception):
+                        conn.close()
+                        raise MigrationFailed(spath, step, step + 1, _short(exc)) from exc
                     raise
                 version = step + 1
             names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
