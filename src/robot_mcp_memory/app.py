@@ -14,7 +14,8 @@ from robot_mcp_memory.services.fleet import FleetService
 from robot_mcp_memory.services.lessons import ScopedParams, Thresholds
 from robot_mcp_memory.services.policy import Policy
 from robot_mcp_memory.services.processes import ProcessService
-from robot_mcp_memory.store import ProcessStore
+from robot_mcp_memory.search.resilient import ResilientEmbedder
+from robot_mcp_memory.store import Fusion, ProcessStore
 
 _log = logs.get("robot_mcp_memory.app")
 
@@ -27,6 +28,7 @@ class Memory:
     processes: ProcessService
     fleet: FleetService
     lessons: ScopedParams
+    embedder: ResilientEmbedder | None = None
 
     @classmethod
     def open(cls, settings: Settings) -> Memory:
@@ -46,15 +48,24 @@ class Memory:
         registry = FleetRegistry(index)
         policy = Policy(membership=registry)  # process visibility follows the fleet's groups
         thresholds = Thresholds(settings.lesson_min_successes, settings.lesson_min_reliability)
+        # Semantic search: the model loads in the background; until then search is keyword-only.
+        embedder = ResilientEmbedder.from_settings(settings)
+        process_store = ProcessStore(index, embedder, Fusion(settings.fusion_weights, settings.fusion_k))
+        embedder.on_ready(process_store.kick_backfill)  # vectors missing for this model get made
+        embedder.start()
         return cls(
+            embedder=embedder,
             settings=settings,
             index=index,
             policy=policy,
-            processes=ProcessService(ProcessStore(index), policy, default_robot=settings.robot_id),
+            processes=ProcessService(process_store, policy, default_robot=settings.robot_id),
             fleet=FleetService(registry, policy),
             lessons=ScopedParams(ParamStore(settings.lessons_path), registry, policy, thresholds),
         )
 
     def close(self) -> None:
+        self.processes.store.close()  # stops the vector backfill before the database closes
+        if self.embedder is not None:
+            self.embedder.close()
         self.lessons.store.close()
         self.index.close()

@@ -82,6 +82,28 @@ FLEET_SETTINGS = Table(
 TABLES: list[Table] = [STORE_META, PROCESSES, PROCESSES_FTS, FLEET_GROUPS, FLEET_ROBOTS, FLEET_SETTINGS]
 
 
+# Embeddings of processes (and, later, memories): a projection of the source row, rebuilt by
+# re-embedding (`reembed`), never pruned. Each vector carries the model that made it; rows of
+# another model are ignored by search and replaced by the backfill.
+VECTORS = Table(
+    name="vectors",
+    kind=Kind.DERIVED,
+    source="processes",
+    ddl=(
+        """CREATE TABLE IF NOT EXISTS vectors (
+            domain TEXT NOT NULL CHECK (domain IN ('process', 'memory')),
+            ref TEXT NOT NULL,
+            model_id TEXT NOT NULL,
+            dim INTEGER NOT NULL CHECK (dim > 0),
+            vec BLOB NOT NULL CHECK (length(vec) = 4 * dim),
+            PRIMARY KEY (domain, ref)
+        )""",
+        "CREATE INDEX IF NOT EXISTS idx_vectors_model ON vectors(domain, model_id)",
+    ),
+)
+TABLES.append(VECTORS)
+
+
 def _create(*tables: Table) -> Migration:
     def step(conn: sqlite3.Connection) -> None:
         for t in tables:
@@ -95,6 +117,7 @@ def _create(*tables: Table) -> Migration:
 MIGRATIONS: list[Migration] = [
     _create(STORE_META, PROCESSES, PROCESSES_FTS),
     _create(FLEET_GROUPS, FLEET_ROBOTS, FLEET_SETTINGS),  # 2: the fleet registry (issue 3)
+    _create(VECTORS),  # 3: embeddings for hybrid search (issue 6)
 ]
 
 

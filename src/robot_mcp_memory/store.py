@@ -9,18 +9,23 @@ better) and multiplying it directly would rank a reliable process lower.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import sqlite3
+import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from robot_mcp_memory import docmodel
+from robot_mcp_memory import docmodel, logs, vectorstore
 from robot_mcp_memory.docmodel import ProcessDoc
-from robot_mcp_memory.errors import Busy
+from robot_mcp_memory.errors import Busy, EmbedderUnavailable
 from robot_mcp_memory.kit import SqliteStore
 from robot_mcp_memory.kit.store import now_iso
-from robot_mcp_memory.search import fts
+from robot_mcp_memory.search import fts, fusion
+from robot_mcp_memory.search.resilient import ResilientEmbedder
+from robot_mcp_memory.search.vectors import Vector
+from robot_mcp_memory.vectorstore import Backfiller, VectorCache
 
 #: bm25 column weights for (id, title, task_pattern, tags, body).
 BM25_WEIGHTS = (0.0, 4.0, 2.0, 2.0, 1.0)
@@ -30,6 +35,14 @@ _COLUMNS = (
 )
 
 SaveAction = Literal["created", "updated", "forked"]
+SearchMode = Literal["hybrid", "keyword"]
+#: How many candidates each list (keyword, vector) contributes to fusion.
+CANDIDATES = 50
+BACKFILL_BATCH = 64
+T = TypeVar("T")
+Progress = Callable[[int, int], None]
+
+_log = logs.get("robot_mcp_memory.store")
 
 
 @dataclass(frozen=True)
@@ -213,16 +226,25 @@ def search(conn: sqlite3.Connection, query: str, k: int, visible: Collection[str
         return []
     where, params = _visible_clause(visible, "p.robot")
     w = ",".join(str(x) for x in BM25_WEIGHTS)
+    score = "m.relevance * (p.success_count + 1.0) / (p.success_count + p.failure_count + 2.0)"
+    rows = "JOIN processes_fts f ON f.rowid = m.fts_rowid JOIN processes p ON p.id = f.id"
+    # Ranked as ORDER BY score DESC, p.id over every match, but without joining every match to its
+    # row (a query with a common word matches the whole corpus: 36 ms → 15 ms at 10k, bench/).
+    # bm25 runs once per match (m). Reliability is below 1, so score <= relevance: the k-th best
+    # score among the `pool` most relevant matches is a floor, and no top-k document has a
+    # relevance below it; only matches at or above the floor are joined. No floor (fewer than k
+    # visible in the pool, or a non-positive one): every match is joined, as before.
     sql = (
-        f"SELECT {', '.join('p.' + c.strip() for c in _COLUMNS.split(','))}, "  # noqa: S608 - fixed names
-        f"-bm25(processes_fts, {w}) AS relevance "
-        "FROM processes_fts JOIN processes p ON p.id = processes_fts.id "
-        f"WHERE processes_fts MATCH ? AND {where} "
-        "ORDER BY relevance * (p.success_count + 1.0) / (p.success_count + p.failure_count + 2.0) DESC, p.id "
-        "LIMIT ?"
+        f"WITH m AS MATERIALIZED (SELECT rowid AS fts_rowid, -bm25(processes_fts, {w}) AS relevance "  # noqa: S608
+        "FROM processes_fts WHERE processes_fts MATCH ?), "
+        "pool AS (SELECT fts_rowid, relevance FROM m ORDER BY relevance DESC LIMIT ?), "
+        f"floor AS (SELECT {score} AS score FROM pool m {rows} WHERE {where} ORDER BY score DESC LIMIT 1 OFFSET ?) "
+        f"SELECT {', '.join('p.' + c.strip() for c in _COLUMNS.split(','))}, m.relevance FROM m {rows} "
+        "WHERE (m.relevance >= (SELECT score FROM floor) OR coalesce((SELECT score FROM floor), 0) <= 0) "
+        f"AND {where} ORDER BY {score} DESC, p.id LIMIT ?"
     )
     hits = []
-    for row in conn.execute(sql, [expr, *params, k]):
+    for row in conn.execute(sql, [expr, max(100, 20 * k), *params, k - 1, *params, k]):
         doc = _row_to_doc(row[:-1])
         relevance = float(row[-1])
         hits.append(Hit(doc, relevance * doc.reliability, relevance))
@@ -251,16 +273,284 @@ def count_index(conn: sqlite3.Connection) -> int:
     return n
 
 
+# ---------------------------------------------------------------------------- hybrid search (SQL side)
+def embed_text(doc: ProcessDoc) -> str:
+    """What a process is embedded as: what it is for (title, task pattern, tags), not its steps.
+    Queries are instructions, and so are these fields; the step lists full of API calls only
+    dilute a sentence embedding (measured in docs/search.md). Outcome notes never change it."""
+    parts = [doc.title, doc.task_pattern, " ".join(doc.tags)]
+    return ". ".join(p.strip() for p in parts if p.strip())
+
+
+def keyword_candidates(
+    conn: sqlite3.Connection, query: str, n: int, visible: Collection[str] | None
+) -> list[tuple[str, float]]:
+    """(id, relevance) of the `n` best keyword matches by relevance alone (``-bm25``, higher is
+    better); reliability is applied by the ranking, not here."""
+    expr = fts.match_expression(query)
+    if expr is None:
+        return []
+    where, params = _visible_clause(visible, "p.robot")
+    w = ",".join(str(x) for x in BM25_WEIGHTS)
+    sql = (
+        f"SELECT p.id, -bm25(processes_fts, {w}) AS relevance "  # noqa: S608 - fixed names
+        "FROM processes_fts JOIN processes p ON p.id = processes_fts.id "
+        f"WHERE processes_fts MATCH ? AND {where} ORDER BY relevance DESC, p.id LIMIT ?"
+    )
+    return [(r[0], float(r[1])) for r in conn.execute(sql, [expr, *params, n])]
+
+
+def select_many(conn: sqlite3.Connection, ids: Collection[str]) -> dict[str, ProcessDoc]:
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM processes WHERE id IN ({marks})", list(ids))  # noqa: S608
+    return {d.id: d for d in map(_row_to_doc, rows)}
+
+
+ReliabilityAt = Literal["within", "after"]
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How hybrid results are ranked (defaults measured by bench/eval_search.py, docs/search.md).
+
+    `reliability` says where the Laplace reliability enters: ``within`` each list (keyword by
+    ``-bm25 × reliability``, vector by ``cosine × reliability``, then RRF), or ``after`` the
+    fusion (RRF × reliability). RRF scores of neighbouring ranks differ by ~1.6 % at k=60, so
+    ``after`` lets any reliability gap outrank relevance; ``within`` keeps the spec's
+    "relevance × reliability" inside each method, where relevance still has its spread."""
+
+    weights: tuple[float, float] = (1.0, 2.0)  # keyword, vector
+    k: int = fusion.DEFAULT_K
+    candidates: int = CANDIDATES
+    reliability: ReliabilityAt = "within"
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """What each method proposes for one query, before ranking: (id, relevance) lists, each
+    best first and already limited to the visible robots, and the documents they name."""
+
+    keyword: list[tuple[str, float]]
+    vector: list[tuple[str, float]]
+    docs: dict[str, ProcessDoc]
+
+
+def hybrid_candidates(
+    conn: sqlite3.Connection,
+    query: str,
+    qvec: Vector,
+    model_id: str,
+    visible: Collection[str] | None,
+    cache: VectorCache,
+    n: int = CANDIDATES,
+) -> Candidates | None:
+    """Keyword top-`n` and cosine top-`n` (the robot filter applied before ranking, in both),
+    in one read snapshot. None when no vector of this model exists yet."""
+    index = cache.index(conn, "process", model_id)
+    if index is None:
+        return None
+    keyword = keyword_candidates(conn, query, n, visible)
+    vector = index.search(qvec, n, visible)
+    docs = select_many(conn, {r for r, _ in keyword} | {r for r, _ in vector})
+    if visible is not None:  # the index's partitions may trail a robot change by one write
+        docs = {r: d for r, d in docs.items() if d.robot in visible}
+    return Candidates(keyword, vector, docs)
+
+
+def rank_hybrid(c: Candidates, fuse: Fusion, k: int) -> list[Hit]:
+    """Weighted RRF of the two lists with reliability applied as `fuse.reliability` says.
+    relevance = fused score scaled so 1.0 means "first in both lists"; higher is better."""
+
+    def order(pairs: list[tuple[str, float]]) -> list[str]:
+        pairs = [(r, v) for r, v in pairs if r in c.docs]
+        if fuse.reliability == "within":
+            pairs.sort(key=lambda p: (-max(p[1], 0.0) * c.docs[p[0]].reliability, p[0]))
+        return [r for r, _ in pairs]
+
+    fused = fusion.rrf([order(c.keyword), order(c.vector)], fuse.weights, fuse.k)
+    top = fusion.best_possible(fuse.weights, fuse.k) or 1.0
+    hits = []
+    for ref, value in fused.items():
+        doc = c.docs[ref]
+        relevance = value / top
+        score = relevance * doc.reliability if fuse.reliability == "after" else relevance
+        hits.append(Hit(doc, score, relevance))
+    hits.sort(key=lambda h: (-h.score, -h.doc.reliability, h.doc.id))
+    return hits[:k]
+
+
+def missing_vectors(conn: sqlite3.Connection, model_id: str, after: str, limit: int) -> list[ProcessDoc]:
+    """Processes (ordered by id, past `after`) with no vector of `model_id`."""
+    rows = conn.execute(
+        f"SELECT {', '.join('p.' + c.strip() for c in _COLUMNS.split(','))} FROM processes p "  # noqa: S608
+        "LEFT JOIN vectors v ON v.domain = 'process' AND v.ref = p.id AND v.model_id = ? "
+        "WHERE v.ref IS NULL AND p.id > ? ORDER BY p.id LIMIT ?",
+        (model_id, after, limit),
+    )
+    return [_row_to_doc(r) for r in rows]
+
+
+def count_missing_vectors(conn: sqlite3.Connection, model_id: str) -> int:
+    n: int = conn.execute(
+        "SELECT count(*) FROM processes p LEFT JOIN vectors v "
+        "ON v.domain = 'process' AND v.ref = p.id AND v.model_id = ? WHERE v.ref IS NULL",
+        (model_id,),
+    ).fetchone()[0]
+    return n
+
+
+def store_vectors(
+    conn: sqlite3.Connection, model_id: str, items: list[tuple[str, str, Vector]]
+) -> list[tuple[str, str, str, Vector]]:
+    """Store (id, embedded text, vector) items whose row still has that text; returns the
+    (id, robot, model_id, vec) actually written, for the cache."""
+    written = []
+    for pid, text, vec in items:
+        doc = select_one(conn, pid)
+        if doc is None or embed_text(doc) != text:
+            continue  # deleted or edited since it was read: its own save handled the vector
+        vectorstore.upsert(conn, "process", pid, model_id, vec)
+        written.append((pid, doc.robot, model_id, vec))
+    return written
+
+
 # ---------------------------------------------------------------------------- the store object
 class ProcessStore:
     """Async façade over the SQL above: reads on reader threads, writes on the writer thread."""
 
-    def __init__(self, db: SqliteStore) -> None:
+    def __init__(self, db: SqliteStore, embedder: ResilientEmbedder | None = None, fuse: Fusion | None = None) -> None:
         self.db = db
+        self.embedder = embedder
+        self.fuse = fuse or Fusion()
+        self.vectors = VectorCache()
+        self.backfiller = Backfiller(self._backfill_job)
+
+    # ------------------------------------------------------------------ vectors
+    def _embed(self, text: str) -> tuple[str, Vector] | None:
+        """(model_id, vector) for `text`, or None when the embedder is off or unavailable."""
+        if self.embedder is None:
+            return None
+        out = self.embedder.embed([text])
+        model_id = self.embedder.model_id
+        return None if out is None or model_id is None else (model_id, out[0])
+
+    async def _write_then(self, job: Callable[[sqlite3.Connection], T], after: Callable[[T], None]) -> T:
+        """A definition write, then `after(result)` once it has committed — on a worker thread,
+        so the cache is patched even if the awaiting coroutine is cancelled meanwhile."""
+
+        def run() -> T:
+            result = self.db.write_blocking(job)
+            after(result)
+            return result
+
+        return await asyncio.to_thread(run)
+
+    def _saved_vector(self, conn: sqlite3.Connection, pid: str, embedded: tuple[str, Vector] | None) -> None:
+        if embedded is None:
+            vectorstore.delete(conn, "process", pid)  # stale now; the backfill makes a new one
+        else:
+            vectorstore.upsert(conn, "process", pid, embedded[0], embedded[1])
+
+    def _patch(self, doc: ProcessDoc, embedded: tuple[str, Vector] | None) -> None:
+        if embedded is None:
+            self.vectors.after_write("process", removes=[doc.id])
+        else:
+            self.vectors.after_write("process", upserts=[(doc.id, doc.robot, embedded[0], embedded[1])])
 
     async def save(self, doc: ProcessDoc, writable: Callable[[str], bool] = lambda _o: True) -> Saved:
         now = now_iso()
-        return await self.db.write(lambda c: save_doc(c, doc, now, writable))
+        # Embed before queueing: the writer thread serves every write and must never wait on a model.
+        embedded = await asyncio.to_thread(self._embed, embed_text(doc))
+
+        def job(c: sqlite3.Connection) -> Saved:
+            saved = save_doc(c, doc, now, writable)
+            self._saved_vector(c, saved.doc.id, embedded)
+            return saved
+
+        saved = await self._write_then(job, lambda s: self._patch(s.doc, embedded))
+        if embedded is None and self.embedder is not None and self.embedder.mode != "off":
+            self.kick_backfill()
+        return saved
+
+    async def find_hybrid(
+        self, query: str, k: int, visible: Collection[str] | None = None
+    ) -> tuple[list[Hit], SearchMode]:
+        """Hybrid search when a query vector and stored vectors exist; keyword-only otherwise.
+        The mode says which one actually ran."""
+        embedded = await asyncio.to_thread(self._embed, query) if fts.terms(query) else None
+        if embedded is not None:
+            model_id, qvec = embedded
+            n = self.fuse.candidates
+            cands = await self.db.read(lambda c: hybrid_candidates(c, query, qvec, model_id, visible, self.vectors, n))
+            if cands is not None:
+                return rank_hybrid(cands, self.fuse, k), "hybrid"
+        return await self.find(query, k, visible), "keyword"
+
+    def _backfill_job(self, stop: threading.Event) -> int:
+        try:
+            return self.backfill_blocking(stop=stop)
+        except EmbedderUnavailable:
+            return 0
+
+    def kick_backfill(self) -> None:
+        """Fill missing vectors in the background (single-flight); safe to call from any thread."""
+        if self.embedder is not None:
+            self.backfiller.kick()
+
+    def backfill_blocking(
+        self, progress: Progress | None = None, *, stop: threading.Event | None = None, force: bool = False
+    ) -> int:
+        """Embed every process that has no vector of the current model (all of them with
+        `force`), in batches, each written in its own short transaction. Returns how many were
+        written. Raises `EmbedderUnavailable` when the model is not ready or fails midway."""
+        emb = self.embedder
+        model_id = emb.model_id if emb is not None else None
+        if emb is None or model_id is None or emb.mode != "ready":
+            raise EmbedderUnavailable("the embedder is not ready; search stays keyword-only until it is")
+        if force:
+            self.db.write_blocking(lambda c: vectorstore.clear(c, "process"))
+            self.vectors.invalidate("process")
+        total = self.db.read_blocking(lambda c: count_missing_vectors(c, model_id))
+        done, after = 0, ""
+        if progress:
+            progress(0, total)
+        while stop is None or not stop.is_set():
+            docs = self.db.read_blocking(
+                functools.partial(missing_vectors, model_id=model_id, after=after, limit=BACKFILL_BATCH)
+            )
+            if not docs:
+                break
+            after = docs[-1].id
+            texts = [embed_text(d) for d in docs]
+            out = emb.embed(texts)
+            if out is None or emb.model_id != model_id:
+                raise EmbedderUnavailable("the embedder failed during the backfill; it resumes when it recovers")
+            items = [(d.id, t, out[i]) for i, (d, t) in enumerate(zip(docs, texts, strict=True))]
+            written = self.db.write_blocking(functools.partial(store_vectors, model_id=model_id, items=items))
+            self.vectors.after_write("process", upserts=written)
+            done += len(written)
+            if progress:
+                progress(min(done, total), total)
+        if done:
+            _log.info("vectors.backfilled", domain="process", model_id=model_id, written=done)
+        return done
+
+    async def reembed(self, progress: Progress | None = None, *, force: bool = False) -> int:
+        """Embed what lacks a vector of the current model (after a model change: everything);
+        `force` re-embeds every process. `progress(done, total)` is called per batch."""
+        return await asyncio.to_thread(lambda: self.backfill_blocking(progress, force=force))
+
+    async def vector_status(self) -> dict[str, object]:
+        emb = self.embedder
+        model_id = emb.model_id if emb is not None else None
+        stored = await self.db.read(lambda c: vectorstore.counts(c, "process"))
+        missing = await self.db.read(lambda c: count_missing_vectors(c, model_id)) if model_id else None
+        return {**(emb.status() if emb else {"mode": "off"}), "stored": stored, "missing": missing}
+
+    def close(self) -> None:
+        self.backfiller.stop()
 
     async def get(self, pid: str) -> ProcessDoc | None:
         return await self.db.read(lambda c: select_one(c, pid))
@@ -279,7 +569,7 @@ class ProcessStore:
         caller's thread moves on; when the hot queue is full it is dropped and `Busy` is raised.
         With a note the document body changes too, so it is a definition write."""
         now = now_iso()
-        if note.strip():
+        if note.strip():  # the note lands in the outcome log, which `embed_text` leaves out
             return await self.db.write(lambda c: outcome_with_note(c, pid, success, note, now))
         fut = self.db.hot(lambda c: bump_outcome(c, pid, success, now))
         if fut is None:
@@ -293,16 +583,23 @@ class ProcessStore:
         def job(c: sqlite3.Connection) -> int:
             for d in docs:
                 upsert(c, d)
+                vectorstore.delete(c, "process", d.id)  # re-made by the backfill
             return len(docs)
 
-        return await self.db.write(job)
+        n = await self._write_then(job, lambda _n: self.vectors.invalidate("process"))
+        self.kick_backfill()
+        return n
 
     async def index_counts(self) -> tuple[int, int]:
         """(rows, index entries): they agree unless something is wrong."""
         return await self.db.read(lambda c: (count(c), count_index(c)))
 
     async def delete(self, pid: str) -> bool:
-        return await self.db.write(lambda c: delete_doc(c, pid))
+        def job(c: sqlite3.Connection) -> bool:
+            vectorstore.delete(c, "process", pid)
+            return delete_doc(c, pid)
+
+        return await self._write_then(job, lambda _ok: self.vectors.after_write("process", removes=[pid]))
 
     async def list(
         self, limit: int = 50, offset: int = 0, visible: Collection[str] | None = None

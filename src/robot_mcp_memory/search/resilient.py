@@ -27,7 +27,9 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from robot_mcp_memory import logs
+from robot_mcp_memory.config import Settings
 from robot_mcp_memory.errors import EmbedderUnavailable
+from robot_mcp_memory.search import embedders
 from robot_mcp_memory.search.embedders import Loadable, Vectors
 
 Mode = Literal["off", "loading", "ready", "unavailable"]
@@ -59,6 +61,12 @@ class ResilientEmbedder:
         self._ready = threading.Event()
         self._listeners: list[Callable[[], None]] = []
         self._started = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ResilientEmbedder:
+        """The configured backend, not started. The hashing embedder loads inline (it has
+        nothing to load); every real model loads in the background."""
+        return cls(embedders.from_settings(settings), background=settings.embedder != "hashing")
 
     # ------------------------------------------------------------------ state
     @property

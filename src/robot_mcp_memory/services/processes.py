@@ -9,7 +9,7 @@ from robot_mcp_memory.docmodel import ProcessDoc
 from robot_mcp_memory.errors import InvalidInput, NotFound
 from robot_mcp_memory.principal import Principal
 from robot_mcp_memory.services.policy import Policy
-from robot_mcp_memory.store import Hit, ProcessStore, Saved
+from robot_mcp_memory.store import Hit, ProcessStore, Progress, Saved
 
 MAX_K = 50
 MAX_LIMIT = 500
@@ -31,8 +31,8 @@ class ProcessService:
         if not 1 <= k <= MAX_K:
             raise InvalidInput(f"k must be between 1 and {MAX_K}")
         visible = self.policy.visible_robots(principal, robot)
-        hits = await self.store.find(query, k, visible)
-        return Found(hits, "keyword")
+        hits, mode = await self.store.find_hybrid(query, k, visible)
+        return Found(hits, mode)
 
     async def get(self, principal: Principal, pid: str) -> ProcessDoc:
         doc = await self.store.get(pid)
@@ -68,6 +68,17 @@ class ProcessService:
         if offset < 0:
             raise InvalidInput("offset must be 0 or more")
         return await self.store.list(limit, offset, self.policy.visible_robots(principal, robot))
+
+    async def reembed(self, principal: Principal, progress: Progress | None = None, *, force: bool = False) -> int:
+        """Embed every process lacking a vector of the current model (all of them after a model
+        change; every one with `force`). Admin only. Raises `EmbedderUnavailable` when the model
+        is not ready. `progress(done, total)` is called after each batch."""
+        self.policy.require_admin(principal, "reembed")
+        return await self.store.reembed(progress, force=force)
+
+    async def search_status(self) -> dict[str, object]:
+        """Embedder mode, model, stored vectors per model and how many processes lack one."""
+        return await self.store.vector_status()
 
     async def reindex(self, principal: Principal) -> int:
         self.policy.require_admin(principal, "reindex")

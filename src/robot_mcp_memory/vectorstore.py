@@ -1,0 +1,190 @@
+"""The ``vectors`` table and the per-process cache of the in-memory index built from it.
+
+A vector row is a *derived* projection of its source row (a process, later a memory): written
+in the same transaction as the row, deleted with it, and rebuildable by re-embedding. Each
+carries the model that made it; search reads only the current model's rows, so a model change
+never meets a dimension mismatch — the backfill replaces the old rows instead.
+
+`VectorCache` keeps one `ExactIndex` per domain for the current model. It loads lazily on the
+first search (inside that search's read snapshot) and is patched after each committed write;
+a load that overlapped a write is used once and not kept (a generation counter decides).
+Writes from another process are not seen until restart — this server is the only writer.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from robot_mcp_memory import logs
+from robot_mcp_memory.search.vectors import ExactIndex, Vector, encode
+
+_log = logs.get("robot_mcp_memory.vectors")
+
+Domain = Literal["process", "memory"]
+
+#: domain → (source table, its key column, its partition column). Fixed identifiers only.
+_SOURCES: dict[str, tuple[str, str, str]] = {"process": ("processes", "id", "robot")}
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """A vector ready to store: which model made it, and the text it was made from."""
+
+    model_id: str
+    vec: Vector
+    text: str
+
+
+# ---------------------------------------------------------------------------- SQL (connection first)
+def upsert(conn: sqlite3.Connection, domain: Domain, ref: str, model_id: str, vec: Vector) -> None:
+    conn.execute(
+        "INSERT INTO vectors(domain, ref, model_id, dim, vec) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT(domain, ref) DO UPDATE SET model_id = excluded.model_id, dim = excluded.dim, vec = excluded.vec",
+        (domain, ref, model_id, int(vec.shape[0]), encode(vec)),
+    )
+
+
+def delete(conn: sqlite3.Connection, domain: Domain, ref: str) -> None:
+    conn.execute("DELETE FROM vectors WHERE domain = ? AND ref = ?", (domain, ref))
+
+
+def clear(conn: sqlite3.Connection, domain: Domain) -> int:
+    return conn.execute("DELETE FROM vectors WHERE domain = ?", (domain,)).rowcount
+
+
+def load(conn: sqlite3.Connection, domain: Domain, model_id: str) -> tuple[list[str], list[str], Vector, int]:
+    """Every vector of `model_id` in `domain` with its source row's partition:
+    (refs, partitions, matrix, dim). Orphans (no source row) are skipped."""
+    table, key, part = _SOURCES[domain]
+    rows = conn.execute(
+        f"SELECT v.ref, s.{part}, v.dim, v.vec FROM vectors v JOIN {table} s ON s.{key} = v.ref "  # noqa: S608
+        "WHERE v.domain = ? AND v.model_id = ? ORDER BY v.rowid",
+        (domain, model_id),
+    ).fetchall()
+    if not rows:
+        return [], [], np.zeros((0, 0), np.float32), 0
+    dim = int(rows[0][2])
+    rows = [r for r in rows if r[2] == dim]  # a model never changes dimension; be safe anyway
+    flat = np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4").astype(np.float32, copy=False)
+    return [r[0] for r in rows], [r[1] for r in rows], flat.reshape(len(rows), dim), dim
+
+
+def counts(conn: sqlite3.Connection, domain: Domain) -> dict[str, int]:
+    """Stored vectors per model id."""
+    rows = conn.execute(
+        "SELECT model_id, count(*) FROM vectors WHERE domain = ? GROUP BY model_id ORDER BY model_id", (domain,)
+    )
+    return {m: int(n) for m, n in rows}
+
+
+# ---------------------------------------------------------------------------- the cache
+class VectorCache:
+    """One in-RAM `ExactIndex` per domain, for the model currently in use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._indexes: dict[str, ExactIndex] = {}
+        self._generation: dict[str, int] = {}
+
+    def index(self, conn: sqlite3.Connection, domain: Domain, model_id: str) -> ExactIndex | None:
+        """The index for `model_id`, loading it through `conn` (the caller's read snapshot) when
+        absent or built for another model. None when no vector of that model exists yet."""
+        with self._lock:
+            idx = self._indexes.get(domain)
+            if idx is not None and idx.model_id == model_id:
+                return idx
+            generation = self._generation.get(domain, 0)
+        refs, parts, matrix, dim = load(conn, domain, model_id)
+        if not refs:
+            return None
+        idx = ExactIndex.build(model_id, dim, refs, parts, matrix)
+        with self._lock:
+            if self._generation.get(domain, 0) == generation:
+                self._indexes[domain] = idx
+        return idx
+
+    def after_write(
+        self,
+        domain: Domain,
+        upserts: Iterable[tuple[str, str, str, Vector]] = (),
+        removes: Iterable[str] = (),
+    ) -> None:
+        """Apply a committed write: (ref, partition, model_id, vec) upserts and removed refs."""
+        with self._lock:
+            self._generation[domain] = self._generation.get(domain, 0) + 1
+            idx = self._indexes.get(domain)
+            if idx is None:
+                return
+            for ref, partition, model_id, vec in upserts:
+                if model_id == idx.model_id and vec.shape[0] == idx.dim:
+                    idx.upsert(ref, partition, vec)
+                else:
+                    idx.remove(ref)
+            for ref in removes:
+                idx.remove(ref)
+
+    def invalidate(self, domain: Domain | None = None) -> None:
+        with self._lock:
+            for d in [domain] if domain else list(self._indexes):
+                self._indexes.pop(d, None)
+                self._generation[d] = self._generation.get(d, 0) + 1
+
+
+# ---------------------------------------------------------------------------- background backfill
+class Backfiller:
+    """Runs `job(stop)` on one daemon thread at a time. A `kick` while it runs schedules one
+    more pass, so rows written meanwhile are not missed; `stop` asks it to finish early."""
+
+    def __init__(self, job: Callable[[threading.Event], int], name: str = "vector-backfill") -> None:
+        self._job = job
+        self._name = name
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._again = False
+        self._stop = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self.done = 0
+
+    def kick(self) -> None:
+        with self._lock:
+            if self._stop.is_set():
+                return
+            if self._thread is not None:
+                self._again = True
+                return
+            self._idle.clear()
+            self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                self.done += self._job(self._stop)
+            except Exception:
+                _log.exception("vectors.backfill_failed")
+            with self._lock:
+                if not self._again or self._stop.is_set():
+                    self._thread = None
+                    self._idle.set()
+                    return
+                self._again = False
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        return self._idle.wait(timeout)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+
+__all__ = ["Backfiller", "Domain", "Embedded", "VectorCache", "clear", "counts", "delete", "load", "upsert"]
