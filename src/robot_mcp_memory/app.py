@@ -10,11 +10,11 @@ from robot_mcp_memory.config import Settings
 from robot_mcp_memory.fleet import FleetRegistry
 from robot_mcp_memory.kit import SqliteStore
 from robot_mcp_memory.params import ParamStore
+from robot_mcp_memory.search.resilient import ResilientEmbedder
 from robot_mcp_memory.services.fleet import FleetService
 from robot_mcp_memory.services.lessons import ScopedParams, Thresholds
 from robot_mcp_memory.services.policy import Policy
 from robot_mcp_memory.services.processes import ProcessService
-from robot_mcp_memory.search.resilient import ResilientEmbedder
 from robot_mcp_memory.store import Fusion, ProcessStore
 
 _log = logs.get("robot_mcp_memory.app")
