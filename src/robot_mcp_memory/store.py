@@ -490,9 +490,14 @@ class ProcessStore:
 
     def _backfill_job(self, stop: threading.Event) -> int:
         try:
-            return self.backfill_blocking(stop=stop)
+            done = self.backfill_blocking(stop=stop)
         except EmbedderUnavailable:
             return 0
+        model_id = self.embedder.model_id if self.embedder is not None else None
+        if model_id is not None and not stop.is_set():
+            # Warm the in-memory index now, so the first search does not pay for reading the BLOBs.
+            self.db.read_blocking(lambda c: self.vectors.index(c, "process", model_id))
+        return done
 
     def kick_backfill(self) -> None:
         """Fill missing vectors in the background (single-flight); safe to call from any thread."""

@@ -268,12 +268,13 @@ class SqliteStore:
             try:
                 result = self._execute(conn, job)
             except BaseException as exc:
+                self._job_done(job)  # counted before the caller wakes, so stats agree with what it saw
                 if not abandoned:
                     job.future.set_exception(exc)
             else:
+                self._job_done(job)
                 if not abandoned:
                     job.future.set_result(result)
-            self._job_done(job)
         self._close_writer(conn)
 
     def _close_writer(self, conn: sqlite3.Connection) -> None:

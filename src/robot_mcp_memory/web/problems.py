@@ -23,7 +23,6 @@ reference id, the log gets the traceback under the same id.
 
 from __future__ import annotations
 
-import contextlib
 import secrets
 
 from starlette.responses import JSONResponse
@@ -90,7 +89,5 @@ def internal(
     detail: str = "an internal error occurred; quote the reference to the operator",
 ) -> JSONResponse:
     reference = secrets.token_hex(8)
-    # A failing log sink must not turn a handled error into a crash.
-    with contextlib.suppress(Exception):
-        _log.error("web.internal_error", reference=reference, error_type=type(exc).__name__, exc_info=exc)
+    _log.error("web.internal_error", reference=reference, error_type=type(exc).__name__, exc_info=exc)
     return problem(code, detail, status, reference=reference)
