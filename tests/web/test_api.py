@@ -171,3 +171,23 @@ async def test_the_dashboard_and_its_assets_are_public_and_locked_down(secured: 
             assert "script-src 'self'" in csp
             assert "unsafe-inline" not in csp
             assert r.headers["x-content-type-options"] == "nosniff"
+
+
+async def test_the_web_command_serves_rest_and_the_dashboard_without_mcp(secured_memory: Memory) -> None:
+    from robot_mcp_memory.web.standalone import web_app
+
+    app = web_app(secured_memory)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:9104") as c:
+        assert (await c.get("/healthz")).status_code == 200
+        assert (await c.get("/")).status_code == 200
+        assert (await c.get("/api/session")).status_code == 401
+        who = await ok(await c.get("/api/session", headers={"authorization": f"Bearer {ADMIN}"}))
+        assert who["via"] == "admin"
+        assert (await c.post("/mcp", headers={"authorization": f"Bearer {ADMIN}"}, json={})).status_code == 404
+
+
+def test_the_cli_has_a_web_command() -> None:
+    from robot_mcp_memory.cli import _parser
+
+    args = _parser().parse_args(["web", "--port", "9104", "--host", "0.0.0.0"])
+    assert (args.command, args.port, args.host) == ("web", 9104, "0.0.0.0")

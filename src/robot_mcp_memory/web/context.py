@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from robot_mcp_memory.app import Memory
+from robot_mcp_memory.principal import Principal
 from robot_mcp_memory.tokens import TokenAuth
 from robot_mcp_memory.web.sessions import SessionStore
 
 
-@dataclass(frozen=True)
+@dataclass
 class WebContext:
     memory: Memory
     auth: TokenAuth
     sessions: SessionStore
+    #: Memory counts for /api/stats, set when the experience memory is registered.
+    experience_counts: Callable[[Principal], Awaitable[dict[str, int]]] | None = None

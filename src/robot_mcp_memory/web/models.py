@@ -360,6 +360,7 @@ class DayCount(BaseModel):
     day: str
     success: int
     failure: int
+    other: int = 0
 
 
 class OutcomeTimeline(BaseModel):

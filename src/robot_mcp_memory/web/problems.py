@@ -23,6 +23,7 @@ reference id, the log gets the traceback under the same id.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 
 from starlette.responses import JSONResponse
@@ -89,5 +90,7 @@ def internal(
     detail: str = "an internal error occurred; quote the reference to the operator",
 ) -> JSONResponse:
     reference = secrets.token_hex(8)
-    _log.error("web.internal_error", reference=reference, error_type=type(exc).__name__, exc_info=exc)
+    # A failing log sink must not turn a handled error into a crash.
+    with contextlib.suppress(Exception):
+        _log.error("web.internal_error", reference=reference, error_type=type(exc).__name__, exc_info=exc)
     return problem(code, detail, status, reference=reference)

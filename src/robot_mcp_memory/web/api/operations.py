@@ -58,6 +58,7 @@ def register(api: Api, ctx: WebContext) -> None:
             global_self_improve=overview.global_self_improve,
             embedder=await embedder_status(memory),
             tables=tables,
+            experiences=await ctx.experience_counts(p) if ctx.experience_counts is not None else None,
         )
 
     @api.route(

@@ -3,6 +3,7 @@ safe HTML), save, record an outcome, delete, outcome history, reindex."""
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import re
 from collections import Counter
@@ -73,6 +74,12 @@ def outcome_log(body: str) -> list[OutcomeEntry]:
             if m:
                 entries.append(OutcomeEntry(when=m.group(1), success=m.group(2) == "success", note=m.group(3)))
     return entries
+
+
+def last_days(n: int, today: dt.date | None = None) -> list[str]:
+    """The last `n` calendar days (UTC), oldest first, as YYYY-MM-DD: a chart's continuous axis."""
+    end = today or dt.datetime.now(dt.UTC).date()
+    return [(end - dt.timedelta(days=i)).isoformat() for i in range(n - 1, -1, -1)]
 
 
 def explain(mode: str, rank: int, relevance: float, reliability: float, score: float) -> str:
@@ -158,7 +165,7 @@ def register(api: Api, ctx: WebContext) -> None:
         summary="Logged outcomes per day", tag=tag,
     )  # fmt: skip
     async def outcomes_timeline(call: Call[TimelineArgs, NoBody]) -> OutcomeTimeline:
-        """Successes and failures per day over the last `days`, from the outcome logs of the
+        """Successes and failures per calendar day (UTC) over the last `days`, from the outcome logs of the
         processes this caller can see (outcomes recorded with a note are dated; bare counter
         bumps are not, and are not in this chart)."""
         counts: Counter[tuple[str, bool]] = Counter()
@@ -171,9 +178,11 @@ def register(api: Api, ctx: WebContext) -> None:
             for d in docs:
                 for e in outcome_log(d.body):
                     counts[(e.when[:10], e.success)] += 1
-        days = sorted({day for day, _ in counts})[-call.args.days :]
         return OutcomeTimeline(
-            days=[DayCount(day=d, success=counts[(d, True)], failure=counts[(d, False)]) for d in days],
+            days=[
+                DayCount(day=d, success=counts[(d, True)], failure=counts[(d, False)])
+                for d in last_days(call.args.days)
+            ],
             processes_scanned=scanned,
             note="dated outcomes come from '## Outcome log' lines (record_outcome with a note)",
         )

@@ -77,7 +77,9 @@ async function main() {
   const nav = document.getElementById("nav");
   for (const p of list) nav.append(h("a", { href: `#/${p.path}`, dataset: { path: p.path } }, p.label));
 
+  let latest = 0;
   async function render() {
+    const mine = ++latest; // a slower, older render must not replace a newer page
     const [pathPart, query] = location.hash.replace(/^#\/?/, "").split("?");
     const [first, ...rest] = pathPart.split("/").map((x) => decodeURIComponent(x));
     const target = list.find((p) => p.path === (first || "")) || list[0];
@@ -86,8 +88,9 @@ async function main() {
     const ctx = { session, toast, showError, params: new URLSearchParams(query || "") };
     try {
       const node = await target.page.render(ctx, ...rest);
-      clear(view).append(node);
+      if (mine === latest) clear(view).append(node);
     } catch (error) {
+      if (mine !== latest) return;
       clear(view).append(h("p", { class: "error" }, error instanceof ApiError ? `${error.code}: ${error.message}` : String(error)));
     }
   }

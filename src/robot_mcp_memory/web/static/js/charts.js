@@ -31,6 +31,7 @@ export function dayColumns(days, { title, width = 640, height = 180, series = ["
   const innerH = height - pad.top - pad.bottom;
   const max = Math.max(1, ...days.map((d) => series.reduce((sum, k) => sum + (d[k] || 0), 0)));
   const step = Math.min(48, days.length ? innerW / days.length : innerW);
+  const total = days.reduce((sum, d) => sum + series.reduce((n, k) => n + (d[k] || 0), 0), 0);
   const svg = s("svg", { class: "chart", viewBox: `0 0 ${width} ${height}`, width: "100%", role: "img", "aria-label": title });
   svg.append(
     s("line", { x1: pad.left, y1: pad.top + innerH, x2: width - pad.right, y2: pad.top + innerH, class: "chart-axis" }),
@@ -53,7 +54,7 @@ export function dayColumns(days, { title, width = 640, height = 180, series = ["
     }
   });
   const legend = h("div", { class: "legend" }, series.map((k) => h("span", { class: `key ${k}` }, k)));
-  return figure(title, svg, days.length === 0, legend);
+  return figure(title, svg, total === 0, legend);
 }
 
 function figure(title, svg, empty, extra) {

@@ -27,7 +27,7 @@ export async function render(ctx) {
     used.map((p) => ({ label: p.title, value: p.reliability, note: `${p.success_count}✓ ${p.failure_count}✗` })),
     { title: "Reliability per process (most used 15)" },
   );
-  const timeline = dayColumns(outcomes.days, { title: "Logged process outcomes per day (last 30 days with outcomes)" });
+  const timeline = dayColumns(outcomes.days, { title: "Logged process outcomes per day (last 30 days)" });
   const parts = [h("h1", {}, "Overview"), cards, h("div", { class: "grid2" }, reliability, timeline)];
   if (hasExperiences) {
     const [memories, failures] = await Promise.all([
@@ -35,7 +35,7 @@ export async function render(ctx) {
       get("/api/recent-failures", { limit: 10 }),
     ]);
     parts.push(h("div", { class: "grid2" },
-      dayColumns(memories.days, { title: "Memories learned per day", series: ["success", "failure", "other"] }),
+      dayColumns(memories.days, { title: "Memories per day (last 30 days, by task success)", series: ["success", "failure", "other"] }),
       h("section", { class: "chart-box" }, h("h2", {}, "Recent failures (task.success = false)"),
         failures.memories.length
           ? h("ul", { class: "plain", id: "recent-failures" }, failures.memories.map((m) => h("li", {},
