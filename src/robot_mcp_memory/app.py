@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from robot_mcp_memory import db, logs
 from robot_mcp_memory.config import Settings
+from robot_mcp_memory.experiences.service import ExperienceService
+from robot_mcp_memory.experiences.storage import ExperienceStore
 from robot_mcp_memory.fleet import FleetRegistry
 from robot_mcp_memory.kit import SqliteStore
 from robot_mcp_memory.params import ParamStore
@@ -28,6 +30,7 @@ class Memory:
     processes: ProcessService
     fleet: FleetService
     lessons: ScopedParams
+    experiences: ExperienceService
     embedder: ResilientEmbedder | None = None
 
     @classmethod
@@ -61,6 +64,7 @@ class Memory:
             processes=ProcessService(process_store, policy, default_robot=settings.robot_id),
             fleet=FleetService(registry, policy),
             lessons=ScopedParams(ParamStore(settings.lessons_path), registry, policy, thresholds),
+            experiences=ExperienceService(ExperienceStore(index), policy, default_robot=settings.robot_id),
         )
 
     def close(self) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from robot_mcp_memory.experiences import storage as experiences
 from robot_mcp_memory.kit import Kind, Migration, Schema, SqliteStore, Table, fts5_table
 
 PROCESSES = Table(
@@ -103,6 +104,10 @@ VECTORS = Table(
 )
 TABLES.append(VECTORS)
 
+# The experience memory (experiences/storage.py declares them: memories, memory_tags, sessions are
+# definitions — a robot's experience never ages out; memories_fts is derived).
+TABLES.extend(experiences.TABLES)
+
 
 def _create(*tables: Table) -> Migration:
     def step(conn: sqlite3.Connection) -> None:
@@ -118,6 +123,7 @@ MIGRATIONS: list[Migration] = [
     _create(STORE_META, PROCESSES, PROCESSES_FTS),
     _create(FLEET_GROUPS, FLEET_ROBOTS, FLEET_SETTINGS),  # 2: the fleet registry (issue 3)
     _create(VECTORS),  # 3: embeddings for hybrid search (issue 6)
+    _create(*experiences.TABLES),  # 4: the experience memory (issue 5)
 ]
 
 

@@ -30,7 +30,7 @@ from robot_mcp_memory.metrics import Metrics
 from robot_mcp_memory.principal import OPEN, Principal
 from robot_mcp_memory.tenancy import TenantAuthMiddleware
 from robot_mcp_memory.tokens import TokenAuth
-from robot_mcp_memory.tools import fleet, lessons, processes
+from robot_mcp_memory.tools import experiences, fleet, lessons, processes
 from robot_mcp_memory.tools.adapter import PrincipalOf, make_principal_of
 from robot_mcp_memory.tools.results import Refusal
 from robot_mcp_memory.web import build_web
@@ -172,6 +172,7 @@ def build_server(memory: Memory) -> MemoryMCP:
     processes.register(mcp, memory, principal_of)
     fleet.register(mcp, memory, principal_of)
     lessons.register(mcp, memory, principal_of)
+    experiences.register(mcp, memory, principal_of)
     return mcp
 
 

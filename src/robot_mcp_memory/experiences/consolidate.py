@@ -1,0 +1,82 @@
+"""Consolidation at ``end_session``: fold redundant memories of one session into one.
+
+robotmem's algorithm, with its defect fixed (it clustered by text alone, so a failed attempt
+could be superseded by a successful one with the same wording):
+
+1. eligible: the session's active **facts** (never perceptions), whose category is not protected
+   (``constraint``, ``postmortem``, ``gotcha``) and whose confidence is below 0.95;
+2. fewer than three → nothing to do;
+3. group by category **and** by the decisive facts (`dedup.Facts`: numbers, parameters, outcome,
+   negation, source) — so a failure is never merged into a success, nor 12 N into 15 N;
+4. within a group, greedy complete-link clustering on Jaccard similarity > 0.5 (every pair in a
+   cluster clears the threshold);
+5. each cluster keeps one representative — highest confidence, then most accessed, then newest —
+   and the others become ``superseded`` by it (never deleted).
+
+Pure: `plan` takes rows and returns (superseded id, representative id) pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from robot_mcp_memory.experiences.classify import PROTECTED
+from robot_mcp_memory.experiences.dedup import Facts, facts_of, jaccard
+from robot_mcp_memory.search import segment
+
+CLUSTER_THRESHOLD = 0.5
+KEEP_CONFIDENCE = 0.95
+MIN_MEMORIES = 3
+
+
+@dataclass(frozen=True)
+class Row:
+    id: int
+    type: str
+    content: str
+    category: str
+    confidence: float
+    context: Mapping[str, Any]
+    access_count: int
+    created_at: float
+
+
+def eligible(r: Row) -> bool:
+    return r.type == "fact" and r.category not in PROTECTED and r.confidence < KEEP_CONFIDENCE
+
+
+def plan(rows: Sequence[Row]) -> list[tuple[int, int]]:
+    """Pairs (superseded_id, representative_id) for one session's memories."""
+    pool = [r for r in rows if eligible(r)]
+    if len(pool) < MIN_MEMORIES:
+        return []
+    groups: dict[tuple[str, Facts], list[Row]] = {}
+    for r in pool:
+        groups.setdefault((r.category, facts_of(r.content, r.context)), []).append(r)
+    out: list[tuple[int, int]] = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        for cluster in _clusters(members):
+            rep = max(cluster, key=lambda r: (r.confidence, r.access_count, r.created_at, r.id))
+            out.extend((r.id, rep.id) for r in cluster if r.id != rep.id)
+    return out
+
+
+def _clusters(members: Sequence[Row]) -> list[list[Row]]:
+    toks = {r.id: segment.words(r.content) for r in members}
+    ordered = sorted(members, key=lambda r: (-r.confidence, r.id))
+    clusters: list[list[Row]] = []
+    for r in ordered:
+        for cluster in clusters:
+            if all(jaccard(toks[r.id], toks[o.id]) > CLUSTER_THRESHOLD for o in cluster):
+                cluster.append(r)
+                break
+        else:
+            clusters.append([r])
+    return [c for c in clusters if len(c) > 1]
+
+
+__all__ = ["CLUSTER_THRESHOLD", "KEEP_CONFIDENCE", "MIN_MEMORIES", "Row", "eligible", "plan"]

@@ -1,0 +1,290 @@
+"""The experience memory's values, limits and argument parsing (pure).
+
+A memory is a **fact** (an insight learned in an episode) or a **perception** (what a sensor saw,
+felt or heard, with optional bounded data). Its context is a JSON object in robotmem's shape —
+``params``, ``spatial``, ``robot``, ``task`` sections plus anything else — extracted again on
+recall. Times are epoch seconds (floats); adapters render them as ISO-8601.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from robot_mcp_memory.errors import InvalidInput
+
+MAX_INSIGHT = 10_000
+MAX_QUERY = 4_000
+MAX_CONTEXT_BYTES = 64 * 1024
+MAX_DATA_BYTES = 256 * 1024
+MAX_METADATA_BYTES = 16 * 1024
+MAX_FILTER_BYTES = 16 * 1024
+MAX_REASON = 1_000
+MAX_N = 100
+MAX_BATCH = 10_000
+SECTIONS = ("params", "spatial", "robot", "task")
+
+#: Time decay, computed from a memory's age at read time and never written back: the effective
+#: confidence is ``confidence × max(DECAY_FLOOR, 0.5 ** (age / HALF_LIFE))``. The half-life
+#: matches robotmem's 1 %/day; the floor keeps a robot's old experience recallable at the default
+#: ``min_confidence`` (0.8 × 0.5 = 0.4 ≥ 0.3) while letting weak, old memories fade.
+HALF_LIFE_S = 69.3 * 86_400
+DECAY_FLOOR = 0.5
+#: Real-world experience outranks simulation by this factor (robotmem's source weighting).
+REAL_WEIGHT = 1.5
+
+MemoryType = Literal["fact", "perception"]
+Status = Literal["active", "forgotten", "superseded"]
+_COLLECTION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}$")
+_PERCEPTION_TYPE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+
+
+def decay_factor(age_s: float) -> float:
+    return max(DECAY_FLOOR, float(0.5 ** (max(0.0, age_s) / HALF_LIFE_S)))
+
+
+def effective_confidence(confidence: float, updated_at: float, now: float | None = None) -> float:
+    return confidence * decay_factor((time.time() if now is None else now) - updated_at)
+
+
+@dataclass(frozen=True)
+class Experience:
+    """One stored memory."""
+
+    id: int
+    robot: str
+    collection: str
+    type: MemoryType
+    content: str
+    category: str
+    confidence: float
+    context: dict[str, Any]
+    perception_type: str | None
+    data: Any
+    metadata: dict[str, Any]
+    session_id: str | None
+    status: Status
+    superseded_by: int | None
+    forget_reason: str | None
+    created_at: float
+    updated_at: float
+    access_count: int
+    last_accessed: float | None
+    tags: tuple[str, ...] = ()
+    has_data: bool = False  # true when the perception has data (`data` may not have been read)
+
+    def section(self, name: str) -> dict[str, Any]:
+        value = self.context.get(name)
+        return value if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """A memory about to be written (everything the write pipeline decided)."""
+
+    robot: str
+    collection: str
+    type: MemoryType
+    content: str
+    category: str
+    confidence: float
+    context: dict[str, Any]
+    content_hash: str
+    source_weight: float
+    facts_hash: str = ""  # digest of the decisive facts (dedup.facts_hash); '' for perceptions
+    session_id: str | None = None
+    perception_type: str | None = None
+    data: Any = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tags: tuple[tuple[str, str], ...] = ()  # (tag, source)
+
+
+@dataclass(frozen=True)
+class Session:
+    id: str
+    robot: str
+    collection: str
+    context: dict[str, Any]
+    started_at: float
+    ended_at: float | None = None
+    outcome_score: float | None = None
+    summary: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Spatial:
+    """``spatial_sort``: order by Euclidean distance of the coordinate list at `path` to `target`,
+    blended with relevance (`weight` is the share of proximity, 0–1)."""
+
+    path: str
+    target: tuple[float, ...]
+    max_distance: float | None = None
+    weight: float = 0.5
+
+    @property
+    def scale(self) -> float:
+        """The distance at which proximity counts half: max_distance/2, else one unit."""
+        return self.max_distance / 2 if self.max_distance else 1.0
+
+    def proximity(self, dist2: float | None) -> float:
+        if dist2 is None:
+            return 0.0
+        return 1.0 / (1.0 + math.sqrt(max(0.0, dist2)) / self.scale)
+
+
+# ---------------------------------------------------------------------------- argument parsing
+def utf8(text: str, what: str) -> str:
+    """`text` if it can be stored (UTF-8 encodable: no lone surrogates), else `InvalidInput`."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{what} is not valid Unicode text (it holds a lone surrogate); send UTF-8") from exc
+    return text
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_json(value: Any, what: str, max_bytes: int) -> Any:
+    """A JSON value given as itself or as a JSON string, re-encoded strictly and bounded."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(utf8(value, what), parse_constant=_no_constants)
+        except ValueError as exc:
+            raise InvalidInput(f'{what} must be JSON (an object such as {{"force": 12.5}}) or an object') from exc
+    try:
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"{what} must contain only JSON values (no NaN or Infinity)") from exc
+    if len(utf8(encoded, what).encode()) > max_bytes:
+        raise InvalidInput(f"{what} is larger than {max_bytes // 1024} KB once encoded; store less or summarise it")
+    return json.loads(encoded)
+
+
+def parse_data(value: Any) -> Any:
+    """Perception data: any JSON value; a string is parsed when it is JSON and kept as text when
+    it is not (a caption, base64). Bounded like every blob."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(utf8(value, "data"), parse_constant=_no_constants)
+        except ValueError:
+            pass
+        else:
+            return parse_json(value, "data", MAX_DATA_BYTES)
+        if len(value.encode()) > MAX_DATA_BYTES:
+            raise InvalidInput(f"data is larger than {MAX_DATA_BYTES // 1024} KB; store less or summarise it")
+        return value
+    return parse_json(value, "data", MAX_DATA_BYTES)
+
+
+def parse_object(value: Mapping[str, Any] | str | None, what: str, max_bytes: int) -> dict[str, Any]:
+    """A JSON object given as a dict or a JSON string (None or "" → {}), or `InvalidInput`."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return {}
+    parsed = parse_json(value, what, max_bytes)
+    if not isinstance(parsed, dict):
+        raise InvalidInput(f'{what} must be a JSON object such as {{"task": {{"success": true}}}}')
+    return parsed
+
+
+def parse_context(value: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    """``context`` of learn/update: a JSON object (or its string), or free text kept as ``note``."""
+    if isinstance(value, str) and value.strip() and value.strip()[0] not in "{[":
+        if len(utf8(value, "context").encode()) > MAX_CONTEXT_BYTES:
+            raise InvalidInput(f"context is larger than {MAX_CONTEXT_BYTES // 1024} KB")
+        return {"note": value.strip()}
+    return parse_object(value, "context", MAX_CONTEXT_BYTES)
+
+
+def parse_spatial(value: Mapping[str, Any] | str | None) -> Spatial | None:
+    spec = parse_object(value, "spatial_sort", MAX_FILTER_BYTES)
+    if not spec:
+        return None
+    unknown = set(spec) - {"field", "target", "max_distance", "weight"}
+    if unknown:
+        raise InvalidInput(f"spatial_sort has unknown keys {sorted(unknown)}; use field, target, max_distance, weight")
+    path = spec.get("field", "spatial.position")
+    target = spec.get("target")
+    if not isinstance(path, str):
+        raise InvalidInput("spatial_sort.field must be a dot path such as 'spatial.position'")
+    if (
+        not isinstance(target, list)
+        or not 1 <= len(target) <= 4
+        or not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in target)
+    ):
+        raise InvalidInput("spatial_sort.target must be a list of 1 to 4 numbers, such as [0.4, 0.1, 0.9]")
+    max_distance = spec.get("max_distance")
+    if max_distance is not None and (
+        isinstance(max_distance, bool) or not isinstance(max_distance, int | float) or not 0 < max_distance < 1e12
+    ):
+        raise InvalidInput("spatial_sort.max_distance must be a positive number")
+    weight = spec.get("weight", 0.5)
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight <= 1:
+        raise InvalidInput("spatial_sort.weight must be between 0 and 1")
+    return Spatial(
+        path, tuple(float(x) for x in target), None if max_distance is None else float(max_distance), float(weight)
+    )
+
+
+def check_collection(collection: str) -> str:
+    if not isinstance(collection, str) or not _COLLECTION.match(collection):
+        raise InvalidInput(
+            "collection must be 1-64 characters of letters, digits, '_', '.', ':' or '-', "
+            "starting with a letter or digit"
+        )
+    return collection
+
+
+def check_perception_type(perception_type: str) -> str:
+    if not _PERCEPTION_TYPE.match(perception_type or ""):
+        raise InvalidInput(
+            "perception_type must be a short lower-case word such as visual, tactile, auditory, "
+            "proprioceptive, procedural"
+        )
+    return perception_type
+
+
+def check_text(text: str, what: str, max_chars: int) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInput(f"{what} must not be empty")
+    if len(text) > max_chars:
+        raise InvalidInput(f"{what} is longer than {max_chars} characters; split it or summarise it")
+    return utf8(text, what).strip()
+
+
+__all__ = [
+    "DECAY_FLOOR",
+    "HALF_LIFE_S",
+    "MAX_BATCH",
+    "MAX_CONTEXT_BYTES",
+    "MAX_DATA_BYTES",
+    "MAX_FILTER_BYTES",
+    "MAX_INSIGHT",
+    "MAX_METADATA_BYTES",
+    "MAX_N",
+    "MAX_QUERY",
+    "MAX_REASON",
+    "REAL_WEIGHT",
+    "SECTIONS",
+    "Experience",
+    "NewMemory",
+    "Session",
+    "Spatial",
+    "check_collection",
+    "check_perception_type",
+    "check_text",
+    "decay_factor",
+    "effective_confidence",
+    "parse_context",
+    "parse_data",
+    "parse_json",
+    "parse_object",
+    "parse_spatial",
+    "utf8",
+]

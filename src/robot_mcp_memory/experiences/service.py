@@ -1,0 +1,559 @@
+"""ExperienceService: learn / recall / perceptions / forget / update / sessions, with the §6a policy.
+
+Every method takes the caller's `Principal`. Memories carry the robot they came from — the
+tenant's robot id, or the server's ``ROBOT_ID`` for an unscoped caller — and reads follow the
+process rules: a scoped caller sees its own group's memories plus fleet-wide ``shared`` ones;
+anything else reads as not found.
+
+The service never touches an event loop or a thread itself: it awaits its `ExperienceStore`
+(and the optional `MemoryVectors`). Driven by the MCP tools those awaits run on the reader pool
+and the writer thread; driven by the Python API over a blocking store they complete without
+suspending (`run_sync`), so a training loop pays no event-loop hop per call.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+import uuid
+from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeVar
+
+from robot_mcp_memory.errors import Conflict, Forbidden, InvalidInput, NotFound
+from robot_mcp_memory.experiences import classify, consolidate, dedup, storage
+from robot_mcp_memory.experiences.filters import compile_filter
+from robot_mcp_memory.experiences.lexicon import Analysis
+from robot_mcp_memory.experiences.model import (
+    MAX_BATCH,
+    MAX_FILTER_BYTES,
+    MAX_INSIGHT,
+    MAX_METADATA_BYTES,
+    MAX_N,
+    MAX_QUERY,
+    MAX_REASON,
+    REAL_WEIGHT,
+    Experience,
+    NewMemory,
+    Session,
+    Spatial,
+    check_collection,
+    check_perception_type,
+    check_text,
+    parse_context,
+    parse_data,
+    parse_object,
+    parse_spatial,
+    utf8,
+)
+from robot_mcp_memory.experiences.storage import ExperienceStore, Probe, Ranked, Scope
+from robot_mcp_memory.principal import Principal
+from robot_mcp_memory.search import fusion, segment
+from robot_mcp_memory.services.policy import Policy
+
+T = TypeVar("T")
+Mode = Literal["keyword", "hybrid", "filter"]
+JsonArg = Mapping[str, Any] | str | None
+MAX_SESSION_ID = 64
+#: How many ranked candidates spatial blending starts from (grown until the top n is exact).
+SPATIAL_POOL = 50
+#: Hybrid recall: candidates per list before reciprocal-rank fusion.
+HYBRID_POOL = 30
+
+
+class MemoryVectors(Protocol):
+    """The seam for embedding search (search/vectors.py). Not wired yet: with none, recall is
+    keyword-only and dedup skips its semantic stage.
+
+    `search` ranks by cosine **only among `within`** (the ids that passed every filter in SQL; None
+    means "any memory", used by dedup, whose candidates are re-checked in SQL). `added` hears of
+    each new or changed memory so its vector can be written (or backfilled)."""
+
+    async def search(self, text: str, k: int, within: Sequence[int] | None) -> list[tuple[int, float]]: ...
+
+    def added(self, memory_id: int, robot: str, text: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Learned:
+    status: Literal["created", "duplicate"]
+    memory_id: int
+    method: dedup.Method | None = None
+    similarity: float | None = None
+    category: str = ""
+    confidence: float = 0.0
+    tags: tuple[str, ...] = ()
+    robot: str = ""
+    collection: str = ""
+    scope: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Hit:
+    memory: Experience
+    score: float  # normalised: the best hit is 1.0
+    confidence: float  # decayed at read time
+    distance: float | None = None
+
+
+@dataclass(frozen=True)
+class Recalled:
+    hits: list[Hit]
+    mode: Mode
+
+
+@dataclass(frozen=True)
+class Updated:
+    memory: Experience
+    old_content: str
+
+
+@dataclass(frozen=True)
+class EndedSession:
+    session: Session
+    summary: dict[str, Any]
+    consolidated: list[tuple[int, int]]
+    related: list[Hit]
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Drive a service coroutine over a *blocking* store to completion, without an event loop.
+
+    Every await inside completes immediately (blocking reads/writes), so the first ``send``
+    finishes it. A coroutine that tries to suspend is a bug: it is closed and reported."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    coro.close()
+    raise RuntimeError("the experience service suspended under a blocking store; use the async API")
+
+
+class ExperienceService:
+    def __init__(
+        self,
+        store: ExperienceStore,
+        policy: Policy,
+        *,
+        default_robot: str = "unknown",
+        vectors: MemoryVectors | None = None,
+    ) -> None:
+        self.store = store
+        self.policy = policy
+        self.default_robot = default_robot
+        self.vectors = vectors
+
+    def blocking(self) -> ExperienceService:
+        """The same service over a blocking store (for `run_sync`)."""
+        return ExperienceService(
+            self.store.blocking_twin(), self.policy, default_robot=self.default_robot, vectors=self.vectors
+        )
+
+    # ------------------------------------------------------------------ helpers
+    def _author(self, principal: Principal) -> str:
+        return self.policy.pin_author(principal, "unknown", self.default_robot)
+
+    def _fact(
+        self, robot: str, collection: str, text: str, ctx: dict[str, Any], session_id: str | None
+    ) -> tuple[NewMemory, Probe, storage.Decide]:
+        """Classify a fact and prepare its duplicate probe (one tokenisation for everything)."""
+        a = Analysis(text)
+        c = classify.classify(a, ctx)
+        tags = tuple((t, "auto") for t in c.tags) + tuple((t, "user") for t in c.user_tags if t not in c.tags)
+        new = NewMemory(
+            robot=robot,
+            collection=collection,
+            type="fact",
+            content=text,
+            category=c.category,
+            confidence=c.confidence,
+            context=ctx,
+            content_hash=dedup.content_hash(text),
+            source_weight=_source_weight(ctx),
+            facts_hash=dedup.facts_hash(dedup.facts_of(text, ctx, a)),
+            session_id=session_id,
+            metadata={"scope": c.scope} if c.scope else {},
+            tags=tags,
+        )
+        words = list(dict.fromkeys(a.tokens))
+        probe = Probe(new.content_hash, dedup.candidate_expression(words))
+        return new, probe, lambda e, lx, s: dedup.judge(text, e, lx, s, words)
+
+    async def _semantic(self, text: str) -> tuple[tuple[int, float], ...]:
+        if self.vectors is None:
+            return ()
+        return tuple(await self.vectors.search(text, 5, None))
+
+    async def _visible_memory(self, principal: Principal, mid: int) -> Experience:
+        exp = await self.store.read(lambda c: storage.select_one(c, mid))
+        if exp is None or not self.policy.can_see(principal, exp.robot):
+            raise NotFound(f"no memory with id {mid}; recall shows the memories you can use")
+        return exp
+
+    async def _active_own(self, principal: Principal, mid: int) -> Experience:
+        exp = await self._visible_memory(principal, mid)
+        if exp.status != "active":
+            raise NotFound(f"memory {mid} is {exp.status}; only active memories can be changed")
+        if principal.robot_id is not None and exp.robot == "shared":
+            raise Forbidden("fleet-wide 'shared' memories serve every robot; only an operator can change them")
+        return exp
+
+    # ------------------------------------------------------------------ learn
+    async def learn(
+        self,
+        principal: Principal,
+        insight: str,
+        context: JsonArg = None,
+        collection: str = "default",
+        session_id: str | None = None,
+    ) -> Learned:
+        """Store an insight unless it duplicates one this robot already has (numbers and outcomes
+        decide, see `dedup`)."""
+        text = check_text(insight, "insight", MAX_INSIGHT)
+        ctx = parse_context(context)
+        robot = self._author(principal)
+        new, probe, decide = self._fact(robot, check_collection(collection), text, ctx, _session_arg(session_id))
+        probe = Probe(probe.content_hash, probe.lexical, await self._semantic(text))
+        now = time.time()
+        out = await self.store.write(lambda c: storage.learn(c, new, probe, decide, now))
+        return self._learned(new, out)
+
+    async def learn_many(
+        self,
+        principal: Principal,
+        items: Sequence[tuple[str, JsonArg]],
+        collection: str = "default",
+        session_id: str | None = None,
+    ) -> list[Learned]:
+        """Learn many insights in one transaction (imports, training loops, benchmarks); each is
+        checked for duplicates against everything stored before it, the batch included."""
+        if len(items) > MAX_BATCH:
+            raise InvalidInput(f"at most {MAX_BATCH} insights per batch")
+        robot = self._author(principal)
+        coll, sid = check_collection(collection), _session_arg(session_id)
+        prepared: list[tuple[NewMemory, Probe, storage.Decide]] = []
+        for insight, context in items:
+            text = check_text(insight, "insight", MAX_INSIGHT)
+            prepared.append(self._fact(robot, coll, text, parse_context(context), sid))
+        now = time.time()
+
+        def job(c: Any) -> list[int | dedup.Duplicate]:
+            return [storage.learn(c, new, probe, decide, now) for new, probe, decide in prepared]
+
+        outs = await self.store.write(job)
+        return [self._learned(p[0], o) for p, o in zip(prepared, outs, strict=True)]
+
+    def _learned(self, new: NewMemory, out: int | dedup.Duplicate) -> Learned:
+        if isinstance(out, dedup.Duplicate):
+            return Learned(
+                "duplicate", out.existing_id, out.method, out.similarity, robot=new.robot, collection=new.collection
+            )
+        if self.vectors is not None:
+            self.vectors.added(out, new.robot, new.content)
+        return Learned(
+            "created",
+            out,
+            None,
+            None,
+            new.category,
+            new.confidence,
+            tuple(t for t, _ in new.tags),
+            new.robot,
+            new.collection,
+            dict(new.metadata.get("scope", {})),
+        )
+
+    # ------------------------------------------------------------------ perceptions
+    async def save_perception(
+        self,
+        principal: Principal,
+        description: str,
+        perception_type: str = "visual",
+        data: Any = None,
+        metadata: JsonArg = None,
+        collection: str = "default",
+        session_id: str | None = None,
+    ) -> Learned:
+        """Store what a sensor perceived. `metadata` is the perception's context (pose, sensor,
+        task…): recall filters and spatial sort read it like a fact's context. `data` is any JSON
+        value up to 256 KB. Only an identical perception (same description, kind, data, metadata
+        and session) is a duplicate; the same description with new data is a new perception."""
+        desc = check_text(description, "description", MAX_INSIGHT)
+        ptype = check_perception_type(perception_type)
+        payload = None if data is None else parse_data(data)
+        meta = parse_object(metadata, "metadata", MAX_METADATA_BYTES)
+        robot = self._author(principal)
+        c = classify.classify_perception(desc, ptype, meta)
+        new = NewMemory(
+            robot=robot,
+            collection=check_collection(collection),
+            type="perception",
+            content=desc,
+            category=c.category,
+            confidence=c.confidence,
+            context=meta,
+            content_hash=dedup.perception_hash(desc, ptype, payload, meta),
+            source_weight=_source_weight(meta),
+            session_id=_session_arg(session_id),
+            perception_type=ptype,
+            data=payload,
+            metadata={"scope": c.scope} if c.scope else {},
+            tags=tuple(dict.fromkeys((t, "auto") for t in c.tags)) + tuple((t, "user") for t in c.user_tags),
+        )
+        probe = Probe(new.content_hash, same_session=True)
+        now = time.time()
+
+        def exact_only(
+            exact: list[dedup.Candidate], _l: list[dedup.Candidate], _s: list[dedup.Candidate]
+        ) -> dedup.Duplicate | None:
+            return dedup.Duplicate(exact[0].id, "exact", 1.0) if exact else None
+
+        out = await self.store.write(lambda c_: storage.learn(c_, new, probe, exact_only, now))
+        return self._learned(new, out)
+
+    # ------------------------------------------------------------------ recall
+    async def recall(
+        self,
+        principal: Principal,
+        query: str = "",
+        n: int = 5,
+        collection: str = "default",
+        min_confidence: float = 0.3,
+        session_id: str | None = None,
+        context_filter: JsonArg = None,
+        spatial_sort: JsonArg = None,
+        include_data: bool = False,
+    ) -> Recalled:
+        """Ranked memories that pass every filter. Writes nothing: access counters go to the hot
+        path without waiting."""
+        if not 1 <= n <= MAX_N:
+            raise InvalidInput(f"n must be between 1 and {MAX_N}")
+        if not 0.0 <= min_confidence <= 1.0:
+            raise InvalidInput("min_confidence must be between 0 and 1")
+        if len(utf8(query, "query")) > MAX_QUERY:
+            raise InvalidInput(f"query is longer than {MAX_QUERY} characters")
+        spec = parse_object(context_filter, "context_filter", MAX_FILTER_BYTES)
+        scope = Scope(
+            visible=self.policy.visible_robots(principal),
+            collection=check_collection(collection),
+            min_confidence=min_confidence,
+            now=time.time(),
+            session_id=_session_arg(session_id),
+            condition=compile_filter(spec, "m.context"),
+            spatial=parse_spatial(spatial_sort),
+        )
+        result = await self._search(scope, query, n, include_data)
+        if result.hits:
+            self.store.touch((h.memory.id for h in result.hits), scope.now)
+        return result
+
+    async def _search(self, scope: Scope, query: str, n: int, include_data: bool) -> Recalled:
+        match = segment.match_expression(query) if query.strip() else None
+        if query.strip() and match is None:
+            return Recalled([], "keyword")  # punctuation only: nothing to search for
+        if match is not None and self.vectors is not None:
+            return await self._hybrid(scope, query, match, n, include_data)
+        hits = await self._ranked(scope, match, n, include_data)
+        return Recalled(hits, "keyword" if match is not None else "filter")
+
+    async def _ranked(self, scope: Scope, match: str | None, n: int, include_data: bool) -> list[Hit]:
+        """Keyword or filter-only ranking, all in SQL; with spatial_sort, a threshold-algorithm
+        merge of the by-score and by-distance lists that grows until the top n is exact."""
+        sp = scope.spatial
+        if sp is None:
+            rows = await self.store.read(lambda c: storage.rank(c, scope, match, "score", n, include_data))
+            return _normalised([(r, r.score) for r in rows], None)
+        k = max(SPATIAL_POOL, 4 * n)
+        while True:
+            by_score, by_dist = await storage.gather_reads(
+                self.store,
+                functools.partial(
+                    storage.rank, scope=scope, match=match, order="score", limit=k, include_data=include_data
+                ),
+                functools.partial(
+                    storage.rank, scope=scope, match=match, order="distance", limit=k, include_data=include_data
+                ),
+            )
+            if not by_score:
+                return []
+            top = by_score[0].score or 1.0
+            merged = {r.memory.id: r for r in [*by_score, *by_dist]}
+            blended = sorted(
+                ((r, _blend(sp, r.score / top, r.dist2)) for r in merged.values()),
+                key=lambda x: (-x[1], -x[0].memory.id),
+            )[:n]
+            if len(by_score) < k:
+                return _normalised(blended, sp)
+            last_dist = by_dist[-1].dist2 if len(by_dist) == k else None
+            bound = _blend(sp, by_score[-1].score / top, last_dist)
+            if len(blended) == n and blended[-1][1] >= bound:
+                return _normalised(blended, sp)
+            k *= 4
+
+    async def _hybrid(self, scope: Scope, query: str, match: str, n: int, include_data: bool) -> Recalled:
+        assert self.vectors is not None
+        pool = max(HYBRID_POOL, 3 * n)
+        keyword = await self.store.read(lambda c: storage.rank(c, scope, match, "relevance", pool, include_data))
+        within = await self.store.read(lambda c: storage.ids_in_scope(c, scope))
+        vec = await self.vectors.search(query, pool, within)
+        fused = fusion.rrf([[str(r.memory.id) for r in keyword], [str(i) for i, _ in vec]])
+        rows = {r.memory.id: r for r in keyword}
+        missing = [int(i) for i in fused if int(i) not in rows]
+        if missing:
+            for r in await self.store.read(lambda c: storage.by_ids(c, scope, missing, include_data)):
+                rows[r.memory.id] = r
+        scored = [
+            (rows[int(i)], s * rows[int(i)].score / max(rows[int(i)].relevance, 1e-9) if int(i) in rows else 0.0)
+            for i, s in fused.items()
+            if int(i) in rows
+        ]
+        sp = scope.spatial
+        if sp is not None and scored:
+            top = max(s for _, s in scored) or 1.0
+            scored = [(r, _blend(sp, s / top, r.dist2)) for r, s in scored]
+        scored.sort(key=lambda x: (-x[1], -x[0].memory.id))
+        return Recalled(_normalised(scored[:n], sp), "hybrid")
+
+    # ------------------------------------------------------------------ forget / update / get
+    async def get(self, principal: Principal, mid: int) -> Experience:
+        return await self._visible_memory(principal, mid)
+
+    async def forget(self, principal: Principal, mid: int, reason: str) -> Experience:
+        """Soft delete with a reason: the memory stays on disk, out of every recall."""
+        why = check_text(reason, "reason", MAX_REASON)
+        exp = await self._active_own(principal, mid)
+        now = time.time()
+        if not await self.store.write(lambda c: storage.forget(c, mid, why, now)):
+            raise NotFound(f"memory {mid} is no longer active")
+        return exp
+
+    async def update(self, principal: Principal, mid: int, new_content: str, context: JsonArg = None) -> Updated:
+        """Replace a memory's content (re-classified and re-indexed); a non-empty `context`
+        replaces its context, an empty one keeps it."""
+        text = check_text(new_content, "new_content", MAX_INSIGHT)
+        old = await self._active_own(principal, mid)
+        ctx = parse_context(context) if context else old.context
+        if old.type == "perception":
+            c = classify.classify_perception(text, old.perception_type or "visual", ctx)
+        else:
+            c = classify.classify(text, ctx)
+        new = NewMemory(
+            robot=old.robot,
+            collection=old.collection,
+            type=old.type,
+            content=text,
+            category=c.category,
+            confidence=c.confidence,
+            context=ctx,
+            content_hash=dedup.content_hash(text)
+            if old.type == "fact"
+            else dedup.perception_hash(text, old.perception_type or "", old.data, ctx),
+            source_weight=_source_weight(ctx),
+            facts_hash=dedup.facts_hash(dedup.facts_of(text, ctx)) if old.type == "fact" else "",
+            tags=tuple((t, "auto") for t in c.tags) + tuple((t, "user") for t in c.user_tags),
+        )
+        now = time.time()
+        if not await self.store.write(lambda conn: storage.update(conn, mid, new, now)):
+            raise NotFound(f"memory {mid} is no longer active")
+        if self.vectors is not None:
+            self.vectors.added(mid, old.robot, text)
+        return Updated(await self._visible_memory(principal, mid), old.content)
+
+    # ------------------------------------------------------------------ sessions
+    async def start_session(
+        self, principal: Principal, collection: str = "default", context: JsonArg = None
+    ) -> Session:
+        s = Session(
+            id=uuid.uuid4().hex,
+            robot=self._author(principal),
+            collection=check_collection(collection),
+            context=parse_context(context),
+            started_at=time.time(),
+        )
+        await self.store.write(lambda c: storage.insert_session(c, s))
+        return s
+
+    async def get_session(self, principal: Principal, session_id: str) -> Session:
+        sid = _session_arg(session_id) or ""
+        s = await self.store.read(lambda c: storage.select_session(c, sid))
+        if s is None or not self.policy.can_see(principal, s.robot):
+            raise NotFound(f"no session '{session_id}'; start_session returns a session_id to use")
+        return s
+
+    async def end_session(
+        self, principal: Principal, session_id: str, outcome_score: float | None = None, related: int = 5
+    ) -> EndedSession:
+        """End an episode: record its outcome, consolidate its redundant memories (never a failure
+        into a success, never protected categories or perceptions), and recall what is related
+        for the next episode. Confidence is never rewritten here (decay is computed at read time)."""
+        s = await self.get_session(principal, session_id)
+        if principal.robot_id is not None and s.robot != principal.robot_id:
+            raise Forbidden(f"session '{session_id}' belongs to {s.robot}; a robot can only end its own sessions")
+        if outcome_score is not None and not (math.isfinite(outcome_score) and 0.0 <= outcome_score <= 1.0):
+            raise InvalidInput("outcome_score must be between 0 (failure) and 1 (full success)")
+        now = time.time()
+        ended = await self.store.write(lambda c: storage.end_session(c, s.id, outcome_score, now, consolidate.plan))
+        if ended is None:
+            raise Conflict(f"session '{session_id}' has already ended")
+        hits = await self._related(principal, s, related) if related else []
+        return EndedSession(ended.session, ended.summary, ended.consolidated, hits)
+
+    async def _related(self, principal: Principal, s: Session, n: int) -> list[Hit]:
+        """Proactive recall for the next episode: the collection's memories closest to this
+        session's context and learnings, outside the session itself."""
+        own = await self.store.read(lambda c: storage.session_text(c, s.id))
+        text = " ".join([*_values(s.context), own])
+        scope = Scope(
+            visible=self.policy.visible_robots(principal),
+            collection=s.collection,
+            min_confidence=0.3,
+            now=time.time(),
+            exclude_session=s.id,
+        )
+        match = segment.match_expression(text) if text.strip() else None
+        return await self._ranked(scope, match, n, False)
+
+
+# ---------------------------------------------------------------------------- pure helpers
+def _source_weight(ctx: Mapping[str, Any]) -> float:
+    return REAL_WEIGHT if dedup.source_of(ctx) == "real" else 1.0
+
+
+def _session_arg(session_id: str | None) -> str | None:
+    if session_id is None or session_id == "":
+        return None
+    if not isinstance(session_id, str) or len(session_id) > MAX_SESSION_ID:
+        raise InvalidInput(f"session_id must be at most {MAX_SESSION_ID} characters (start_session returns one)")
+    return utf8(session_id, "session_id")
+
+
+def _values(ctx: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
+    for v in ctx.values():
+        if isinstance(v, Mapping):
+            out.extend(_values(v))
+        elif isinstance(v, str):
+            out.append(v)
+    return out
+
+
+def _blend(sp: Spatial, relevance: float, dist2: float | None) -> float:
+    return (1.0 - sp.weight) * relevance + sp.weight * sp.proximity(dist2)
+
+
+def _normalised(scored: Sequence[tuple[Ranked, float]], sp: Spatial | None) -> list[Hit]:
+    best = max((s for _, s in scored), default=0.0)
+    return [
+        Hit(
+            r.memory,
+            round(s / best, 6) if best > 0 else 0.0,
+            r.confidence,
+            None if sp is None or r.dist2 is None else math.sqrt(max(0.0, r.dist2)),
+        )
+        for r, s in scored
+    ]
+
+
+__all__ = ["EndedSession", "ExperienceService", "Hit", "Learned", "MemoryVectors", "Recalled", "Updated", "run_sync"]

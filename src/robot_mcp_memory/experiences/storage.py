@@ -1,0 +1,683 @@
+"""The experience tables and every SQL statement over them (the only module here importing sqlite3).
+
+Tables (declared with their kinds; `db` registers them and migrates them in):
+
+- ``memories`` — **definition**: a robot's experience must not silently age out. Time decay is a
+  read-time computation on ``updated_at`` (`model.decay_factor`), never a write.
+- ``memory_tags`` — **definition**: tags of a memory with their source (``auto`` / ``user``).
+- ``sessions`` — **definition**: episodes, their context, outcome score and summary.
+- ``memories_fts`` — **derived**: FTS5 over the content and the context text, rowid = memory id,
+  written in the same transaction as the row. CJK runs are segmented before they get here
+  (`search.segment`); ``remove_diacritics 2`` folds accents.
+
+Recall is one ``SELECT`` per ranked list with every filter — visibility, collection, status,
+decayed-confidence floor, session, ``context_filter``, ``max_distance`` — in its ``WHERE``, so a
+filter can never be a post-filter over the top few text hits. `ExperienceStore` is the façade:
+reads on reader threads, writes on the writer thread, access counters on the hot path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from robot_mcp_memory.errors import NotFound
+from robot_mcp_memory.experiences import consolidate
+from robot_mcp_memory.experiences.dedup import Candidate, Duplicate
+from robot_mcp_memory.experiences.filters import Condition, json_path
+from robot_mcp_memory.experiences.model import (
+    DECAY_FLOOR,
+    HALF_LIFE_S,
+    Experience,
+    NewMemory,
+    Session,
+    Spatial,
+)
+from robot_mcp_memory.kit import Kind, SqliteStore, Table, fts5_table
+from robot_mcp_memory.search import segment
+
+T = TypeVar("T")
+
+MEMORIES = Table(
+    name="memories",
+    kind=Kind.DEFINITION,  # experience never ages out by retention; decay is computed at read time
+    ddl=(
+        """CREATE TABLE IF NOT EXISTS memories (
+            id INTEGER PRIMARY KEY,
+            robot TEXT NOT NULL,
+            collection TEXT NOT NULL DEFAULT 'default',
+            type TEXT NOT NULL CHECK (type IN ('fact', 'perception')),
+            content TEXT NOT NULL,
+            category TEXT NOT NULL DEFAULT 'observation',
+            confidence REAL NOT NULL CHECK (confidence >= 0 AND confidence <= 1),
+            context TEXT NOT NULL DEFAULT '{}',
+            perception_type TEXT,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            session_id TEXT,
+            status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'forgotten', 'superseded')),
+            superseded_by INTEGER,
+            forget_reason TEXT,
+            content_hash TEXT NOT NULL,
+            facts_hash TEXT NOT NULL DEFAULT '',
+            source_weight REAL NOT NULL DEFAULT 1.0,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            last_accessed REAL,
+            data TEXT  -- last: a large blob never has to be read to reach another column
+        )""",
+        "CREATE INDEX IF NOT EXISTS idx_memories_scope ON memories(robot, collection, status)",
+        "CREATE INDEX IF NOT EXISTS idx_memories_session ON memories(session_id)",
+        "CREATE INDEX IF NOT EXISTS idx_memories_hash ON memories(content_hash)",
+        "CREATE INDEX IF NOT EXISTS idx_memories_facts ON memories(facts_hash)",
+    ),
+)
+MEMORY_TAGS = Table(
+    name="memory_tags",
+    kind=Kind.DEFINITION,
+    ddl=(
+        """CREATE TABLE IF NOT EXISTS memory_tags (
+            memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            tag TEXT NOT NULL,
+            source TEXT NOT NULL DEFAULT 'auto' CHECK (source IN ('auto', 'user', 'import')),
+            PRIMARY KEY (memory_id, tag)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX IF NOT EXISTS idx_memory_tags_tag ON memory_tags(tag)",
+    ),
+)
+SESSIONS = Table(
+    name="sessions",
+    kind=Kind.DEFINITION,
+    ddl=(
+        """CREATE TABLE IF NOT EXISTS sessions (
+            id TEXT PRIMARY KEY,
+            robot TEXT NOT NULL,
+            collection TEXT NOT NULL DEFAULT 'default',
+            context TEXT NOT NULL DEFAULT '{}',
+            started_at REAL NOT NULL,
+            ended_at REAL,
+            outcome_score REAL,
+            summary TEXT
+        )""",
+        "CREATE INDEX IF NOT EXISTS idx_sessions_scope ON sessions(robot, collection, started_at)",
+    ),
+)
+MEMORIES_FTS = fts5_table(
+    "memories_fts", source="memories", columns="content, context", tokenize="porter unicode61 remove_diacritics 2"
+)
+TABLES: tuple[Table, ...] = (MEMORIES, MEMORY_TAGS, SESSIONS, MEMORIES_FTS)
+
+#: bm25 column weights for (content, context text).
+BM25_WEIGHTS = "1.0, 0.4"
+MAX_CONTEXT_TEXT = 8_000
+
+_COLS = (
+    "m.id, m.robot, m.collection, m.type, m.content, m.category, m.confidence, m.context, m.perception_type, "
+    "m.metadata, m.session_id, m.status, m.superseded_by, m.forget_reason, m.created_at, m.updated_at, "
+    "m.access_count, m.last_accessed, m.data IS NOT NULL"
+)
+_N_COLS = 19
+
+
+def _row(row: Sequence[Any], data: Any = None, tags: tuple[str, ...] = ()) -> Experience:
+    return Experience(
+        id=row[0],
+        robot=row[1],
+        collection=row[2],
+        type=row[3],
+        content=row[4],
+        category=row[5],
+        confidence=row[6],
+        context=json.loads(row[7]),
+        perception_type=row[8],
+        metadata=json.loads(row[9]),
+        session_id=row[10],
+        status=row[11],
+        superseded_by=row[12],
+        forget_reason=row[13],
+        created_at=row[14],
+        updated_at=row[15],
+        access_count=row[16],
+        last_accessed=row[17],
+        data=data,
+        tags=tags,
+        has_data=bool(row[18]),
+    )
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def context_text(context: Mapping[str, Any], tags: Iterable[str] = ()) -> str:
+    """The searchable text of a context: its string values (task names, places, robot types,
+    notes) and the user's tags. Keys and numbers are left out: every memory has ``grip_force``,
+    so indexing it would make that word match everything; numbers are what `context_filter` is for."""
+    parts: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, Mapping):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, str):
+            parts.append(value)
+
+    walk(context)
+    parts.extend(tags)
+    return segment.index_text(" ".join(parts)[:MAX_CONTEXT_TEXT])
+
+
+# ---------------------------------------------------------------------------- writes (connection first)
+def insert_memory(conn: sqlite3.Connection, new: NewMemory, now: float) -> int:
+    """The row, its FTS entry and its tags, in the caller's transaction."""
+    cur = conn.execute(
+        "INSERT INTO memories(robot, collection, type, content, category, confidence, context, perception_type, "
+        "metadata, session_id, content_hash, facts_hash, source_weight, created_at, updated_at, data) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            new.robot,
+            new.collection,
+            new.type,
+            new.content,
+            new.category,
+            new.confidence,
+            _dumps(new.context),
+            new.perception_type,
+            _dumps(new.metadata),
+            new.session_id,
+            new.content_hash,
+            new.facts_hash,
+            new.source_weight,
+            now,
+            now,
+            None if new.data is None else _dumps(new.data),
+        ),
+    )
+    mid = cur.lastrowid
+    assert mid is not None
+    user = [t for t, src in new.tags if src == "user"]
+    conn.execute(
+        "INSERT INTO memories_fts(rowid, content, context) VALUES (?, ?, ?)",
+        (mid, segment.index_text(new.content), context_text(new.context, user)),
+    )
+    if new.tags:
+        conn.executemany(
+            "INSERT OR IGNORE INTO memory_tags(memory_id, tag, source) VALUES (?, ?, ?)",
+            [(mid, tag, src) for tag, src in new.tags],
+        )
+    return mid
+
+
+def _session_for_write(conn: sqlite3.Connection, session_id: str, robot: str) -> None:
+    row = conn.execute("SELECT robot FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None or row[0] != robot:
+        raise NotFound(f"no session '{session_id}' of robot {robot}; start_session returns a session_id to use")
+
+
+def _candidates(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[Candidate]:
+    return [Candidate(r[0], r[1], json.loads(r[2])) for r in conn.execute(sql, params)]
+
+
+Decide = Callable[[list[Candidate], list[Candidate], list[Candidate]], Duplicate | None]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """How to look for duplicates of a new memory: its hash, the lexical FTS query, and the ids
+    (with cosines) a vector index proposed. Candidates must share the new memory's facts digest
+    (`NewMemory.facts_hash`) — memories with different numbers or outcomes are never proposed."""
+
+    content_hash: str
+    lexical: str | None = None
+    semantic: tuple[tuple[int, float], ...] = ()
+    same_session: bool = False
+    #: Up to this many same-facts memories are compared directly; beyond, the FTS query narrows.
+    direct_limit: int = 32
+    lexical_limit: int = 50
+
+
+def learn(conn: sqlite3.Connection, new: NewMemory, probe: Probe, decide: Decide, now: float) -> int | Duplicate:
+    """Insert `new` unless `decide` names a duplicate among the candidates — one transaction, so
+    two concurrent learns of the same experience cannot both insert."""
+    if new.session_id is not None:
+        _session_for_write(conn, new.session_id, new.robot)
+    # The planner, without statistics, would walk the (robot, collection, status) index: name the
+    # selective one instead (INDEXED BY) in each lookup below.
+    scope = "m.robot = ? AND m.collection = ? AND m.type = ? AND m.status = 'active' AND m.facts_hash = ?"
+    base: list[Any] = [new.robot, new.collection, new.type, new.facts_hash]
+    if probe.same_session:
+        scope += " AND m.session_id IS ?"
+        base.append(new.session_id)
+    exact = _candidates(
+        conn,
+        f"SELECT m.id, m.content, m.context FROM memories m INDEXED BY idx_memories_hash "  # noqa: S608
+        f"WHERE m.content_hash = ? AND {scope} LIMIT 20",
+        [probe.content_hash, *base],
+    )
+    lexical: list[Candidate] = []
+    if probe.lexical:
+        lexical = _candidates(
+            conn,
+            f"SELECT m.id, m.content, m.context FROM memories m INDEXED BY idx_memories_facts "  # noqa: S608
+            f"WHERE {scope} ORDER BY m.id DESC LIMIT ?",
+            [*base, probe.direct_limit + 1],
+        )
+        if len(lexical) > probe.direct_limit:  # a common digest (text without numbers): let FTS narrow
+            lexical = _candidates(
+                conn,
+                "SELECT m.id, m.content, m.context FROM memories_fts JOIN memories m "  # noqa: S608 - fixed text
+                f"ON m.id = memories_fts.rowid WHERE memories_fts MATCH ? AND {scope} "
+                "ORDER BY memories_fts.rowid DESC LIMIT ?",
+                [probe.lexical, *base, probe.lexical_limit],
+            )
+    semantic: list[Candidate] = []
+    if probe.semantic:
+        cos = dict(probe.semantic)
+        marks = ",".join("?" * len(cos))
+        rows = conn.execute(
+            f"SELECT m.id, m.content, m.context FROM memories m WHERE m.id IN ({marks}) AND {scope}",  # noqa: S608
+            [*cos, *base],
+        ).fetchall()
+        semantic = sorted(
+            (Candidate(r[0], r[1], json.loads(r[2]), cos[r[0]]) for r in rows), key=lambda c: -(c.similarity or 0)
+        )
+    dup = decide(exact, lexical, semantic)
+    if dup is not None:
+        return dup
+    return insert_memory(conn, new, now)
+
+
+def forget(conn: sqlite3.Connection, mid: int, reason: str, now: float) -> bool:
+    cur = conn.execute(
+        "UPDATE memories SET status = 'forgotten', forget_reason = ?, updated_at = ? "
+        "WHERE id = ? AND status = 'active'",
+        (reason, now, mid),
+    )
+    return cur.rowcount > 0
+
+
+def update(conn: sqlite3.Connection, mid: int, new: NewMemory, now: float) -> bool:
+    """Replace an active memory's content, classification and context; re-index it."""
+    cur = conn.execute(
+        "UPDATE memories SET content = ?, category = ?, confidence = ?, context = ?, content_hash = ?, "
+        "facts_hash = ?, source_weight = ?, updated_at = ? WHERE id = ? AND status = 'active'",
+        (
+            new.content,
+            new.category,
+            new.confidence,
+            _dumps(new.context),
+            new.content_hash,
+            new.facts_hash,
+            new.source_weight,
+            now,
+            mid,
+        ),
+    )
+    if not cur.rowcount:
+        return False
+    user = [t for t, src in new.tags if src == "user"]
+    conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (mid,))
+    conn.execute(
+        "INSERT INTO memories_fts(rowid, content, context) VALUES (?, ?, ?)",
+        (mid, segment.index_text(new.content), context_text(new.context, user)),
+    )
+    conn.execute("DELETE FROM memory_tags WHERE memory_id = ? AND source = 'auto'", (mid,))
+    conn.executemany(
+        "INSERT OR IGNORE INTO memory_tags(memory_id, tag, source) VALUES (?, ?, ?)",
+        [(mid, tag, src) for tag, src in new.tags],
+    )
+    return True
+
+
+def touch(conn: sqlite3.Connection, counts: Mapping[int, int], now: float) -> None:
+    """The access counters recall bumps (a hot record write, coalesced by the caller)."""
+    conn.executemany(
+        "UPDATE memories SET access_count = access_count + ?, last_accessed = ? WHERE id = ?",
+        [(n, now, mid) for mid, n in counts.items()],
+    )
+
+
+def insert_session(conn: sqlite3.Connection, s: Session) -> None:
+    conn.execute(
+        "INSERT INTO sessions(id, robot, collection, context, started_at) VALUES (?, ?, ?, ?, ?)",
+        (s.id, s.robot, s.collection, _dumps(s.context), s.started_at),
+    )
+
+
+@dataclass(frozen=True)
+class Ended:
+    session: Session
+    consolidated: list[tuple[int, int]]
+    summary: dict[str, Any]
+
+
+def end_session(
+    conn: sqlite3.Connection,
+    sid: str,
+    outcome_score: float | None,
+    now: float,
+    planner: Callable[[list[consolidate.Row]], list[tuple[int, int]]],
+) -> Ended | None:
+    """Consolidate the session's memories, summarise it and mark it ended — one transaction.
+    None when the session does not exist or has already ended."""
+    s = select_session(conn, sid)
+    if s is None or s.ended_at is not None:
+        return None
+    rows = [
+        consolidate.Row(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7])
+        for r in conn.execute(
+            "SELECT id, type, content, category, confidence, context, access_count, created_at FROM memories "
+            "WHERE session_id = ? AND status = 'active' ORDER BY id",
+            (sid,),
+        )
+    ]
+    pairs = planner(rows)
+    conn.executemany(
+        "UPDATE memories SET status = 'superseded', superseded_by = ?, updated_at = ? "
+        "WHERE id = ? AND status = 'active'",
+        [(rep, now, old) for old, rep in pairs],
+    )
+    by_type: dict[str, int] = {}
+    by_category: dict[str, int] = {}
+    for r in conn.execute(
+        "SELECT type, category, count(*) FROM memories WHERE session_id = ? AND status = 'active' GROUP BY 1, 2", (sid,)
+    ):
+        by_type[r[0]] = by_type.get(r[0], 0) + r[2]
+        by_category[r[1]] = r[2] + by_category.get(r[1], 0)
+    summary: dict[str, Any] = {
+        "memories": by_type.get("fact", 0),
+        "perceptions": by_type.get("perception", 0),
+        "categories": dict(sorted(by_category.items())),
+        "consolidated": len(pairs),
+        "duration_s": round(now - s.started_at, 3),
+        "outcome_score": outcome_score,
+    }
+    conn.execute(
+        "UPDATE sessions SET ended_at = ?, outcome_score = ?, summary = ? WHERE id = ?",
+        (now, outcome_score, _dumps(summary), sid),
+    )
+    ended = Session(s.id, s.robot, s.collection, s.context, s.started_at, now, outcome_score, summary)
+    return Ended(ended, pairs, summary)
+
+
+# ---------------------------------------------------------------------------- reads
+def _tags(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[str, ...]]:
+    if not ids:
+        return {}
+    out: dict[int, list[str]] = {}
+    marks = ",".join("?" * len(ids))
+    for mid, tag in conn.execute(
+        f"SELECT memory_id, tag FROM memory_tags WHERE memory_id IN ({marks}) ORDER BY memory_id, source, tag",  # noqa: S608
+        list(ids),
+    ):
+        out.setdefault(mid, []).append(tag)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def select_one(conn: sqlite3.Connection, mid: int) -> Experience | None:
+    row = conn.execute(f"SELECT {_COLS}, m.data FROM memories m WHERE m.id = ?", (mid,)).fetchone()  # noqa: S608
+    if row is None:
+        return None
+    data = None if row[_N_COLS] is None else json.loads(row[_N_COLS])
+    return _row(row, data, _tags(conn, [mid]).get(mid, ()))
+
+
+def select_session(conn: sqlite3.Connection, sid: str) -> Session | None:
+    row = conn.execute(
+        "SELECT id, robot, collection, context, started_at, ended_at, outcome_score, summary "
+        "FROM sessions WHERE id = ?",
+        (sid,),
+    ).fetchone()
+    if row is None:
+        return None
+    return Session(
+        row[0], row[1], row[2], json.loads(row[3]), row[4], row[5], row[6], json.loads(row[7]) if row[7] else None
+    )
+
+
+def session_text(conn: sqlite3.Connection, sid: str, limit: int = 20) -> str:
+    """The session's own words (its facts' contents), for proactive recall of related memories."""
+    rows = conn.execute(
+        "SELECT content FROM memories WHERE session_id = ? AND status = 'active' AND type = 'fact' "
+        "ORDER BY confidence DESC, id DESC LIMIT ?",
+        (sid, limit),
+    ).fetchall()
+    return " ".join(r[0] for r in rows)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Everything that decides *whether* a memory may be returned (never how it ranks)."""
+
+    visible: frozenset[str] | None
+    collection: str
+    min_confidence: float
+    now: float
+    session_id: str | None = None
+    exclude_session: str | None = None
+    condition: Condition = field(default_factory=Condition)
+    spatial: Spatial | None = None
+
+
+@dataclass(frozen=True)
+class Ranked:
+    memory: Experience
+    relevance: float  # -bm25 for keyword lists, 1.0 for filter-only lists
+    score: float  # relevance × source weight × (0.5 + 0.5 × decayed confidence)
+    confidence: float  # decayed
+    dist2: float | None
+
+
+Order = Literal["score", "relevance", "distance"]
+
+
+def _dist2(spatial: Spatial | None) -> tuple[str, list[Any]]:
+    """Squared Euclidean distance from the coordinate list at `spatial.path` to its target, in
+    SQL; NULL when a memory lacks a numeric coordinate."""
+    if spatial is None:
+        return "NULL", []
+    base = json_path(spatial.path)
+    squares, params = [], []
+    for i, x in enumerate(spatial.target):
+        p = f"{base}[{i}]"
+        term = "(CASE WHEN json_type(m.context, ?) IN ('integer', 'real') THEN json_extract(m.context, ?) - ? END)"
+        squares.append(f"{term} * {term}")
+        params.extend([p, p, x, p, p, x])
+    return f"({' + '.join(squares)})", params
+
+
+def _ranking_sql(scope: Scope, match: str | None, order: Order, limit: int) -> tuple[str, list[Any]]:
+    """The ranking query: ``(id, rel, w, confd, dist2)`` of the memories passing every filter of
+    `scope`, best first. Only ids and numbers travel through the sort; rows are fetched after."""
+    confd = "m.confidence * max(?, pow(0.5, max(0.0, ? - m.updated_at) / ?))"
+    confd_p: list[Any] = [DECAY_FLOOR, scope.now, HALF_LIFE_S]
+    dist_sql, dist_p = _dist2(scope.spatial)
+    where: list[str] = []
+    where_p: list[Any] = []
+    if match is not None:
+        rel = f"-bm25(memories_fts, {BM25_WEIGHTS})"
+        source = "memories_fts JOIN memories m ON m.id = memories_fts.rowid"
+        where.append("memories_fts MATCH ?")
+        where_p.append(match)
+    else:
+        rel, source = "1.0", "memories m"
+    if scope.visible is not None:
+        where.append(f"m.robot IN ({','.join('?' * len(scope.visible))})" if scope.visible else "0")
+        where_p.extend(sorted(scope.visible))
+    where += ["m.collection = ?", "m.status = 'active'"]
+    where_p.append(scope.collection)
+    if scope.session_id is not None:
+        where.append("m.session_id = ?")
+        where_p.append(scope.session_id)
+    if scope.exclude_session is not None:
+        where.append("m.session_id IS NOT ?")
+        where_p.append(scope.exclude_session)
+    if scope.condition.sql != "1":
+        where.append(f"({scope.condition.sql})")
+        where_p.extend(scope.condition.params)
+    outer = ["confd >= ?"]
+    outer_p: list[Any] = [scope.min_confidence]
+    if scope.spatial is not None and scope.spatial.max_distance is not None:
+        outer.append("dist2 <= ?")
+        outer_p.append(scope.spatial.max_distance**2)
+    by = {
+        "score": "rel * w * (0.5 + 0.5 * confd) DESC, updated_at DESC, id DESC",
+        "relevance": "rel DESC, id DESC",
+        "distance": "dist2 IS NULL, dist2 ASC, rel * w * (0.5 + 0.5 * confd) DESC, id DESC",
+    }[order]
+    sql = (
+        "SELECT id, rel, w, confd, dist2 FROM (SELECT m.id AS id, m.updated_at AS updated_at, "  # noqa: S608 - fixed text
+        f"{rel} AS rel, m.source_weight AS w, {confd} AS confd, {dist_sql} AS dist2 "
+        f"FROM {source} WHERE {' AND '.join(where)}) "
+        f"WHERE {' AND '.join(outer)} ORDER BY {by} LIMIT ?"
+    )
+    return sql, [*confd_p, *dist_p, *where_p, *outer_p, limit]
+
+
+def rank(
+    conn: sqlite3.Connection,
+    scope: Scope,
+    match: str | None,
+    order: Order,
+    limit: int,
+    include_data: bool = False,
+) -> list[Ranked]:
+    """One ranked list of memories that pass every filter of `scope`, best first.
+
+    `match` is a sanitised FTS5 expression, or None for a filter-only list (every memory in
+    scope, by decayed confidence and source weight, newest first among equals)."""
+    sql, params = _ranking_sql(scope, match, order, limit)
+    ranked = conn.execute(sql, params).fetchall()
+    rows = _rows(conn, [r[0] for r in ranked], include_data)
+    return [
+        Ranked(rows[mid], float(rel), rel * w * (0.5 + 0.5 * cd), cd, d2)
+        for mid, rel, w, cd, d2 in ranked
+        if mid in rows
+    ]
+
+
+def _rows(conn: sqlite3.Connection, ids: Sequence[int], include_data: bool) -> dict[int, Experience]:
+    """Full memories for `ids` (the few a ranking kept), with their tags."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    data_col = "m.data" if include_data else "NULL"
+    tags = _tags(conn, ids)
+    out = {}
+    for r in conn.execute(f"SELECT {_COLS}, {data_col} FROM memories m WHERE m.id IN ({marks})", list(ids)):  # noqa: S608
+        data = None if r[_N_COLS] is None else json.loads(r[_N_COLS])
+        out[r[0]] = _row(r, data, tags.get(r[0], ()))
+    return out
+
+
+def ids_in_scope(conn: sqlite3.Connection, scope: Scope, limit: int = 1_000_000) -> list[int]:
+    """Every memory id passing `scope` (for a vector index to rank within, never beyond)."""
+    sql, params = _ranking_sql(scope, None, "score", limit)
+    return [r[0] for r in conn.execute(sql, params)]
+
+
+def by_ids(conn: sqlite3.Connection, scope: Scope, ids: Collection[int], include_data: bool = False) -> list[Ranked]:
+    """The memories among `ids` that pass `scope` (filters re-applied, so nothing leaks)."""
+    if not ids:
+        return []
+    scoped = Scope(
+        scope.visible,
+        scope.collection,
+        scope.min_confidence,
+        scope.now,
+        scope.session_id,
+        scope.exclude_session,
+        Condition(f"({scope.condition.sql}) AND m.id IN ({','.join('?' * len(ids))})", [*scope.condition.params, *ids]),
+        scope.spatial,
+    )
+    return rank(conn, scoped, None, "score", len(ids), include_data)
+
+
+# ---------------------------------------------------------------------------- the store object
+class ExperienceStore:
+    """Façade over the SQL above.
+
+    Async by default: reads on the reader pool, writes on the writer thread. With
+    ``blocking=True`` the same coroutines complete without ever suspending — reads run on the
+    calling thread's read-only connection and writes wait for the writer thread's commit — so
+    the Python API can drive `ExperienceService` synchronously, with no event loop and no extra
+    thread hop per call (see `api`)."""
+
+    def __init__(self, db: SqliteStore, *, blocking: bool = False) -> None:
+        self.db = db
+        self.blocking = blocking
+        self._pending: dict[int, int] = {}
+        self._pending_lock = threading.Lock()
+
+    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self.blocking:
+            return self.db.read_blocking(fn)
+        return await self.db.read(fn)
+
+    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self.blocking:
+            return self.db.write_blocking(fn)
+        return await self.db.write(fn)
+
+    def touch(self, ids: Iterable[int], now: float) -> None:
+        """Count accesses without waiting: bursts coalesce into one hot write (dropped, and
+        counted by the store, when the hot queue is full — a counter never stalls a recall)."""
+        with self._pending_lock:
+            first = not self._pending
+            for mid in ids:
+                self._pending[mid] = self._pending.get(mid, 0) + 1
+        if first and self.db.hot(lambda c: self._flush(c, now)) is None:
+            with self._pending_lock:
+                self._pending.clear()
+
+    def _flush(self, conn: sqlite3.Connection, now: float) -> None:
+        with self._pending_lock:
+            counts, self._pending = self._pending, {}
+        if counts:
+            touch(conn, counts, now)
+
+    def blocking_twin(self) -> ExperienceStore:
+        return ExperienceStore(self.db, blocking=True)
+
+
+async def gather_reads(store: ExperienceStore, *fns: Callable[[sqlite3.Connection], Any]) -> list[Any]:
+    """Several reads; concurrently on the pool in async mode, in order when blocking."""
+    if store.blocking:
+        return [await store.read(fn) for fn in fns]
+    return list(await asyncio.gather(*(store.read(fn) for fn in fns)))
+
+
+__all__ = [
+    "MEMORIES",
+    "MEMORIES_FTS",
+    "MEMORY_TAGS",
+    "SESSIONS",
+    "TABLES",
+    "Ended",
+    "ExperienceStore",
+    "Probe",
+    "Ranked",
+    "Scope",
+    "by_ids",
+    "context_text",
+    "end_session",
+    "forget",
+    "ids_in_scope",
+    "insert_memory",
+    "insert_session",
+    "learn",
+    "rank",
+    "select_one",
+    "select_session",
+    "session_text",
+    "touch",
+    "update",
+]

@@ -1,0 +1,65 @@
+"""The Python API: the documented example runs, and the API is the tools' behaviour, synchronously."""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+from robot_mcp_memory.api import RobotMemory
+from robot_mcp_memory.errors import InvalidInput, NotFound, StorageError
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "experiences.md"
+
+
+def test_the_documented_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    section = DOC.read_text(encoding="utf-8").split("## Python API", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code.group(1), str(DOC), "exec"), {})
+    assert (tmp_path / "data" / "index.db").exists()
+
+
+def test_calls_work_without_an_event_loop_and_from_many_threads(tmp_path: Path) -> None:
+    with RobotMemory(tmp_path, robot_id="ur5-01", collection="bench") as mem:
+        errors: list[BaseException] = []
+
+        def worker(k: int) -> None:
+            try:
+                for i in range(20):
+                    mem.learn(f"thread {k} trial {i} used force {k * 100 + i} N")
+                    mem.recall(f"thread {k}")
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        hits = mem.recall("force", n=100, collection="bench")
+        assert len(hits) == 80
+        assert {h["recorded_by"] for h in hits} == {"ur5-01"}
+
+
+def test_refusals_raise_the_packages_errors(tmp_path: Path) -> None:
+    mem = RobotMemory(tmp_path)
+    with pytest.raises(InvalidInput):
+        mem.recall("x", context_filter={"a": {"$like": 1}})
+    with pytest.raises(NotFound):
+        mem.forget(12345, "nope")
+    mem.close()
+    with pytest.raises(StorageError):
+        mem.learn("after close")
+
+
+def test_learn_many_accepts_text_pairs_and_keyword_dicts(tmp_path: Path) -> None:
+    with RobotMemory(tmp_path) as mem:
+        out = mem.batch_learn(["open the door slowly", ("the door sticks", {"task": {"success": False}}),
+                               {"insight": "open the door slowly", "context": ""}])  # fmt: skip
+        assert [o["status"] for o in out] == ["created", "created", "duplicate"]
+        assert mem.get(out[1]["memory_id"])["task"] == {"success": False}

@@ -1,0 +1,82 @@
+"""Dedup decides on numbers, outcomes and negation; text similarity only proposes."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from robot_mcp_memory.experiences import dedup
+from robot_mcp_memory.experiences.dedup import Candidate, facts_hash, facts_of
+from robot_mcp_memory.search import segment
+
+
+def same_facts(a: str, b: str, ca: dict[str, object] | None = None, cb: dict[str, object] | None = None) -> bool:
+    return facts_hash(facts_of(a, ca or {})) == facts_hash(facts_of(b, cb or {}))
+
+
+def test_numbers_are_compared_exactly_after_canonicalisation() -> None:
+    assert dedup.numbers("force 12.50 N, angle +030, -0.0 offset, 1,5 m") == ("12.5", "30", "0", "1.5")
+    assert same_facts("grip at 12.50 N", "grip at 12.5 N")
+    assert not same_facts("grip at 12 N", "grip at 12.1 N")
+    assert not same_facts("grip at 12 N", "grip at 15 N")
+
+
+def test_parameters_outcome_and_source_in_the_context_decide() -> None:
+    t = "grasp the mug by the handle"
+    assert not same_facts(t, t, {"params": {"force": 12}}, {"params": {"force": 15}})
+    assert not same_facts(t, t, {"params": {"mode": "soft"}}, {"params": {"mode": "hard"}})
+    assert not same_facts(t, t, {"task": {"success": True}}, {"task": {"success": False}})
+    assert not same_facts(t, t, {"env": {"sim_or_real": "real"}}, {"env": {"sim_or_real": "sim"}})
+    assert not same_facts(t, t, {"spatial": {"position": [1, 2, 3]}}, {"spatial": {"position": [1, 2, 4]}})
+    assert same_facts(t, t, {"params": {"force": 12}, "robot": {"id": "a"}}, {"params": {"force": 12.0}, "robot": {}})
+
+
+def test_a_negated_instruction_is_not_the_positive_one() -> None:
+    assert not same_facts("do not grasp the mug by the rim", "grasp the mug by the rim when it is hot")
+    assert not same_facts("don't pour fast", "pour fast")
+    assert not same_facts("不要抓杯沿", "抓杯沿")
+    assert same_facts("never grasp the rim", "do not grasp the rim")
+
+
+def test_success_and_failure_words_decide_too() -> None:
+    assert not same_facts("the grasp at the handle worked", "the grasp at the handle failed")
+
+
+def test_judge_proposes_exact_then_lexical_then_semantic() -> None:
+    text = "Grasp the mug by its handle."
+    exact = [Candidate(1, "grasp the mug by its handle", {})]
+    assert dedup.judge(text, exact, []) == dedup.Duplicate(1, "exact", 1.0)
+    lexical = [Candidate(2, "grasp the mug by the handle", {}), Candidate(3, "open the door", {})]
+    dup = dedup.judge(text, [], lexical)
+    assert dup is not None
+    assert dup.existing_id == 2
+    assert dup.method == "jaccard"
+    assert dedup.judge(text, [], [Candidate(3, "open the door", {})]) is None
+    semantic = [Candidate(4, "hold the cup at its grip", {}, similarity=0.95)]
+    assert dedup.judge(text, [], [], semantic) == dedup.Duplicate(4, "cosine", 0.95)
+    assert dedup.judge(text, [], [], [Candidate(5, "x", {}, similarity=0.5)]) is None
+
+
+def test_a_repeated_perception_with_new_data_hashes_differently() -> None:
+    a = dedup.perception_hash("mug on the table", "visual", {"bbox": [1, 2, 3, 4]}, {})
+    b = dedup.perception_hash("mug on the table", "visual", {"bbox": [1, 2, 3, 5]}, {})
+    assert a != b
+    assert a == dedup.perception_hash("Mug on the  table.", "visual", {"bbox": [1, 2, 3, 4]}, {})
+
+
+words = st.lists(st.sampled_from([f"w{i}" for i in range(30)]), min_size=1, max_size=12, unique=True)
+
+
+@given(a=words, b=words)
+def test_the_pigeonhole_query_finds_every_text_similar_enough(a: list[str], b: list[str]) -> None:
+    """Completeness of the lexical stage: whenever Jaccard(a, b) ≥ the threshold, b matches a's query."""
+    expr = dedup.candidate_expression(a)
+    assert expr is not None
+    c = sqlite3.connect(":memory:")
+    c.execute("CREATE VIRTUAL TABLE memories_fts USING fts5(content, context)")
+    c.execute("INSERT INTO memories_fts(rowid, content, context) VALUES (1, ?, ?)", (" ".join(b), " ".join(a)))
+    matched = bool(c.execute("SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?", (expr,)).fetchall())
+    if dedup.jaccard(segment.words(" ".join(a)), segment.words(" ".join(b))) >= dedup.JACCARD_DUPLICATE:
+        assert matched

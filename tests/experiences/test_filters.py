@@ -1,0 +1,127 @@
+"""context_filter → SQL, run against a real SQLite table of JSON contexts."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from robot_mcp_memory.errors import InvalidInput
+from robot_mcp_memory.experiences.filters import OPERATORS, compile_filter, json_path
+
+CONTEXTS: dict[int, dict[str, Any]] = {
+    1: {"task": {"success": True, "name": "grasp"}, "params": {"force": 12.5, "mode": "soft"}, "tags": ["a", "b"]},
+    2: {"task": {"success": False, "name": "grasp"}, "params": {"force": 15}, "spatial": {"position": [1, 2, 3]}},
+    3: {"task": {"name": "place"}, "params": {"force": "high"}, "robot": {"type": "ur5e"}},
+    4: {"task": {"success": 1}, "params": {"force": None}},
+    5: {},
+}
+
+
+@pytest.fixture(scope="module")
+def conn() -> Iterator[sqlite3.Connection]:
+    c = sqlite3.connect(":memory:")
+    c.execute("CREATE TABLE m (id INTEGER PRIMARY KEY, context TEXT NOT NULL)")
+    c.executemany("INSERT INTO m VALUES (?, ?)", [(k, json.dumps(v)) for k, v in CONTEXTS.items()])
+    yield c
+    c.close()
+
+
+def ids(conn: sqlite3.Connection, spec: dict[str, Any]) -> set[int]:
+    cond = compile_filter(spec, "m.context")
+    return {r[0] for r in conn.execute(f"SELECT id FROM m WHERE {cond.sql}", cond.params)}  # noqa: S608 - test
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({"task.success": True}, {1}),
+        ({"task.success": False}, {2}),
+        ({"task.success": {"$eq": True}}, {1}),
+        ({"task": {"success": True}}, {1}),  # nested objects read as dot paths
+        ({"task.success": 1}, {4}),  # the number 1 is not true
+        ({"task.success": {"$ne": True}}, {2, 3, 4, 5}),  # $ne also matches a missing path
+        ({"params.force": {"$gte": 12.5}}, {1, 2}),
+        ({"params.force": {"$gt": 12.5, "$lte": 15}}, {2}),
+        ({"params.force": {"$lt": 100}}, {1, 2}),  # a string is never compared with a number
+        ({"params.force": {"$gt": "a"}}, {3}),  # strings compare with strings
+        ({"params.force": None}, {4}),
+        ({"params.force": {"$exists": True}}, {1, 2, 3, 4}),
+        ({"params.force": {"$exists": False}}, {5}),
+        ({"task.name": {"$in": ["grasp", "pour"]}}, {1, 2}),
+        ({"task.name": {"$nin": ["grasp"]}}, {3, 4, 5}),
+        ({"task.name": {"$in": []}}, set()),
+        ({"spatial.position.1": 2}, {2}),
+        ({"spatial.position": [1, 2, 3]}, {2}),
+        ({"tags": {"$eq": ["a", "b"]}}, {1}),
+        ({"robot.type": "ur5e", "task.name": "place"}, {3}),
+        ({"task.success": True, "params.mode": "hard"}, set()),
+        ({}, {1, 2, 3, 4, 5}),
+    ],
+)
+def test_each_operator_selects_exactly_the_matching_contexts(
+    conn: sqlite3.Connection, spec: dict[str, Any], expected: set[int]
+) -> None:
+    assert ids(conn, spec) == expected
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"task.success": {"$regex": "x"}},
+        {"task.success": {"$eq": True, "$foo": 1}},
+        {"$or": [{"a": 1}]},
+        {"params.force": {"$lt": True}},
+        {"params.force": {"$lt": [1]}},
+        {"params.force": {"$in": "abc"}},
+        {"params.force": {"$exists": "yes"}},
+        {"a..b": 1},
+        {"a.b c": 1},
+        {"0.a": 1},
+        {'a"; DROP TABLE m; --': 1},
+        {".".join(["a"] * 9): 1},
+    ],
+)
+def test_an_unknown_operator_or_a_malformed_path_is_refused_never_ignored(spec: dict[str, Any]) -> None:
+    with pytest.raises(InvalidInput):
+        compile_filter(spec, "m.context")
+
+
+def test_paths_and_values_are_bound_parameters_never_sql_text() -> None:
+    cond = compile_filter({"task.name": "x' OR 1=1 --", "params.force": {"$in": [1, "y"]}}, "m.context")
+    assert "x'" not in cond.sql
+    assert "OR 1=1" not in cond.sql
+    assert '$."task"."name"' in cond.params
+
+
+def test_json_path_quotes_keys_and_indexes_lists() -> None:
+    assert json_path("spatial.position.0") == '$."spatial"."position"[0]'
+    assert json_path("task.my-key") == '$."task"."my-key"'
+
+
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.floats(allow_nan=False, allow_infinity=False), st.text()
+)
+keys = st.text(alphabet="abcxyz_-0123456789.$ ", min_size=0, max_size=12)
+specs = st.dictionaries(
+    keys,
+    st.one_of(scalars, st.dictionaries(st.sampled_from([*OPERATORS, "$bad"]), st.one_of(scalars, st.lists(scalars)))),
+    max_size=4,
+)
+
+
+@given(spec=specs)
+def test_any_filter_either_compiles_to_sql_that_runs_or_is_refused(spec: dict[str, Any]) -> None:
+    c = sqlite3.connect(":memory:")
+    c.execute("CREATE TABLE m (id INTEGER PRIMARY KEY, context TEXT NOT NULL)")
+    c.executemany("INSERT INTO m VALUES (?, ?)", [(k, json.dumps(v)) for k, v in CONTEXTS.items()])
+    try:
+        cond = compile_filter(spec, "m.context")
+    except InvalidInput:
+        return
+    c.execute(f"SELECT id FROM m WHERE {cond.sql}", cond.params).fetchall()  # noqa: S608 - test

@@ -1,0 +1,177 @@
+"""ExperienceService: the write pipeline, recall ranking, sessions and the tenancy rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.errors import Conflict, Forbidden, InvalidInput, NotFound
+from robot_mcp_memory.principal import ADMIN, STDIO, Principal
+from tests.experiences.conftest import age, put_in_group, shared_writer
+
+RAP1, RAP2, RAP3 = Principal.robot("rap-1"), Principal.robot("rap-2"), Principal.robot("rap-3")
+
+
+async def test_memories_carry_the_tenant_or_the_configured_robot(memory: Memory) -> None:
+    svc = memory.experiences
+    mine = await svc.learn(RAP1, "the lab door sticks in the morning")
+    theirs = await svc.learn(STDIO, "the lab door sticks in the evening")
+    assert mine.robot == "rap-1"
+    assert theirs.robot == "tester"  # ROBOT_ID of the test settings
+    assert (await svc.get(ADMIN, mine.memory_id)).robot == "rap-1"
+
+
+async def test_a_robot_reads_its_group_and_shared_memories_and_nothing_else(memory: Memory) -> None:
+    await put_in_group(memory, "kitchen", "rap-1", "rap-2")
+    svc = memory.experiences
+    a = await svc.learn(RAP1, "the kettle lid sticks")
+    b = await svc.learn(RAP2, "the kettle handle is hot")
+    c = await svc.learn(RAP3, "the kettle is in the cupboard")
+    s = await shared_writer(memory).learn(ADMIN, "the kettle must be empty before moving it")
+    seen = {h.memory.id for h in (await svc.recall(RAP1, "kettle", n=10)).hits}
+    assert seen == {a.memory_id, b.memory_id, s.memory_id}
+    assert {h.memory.id for h in (await svc.recall(RAP3, "kettle", n=10)).hits} == {c.memory_id, s.memory_id}
+    assert {h.memory.id for h in (await svc.recall(ADMIN, "kettle", n=10)).hits} == {
+        a.memory_id,
+        b.memory_id,
+        c.memory_id,
+        s.memory_id,
+    }
+    for call in (svc.get(RAP3, a.memory_id), svc.forget(RAP3, a.memory_id, "x"), svc.update(RAP3, a.memory_id, "y")):
+        with pytest.raises(NotFound):
+            await call
+    with pytest.raises(Forbidden):
+        await svc.forget(RAP1, s.memory_id, "wrong")
+    await svc.forget(RAP2, a.memory_id, "group mates may correct each other")
+
+
+async def test_sessions_are_pinned_to_their_robot(memory: Memory) -> None:
+    svc = memory.experiences
+    s = await svc.start_session(RAP1, context={"task": {"name": "pour"}})
+    with pytest.raises(NotFound):
+        await svc.learn(RAP3, "pouring is messy", session_id=s.id)
+    with pytest.raises(NotFound):
+        await svc.end_session(RAP3, s.id)
+    with pytest.raises(NotFound):
+        await svc.learn(RAP1, "pouring is messy", session_id="no-such-session")
+    await svc.end_session(RAP1, s.id)
+    with pytest.raises(Conflict):
+        await svc.end_session(RAP1, s.id)
+
+
+async def test_forget_is_a_soft_delete_with_a_reason(memory: Memory) -> None:
+    svc = memory.experiences
+    m = await svc.learn(STDIO, "the blue box weighs 2 kg")
+    await svc.forget(STDIO, m.memory_id, "it weighs 3 kg")
+    assert (await svc.recall(STDIO, "blue box")).hits == []
+    gone = await svc.get(STDIO, m.memory_id)
+    assert gone.status == "forgotten"
+    assert gone.forget_reason == "it weighs 3 kg"
+    with pytest.raises(NotFound):
+        await svc.forget(STDIO, m.memory_id, "again")
+
+
+async def test_update_reclassifies_and_reindexes(memory: Memory) -> None:
+    svc = memory.experiences
+    m = await svc.learn(STDIO, "the blue box weighs 2 kg", context={"params": {"mass": 2}})
+    up = await svc.update(STDIO, m.memory_id, "never lift the blue crate above the shoulder")
+    assert up.old_content == "the blue box weighs 2 kg"
+    assert up.memory.category == "constraint"
+    assert up.memory.context == {"params": {"mass": 2}}  # an empty context keeps the old one
+    assert [h.memory.id for h in (await svc.recall(STDIO, "crate")).hits] == [m.memory_id]
+    assert (await svc.recall(STDIO, "weighs")).hits == []
+
+
+async def test_filter_only_recall_works_without_a_query(memory: Memory) -> None:
+    svc = memory.experiences
+    ok = await svc.learn(STDIO, "approach slowly", context={"task": {"success": True}})
+    await svc.learn(STDIO, "approach quickly", context={"task": {"success": False}})
+    found = await svc.recall(STDIO, "", context_filter={"task.success": True})
+    assert found.mode == "filter"
+    assert [h.memory.id for h in found.hits] == [ok.memory_id]
+
+
+async def test_scores_are_normalised_so_the_best_hit_is_one(memory: Memory) -> None:
+    svc = memory.experiences
+    for text in ("grasp the mug", "grasp the mug by the handle, grasp it firmly", "the mug is red"):
+        await svc.learn(STDIO, text)
+    hits = (await svc.recall(STDIO, "grasp mug", n=3)).hits
+    assert hits[0].score == 1.0
+    assert all(0 < h.score <= 1.0 for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+async def test_real_world_experience_ranks_above_simulation(memory: Memory) -> None:
+    svc = memory.experiences
+    sim = await svc.learn(STDIO, "wipe the table in circles", context={"task": {"source": "sim"}})
+    real = await svc.learn(STDIO, "wipe the table in circles", context={"env": {"sim_or_real": "real"}})
+    assert [h.memory.id for h in (await svc.recall(STDIO, "wipe table")).hits] == [real.memory_id, sim.memory_id]
+
+
+async def test_spatial_sort_blends_distance_with_relevance(memory: Memory) -> None:
+    svc = memory.experiences
+
+    async def at(text: str, x: float) -> int:
+        return (await svc.learn(STDIO, text, context={"spatial": {"position": [x, 0.0, 0.0]}})).memory_id
+
+    near = await at("the cup is fragile", 0.1)
+    far = await at("the cup is fragile, handle the cup gently, the cup cracks", 5.0)
+    none = (await svc.learn(STDIO, "a fragile cup without a position")).memory_id
+    spec = {"field": "spatial.position", "target": [0, 0, 0]}
+    ranked = [h.memory.id for h in (await svc.recall(STDIO, "cup", n=5, spatial_sort=spec)).hits]
+    assert ranked[0] == near
+    assert set(ranked) == {near, far, none}
+    within = await svc.recall(STDIO, "cup", n=5, spatial_sort={**spec, "max_distance": 1.0})
+    assert [h.memory.id for h in within.hits] == [near]
+    assert within.hits[0].distance == pytest.approx(0.1)
+    no_blend = await svc.recall(STDIO, "cup", n=5, spatial_sort={**spec, "weight": 0.0})
+    assert no_blend.hits[0].memory.id == far  # with weight 0 only relevance orders
+
+
+@pytest.mark.parametrize(
+    "spatial",
+    [{"target": "here"}, {"target": []}, {"target": [1, 2, 3, 4, 5]}, {"target": [1], "max_distance": -1}, {"x": 1}],
+)
+async def test_a_malformed_spatial_sort_is_refused(memory: Memory, spatial: dict[str, object]) -> None:
+    with pytest.raises(InvalidInput):
+        await memory.experiences.recall(STDIO, "cup", spatial_sort=spatial)
+
+
+async def test_time_decay_is_computed_at_read_time_from_age(memory: Memory) -> None:
+    svc = memory.experiences
+    m = await svc.learn(STDIO, "the printer jams on thick paper")  # confidence 0.8
+    age(memory, m.memory_id, 69.3)  # one half-life
+    hit = (await svc.recall(STDIO, "printer")).hits[0]
+    assert hit.confidence == pytest.approx(0.4, abs=1e-3)
+    assert hit.memory.confidence == 0.8  # the stored value never changes
+    assert (await svc.recall(STDIO, "printer", min_confidence=0.5)).hits == []
+    age(memory, m.memory_id, 1000)
+    assert (await svc.recall(STDIO, "printer")).hits[0].confidence == pytest.approx(0.4, abs=1e-3)  # the floor
+
+
+async def test_session_recall_and_related_memories(memory: Memory) -> None:
+    svc = memory.experiences
+    before = await svc.learn(STDIO, "pour the kettle slowly to avoid splashing")
+    s = await svc.start_session(STDIO, context={"task": {"name": "pour kettle"}})
+    inside = await svc.learn(STDIO, "the kettle spout drips when tilted past 60 degrees", session_id=s.id)
+    assert [h.memory.id for h in (await svc.recall(STDIO, "kettle", session_id=s.id)).hits] == [inside.memory_id]
+    ended = await svc.end_session(STDIO, s.id, outcome_score=0.75)
+    assert ended.session.outcome_score == 0.75
+    assert ended.session.ended_at is not None
+    assert ended.summary["memories"] == 1
+    assert [h.memory.id for h in ended.related] == [before.memory_id]  # the session's own are excluded
+
+
+@pytest.mark.parametrize("score", [-0.1, 1.5, float("nan")])
+async def test_outcome_score_is_between_zero_and_one(memory: Memory, score: float) -> None:
+    s = await memory.experiences.start_session(STDIO)
+    with pytest.raises(InvalidInput):
+        await memory.experiences.end_session(STDIO, s.id, score)
+
+
+async def test_learn_many_dedups_within_the_batch(memory: Memory) -> None:
+    out = await memory.experiences.learn_many(
+        STDIO, [("grip the can at 5 N", None), ("Grip the can at 5 N.", None), ("grip the can at 6 N", None)]
+    )
+    assert [x.status for x in out] == ["created", "duplicate", "created"]
+    assert out[1].memory_id == out[0].memory_id

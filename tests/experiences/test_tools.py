@@ -1,0 +1,113 @@
+"""The seven experience tools through the in-memory MCP client: names, shapes, limits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from robot_mcp_memory.server import MemoryMCP
+from tests.conftest import Client
+
+EXPERIENCE_TOOLS = {
+    "learn": ["insight", "context", "collection", "session_id"],
+    "recall": [
+        "query",
+        "n",
+        "collection",
+        "min_confidence",
+        "session_id",
+        "context_filter",
+        "spatial_sort",
+        "include_data",
+    ],
+    "save_perception": ["description", "perception_type", "data", "metadata", "collection", "session_id"],
+    "forget": ["memory_id", "reason"],
+    "update": ["memory_id", "new_content", "context"],
+    "start_session": ["collection", "context"],
+    "end_session": ["session_id", "outcome_score"],
+}
+
+
+async def test_the_seven_tools_have_robotmem_argument_names_in_order(server: MemoryMCP) -> None:
+    tools = {t.name: t for t in await server.list_tools()}
+    for name, args in EXPERIENCE_TOOLS.items():
+        assert list(tools[name].inputSchema["properties"]) == args, name
+        assert tools[name].outputSchema is not None
+    assert tools["recall"].annotations is not None
+    assert tools["recall"].annotations.readOnlyHint is True
+    assert tools["forget"].annotations is not None
+    assert tools["forget"].annotations.destructiveHint is True
+
+
+async def test_result_shapes_are_robotmems(client: Client) -> None:
+    s = await client.call("start_session", collection="lab", context={"task": {"name": "sort"}})
+    assert set(s) >= {"session_id", "collection", "robot", "context", "started_at"}
+    created = await client.call(
+        "learn", insight="sort the red blocks first", collection="lab", session_id=s["session_id"]
+    )
+    assert set(created) >= {"status", "memory_id", "auto_inferred", "robot", "collection"}
+    assert created["status"] == "created"
+    assert created["robot"] == "tester"
+    assert created["collection"] == "lab"
+    dup = await client.call("learn", insight="Sort the red blocks first.", collection="lab")
+    assert dup["status"] == "duplicate"
+    assert set(dup) >= {"existing_id", "method", "similarity"}
+    seen = await client.call(
+        "save_perception", description="blocks on the tray", collection="lab", perception_type="tactile"
+    )
+    assert set(seen) >= {"memory_id", "perception_type", "collection"}
+    found = await client.call("recall", query="red sort", collection="lab")
+    assert set(found) == {"memories", "total", "mode"}
+    assert found["total"] == 1
+    assert found["mode"] == "keyword"
+    m = found["memories"][0]
+    assert set(m) >= {"id", "content", "category", "confidence", "context", "params", "spatial", "robot", "task"}
+    up = await client.call("update", memory_id=created["memory_id"], new_content="sort the blue blocks first")
+    assert up["status"] == "updated"
+    assert up["old_content"] == "sort the red blocks first"
+    gone = await client.call("forget", memory_id=seen["memory_id"], reason="the tray was empty")
+    assert gone == {"status": "forgotten", "memory_id": seen["memory_id"], "content": "blocks on the tray",
+                    "reason": "the tray was empty"}  # fmt: skip
+    ended = await client.call("end_session", session_id=s["session_id"], outcome_score=1)
+    assert set(ended) >= {"status", "summary", "consolidated", "related_memories"}
+    assert ended["status"] == "ended"
+
+
+async def test_other_collections_are_not_searched(client: Client) -> None:
+    await client.call("learn", insight="the blue door is locked", collection="site-a")
+    assert (await client.call("recall", query="blue door", collection="site-b"))["memories"] == []
+    assert (await client.call("recall", query="blue door", collection="site-a"))["total"] == 1
+
+
+async def test_forgotten_and_unknown_memories_are_not_found(client: Client) -> None:
+    m = await client.call("learn", insight="the lift is slow")
+    await client.call("forget", memory_id=m["memory_id"], reason="it was repaired")
+    assert (await client.call("update", memory_id=m["memory_id"], new_content="x"))["error"] == "not_found"
+    assert (await client.call("forget", memory_id=999, reason="x"))["error"] == "not_found"
+    assert (await client.call("end_session", session_id="nope"))["error"] == "not_found"
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("recall", {"query": "x", "n": 0}),
+        ("recall", {"query": "x", "n": 101}),
+        ("recall", {"query": "x", "min_confidence": 1.5}),
+        ("recall", {"query": "x" * 4001}),
+        ("recall", {"query": "x", "collection": "bad name!"}),
+        ("recall", {"query": "x", "context_filter": "not json"}),
+        ("recall", {"query": "x", "context_filter": "[1, 2]"}),
+        ("learn", {"insight": ""}),
+        ("learn", {"insight": "x" * 10_001}),
+        ("learn", {"insight": "x", "session_id": "s" * 65}),
+        ("learn", {"insight": "x", "context": {"note": "y" * 70_000}}),
+        ("save_perception", {"description": "x", "perception_type": "Visual Light"}),
+        ("save_perception", {"description": "x", "metadata": {"m": "y" * 20_000}}),
+        ("forget", {"memory_id": 0, "reason": "x"}),
+        ("forget", {"memory_id": 1, "reason": ""}),
+        ("end_session", {"session_id": "s", "outcome_score": 2}),
+    ],
+)
+async def test_limits_are_enforced_as_invalid_arguments(client: Client, tool: str, args: dict[str, Any]) -> None:
+    assert (await client.call(tool, **args))["error"] == "invalid"
