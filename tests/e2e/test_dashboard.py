@@ -15,6 +15,9 @@ import httpx
 import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.config import Settings
+from robot_mcp_memory.principal import Principal
 from tests.e2e.harness import ServerProcess
 
 pytestmark = pytest.mark.e2e
@@ -81,6 +84,42 @@ async def seed(server: ServerProcess) -> None:
         await call("PUT", "/api/fleet/self-improve", {"enabled": True, "group": "acme-line-2"})
 
 
+MEMORY_XSS = 'the mug slipped <script>window.__pwned = 4</script><img src=x onerror="window.__pwned = 5">'
+
+
+async def seed_experiences(data_dir: Path) -> None:
+    """An episode of rap-1 with a success and a failure (whose text carries a stored script), and
+    one memory of rap-9 — written through the Python API before the server starts."""
+    settings = Settings.from_env({"MEMORY_DATA_DIR": str(data_dir), "MEMORY_EMBEDDER": "hashing"})
+    memory = Memory.open(settings)
+    try:
+        exp = memory.experiences
+        rap1, rap9 = Principal.robot("rap-1"), Principal.robot("rap-9")
+        session = await exp.start_session(rap1, "kitchen", {"task": {"name": "grasp mug"}})
+        await exp.learn(
+            rap1,
+            "grip_force=12.5N holds the blue mug",
+            {"params": {"grip_force": 12.5}, "task": {"name": "grasp mug", "success": True}},
+            "kitchen",
+            session.id,
+        )
+        await exp.learn(
+            rap1,
+            MEMORY_XSS,
+            {
+                "params": {"grip_force": 5},
+                "spatial": {"xyz": [0.4, 0.1, 0.9]},
+                "task": {"name": "grasp mug", "success": False},
+            },
+            "kitchen",
+            session.id,
+        )
+        await exp.end_session(rap1, session.id, 0.5)
+        await exp.learn(rap9, "the parts shelf is 1.2 m high", {"task": {"success": True}}, "lab")
+    finally:
+        memory.close()
+
+
 @pytest.fixture
 async def server(tmp_path: Path) -> AsyncIterator[ServerProcess]:
     env = {
@@ -88,6 +127,7 @@ async def server(tmp_path: Path) -> AsyncIterator[ServerProcess]:
         "MEMORY_ROBOT_TOKENS": ",".join(f"{r}:{t}" for r, t in ROBOT_TOKENS.items()),
         "MEMORY_EMBEDDER": "hashing",
     }
+    await seed_experiences(tmp_path / "data")
     proc = ServerProcess(data_dir=tmp_path / "data", log_dir=tmp_path, env=env)
     await proc.start()
     try:
@@ -227,3 +267,45 @@ async def test_a_stored_script_in_a_process_renders_as_text(server: ServerProces
     assert await page.evaluate("typeof window.__pwned") == "undefined"
     assert dialogs == []
     await shot(page, "process-escaped")
+
+
+async def test_experiences_filters_detail_and_a_session_timeline(server: ServerProcess, browser: Browser) -> None:
+    page = await open_page(browser)
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: dialogs.append(d.message))
+    await login(page, server, ADMIN)
+    await expect(page.locator("#recent-failures")).to_contain_text("the mug slipped <script>")
+    await page.click("#nav a[data-path=experiences]")
+    table = page.locator("#memories-table")
+    await expect(table).to_contain_text("grip_force=12.5N holds the blue mug")
+    await expect(table).to_contain_text("the parts shelf")
+    await page.select_option("#memory-filters select[name=success]", "false")
+    await page.click("#memory-filters button[type=submit]")
+    await expect(table).not_to_contain_text("blue mug")
+    await expect(table.locator("tbody tr")).to_have_count(1)
+    await shot(page, "experiences")
+    await table.locator("a").first.click()
+    content = page.locator("#memory-content")
+    await expect(content).to_have_text(MEMORY_XSS)
+    await expect(page.locator("main")).to_contain_text('"grip_force": 5')
+    await expect(page.locator("main")).to_contain_text("0.4")
+    assert await page.locator("main img, main script").count() == 0
+    assert await page.evaluate("typeof window.__pwned") == "undefined"
+    assert dialogs == []
+    await shot(page, "experience-detail")
+    await page.locator("dd a").click()  # its session
+    timeline = page.locator("#session-timeline li")
+    await expect(timeline).to_have_count(2)
+    await expect(timeline.nth(1)).to_have_class("failure")
+    await shot(page, "session-timeline")
+
+
+async def test_a_scoped_robot_sees_only_its_groups_memories(server: ServerProcess, browser: Browser) -> None:
+    page = await open_page(browser)
+    await login(page, server, ROBOT_TOKENS["rap-9"])
+    await page.goto(server.url("/#/experiences"))
+    table = page.locator("#memories-table")
+    await expect(table).to_contain_text("the parts shelf")
+    await expect(table).not_to_contain_text("blue mug")
+    await page.goto(server.url("/#/sessions"))
+    await expect(page.locator("#sessions-table")).to_contain_text("Nothing here yet")

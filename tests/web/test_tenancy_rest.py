@@ -9,6 +9,9 @@ from typing import Any
 
 import httpx
 
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.principal import ADMIN as ADMIN_PRINCIPAL
+from robot_mcp_memory.principal import Principal
 from tests.web.conftest import ADMIN, TOKENS, Connect, doc
 
 Check = Callable[[httpx.Response], bool]
@@ -180,9 +183,59 @@ def cells() -> list[Cell]:
     return out
 
 
-async def test_the_tenancy_matrix_over_rest(secured: Connect) -> None:
+async def arrange_experiences(memory: Memory) -> dict[str, Any]:
+    """Memories and a session of a1, a memory of b1, and one written by the admin (attributed to
+    the server's ROBOT_ID, a robot in no group)."""
+    exp = memory.experiences
+    a1, b1 = Principal.robot("a1"), Principal.robot("b1")
+    s = await exp.start_session(a1, "kitchen")
+    mem_a = await exp.learn(a1, "mug handle faces left in kitchen A", {"task": {"success": True}}, "kitchen", s.id)
+    mem_a2 = await exp.learn(a1, "the drawer sticks when humid", {"task": {"success": False}}, "kitchen")
+    mem_b = await exp.learn(b1, "mug handle faces right in lab B", {"task": {"success": False}}, "lab")
+    mem_x = await exp.learn(ADMIN_PRINCIPAL, "operator note: recalibrate monthly", None, "ops")
+    return {"session": s.id, "a": mem_a.memory_id, "a2": mem_a2.memory_id, "b": mem_b.memory_id, "x": mem_x.memory_id}
+
+
+def experience_cells(made: dict[str, Any]) -> list[Cell]:
+    a, a2, b, x, sid = made["a"], made["a2"], made["b"], made["x"], made["session"]
+    out = [
+        Cell(who, f"{path} without a valid token", "GET", path, status(401))
+        for who in ("wrong", "none")
+        for path in ("/api/memories", "/api/sessions", "/api/recent-failures")
+    ]
+    out += [
+        Cell("admin", "every memory", "GET", "/api/memories", ids("memories", "id", {a, a2, b, x})),
+        Cell("a1", "own group's memories only", "GET", "/api/memories", ids("memories", "id", {a, a2})),
+        Cell("b1", "own group's memories only", "GET", "/api/memories", ids("memories", "id", {b})),
+        Cell("a1", "robot=b1 cannot escape the scope", "GET", "/api/memories", ids("memories", "id", set()),
+             params={"robot": "b1"}),
+        Cell("a1", "get its own memory", "GET", f"/api/memories/{a}", status(200)),
+        Cell("b1", "another group's memory is not_found", "GET", f"/api/memories/{a}", status(404)),
+        Cell("a1", "the admin's memory is not_found", "GET", f"/api/memories/{x}", status(404)),
+        Cell("b1", "recall never returns another group's memory", "GET", "/api/search/memories",
+             ids("memories", "id", set()), params={"q": "mug handle faces left", "collection": "kitchen"}),
+        Cell("a1", "recall in scope", "GET", "/api/search/memories", ids("memories", "id", {a}),
+             params={"q": "mug handle", "collection": "kitchen"}),
+        Cell("b1", "update another group's memory is not_found", "PATCH", f"/api/memories/{a}", status(404),
+             body={"content": "hijacked"}),
+        Cell("b1", "forget another group's memory is not_found", "POST", f"/api/memories/{a}/forget", status(404),
+             body={"reason": "spite"}),
+        Cell("a1", "forget its own memory", "POST", f"/api/memories/{a2}/forget", status(200),
+             body={"reason": "drawer fixed"}),
+        Cell("a1", "its own sessions", "GET", "/api/sessions", ids("sessions", "id", {sid})),
+        Cell("b1", "no session of another group", "GET", "/api/sessions", ids("sessions", "id", set())),
+        Cell("b1", "another group's timeline is not_found", "GET", f"/api/sessions/{sid}/memories", status(404)),
+        Cell("admin", "any timeline", "GET", f"/api/sessions/{sid}/memories", status(200)),
+        Cell("b1", "recent failures of its own group only", "GET", "/api/recent-failures", ids("memories", "id", {b})),
+        Cell("b1", "collections of its own group only", "GET", "/api/collections",
+             ids("collections", "name", {"lab"})),
+    ]  # fmt: skip
+    return out
+
+
+async def test_the_tenancy_matrix_over_rest(secured: Connect, secured_memory: Memory) -> None:
     await arrange(secured)
-    matrix = cells()
+    matrix = cells() + experience_cells(await arrange_experiences(secured_memory))
     failures: list[str] = []
     for cell in matrix:
         async with secured(WHO[cell.who]) as c:
@@ -195,4 +248,4 @@ async def test_the_tenancy_matrix_over_rest(secured: Connect) -> None:
     passed = len(matrix) - len(failures)
     print(f"REST tenancy matrix: {len(matrix)} cells tried, {passed} passed")  # noqa: T201 - the issue asks for the size
     assert not failures, "\n".join(failures)
-    assert len(matrix) >= 60
+    assert len(matrix) >= 90

@@ -118,7 +118,12 @@ def build_web(memory: Memory, auth: TokenAuth, sessions: SessionStore | None = N
 
 
 def _register_optional(api: Api, ctx: WebContext) -> None:
-    """Domains that exist only in some builds register here (experiences, once on `Memory`)."""
+    """The experience memory's endpoints (and the dashboard's Experiences and Sessions pages)."""
+    from robot_mcp_memory.experiences.browse import ExperienceBrowser
+    from robot_mcp_memory.web.api import experiences
+
+    service = ctx.memory.experiences
+    experiences.register(api, ctx, service, ExperienceBrowser(service.store, ctx.memory.policy))
 
 
 __all__ = ["Web", "build_web"]

@@ -1,0 +1,131 @@
+"""Browsing the experience memory for operators: filtered lists, sessions with their timelines,
+collections, categories, recent failures and per-day counts — with the §6a read rule applied
+(a robot token sees its own group's and fleet-wide ``shared`` memories; out-of-scope ids and
+sessions read as ``not_found``). Read-only: changes go through `ExperienceService`."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from robot_mcp_memory.errors import InvalidInput, NotFound
+from robot_mcp_memory.experiences import browse_repo
+from robot_mcp_memory.experiences.browse_repo import Filters, SessionRow
+from robot_mcp_memory.experiences.model import Experience, Session
+from robot_mcp_memory.experiences.storage import ExperienceStore
+from robot_mcp_memory.principal import Principal
+from robot_mcp_memory.services.policy import Policy
+
+MAX_LIMIT = 500
+MAX_TIMELINE = 2000
+STATUSES = ("active", "forgotten", "superseded", "all")
+
+
+@dataclass(frozen=True)
+class Page:
+    memories: list[Experience]
+    total: int
+
+
+@dataclass(frozen=True)
+class Sessions:
+    sessions: list[SessionRow]
+    total: int
+
+
+@dataclass(frozen=True)
+class Timeline:
+    session: Session
+    memories: list[Experience]
+
+
+def _paging(limit: int, offset: int) -> None:
+    if not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}")
+    if offset < 0:
+        raise InvalidInput("offset must be 0 or more")
+
+
+class ExperienceBrowser:
+    def __init__(self, store: ExperienceStore, policy: Policy) -> None:
+        self.store = store
+        self.policy = policy
+
+    def _visible(self, principal: Principal) -> frozenset[str] | None:
+        return self.policy.visible_robots(principal)
+
+    async def page(
+        self,
+        principal: Principal,
+        *,
+        collection: str = "",
+        robot: str = "",
+        category: str = "",
+        memory_type: str = "",
+        session_id: str = "",
+        since: float | None = None,
+        until: float | None = None,
+        success: bool | None = None,
+        status: str = "active",
+        limit: int = 50,
+        offset: int = 0,
+    ) -> Page:
+        _paging(limit, offset)
+        if status not in STATUSES:
+            raise InvalidInput(f"status must be one of {', '.join(STATUSES)}")
+        f = Filters(
+            self._visible(principal),
+            collection,
+            robot,
+            category,
+            memory_type,
+            session_id,
+            since,
+            until,
+            success,
+            status,
+        )
+        memories, total = await self.store.read(lambda c: browse_repo.page(c, f, limit, offset))
+        return Page(memories, total)
+
+    async def get(self, principal: Principal, mid: int) -> Experience:
+        exp = await self.store.read(lambda c: browse_repo.one(c, mid))
+        if exp is None or not self.policy.can_see(principal, exp.robot):
+            raise NotFound(f"no memory {mid}; recall or the memory list shows what exists")
+        return exp
+
+    async def sessions(
+        self, principal: Principal, *, collection: str = "", robot: str = "", limit: int = 50, offset: int = 0
+    ) -> Sessions:
+        _paging(limit, offset)
+        visible = self._visible(principal)
+        rows, total = await self.store.read(
+            lambda c: browse_repo.sessions(c, visible, collection, robot, limit, offset)
+        )
+        return Sessions(rows, total)
+
+    async def timeline(self, principal: Principal, session_id: str) -> Timeline:
+        s = await self.store.read(lambda c: browse_repo.session(c, session_id))
+        if s is None or not self.policy.can_see(principal, s.robot):
+            raise NotFound(f"no session '{session_id}'")
+        memories = await self.store.read(lambda c: browse_repo.timeline(c, session_id, MAX_TIMELINE))
+        return Timeline(s, [m for m in memories if self.policy.can_see(principal, m.robot)])
+
+    async def collections(self, principal: Principal) -> list[tuple[str, int]]:
+        visible = self._visible(principal)
+        return await self.store.read(lambda c: browse_repo.counts_by(c, "collection", visible))
+
+    async def categories(self, principal: Principal) -> list[tuple[str, int]]:
+        visible = self._visible(principal)
+        return await self.store.read(lambda c: browse_repo.counts_by(c, "category", visible))
+
+    async def counts(self, principal: Principal) -> dict[str, int]:
+        visible = self._visible(principal)
+        return await self.store.read(lambda c: browse_repo.status_counts(c, visible))
+
+    async def per_day(self, principal: Principal, days: int) -> list[tuple[str, int, int, int]]:
+        if not 1 <= days <= 366:
+            raise InvalidInput("days must be between 1 and 366")
+        visible = self._visible(principal)
+        since = time.time() - days * 86_400
+        return await self.store.read(lambda c: browse_repo.per_day(c, visible, since))

@@ -1,0 +1,181 @@
+"""Read-only SQL for browsing the experience memory (the dashboard and REST API): filtered,
+paged lists, sessions and their timelines, collections, categories and per-day counts.
+
+Every query takes the caller's visibility (`visible`: the robots whose memories may be shown, or
+None for everyone) and applies it in its ``WHERE``, like recall does. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+from robot_mcp_memory.experiences import storage
+from robot_mcp_memory.experiences.model import Experience, Session
+
+#: ``task.success`` as the context stores it (JSON true/false → 1/0 from json_extract).
+_SUCCESS = "json_extract(m.context, '$.task.success')"
+
+
+@dataclass(frozen=True)
+class Filters:
+    visible: frozenset[str] | None
+    collection: str = ""
+    robot: str = ""
+    category: str = ""
+    type: str = ""
+    session_id: str = ""
+    since: float | None = None
+    until: float | None = None
+    success: bool | None = None
+    status: str = "active"  # active | forgotten | superseded | all
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    session: Session
+    memories: int
+    failures: int
+
+
+def _in(column: str, values: Collection[str]) -> tuple[str, list[Any]]:
+    if not values:
+        return "0", []
+    return f"{column} IN ({','.join('?' * len(values))})", sorted(values)
+
+
+def _where(f: Filters, alias: str = "m") -> tuple[str, list[Any]]:
+    parts: list[str] = []
+    params: list[Any] = []
+    if f.visible is not None:
+        sql, p = _in(f"{alias}.robot", f.visible)
+        parts.append(sql)
+        params += p
+    for column, value in (
+        ("collection", f.collection),
+        ("robot", f.robot),
+        ("category", f.category),
+        ("type", f.type),
+        ("session_id", f.session_id),
+    ):
+        if value:
+            parts.append(f"{alias}.{column} = ?")
+            params.append(value)
+    if f.status != "all":
+        parts.append(f"{alias}.status = ?")
+        params.append(f.status)
+    if f.since is not None:
+        parts.append(f"{alias}.created_at >= ?")
+        params.append(f.since)
+    if f.until is not None:
+        parts.append(f"{alias}.created_at < ?")
+        params.append(f.until)
+    if f.success is not None:
+        parts.append(f"{_SUCCESS.replace('m.', alias + '.')} = ?")
+        params.append(1 if f.success else 0)
+    return (" AND ".join(parts) or "1"), params
+
+
+def page(conn: sqlite3.Connection, f: Filters, limit: int, offset: int) -> tuple[list[Experience], int]:
+    """Memories passing `f`, newest first, and how many pass in all."""
+    where, params = _where(f)
+    total = int(conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", params).fetchone()[0])  # noqa: S608
+    ids = [
+        r[0]
+        for r in conn.execute(
+            f"SELECT m.id FROM memories m WHERE {where} ORDER BY m.created_at DESC, m.id DESC LIMIT ? OFFSET ?",  # noqa: S608
+            [*params, limit, offset],
+        )
+    ]
+    rows = storage._rows(conn, ids, include_data=False)
+    return [rows[i] for i in ids if i in rows], total
+
+
+def one(conn: sqlite3.Connection, mid: int) -> Experience | None:
+    return storage.select_one(conn, mid)
+
+
+def sessions(
+    conn: sqlite3.Connection, visible: frozenset[str] | None, collection: str, robot: str, limit: int, offset: int
+) -> tuple[list[SessionRow], int]:
+    parts, params = [], []
+    if visible is not None:
+        sql, p = _in("s.robot", visible)
+        parts.append(sql)
+        params += p
+    if collection:
+        parts.append("s.collection = ?")
+        params.append(collection)
+    if robot:
+        parts.append("s.robot = ?")
+        params.append(robot)
+    where = " AND ".join(parts) or "1"
+    total = int(conn.execute(f"SELECT count(*) FROM sessions s WHERE {where}", params).fetchone()[0])  # noqa: S608
+    sql = (
+        "SELECT s.id, s.robot, s.collection, s.context, s.started_at, s.ended_at, s.outcome_score, s.summary, "  # noqa: S608 - fixed names, values bound
+        "(SELECT count(*) FROM memories m WHERE m.session_id = s.id), "
+        f"(SELECT count(*) FROM memories m WHERE m.session_id = s.id AND {_SUCCESS} = 0) "
+        f"FROM sessions s WHERE {where} ORDER BY s.started_at DESC, s.id LIMIT ? OFFSET ?"
+    )
+    rows = conn.execute(sql, [*params, limit, offset]).fetchall()
+    out = [
+        SessionRow(
+            Session(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5], r[6], json.loads(r[7]) if r[7] else None),
+            int(r[8]),
+            int(r[9]),
+        )
+        for r in rows
+    ]
+    return out, total
+
+
+def session(conn: sqlite3.Connection, sid: str) -> Session | None:
+    return storage.select_session(conn, sid)
+
+
+def timeline(conn: sqlite3.Connection, sid: str, limit: int) -> list[Experience]:
+    """A session's memories in the order they were made (every status: the timeline is history)."""
+    ids = [
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM memories WHERE session_id = ? ORDER BY created_at, id LIMIT ?", (sid, limit)
+        )
+    ]
+    rows = storage._rows(conn, ids, include_data=False)
+    return [rows[i] for i in ids if i in rows]
+
+
+def counts_by(conn: sqlite3.Connection, column: str, visible: frozenset[str] | None) -> list[tuple[str, int]]:
+    """Active memories per `column` value (``collection`` or ``category``)."""
+    if column not in ("collection", "category"):
+        raise ValueError(column)
+    where, params = _where(Filters(visible))
+    rows = conn.execute(
+        f"SELECT m.{column}, count(*) FROM memories m WHERE {where} GROUP BY m.{column} ORDER BY count(*) DESC, 1",  # noqa: S608
+        params,
+    )
+    return [(str(r[0]), int(r[1])) for r in rows]
+
+
+def status_counts(conn: sqlite3.Connection, visible: frozenset[str] | None) -> dict[str, int]:
+    where, params = _where(Filters(visible, status="all"))
+    rows = conn.execute(f"SELECT m.status, count(*) FROM memories m WHERE {where} GROUP BY m.status", params)  # noqa: S608
+    out = {"active": 0, "forgotten": 0, "superseded": 0}
+    out.update({str(r[0]): int(r[1]) for r in rows})
+    out["total"] = sum(out.values())
+    return out
+
+
+def per_day(conn: sqlite3.Connection, visible: frozenset[str] | None, since: float) -> list[tuple[str, int, int, int]]:
+    """(day, successes, failures, others) of memories created since `since`, by task.success."""
+    where, params = _where(Filters(visible, since=since, status="all"))
+    rows = conn.execute(
+        f"SELECT date(m.created_at, 'unixepoch') AS day, "  # noqa: S608
+        f"sum({_SUCCESS} = 1), sum({_SUCCESS} = 0), sum({_SUCCESS} IS NULL) "
+        f"FROM memories m WHERE {where} GROUP BY day ORDER BY day",
+        params,
+    )
+    return [(str(r[0]), int(r[1] or 0), int(r[2] or 0), int(r[3] or 0)) for r in rows]

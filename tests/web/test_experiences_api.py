@@ -1,0 +1,143 @@
+"""The experience memory over REST: list with filters, search, get, update, forget, sessions and
+their timelines, collections, categories, recent failures, per-day counts — and their tenancy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.principal import Principal
+from tests.web.conftest import ADMIN, TOKENS, Connect
+
+A1 = Principal.robot("a1")
+B1 = Principal.robot("b1")
+
+
+async def ok(r: httpx.Response) -> dict[str, Any]:
+    assert r.status_code == 200, r.text
+    data: dict[str, Any] = r.json()
+    return data
+
+
+async def arrange(secured: Connect, memory: Memory) -> dict[str, Any]:
+    async with secured(ADMIN) as c:
+        for g in ("grp-a", "grp-b"):
+            await ok(await c.put(f"/api/fleet/groups/{g}", json={}))
+        for robot, group in (("a1", "grp-a"), ("b1", "grp-b")):
+            await ok(await c.post("/api/fleet/robots", json={"robot_id": robot, "group": group}))
+    exp = memory.experiences
+    session = await exp.start_session(A1, "kitchen", {"task": {"name": "grasp mug"}})
+    ok_mem = await exp.learn(
+        A1,
+        "grip_force=12.5N works for the blue mug",
+        {"params": {"grip_force": 12.5}, "task": {"name": "grasp mug", "success": True}},
+        "kitchen",
+        session.id,
+    )
+    failed = await exp.learn(
+        A1,
+        "the mug slipped at grip_force=5N <script>window.__x=1</script>",
+        {"params": {"grip_force": 5}, "task": {"name": "grasp mug", "success": False}, "spatial": {"xyz": [1, 2, 3]}},
+        "kitchen",
+        session.id,
+    )
+    other = await exp.learn(B1, "the shelf in lab B is 1.2 m high", {"task": {"success": True}}, "lab")
+    return {"session": session.id, "ok": ok_mem.memory_id, "failed": failed.memory_id, "other": other.memory_id}
+
+
+async def test_memories_can_be_listed_filtered_searched_read_updated_and_forgotten(
+    secured: Connect, secured_memory: Memory
+) -> None:
+    ids = await arrange(secured, secured_memory)
+    async with secured(ADMIN) as c:
+        every = await ok(await c.get("/api/memories"))
+        assert every["total"] == 3
+        kitchen = await ok(await c.get("/api/memories", params={"collection": "kitchen"}))
+        assert {m["id"] for m in kitchen["memories"]} == {ids["ok"], ids["failed"]}
+        failures = await ok(await c.get("/api/memories", params={"success": "false"}))
+        assert [m["id"] for m in failures["memories"]] == [ids["failed"]]
+        by_robot = await ok(await c.get("/api/memories", params={"robot": "b1"}))
+        assert [m["id"] for m in by_robot["memories"]] == [ids["other"]]
+        future = await ok(await c.get("/api/memories", params={"since": "2999-01-01"}))
+        assert future["total"] == 0
+        past = await ok(await c.get("/api/memories", params={"until": "2000-01-01T00:00:00Z"}))
+        assert past["total"] == 0
+        paged = await ok(await c.get("/api/memories", params={"limit": 1, "offset": 1}))
+        assert (len(paged["memories"]), paged["total"]) == (1, 3)
+        found = await ok(await c.get("/api/search/memories", params={"q": "grip force mug", "collection": "kitchen"}))
+        assert found["mode"]
+        assert {m["id"] for m in found["memories"]} <= {ids["ok"], ids["failed"]}
+        assert found["memories"][0]["score"] == 1.0
+        one = await ok(await c.get(f"/api/memories/{ids['failed']}"))
+        assert one["task"]["success"] is False
+        assert one["params"] == {"grip_force": 5}
+        assert one["spatial"] == {"xyz": [1, 2, 3]}
+        assert "<script>" in one["content"]  # raw in JSON; the dashboard shows it as text
+        r = await c.patch(f"/api/memories/{ids['ok']}", json={"content": "grip_force=12N works for the blue mug"})
+        updated = await ok(r)
+        assert updated["status"] == "updated"
+        assert updated["memory"]["content"].startswith("grip_force=12N")
+        gone = await ok(await c.post(f"/api/memories/{ids['other']}/forget", json={"reason": "wrong shelf"}))
+        assert gone == {"status": "forgotten", "memory_id": ids["other"], "reason": "wrong shelf"}
+        assert (await ok(await c.get("/api/memories")))["total"] == 2
+        assert (await ok(await c.get("/api/memories", params={"status": "forgotten"})))["total"] == 1
+
+
+async def test_sessions_timelines_and_the_overview_lists(secured: Connect, secured_memory: Memory) -> None:
+    ids = await arrange(secured, secured_memory)
+    async with secured(ADMIN) as c:
+        sessions = await ok(await c.get("/api/sessions"))
+        assert sessions["total"] == 1
+        s = sessions["sessions"][0]
+        assert (s["id"], s["robot"], s["memories"], s["failures"]) == (ids["session"], "a1", 2, 1)
+        timeline = await ok(await c.get(f"/api/sessions/{ids['session']}/memories"))
+        assert [m["id"] for m in timeline["memories"]] == [ids["ok"], ids["failed"]]
+        collections = await ok(await c.get("/api/collections"))
+        assert {x["name"]: x["count"] for x in collections["collections"]} == {"kitchen": 2, "lab": 1}
+        categories = await ok(await c.get("/api/categories"))
+        assert sum(x["count"] for x in categories["categories"]) == 3
+        recent = await ok(await c.get("/api/recent-failures"))
+        assert [m["id"] for m in recent["memories"]] == [ids["failed"]]
+        days = await ok(await c.get("/api/charts/memories", params={"days": 7}))
+        assert sum(d["success"] for d in days["days"]) == 2
+        assert sum(d["failure"] for d in days["days"]) == 1
+        stats = await ok(await c.get("/api/stats"))
+        assert stats["experiences"]["active"] == 3
+        who = await ok(await c.get("/api/session"))
+        assert "experiences" in who["features"]
+
+
+async def test_a_robot_token_sees_only_its_groups_memories_and_sessions(
+    secured: Connect, secured_memory: Memory
+) -> None:
+    ids = await arrange(secured, secured_memory)
+    async with secured(TOKENS["b1"]) as c:
+        mine = await ok(await c.get("/api/memories"))
+        assert [m["id"] for m in mine["memories"]] == [ids["other"]]
+        assert (await ok(await c.get("/api/memories", params={"robot": "a1"})))["total"] == 0
+        assert (await c.get(f"/api/memories/{ids['failed']}")).status_code == 404
+        assert (await c.get(f"/api/sessions/{ids['session']}/memories")).status_code == 404
+        assert (await ok(await c.get("/api/sessions")))["total"] == 0
+        assert (await ok(await c.get("/api/recent-failures")))["total"] == 0
+        found = await ok(await c.get("/api/search/memories", params={"q": "mug", "collection": "kitchen"}))
+        assert found["memories"] == []
+        r = await c.patch(f"/api/memories/{ids['ok']}", json={"content": "hijacked"})
+        assert r.status_code == 404
+        r = await c.post(f"/api/memories/{ids['ok']}/forget", json={"reason": "spite"})
+        assert r.status_code == 404
+        assert {x["name"] for x in (await ok(await c.get("/api/collections")))["collections"]} == {"lab"}
+    async with secured(TOKENS["a1"]) as c:
+        assert (await ok(await c.get("/api/memories")))["total"] == 2
+        assert (await c.get(f"/api/sessions/{ids['session']}/memories")).status_code == 200
+
+
+async def test_bad_experience_arguments_are_400(secured: Connect) -> None:
+    async with secured(ADMIN) as c:
+        for params in ({"since": "yesterday"}, {"since": "2026-13-45"}, {"success": "maybe"}, {"status": "gone"}):
+            r = await c.get("/api/memories", params=params)
+            assert r.status_code == 400, params
+            assert r.json()["error"] == "invalid"
+        assert (await c.get("/api/memories/0")).status_code == 400
+        assert (await c.get("/api/memories/999")).status_code == 404
