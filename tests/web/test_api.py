@@ -191,3 +191,17 @@ def test_the_cli_has_a_web_command() -> None:
 
     args = _parser().parse_args(["web", "--port", "9104", "--host", "0.0.0.0"])
     assert (args.command, args.port, args.host) == ("web", 9104, "0.0.0.0")
+
+
+def test_every_endpoint_is_documented_in_docs_dashboard_md(secured_memory: Memory) -> None:
+    from pathlib import Path
+
+    from robot_mcp_memory.tokens import TokenAuth
+    from robot_mcp_memory.web import build_web
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "dashboard.md").read_text(encoding="utf-8")
+    web = build_web(secured_memory, TokenAuth(None, {}))
+    missing = [
+        f"{ep.method} {ep.path}" for ep in web.api.endpoints if f"{ep.path}`" not in doc and f"{ep.path}?" not in doc
+    ]
+    assert not missing, f"document these in docs/dashboard.md: {missing}"
