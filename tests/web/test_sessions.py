@@ -163,3 +163,30 @@ def test_sessions_are_stored_by_digest_not_by_id() -> None:
     assert session.csrf_token != sid
     assert store.end(sid) is True
     assert store.end(sid) is False
+
+
+async def test_repeated_failed_logins_from_one_address_are_slowed_down(secured: Connect) -> None:
+    async with secured() as c:
+        for _ in range(10):
+            assert (await c.post("/api/login", json={"token": "guess-guess-guess"})).status_code == 401
+        r = await c.post("/api/login", json={"token": ADMIN})
+    assert r.status_code == 429
+    assert r.headers["retry-after"]
+    assert r.json()["error"] == "too_many_requests"
+
+
+def test_the_login_throttle_forgets_old_failures_and_clears_on_success() -> None:
+    from robot_mcp_memory.web.sessions import LoginThrottle
+
+    now = [0.0]
+    t = LoginThrottle(max_failures=2, window_s=10, clock=lambda: now[0])
+    t.failed("a")
+    t.failed("a")
+    assert not t.allows("a")
+    assert t.allows("b")
+    now[0] = 11
+    assert t.allows("a")
+    t.failed("a")
+    t.succeeded("a")
+    t.failed("a")
+    assert t.allows("a")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.principal import Principal
 from robot_mcp_memory.tokens import TokenAuth
-from robot_mcp_memory.web.sessions import SessionStore
+from robot_mcp_memory.web.sessions import LoginThrottle, SessionStore
 
 
 @dataclass
@@ -16,5 +16,6 @@ class WebContext:
     memory: Memory
     auth: TokenAuth
     sessions: SessionStore
+    login_throttle: LoginThrottle = field(default_factory=LoginThrottle)
     #: Memory counts for /api/stats, set when the experience memory is registered.
     experience_counts: Callable[[Principal], Awaitable[dict[str, int]]] | None = None

@@ -12,6 +12,7 @@ not_found             404     no such thing, or not visible to this caller
 method_not_allowed    405     the path exists, the method does not
 conflict              409     the change clashes with what is stored
 misdirected           421     the Host header is not this server's (DNS-rebinding protection)
+too_many_requests     429     too many failed logins from one address (``Retry-After``)
 busy                  503     overloaded; nothing was stored — retry later (``Retry-After``)
 unavailable           503     a dependency (the embedder) is down
 internal              500     a bug: logged with a ``reference``; the body says nothing else
@@ -42,6 +43,7 @@ STATUS: dict[str, int] = {
     "conflict": 409,
     "too_large": 413,
     "misdirected": 421,
+    "too_many_requests": 429,
     "unsupported_media_type": 415,
     "busy": 503,
     "unavailable": 503,
@@ -59,6 +61,7 @@ DESCRIPTIONS: dict[int, str] = {
     413: "request body too large",
     415: "the body must be application/json",
     421: "the Host header names no host this server answers for (MEMORY_ALLOWED_HOSTS)",
+    429: "too many failed logins from this address: wait and retry (Retry-After)",
     500: "internal error (the body carries a reference id for the server log)",
     503: "busy or a dependency is unavailable: retry later",
 }
@@ -70,6 +73,8 @@ def problem(code: str, detail: str, status: int | None = None, **extra: str) -> 
     status = status if status is not None else STATUS.get(code, 400)
     if status == 503:
         headers["retry-after"] = "5"
+    elif status == 429:
+        headers["retry-after"] = "60"
     return JSONResponse({"error": code, "detail": detail, **extra}, status_code=status, headers=headers)
 
 

@@ -17,6 +17,10 @@ class Unauthorized(MemoryError_):
     code = "unauthorized"
 
 
+class TooManyRequests(MemoryError_):
+    code = "too_many_requests"
+
+
 def _cookie(value: str, max_age: int, secure: bool) -> str:
     parts = [f"{SESSION_COOKIE}={value}", "HttpOnly", "SameSite=Strict", "Path=/", f"Max-Age={max_age}"]
     if secure:
@@ -25,6 +29,8 @@ def _cookie(value: str, max_age: int, secure: bool) -> str:
 
 
 def register(api: Api, ctx: WebContext) -> None:
+    throttle = ctx.login_throttle
+
     def info(principal: Principal, cookie: bool, csrf: str | None) -> SessionInfo:
         group = ctx.memory.fleet.registry.group_of(principal.robot_id) if principal.robot_id else None
         return SessionInfo(
@@ -43,17 +49,23 @@ def register(api: Api, ctx: WebContext) -> None:
 
     @api.route(
         "POST", "/api/login", args=NoArgs, body=LoginBody, response=SessionInfo, summary="Log in", tag="session",
-        public=True, errors=(401,),
+        public=True, errors=(401, 429),
     )  # fmt: skip
     async def login(call: Call[NoArgs, LoginBody]) -> SessionInfo:
         """Check a token (sent in the JSON body, never in a URL) and start a browser session: the
         answer sets an HttpOnly, SameSite=Strict session cookie and carries the CSRF token."""
         if not ctx.auth.enabled:
             return info(call.principal, False, None)
+        client = call.request.client.host if call.request.client else "-"
+        if not throttle.allows(client):
+            _log.warning("web.login_throttled", client=client)
+            raise TooManyRequests("too many failed logins from this address; wait a few minutes and try again")
         principal = ctx.auth.resolve(call.body.token)
         if principal is None:
-            _log.info("web.login_refused")
+            throttle.failed(client)
+            _log.info("web.login_refused", client=client)
             raise Unauthorized("that token is not valid here; paste the admin token or a robot token")
+        throttle.succeeded(client)
         session_id, session = ctx.sessions.create(principal)
         secure = call.request.url.scheme == "https"
         call.headers.append(("set-cookie", _cookie(session_id, int(ctx.sessions.ttl_s), secure)))
