@@ -88,6 +88,13 @@ class RobotMemory:
         self._principal = principal
         self._closed = False
 
+    @property
+    def memory(self) -> Memory:
+        """The open `Memory` underneath (for commands, importers and benchmarks)."""
+        if self._memory is None or self._closed:
+            raise StorageError("this RobotMemory is closed")
+        return self._memory
+
     def _coll(self, collection: str | None) -> str:
         if self._closed:
             raise StorageError("this RobotMemory is closed")

@@ -72,4 +72,5 @@ class Memory:
         if self.embedder is not None:
             self.embedder.close()
         self.lessons.store.close()
+        self.experiences.store.access.flush()  # pending access counts, before the writer drains
         self.index.close()

@@ -18,7 +18,9 @@ never the number 1.
 Anything else — an unknown operator, a malformed path, a wrong operand — raises `InvalidInput`
 naming the problem: a filter that cannot be understood must never silently pass everything.
 Paths are validated segment by segment *and* bound as parameters; only fixed SQL text is
-interpolated. The condition runs in SQL before ranking, so filtered recall sees every match.
+interpolated. Each test compares the value first and checks its JSON type only for rows that pass
+(``AND`` short-circuits), so most rows cost one lookup in the parsed context. The condition runs in
+SQL before ranking, so filtered recall sees every match.
 """
 
 from __future__ import annotations
@@ -136,17 +138,17 @@ def _eq(column: str, jp: str, path: str, value: Any) -> tuple[str, list[Any]]:
     if isinstance(value, int | float):
         _scalar(path, "$eq", value)
         return (
-            f"coalesce(json_type({column}, ?) IN ('integer', 'real') AND json_extract({column}, ?) = ?, 0)",
-            [jp, jp, value],
+            f"coalesce(json_extract({column}, ?) = ? AND json_type({column}, ?) IN ('integer', 'real'), 0)",
+            [jp, value, jp],
         )
     if isinstance(value, str):
-        return f"coalesce(json_type({column}, ?) = 'text' AND json_extract({column}, ?) = ?, 0)", [jp, jp, value]
+        return f"coalesce(json_extract({column}, ?) = ? AND json_type({column}, ?) = 'text', 0)", [jp, value, jp]
     if isinstance(value, list | dict):
         kind = "array" if isinstance(value, list) else "object"
         encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         return (
-            f"coalesce(json_type({column}, ?) = '{kind}' AND json_extract({column}, ?) = json(?), 0)",
-            [jp, jp, encoded],
+            f"coalesce(json_extract({column}, ?) = json(?) AND json_type({column}, ?) = '{kind}', 0)",
+            [jp, encoded, jp],
         )
     raise InvalidInput(f"context_filter value for '{path}' must be a JSON value")
 
@@ -179,8 +181,8 @@ def _clause(column: str, jp: str, path: str, op: str, operand: Any) -> tuple[str
     _scalar(path, op, operand)
     types = "'text'" if isinstance(operand, str) else "'integer', 'real'"
     return (
-        f"coalesce(json_type({column}, ?) IN ({types}) AND json_extract({column}, ?) {symbol} ?, 0)",
-        [jp, jp, operand],
+        f"coalesce(json_extract({column}, ?) {symbol} ? AND json_type({column}, ?) IN ({types}), 0)",
+        [jp, operand, jp],
     )
 
 

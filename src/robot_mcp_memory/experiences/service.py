@@ -13,7 +13,6 @@ suspending (`run_sync`), so a training loop pays no event-loop hop per call.
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 import uuid
@@ -56,8 +55,6 @@ T = TypeVar("T")
 Mode = Literal["keyword", "hybrid", "filter"]
 JsonArg = Mapping[str, Any] | str | None
 MAX_SESSION_ID = 64
-#: How many ranked candidates spatial blending starts from (grown until the top n is exact).
-SPATIAL_POOL = 50
 #: Hybrid recall: candidates per list before reciprocal-rank fusion.
 HYBRID_POOL = 30
 
@@ -359,40 +356,16 @@ class ExperienceService:
         return Recalled(hits, "keyword" if match is not None else "filter")
 
     async def _ranked(self, scope: Scope, match: str | None, n: int, include_data: bool) -> list[Hit]:
-        """Keyword or filter-only ranking, all in SQL; with spatial_sort, a threshold-algorithm
-        merge of the by-score and by-distance lists that grows until the top n is exact."""
+        """Keyword or filter-only ranking, entirely in SQL (with spatial_sort, by the blend of
+        relevance and proximity, computed over every match in one pass)."""
         sp = scope.spatial
-        if sp is None:
-            rows = await self.store.read(lambda c: storage.rank(c, scope, match, "score", n, include_data))
-            return _normalised([(r, r.score) for r in rows], None)
-        k = max(SPATIAL_POOL, 4 * n)
-        while True:
-            by_score, by_dist = await storage.gather_reads(
-                self.store,
-                functools.partial(
-                    storage.rank, scope=scope, match=match, order="score", limit=k, include_data=include_data
-                ),
-                functools.partial(
-                    storage.rank, scope=scope, match=match, order="distance", limit=k, include_data=include_data
-                ),
-            )
-            if not by_score:
-                return []
-            top = by_score[0].score or 1.0
-            merged = {r.memory.id: r for r in [*by_score, *by_dist]}
-            blended = sorted(
-                ((r, _blend(sp, r.score / top, r.dist2)) for r in merged.values()),
-                key=lambda x: (-x[1], -x[0].memory.id),
-            )[:n]
-            if len(by_score) < k:
-                return _normalised(blended, sp)
-            last_dist = by_dist[-1].dist2 if len(by_dist) == k else None
-            bound = _blend(sp, by_score[-1].score / top, last_dist)
-            if len(blended) == n and blended[-1][1] >= bound:
-                return _normalised(blended, sp)
-            k *= 4
+        order: storage.Order = "score" if sp is None else "blend"
+        rows = await self.store.read(lambda c: storage.rank(c, scope, match, order, n, include_data))
+        return _normalised([(r, r.score if r.blend is None else r.blend) for r in rows], sp)
 
     async def _hybrid(self, scope: Scope, query: str, match: str, n: int, include_data: bool) -> Recalled:
+        """Keyword and vector ranks fused (weighted RRF), each list ranked within the filters;
+        then the same weighting as keyword recall (source × decayed confidence) and spatial blend."""
         assert self.vectors is not None
         pool = max(HYBRID_POOL, 3 * n)
         keyword = await self.store.read(lambda c: storage.rank(c, scope, match, "relevance", pool, include_data))
@@ -404,11 +377,12 @@ class ExperienceService:
         if missing:
             for r in await self.store.read(lambda c: storage.by_ids(c, scope, missing, include_data)):
                 rows[r.memory.id] = r
-        scored = [
-            (rows[int(i)], s * rows[int(i)].score / max(rows[int(i)].relevance, 1e-9) if int(i) in rows else 0.0)
-            for i, s in fused.items()
-            if int(i) in rows
-        ]
+        scored: list[tuple[Ranked, float]] = []
+        for ref, rrf_score in fused.items():
+            hit = rows.get(int(ref))
+            if hit is not None:  # a vector hit re-checked against the filters in SQL
+                weight = hit.score / hit.relevance if hit.relevance else 0.0  # source × (0.5 + 0.5 × confidence)
+                scored.append((hit, rrf_score * weight))
         sp = scope.spatial
         if sp is not None and scored:
             top = max(s for _, s in scored) or 1.0

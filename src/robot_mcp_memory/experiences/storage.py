@@ -19,6 +19,7 @@ reads on reader threads, writes on the writer thread, access counters on the hot
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import sqlite3
 import threading
@@ -26,7 +27,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from robot_mcp_memory.errors import NotFound
+from robot_mcp_memory.errors import NotFound, StorageError
 from robot_mcp_memory.experiences import consolidate
 from robot_mcp_memory.experiences.dedup import Candidate, Duplicate
 from robot_mcp_memory.experiences.filters import Condition, json_path
@@ -75,6 +76,10 @@ MEMORIES = Table(
         "CREATE INDEX IF NOT EXISTS idx_memories_session ON memories(session_id)",
         "CREATE INDEX IF NOT EXISTS idx_memories_hash ON memories(content_hash)",
         "CREATE INDEX IF NOT EXISTS idx_memories_facts ON memories(facts_hash)",
+        # Everything ranking needs except the context, keyed by id: a text search joins its matches
+        # here (narrow rows, cache-friendly) instead of into the table.
+        "CREATE INDEX IF NOT EXISTS idx_memories_rank ON memories"
+        "(id, collection, status, robot, confidence, updated_at, source_weight, session_id)",
     ),
 )
 MEMORY_TAGS = Table(
@@ -112,6 +117,8 @@ MEMORIES_FTS = fts5_table(
 )
 TABLES: tuple[Table, ...] = (MEMORIES, MEMORY_TAGS, SESSIONS, MEMORIES_FTS)
 
+#: Access counts wait at most this long before they are written (one transaction for the lot).
+ACCESS_FLUSH_S = 0.25
 #: bm25 column weights for (content, context text).
 BM25_WEIGHTS = "1.0, 0.4"
 MAX_CONTEXT_TEXT = 8_000
@@ -474,9 +481,11 @@ class Ranked:
     score: float  # relevance × source weight × (0.5 + 0.5 × decayed confidence)
     confidence: float  # decayed
     dist2: float | None
+    #: For ``order="blend"``: (1 − w)·score/best score + w·proximity, the spatial ranking key.
+    blend: float | None = None
 
 
-Order = Literal["score", "relevance", "distance"]
+Order = Literal["score", "relevance", "distance", "blend"]
 
 
 def _dist2(spatial: Spatial | None) -> tuple[str, list[Any]]:
@@ -488,27 +497,55 @@ def _dist2(spatial: Spatial | None) -> tuple[str, list[Any]]:
     squares, params = [], []
     for i, x in enumerate(spatial.target):
         p = f"{base}[{i}]"
-        term = "(CASE WHEN json_type(m.context, ?) IN ('integer', 'real') THEN json_extract(m.context, ?) - ? END)"
-        squares.append(f"{term} * {term}")
-        params.extend([p, p, x, p, p, x])
+        squares.append(
+            "(CASE WHEN json_type(m.context, ?) IN ('integer', 'real') THEN pow(json_extract(m.context, ?) - ?, 2) END)"
+        )
+        params.extend([p, p, x])
     return f"({' + '.join(squares)})", params
 
 
+def dist2_of(context: Mapping[str, Any], spatial: Spatial) -> float | None:
+    """`_dist2` in Python, for the few rows a ranking kept (same rules: every coordinate numeric)."""
+    value: Any = context
+    for seg in spatial.path.split("."):
+        if isinstance(value, Mapping):
+            value = value.get(seg)
+        elif isinstance(value, list) and seg.isdigit() and int(seg) < len(value):
+            value = value[int(seg)]
+        else:
+            return None
+    if not isinstance(value, list) or len(value) < len(spatial.target):
+        return None
+    total = 0.0
+    for v, t in zip(value, spatial.target, strict=False):
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            return None
+        total += (v - t) ** 2
+    return total
+
+
 def _ranking_sql(scope: Scope, match: str | None, order: Order, limit: int) -> tuple[str, list[Any]]:
-    """The ranking query: ``(id, rel, w, confd, dist2)`` of the memories passing every filter of
-    `scope`, best first. Only ids and numbers travel through the sort; rows are fetched after."""
+    """The ranking query: ``(id, rel, w, confd, dist2, blend)`` of the memories passing every
+    filter of `scope`, best first. Only ids and numbers travel through the sort; rows are fetched
+    after. ``blend`` (spatial_sort) ranks by relevance blended with proximity in one pass: the
+    best score over every match comes from a window function, so the top n is exact."""
     confd = "m.confidence * max(?, pow(0.5, max(0.0, ? - m.updated_at) / ?))"
     confd_p: list[Any] = [DECAY_FLOOR, scope.now, HALF_LIFE_S]
-    dist_sql, dist_p = _dist2(scope.spatial)
+    # Distances are computed in SQL only when they order or filter; otherwise `rank` computes them
+    # for the rows it keeps.
+    in_sql = scope.spatial is not None and (order in ("distance", "blend") or scope.spatial.max_distance is not None)
+    dist_sql, dist_p = _dist2(scope.spatial if in_sql else None)
     where: list[str] = []
     where_p: list[Any] = []
+    # Without the context (no filter, no distance), ranking reads only idx_memories_rank: name it.
+    hint = "" if scope.condition.sql != "1" or in_sql else " INDEXED BY idx_memories_rank"
     if match is not None:
         rel = f"-bm25(memories_fts, {BM25_WEIGHTS})"
-        source = "memories_fts JOIN memories m ON m.id = memories_fts.rowid"
+        source = f"memories_fts JOIN memories m{hint} ON m.id = memories_fts.rowid"
         where.append("memories_fts MATCH ?")
         where_p.append(match)
     else:
-        rel, source = "1.0", "memories m"
+        rel, source = "1.0", f"memories m{hint}"
     if scope.visible is not None:
         where.append(f"m.robot IN ({','.join('?' * len(scope.visible))})" if scope.visible else "0")
         where_p.extend(sorted(scope.visible))
@@ -528,18 +565,27 @@ def _ranking_sql(scope: Scope, match: str | None, order: Order, limit: int) -> t
     if scope.spatial is not None and scope.spatial.max_distance is not None:
         outer.append("dist2 <= ?")
         outer_p.append(scope.spatial.max_distance**2)
+    score = "rel * w * (0.5 + 0.5 * confd)"
+    blend, blend_p = "NULL", []
+    if order == "blend" and scope.spatial is not None:
+        blend = (
+            f"(1.0 - ?) * {score} / max(max({score}) OVER (), 1e-12) + ? * coalesce(1.0 / (1.0 + sqrt(dist2) / ?), 0.0)"
+        )
+        blend_p = [scope.spatial.weight, scope.spatial.weight, scope.spatial.scale]
     by = {
-        "score": "rel * w * (0.5 + 0.5 * confd) DESC, updated_at DESC, id DESC",
+        "score": f"{score} DESC, updated_at DESC, id DESC",
         "relevance": "rel DESC, id DESC",
-        "distance": "dist2 IS NULL, dist2 ASC, rel * w * (0.5 + 0.5 * confd) DESC, id DESC",
+        "distance": f"dist2 IS NULL, dist2 ASC, {score} DESC, id DESC",
+        "blend": "blend DESC, id DESC",
     }[order]
     sql = (
-        "SELECT id, rel, w, confd, dist2 FROM (SELECT m.id AS id, m.updated_at AS updated_at, "  # noqa: S608 - fixed text
+        "SELECT id, rel, w, confd, dist2, blend FROM (SELECT id, updated_at, rel, w, confd, dist2, "  # noqa: S608
+        f"{blend} AS blend FROM (SELECT m.id AS id, m.updated_at AS updated_at, "
         f"{rel} AS rel, m.source_weight AS w, {confd} AS confd, {dist_sql} AS dist2 "
         f"FROM {source} WHERE {' AND '.join(where)}) "
-        f"WHERE {' AND '.join(outer)} ORDER BY {by} LIMIT ?"
+        f"WHERE {' AND '.join(outer)}) ORDER BY {by} LIMIT ?"
     )
-    return sql, [*confd_p, *dist_p, *where_p, *outer_p, limit]
+    return sql, [*blend_p, *confd_p, *dist_p, *where_p, *outer_p, limit]  # in textual order
 
 
 def rank(
@@ -557,9 +603,17 @@ def rank(
     sql, params = _ranking_sql(scope, match, order, limit)
     ranked = conn.execute(sql, params).fetchall()
     rows = _rows(conn, [r[0] for r in ranked], include_data)
+    sp = scope.spatial
     return [
-        Ranked(rows[mid], float(rel), rel * w * (0.5 + 0.5 * cd), cd, d2)
-        for mid, rel, w, cd, d2 in ranked
+        Ranked(
+            rows[mid],
+            float(rel),
+            rel * w * (0.5 + 0.5 * cd),
+            cd,
+            d2 if sp is None or d2 is not None else dist2_of(rows[mid].context, sp),
+            bl,
+        )
+        for mid, rel, w, cd, d2, bl in ranked
         if mid in rows
     ]
 
@@ -581,7 +635,7 @@ def _rows(conn: sqlite3.Connection, ids: Sequence[int], include_data: bool) -> d
 def ids_in_scope(conn: sqlite3.Connection, scope: Scope, limit: int = 1_000_000) -> list[int]:
     """Every memory id passing `scope` (for a vector index to rank within, never beyond)."""
     sql, params = _ranking_sql(scope, None, "score", limit)
-    return [r[0] for r in conn.execute(sql, params)]
+    return [int(r[0]) for r in conn.execute(sql, params)]
 
 
 def by_ids(conn: sqlite3.Connection, scope: Scope, ids: Collection[int], include_data: bool = False) -> list[Ranked]:
@@ -614,8 +668,7 @@ class ExperienceStore:
     def __init__(self, db: SqliteStore, *, blocking: bool = False) -> None:
         self.db = db
         self.blocking = blocking
-        self._pending: dict[int, int] = {}
-        self._pending_lock = threading.Lock()
+        self.access = AccessCounts(db)
 
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         if self.blocking:
@@ -628,24 +681,54 @@ class ExperienceStore:
         return await self.db.write(fn)
 
     def touch(self, ids: Iterable[int], now: float) -> None:
-        """Count accesses without waiting: bursts coalesce into one hot write (dropped, and
-        counted by the store, when the hot queue is full — a counter never stalls a recall)."""
-        with self._pending_lock:
-            first = not self._pending
-            for mid in ids:
-                self._pending[mid] = self._pending.get(mid, 0) + 1
-        if first and self.db.hot(lambda c: self._flush(c, now)) is None:
-            with self._pending_lock:
-                self._pending.clear()
-
-    def _flush(self, conn: sqlite3.Connection, now: float) -> None:
-        with self._pending_lock:
-            counts, self._pending = self._pending, {}
-        if counts:
-            touch(conn, counts, now)
+        """Count accesses without waiting (see `AccessCounts`)."""
+        self.access.add(ids, now)
 
     def blocking_twin(self) -> ExperienceStore:
-        return ExperienceStore(self.db, blocking=True)
+        """The same store, blocking; it shares the access counts."""
+        twin = ExperienceStore(self.db, blocking=True)
+        twin.access = self.access
+        return twin
+
+
+class AccessCounts:
+    """Access counters waiting to be written. Every recall adds to them without waiting; at most
+    every `interval` seconds they go to the store's hot path as one transaction for the lot, so a
+    loop of recalls costs one small write now and then instead of one per recall — and never
+    delays a read. Dropped (and counted by the store) when the hot queue is full, as counters may be."""
+
+    def __init__(self, db: SqliteStore, interval: float = ACCESS_FLUSH_S) -> None:
+        self._db = db
+        self._interval = interval
+        self._lock = threading.Lock()
+        self._pending: dict[int, int] = {}
+        self._now = 0.0
+        self._timer: threading.Timer | None = None
+
+    def add(self, ids: Iterable[int], now: float) -> None:
+        with self._lock:
+            for mid in ids:
+                self._pending[mid] = self._pending.get(mid, 0) + 1
+            self._now = now
+            if self._timer is None and self._pending:
+                self._timer = threading.Timer(self._interval, self.flush)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def flush(self) -> concurrent.futures.Future[None] | None:
+        """Hand what is pending to the hot path now (also on close)."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            counts, self._pending = self._pending, {}
+            now = self._now
+        if not counts:
+            return None
+        try:
+            return self._db.hot(lambda c: touch(c, counts, now))
+        except StorageError:  # the store has closed: counters may be lost, never a read
+            return None
 
 
 async def gather_reads(store: ExperienceStore, *fns: Callable[[sqlite3.Connection], Any]) -> list[Any]:
@@ -656,11 +739,13 @@ async def gather_reads(store: ExperienceStore, *fns: Callable[[sqlite3.Connectio
 
 
 __all__ = [
+    "ACCESS_FLUSH_S",
     "MEMORIES",
     "MEMORIES_FTS",
     "MEMORY_TAGS",
     "SESSIONS",
     "TABLES",
+    "AccessCounts",
     "Ended",
     "ExperienceStore",
     "Probe",

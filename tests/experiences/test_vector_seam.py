@@ -1,0 +1,66 @@
+"""The seam for embedding search, exercised with a stub index: hybrid recall fuses keyword and
+vector ranks (RRF) within the filters, and dedup's semantic stage proposes paraphrases — which
+numbers and outcomes still decide."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.experiences.service import ExperienceService
+from robot_mcp_memory.principal import STDIO
+
+
+class StubVectors:
+    """Cosine by hand: `pairs` maps (query text, memory content) to a similarity."""
+
+    def __init__(self, memory: Memory, pairs: dict[tuple[str, str], float]) -> None:
+        self.memory = memory
+        self.pairs = pairs
+        self.contents: dict[int, str] = {}
+        self.searches: list[Sequence[int] | None] = []
+
+    async def search(self, text: str, k: int, within: Sequence[int] | None) -> list[tuple[int, float]]:
+        self.searches.append(within)
+        allowed = self.contents.keys() if within is None else within
+        scored = [(mid, self.pairs.get((text, self.contents.get(mid, "")), 0.0)) for mid in allowed]
+        return sorted((x for x in scored if x[1] > 0), key=lambda x: -x[1])[:k]
+
+    def added(self, memory_id: int, robot: str, text: str) -> None:
+        self.contents[memory_id] = text
+
+
+def with_vectors(memory: Memory, pairs: dict[tuple[str, str], float]) -> tuple[ExperienceService, StubVectors]:
+    stub = StubVectors(memory, pairs)
+    svc = memory.experiences
+    return ExperienceService(svc.store, svc.policy, default_robot="tester", vectors=stub), stub
+
+
+async def test_hybrid_recall_fuses_a_semantic_match_that_shares_no_word(memory: Memory) -> None:
+    query, paraphrase = "hold the cup firmly", "grip the mug tightly"
+    svc, stub = with_vectors(memory, {(query, "grip the mug tightly"): 0.9, (query, "grip the mug loosely"): 0.8})
+    a = await svc.learn(STDIO, paraphrase, context={"task": {"success": True}})
+    b = await svc.learn(STDIO, "grip the mug loosely", context={"task": {"success": False}})
+    c = await svc.learn(STDIO, "hold the door open", context={"task": {"success": True}})
+    found = await svc.recall(STDIO, query, n=5)
+    assert found.mode == "hybrid"
+    assert {h.memory.id for h in found.hits} == {a.memory_id, b.memory_id, c.memory_id}
+    assert found.hits[0].score == 1.0
+    filtered = await svc.recall(STDIO, query, n=5, context_filter={"task.success": True})
+    assert {h.memory.id for h in filtered.hits} == {a.memory_id, c.memory_id}
+    assert b.memory_id not in (stub.searches[-1] or [])  # the vector search ranked only within the filter
+
+
+async def test_semantic_dedup_proposes_and_numbers_decide(memory: Memory) -> None:
+    first = "grip the mug with 12 N"
+    svc, _ = with_vectors(
+        memory,
+        {("hold the cup at 12 N", first): 0.95, ("hold the cup at 15 N", first): 0.95, ("open the door", first): 0.3},
+    )
+    a = await svc.learn(STDIO, first)
+    same = await svc.learn(STDIO, "hold the cup at 12 N")
+    other = await svc.learn(STDIO, "hold the cup at 15 N")
+    assert same.status == "duplicate"
+    assert same.method == "cosine"
+    assert same.memory_id == a.memory_id
+    assert other.status == "created"
