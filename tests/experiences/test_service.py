@@ -6,6 +6,8 @@ import pytest
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import Conflict, Forbidden, InvalidInput, NotFound
+from robot_mcp_memory.experiences.service import ExperienceService
+from robot_mcp_memory.experiences.storage import ExperienceStore
 from robot_mcp_memory.principal import ADMIN, STDIO, Principal
 from tests.experiences.conftest import age, put_in_group, shared_writer
 
@@ -175,3 +177,13 @@ async def test_learn_many_dedups_within_the_batch(memory: Memory) -> None:
     )
     assert [x.status for x in out] == ["created", "duplicate", "created"]
     assert out[1].memory_id == out[0].memory_id
+
+
+async def test_a_file_without_the_ranking_index_still_recalls(memory: Memory) -> None:
+    """Files made by the first build of migration 4 lack idx_memories_rank: ranking reads the table."""
+    m = await memory.experiences.learn(STDIO, "the cart wheel squeaks")
+    memory.index.write_blocking(lambda c: c.execute("DROP INDEX idx_memories_rank"))
+    store = ExperienceStore(memory.index)
+    assert store.covering is False
+    svc = ExperienceService(store, memory.policy, default_robot="tester")
+    assert [h.memory.id for h in (await svc.recall(STDIO, "cart wheel")).hits] == [m.memory_id]

@@ -360,7 +360,8 @@ class ExperienceService:
         relevance and proximity, computed over every match in one pass)."""
         sp = scope.spatial
         order: storage.Order = "score" if sp is None else "blend"
-        rows = await self.store.read(lambda c: storage.rank(c, scope, match, order, n, include_data))
+        cover = self.store.covering
+        rows = await self.store.read(lambda c: storage.rank(c, scope, match, order, n, include_data, cover))
         return _normalised([(r, r.score if r.blend is None else r.blend) for r in rows], sp)
 
     async def _hybrid(self, scope: Scope, query: str, match: str, n: int, include_data: bool) -> Recalled:
@@ -368,8 +369,9 @@ class ExperienceService:
         then the same weighting as keyword recall (source × decayed confidence) and spatial blend."""
         assert self.vectors is not None
         pool = max(HYBRID_POOL, 3 * n)
-        keyword = await self.store.read(lambda c: storage.rank(c, scope, match, "relevance", pool, include_data))
-        within = await self.store.read(lambda c: storage.ids_in_scope(c, scope))
+        cover = self.store.covering
+        keyword = await self.store.read(lambda c: storage.rank(c, scope, match, "relevance", pool, include_data, cover))
+        within = await self.store.read(lambda c: storage.ids_in_scope(c, scope, covering=cover))
         vec = await self.vectors.search(query, pool, within)
         fused = fusion.rrf([[str(r.memory.id) for r in keyword], [str(i) for i, _ in vec]])
         rows = {r.memory.id: r for r in keyword}

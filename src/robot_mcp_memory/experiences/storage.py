@@ -524,7 +524,9 @@ def dist2_of(context: Mapping[str, Any], spatial: Spatial) -> float | None:
     return total
 
 
-def _ranking_sql(scope: Scope, match: str | None, order: Order, limit: int) -> tuple[str, list[Any]]:
+def _ranking_sql(
+    scope: Scope, match: str | None, order: Order, limit: int, covering: bool = True
+) -> tuple[str, list[Any]]:
     """The ranking query: ``(id, rel, w, confd, dist2, blend)`` of the memories passing every
     filter of `scope`, best first. Only ids and numbers travel through the sort; rows are fetched
     after. ``blend`` (spatial_sort) ranks by relevance blended with proximity in one pass: the
@@ -538,7 +540,7 @@ def _ranking_sql(scope: Scope, match: str | None, order: Order, limit: int) -> t
     where: list[str] = []
     where_p: list[Any] = []
     # Without the context (no filter, no distance), ranking reads only idx_memories_rank: name it.
-    hint = "" if scope.condition.sql != "1" or in_sql else " INDEXED BY idx_memories_rank"
+    hint = "" if scope.condition.sql != "1" or in_sql or not covering else " INDEXED BY idx_memories_rank"
     if match is not None:
         rel = f"-bm25(memories_fts, {BM25_WEIGHTS})"
         source = f"memories_fts JOIN memories m{hint} ON m.id = memories_fts.rowid"
@@ -595,12 +597,13 @@ def rank(
     order: Order,
     limit: int,
     include_data: bool = False,
+    covering: bool = True,
 ) -> list[Ranked]:
     """One ranked list of memories that pass every filter of `scope`, best first.
 
     `match` is a sanitised FTS5 expression, or None for a filter-only list (every memory in
     scope, by decayed confidence and source weight, newest first among equals)."""
-    sql, params = _ranking_sql(scope, match, order, limit)
+    sql, params = _ranking_sql(scope, match, order, limit, covering)
     ranked = conn.execute(sql, params).fetchall()
     rows = _rows(conn, [r[0] for r in ranked], include_data)
     sp = scope.spatial
@@ -632,9 +635,9 @@ def _rows(conn: sqlite3.Connection, ids: Sequence[int], include_data: bool) -> d
     return out
 
 
-def ids_in_scope(conn: sqlite3.Connection, scope: Scope, limit: int = 1_000_000) -> list[int]:
+def ids_in_scope(conn: sqlite3.Connection, scope: Scope, limit: int = 1_000_000, covering: bool = True) -> list[int]:
     """Every memory id passing `scope` (for a vector index to rank within, never beyond)."""
-    sql, params = _ranking_sql(scope, None, "score", limit)
+    sql, params = _ranking_sql(scope, None, "score", limit, covering)
     return [int(r[0]) for r in conn.execute(sql, params)]
 
 
@@ -669,6 +672,8 @@ class ExperienceStore:
         self.db = db
         self.blocking = blocking
         self.access = AccessCounts(db)
+        #: Whether idx_memories_rank exists (files made by the first build of migration 4 lack it).
+        self.covering = db.read_blocking(_has_rank_index)
 
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         if self.blocking:
@@ -688,7 +693,13 @@ class ExperienceStore:
         """The same store, blocking; it shares the access counts."""
         twin = ExperienceStore(self.db, blocking=True)
         twin.access = self.access
+        twin.covering = self.covering
         return twin
+
+
+def _has_rank_index(conn: sqlite3.Connection) -> bool:
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'idx_memories_rank'").fetchone()
+    return row is not None
 
 
 class AccessCounts:
