@@ -227,15 +227,17 @@ def search(conn: sqlite3.Connection, query: str, k: int, visible: Collection[str
     where, params = _visible_clause(visible, "p.robot")
     w = ",".join(str(x) for x in BM25_WEIGHTS)
     score = "m.relevance * (p.success_count + 1.0) / (p.success_count + p.failure_count + 2.0)"
-    rows = "JOIN processes_fts f ON f.rowid = m.fts_rowid JOIN processes p ON p.id = f.id"
-    # Ranked as ORDER BY score DESC, p.id over every match, but without joining every match to its
-    # row (a query with a common word matches the whole corpus: 36 ms → 15 ms at 10k, bench/).
-    # bm25 runs once per match (m). Reliability is below 1, so score <= relevance: the k-th best
-    # score among the `pool` most relevant matches is a floor, and no top-k document has a
-    # relevance below it; only matches at or above the floor are joined. No floor (fewer than k
-    # visible in the pool, or a non-positive one): every match is joined, as before.
+    # CROSS JOIN fixes the loop order (m, then its row): left to the planner, a robot filter makes
+    # it drive from idx_processes_robot and probe m for every visible row.
+    rows = "CROSS JOIN processes_fts f ON f.rowid = m.fts_rowid CROSS JOIN processes p ON p.id = f.id"
+    # Ranked as ORDER BY score DESC, p.id over every match, without joining every match to its row
+    # (a query with a common word matches the whole corpus; docs/benchmarks.md). bm25 runs once
+    # per match (m). Reliability is below 1, so score <= relevance: the k-th best visible score
+    # among the `pool` most relevant matches is a floor that no top-k document's relevance is
+    # below, and only matches at or above it are joined. Without a floor (fewer than k visible in
+    # the pool, or one <= 0) every match is joined, as a plain join would.
     sql = (
-        f"WITH m AS MATERIALIZED (SELECT rowid AS fts_rowid, -bm25(processes_fts, {w}) AS relevance "  # noqa: S608
+        f"WITH m AS MATERIALIZED (SELECT rowid AS fts_rowid, -bm25(processes_fts, {w}) AS relevance "  # noqa: S608 - fixed names
         "FROM processes_fts WHERE processes_fts MATCH ?), "
         "pool AS (SELECT fts_rowid, relevance FROM m ORDER BY relevance DESC LIMIT ?), "
         f"floor AS (SELECT {score} AS score FROM pool m {rows} WHERE {where} ORDER BY score DESC LIMIT 1 OFFSET ?) "
@@ -244,7 +246,7 @@ def search(conn: sqlite3.Connection, query: str, k: int, visible: Collection[str
         f"AND {where} ORDER BY {score} DESC, p.id LIMIT ?"
     )
     hits = []
-    for row in conn.execute(sql, [expr, max(100, 20 * k), *params, k - 1, *params, k]):
+    for row in conn.execute(sql, [expr, max(200, 20 * k), *params, k - 1, *params, k]):
         doc = _row_to_doc(row[:-1])
         relevance = float(row[-1])
         hits.append(Hit(doc, relevance * doc.reliability, relevance))

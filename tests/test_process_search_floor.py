@@ -1,0 +1,87 @@
+"""`store.search` joins only the matches above a relevance floor; it must rank exactly as a plain
+join over every match does (score = -bm25 × (s+1)/(s+f+2), descending, then id)."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from collections.abc import Collection, Iterator
+
+import pytest
+
+from robot_mcp_memory import db
+from robot_mcp_memory import store as sql
+from robot_mcp_memory.docmodel import ProcessDoc
+from robot_mcp_memory.search import fts
+
+WORDS = ("fetch", "deliver", "parcel", "mailroom", "kitchen", "door", "elevator", "red", "blue", "floor", "the")
+ROBOTS = ("rap-1", "rap-2", "g1", "shared")
+QUERIES = ("fetch the red parcel", "the", "deliver to the kitchen", "elevator floor", "blue door mailroom", "zebra")
+
+
+def plain_join(
+    conn: sqlite3.Connection, query: str, k: int, visible: Collection[str] | None
+) -> list[tuple[str, float]]:
+    """The ranking query `search` ran before the floor: every match joined to its row."""
+    expr = fts.match_expression(query)
+    if expr is None:
+        return []
+    where, params = sql._visible_clause(visible, "p.robot")
+    w = ",".join(str(x) for x in sql.BM25_WEIGHTS)
+    rows = conn.execute(
+        f"SELECT p.id, -bm25(processes_fts, {w}) AS relevance "  # noqa: S608 - fixed names
+        "FROM processes_fts JOIN processes p ON p.id = processes_fts.id "
+        f"WHERE processes_fts MATCH ? AND {where} "
+        "ORDER BY relevance * (p.success_count + 1.0) / (p.success_count + p.failure_count + 2.0) DESC, p.id "
+        "LIMIT ?",
+        [expr, *params, k],
+    )
+    return [(r[0], float(r[1])) for r in rows]
+
+
+@pytest.fixture(scope="module")
+def conn() -> Iterator[sqlite3.Connection]:
+    """~700 documents over a tiny vocabulary: many identical texts and counts, so scores tie."""
+    c = sqlite3.connect(":memory:", isolation_level=None)
+    for table in (db.PROCESSES, db.PROCESSES_FTS):
+        for stmt in table.ddl:
+            c.execute(stmt)
+    rng = random.Random(7)
+    docs = []
+    for i in range(700):
+        words = rng.choices(WORDS, k=rng.randint(1, 6))
+        docs.append(
+            ProcessDoc(
+                id=f"doc-{i:04d}",
+                title=" ".join(words[:3]),
+                body=" ".join(words) + "\n",
+                robot=rng.choice(ROBOTS),
+                success_count=rng.choice((0, 0, 1, 3, 9)),
+                failure_count=rng.choice((0, 0, 1, 2)),
+                created="2026-01-01T00:00:00Z",
+                updated="2026-01-01T00:00:00Z",
+            )
+        )
+    for d in docs:
+        sql.upsert(c, d)
+    for d in rng.sample(docs, 150):  # re-indexed rows: FTS rowids no longer follow the table's
+        sql.upsert(c, d.model_copy(update={"success_count": d.success_count + 1}))
+    yield c
+    c.close()
+
+
+@pytest.mark.parametrize("k", [1, 3, 10, 50])
+@pytest.mark.parametrize("visible", [None, {"rap-1"}, {"rap-1", "shared"}, {"nobody"}, set()])
+def test_search_ranks_exactly_like_a_join_over_every_match(
+    conn: sqlite3.Connection, k: int, visible: set[str] | None
+) -> None:
+    for query in QUERIES:
+        got = [(h.doc.id, h.relevance) for h in sql.search(conn, query, k, visible)]
+        assert got == plain_join(conn, query, k, visible), query
+
+
+def test_search_scores_are_relevance_times_reliability(conn: sqlite3.Connection) -> None:
+    hits = sql.search(conn, "fetch the red parcel", 10, None)
+    assert len(hits) == 10
+    assert all(h.score == h.relevance * h.doc.reliability for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
