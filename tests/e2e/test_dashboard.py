@@ -298,6 +298,16 @@ async def test_experiences_filters_detail_and_a_session_timeline(server: ServerP
     await expect(timeline).to_have_count(2)
     await expect(timeline.nth(1)).to_have_class("failure")
     await shot(page, "session-timeline")
+    await page.click("#nav a[data-path=search]")
+    await page.select_option("#search-what", "memories")
+    await page.select_option("#search-collection", "kitchen")
+    await page.fill("#search-query", "grip force for the mug")
+    await page.click("#search-run")
+    await expect(page.locator("#search-mode")).to_contain_text("Mode:")
+    await expect(page.locator("ol.ranked")).to_contain_text("blue mug")
+    await expect(page.locator("ol.ranked")).to_contain_text("<script>")
+    assert await page.evaluate("typeof window.__pwned") == "undefined"
+    await shot(page, "search-memories")
 
 
 async def test_a_scoped_robot_sees_only_its_groups_memories(server: ServerProcess, browser: Browser) -> None:

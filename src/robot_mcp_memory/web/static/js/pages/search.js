@@ -1,46 +1,84 @@
-// Search playground: which mode ran and why each result ranked where it did.
+// Search playground: which mode ran and why each result ranked where it did — for processes
+// (find_processes) and, when the server has them, memories (recall).
 import { get } from "../api.js";
 import { clear, h, link, route, s } from "../dom.js";
 
 export async function render(ctx) {
+  const hasMemories = ctx.session.features.includes("experiences");
+  const what = h("select", { id: "search-what", "aria-label": "search what" },
+    h("option", { value: "processes" }, "processes"), hasMemories ? h("option", { value: "memories" }, "memories") : null);
   const q = h("input", { type: "search", id: "search-query", placeholder: "an instruction, e.g. bring me the parcel from the mail room", value: ctx.params.get("q") || "" });
   const k = h("input", { type: "number", id: "search-k", min: 1, max: 50, value: 5 });
   const robot = h("input", { type: "text", id: "search-robot", placeholder: "as robot (optional)", maxlength: 64 });
+  const collection = h("select", { id: "search-collection", "aria-label": "collection", hidden: true });
+  if (hasMemories) {
+    const cols = await get("/api/collections");
+    const names = cols.collections.map((c) => c.name);
+    if (!names.includes("default")) names.unshift("default");
+    for (const n of names) collection.append(h("option", { value: n }, n));
+  }
+  what.addEventListener("change", () => {
+    collection.hidden = what.value !== "memories";
+    robot.hidden = what.value === "memories" || ctx.session.scoped;
+  });
   const out = h("div", { id: "search-results" });
   const run = async (event) => {
     if (event) event.preventDefault();
-    if (!q.value.trim()) return;
     try {
-      const found = await get("/api/search/processes", { q: q.value, k: k.value, robot: ctx.session.scoped ? "" : robot.value });
-      clear(out).append(result(found));
+      if (what.value === "memories") {
+        const found = await get("/api/search/memories", { q: q.value, n: k.value, collection: collection.value });
+        clear(out).append(memories(found));
+      } else {
+        if (!q.value.trim()) return;
+        const found = await get("/api/search/processes", { q: q.value, k: k.value, robot: ctx.session.scoped ? "" : robot.value });
+        clear(out).append(processes(found));
+      }
     } catch (error) { ctx.showError(error); }
   };
-  const form = h("form", { class: "row", onsubmit: run }, q, h("label", {}, "k ", k),
+  const form = h("form", { class: "row", onsubmit: run }, what, q, collection, h("label", {}, "k ", k),
     ctx.session.scoped ? null : robot, h("button", { type: "submit", id: "search-run" }, "Search"));
   if (q.value) setTimeout(run, 0);
   return h("div", {}, h("h1", {}, "Search playground"),
-    h("p", { class: "muted" }, "Runs find_processes exactly as a robot brain would (with your scope) and shows the numbers behind the order."),
+    h("p", { class: "muted" }, "Runs the same search a robot brain would (with your scope) and shows the numbers behind the order."),
     form, out);
 }
 
-function result(found) {
+function processes(found) {
   const max = Math.max(1e-9, ...found.processes.map((p) => p.score));
   return h("div", {},
     h("div", { class: "callout", id: "search-mode" }, h("strong", {}, `Mode: ${found.mode}`), h("div", {}, found.mode_reason)),
     found.processes.length === 0 ? h("p", { class: "muted" }, "No matches.") :
       h("ol", { class: "ranked" }, found.processes.map((p) => h("li", {},
         h("div", { class: "ranked-head" }, link(route("processes", p.id), p.title), h("span", { class: "muted" }, ` ${p.id} · ${p.robot}`)),
-        scoreBar(p, max),
+        scoreBar(p.relevance, p.score, max, `reliability ${p.reliability.toFixed(3)}`),
         h("div", { class: "muted small" }, p.explanation)))));
 }
 
-function scoreBar(p, max) {
+function memories(found) {
+  const why = found.mode === "hybrid"
+    ? "keyword (FTS5 bm25) and vector candidates fused by reciprocal rank, weighted by source and decayed confidence"
+    : found.mode === "filter"
+      ? "no query text: every memory passing the filters, by decayed confidence"
+      : "keyword-only: FTS5 bm25 weighted by source and decayed confidence";
+  return h("div", {},
+    h("div", { class: "callout", id: "search-mode" }, h("strong", {}, `Mode: ${found.mode}`), h("div", {}, why)),
+    found.memories.length === 0 ? h("p", { class: "muted" }, "No matches.") :
+      h("ol", { class: "ranked" }, found.memories.map((m) => h("li", {},
+        h("div", { class: "ranked-head" }, link(route("experiences", m.id), m.content.length > 140 ? m.content.slice(0, 139) + "…" : m.content),
+          h("span", { class: "muted" }, ` #${m.id} · ${m.robot} · ${m.category}`)),
+        scoreBar(m.score, m.score, 1, `confidence ${m.decayed_confidence.toFixed(3)}`),
+        h("div", { class: "muted small" }, `#${m.rank}: score ${m.score.toFixed(3)} (best = 1.000) · decayed confidence `
+          + `${m.decayed_confidence.toFixed(3)}${m.distance === null ? "" : ` · distance ${m.distance.toFixed(3)}`}`
+          + `${m.task.success === false ? " · task failed" : m.task.success === true ? " · task succeeded" : ""}`)))));
+}
+
+function scoreBar(relevance, score, max, note) {
   const width = 300;
-  const rel = Math.min(1, p.relevance / Math.max(p.relevance, max));
-  return s("svg", { width, height: 14, viewBox: `0 0 ${width} 14`, class: "scorebar", role: "img", "aria-label": `score ${p.score.toFixed(3)}` },
+  const rel = Math.min(1, relevance / Math.max(relevance, max));
+  return s("svg", { width, height: 14, viewBox: `0 0 ${width} 14`, class: "scorebar", role: "img", "aria-label": `score ${score.toFixed(3)}` },
     s("rect", { x: 0, y: 2, width, height: 10, rx: 3, class: "chart-track" }),
     s("rect", { x: 0, y: 2, width: Math.round(width * rel), height: 10, rx: 3, class: "relevance" },
-      s("title", {}, `relevance ${p.relevance.toFixed(3)}`)),
-    s("rect", { x: 0, y: 2, width: Math.max(2, Math.round(width * (p.score / max))), height: 10, rx: 3, class: "score" },
-      s("title", {}, `score ${p.score.toFixed(3)} (reliability ${p.reliability.toFixed(3)})`)));
+      s("title", {}, `relevance ${relevance.toFixed(3)}`)),
+    s("rect", { x: 0, y: 2, width: Math.max(2, Math.round(width * (score / max))), height: 10, rx: 3, class: "score" },
+      s("title", {}, `score ${score.toFixed(3)} (${note})`)));
 }
