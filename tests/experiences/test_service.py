@@ -187,3 +187,19 @@ async def test_a_file_without_the_ranking_index_still_recalls(memory: Memory) ->
     assert store.covering is False
     svc = ExperienceService(store, memory.policy, default_robot="tester")
     assert [h.memory.id for h in (await svc.recall(STDIO, "cart wheel")).hits] == [m.memory_id]
+
+
+async def test_a_rephrasing_is_found_among_many_memories_with_the_same_facts(memory: Memory) -> None:
+    """Past the 32 newest same-facts memories the lexical stage asks the full-text index."""
+    svc = memory.experiences
+    things = ["kettle", "toaster", "blender", "ladle", "whisk", "colander", "grater", "skillet"]
+    places = ["oven", "sink", "window", "fridge", "pantry"]
+    first = await svc.learn(STDIO, "the heavy kettle is stored near the oven")
+    for i, (thing, place) in enumerate((t, p) for t in things for p in places):
+        tag = "".join(chr(97 + (i * 7 + k) % 26) for k in range(5))  # a word of its own
+        out = await svc.learn(STDIO, f"a {thing} rests by the {place}, marked {tag} and {tag[::-1]}")
+        assert out.status == "created"
+    again = await svc.learn(STDIO, "The heavy kettle is stored near the oven, usually")
+    assert again.status == "duplicate"
+    assert again.method == "jaccard"
+    assert again.memory_id == first.memory_id

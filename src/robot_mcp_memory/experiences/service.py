@@ -175,7 +175,7 @@ class ExperienceService:
             tags=tags,
         )
         words = list(dict.fromkeys(a.tokens))
-        probe = Probe(new.content_hash, dedup.candidate_expression(words))
+        probe = Probe(new.content_hash, tuple(words))
         return new, probe, lambda e, lx, s: dedup.judge(text, e, lx, s, words)
 
     async def _semantic(self, text: str) -> tuple[tuple[int, float], ...]:
@@ -212,7 +212,7 @@ class ExperienceService:
         ctx = parse_context(context)
         robot = self._author(principal)
         new, probe, decide = self._fact(robot, check_collection(collection), text, ctx, _session_arg(session_id))
-        probe = Probe(probe.content_hash, probe.lexical, await self._semantic(text))
+        probe = Probe(probe.content_hash, probe.words, await self._semantic(text))
         now = time.time()
         out = await self.store.write(lambda c: storage.learn(c, new, probe, decide, now))
         return self._learned(new, out)

@@ -29,7 +29,7 @@ from typing import Any, Literal, TypeVar
 
 from robot_mcp_memory.errors import NotFound, StorageError
 from robot_mcp_memory.experiences import consolidate
-from robot_mcp_memory.experiences.dedup import Candidate, Duplicate
+from robot_mcp_memory.experiences.dedup import Candidate, Duplicate, candidate_expression
 from robot_mcp_memory.experiences.filters import Condition, json_path
 from robot_mcp_memory.experiences.model import (
     DECAY_FLOOR,
@@ -238,12 +238,12 @@ Decide = Callable[[list[Candidate], list[Candidate], list[Candidate]], Duplicate
 
 @dataclass(frozen=True)
 class Probe:
-    """How to look for duplicates of a new memory: its hash, the lexical FTS query, and the ids
+    """How to look for duplicates of a new memory: its hash, its words (for the lexical stage), the ids
     (with cosines) a vector index proposed. Candidates must share the new memory's facts digest
     (`NewMemory.facts_hash`) — memories with different numbers or outcomes are never proposed."""
 
     content_hash: str
-    lexical: str | None = None
+    words: tuple[str, ...] = ()  # empty: no lexical stage (perceptions)
     semantic: tuple[tuple[int, float], ...] = ()
     same_session: bool = False
     #: Up to this many same-facts memories are compared directly; beyond, the FTS query narrows.
@@ -270,7 +270,7 @@ def learn(conn: sqlite3.Connection, new: NewMemory, probe: Probe, decide: Decide
         [probe.content_hash, *base],
     )
     lexical: list[Candidate] = []
-    if probe.lexical:
+    if probe.words:
         lexical = _candidates(
             conn,
             f"SELECT m.id, m.content, m.context FROM memories m INDEXED BY idx_memories_facts "  # noqa: S608
@@ -283,7 +283,7 @@ def learn(conn: sqlite3.Connection, new: NewMemory, probe: Probe, decide: Decide
                 "SELECT m.id, m.content, m.context FROM memories_fts JOIN memories m "  # noqa: S608 - fixed text
                 f"ON m.id = memories_fts.rowid WHERE memories_fts MATCH ? AND {scope} "
                 "ORDER BY memories_fts.rowid DESC LIMIT ?",
-                [probe.lexical, *base, probe.lexical_limit],
+                [candidate_expression(probe.words), *base, probe.lexical_limit],
             )
     semantic: list[Candidate] = []
     if probe.semantic:
