@@ -88,7 +88,7 @@ def build_web(memory: Memory, auth: TokenAuth, sessions: SessionStore | None = N
     processes.register(api, ctx)
     fleet.register(api, ctx)
     operations.register(api, ctx)
-    _register_optional(api, ctx)
+    _register_experiences(api, ctx)
     spec: dict[str, Any] | None = None
 
     async def openapi_json(request: Request) -> Response:
@@ -117,7 +117,7 @@ def build_web(memory: Memory, auth: TokenAuth, sessions: SessionStore | None = N
     return Web(routes=routes, sessions=ctx.sessions, api=api, public_paths=public)
 
 
-def _register_optional(api: Api, ctx: WebContext) -> None:
+def _register_experiences(api: Api, ctx: WebContext) -> None:
     """The experience memory's endpoints (and the dashboard's Experiences and Sessions pages)."""
     from robot_mcp_memory.experiences.browse import ExperienceBrowser
     from robot_mcp_memory.web.api import experiences
