@@ -21,9 +21,10 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from robot_mcp_memory.app import Memory
+from robot_mcp_memory.experiences.browse import ExperienceBrowser
 from robot_mcp_memory.tokens import TokenAuth
 from robot_mcp_memory.web import openapi
-from robot_mcp_memory.web.api import fleet, operations, processes, session
+from robot_mcp_memory.web.api import experiences, fleet, operations, processes, session
 from robot_mcp_memory.web.context import WebContext
 from robot_mcp_memory.web.hosts import HostGuard
 from robot_mcp_memory.web.routing import Api, misdirected
@@ -119,9 +120,6 @@ def build_web(memory: Memory, auth: TokenAuth, sessions: SessionStore | None = N
 
 def _register_experiences(api: Api, ctx: WebContext) -> None:
     """The experience memory's endpoints (and the dashboard's Experiences and Sessions pages)."""
-    from robot_mcp_memory.experiences.browse import ExperienceBrowser
-    from robot_mcp_memory.web.api import experiences
-
     service = ctx.memory.experiences
     experiences.register(api, ctx, service, ExperienceBrowser(service.store, ctx.memory.policy))
 
