@@ -1,0 +1,82 @@
+"""The tool contract as a reviewed diff: the 25 tool names, their input schemas and hints.
+
+A change to any tool's arguments, limits or annotations fails this test until the snapshot is
+regenerated — run ``UPDATE_SNAPSHOTS=1 pytest tests/test_tool_contract.py`` and review the diff
+of ``tests/snapshots/tools.json`` like any other contract change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from robot_mcp_memory.server import MemoryMCP
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "tools.json"
+
+#: DESIGN §4: the names and arguments that are fixed (optional arguments may be added).
+CONTRACT: dict[str, list[str]] = {
+    "find_processes": ["query", "k", "robot"],
+    "get_process": ["id"],
+    "save_process": ["markdown"],
+    "record_outcome": ["id", "success", "note"],
+    "delete_process": ["id"],
+    "list_processes": ["limit", "offset", "robot"],
+    "reindex": [],
+    "register_robot": ["robot_id", "name", "group"],
+    "set_robot_meta": ["robot_id", "name", "meta"],
+    "list_robots": ["group"],
+    "list_groups": [],
+    "set_group": ["robot_id", "group"],
+    "upsert_group": ["group_id", "name", "customer", "factory", "self_improve"],
+    "delete_group": ["group_id"],
+    "set_self_improve": ["enabled", "group"],
+    "record_params": ["robot", "key", "params", "place", "success", "private"],
+    "recall_params": ["robot", "key", "place"],
+    "list_lessons": ["robot", "limit", "offset"],
+    "learn": ["insight", "context", "collection", "session_id"],
+    "recall": ["query", "n", "collection", "min_confidence", "session_id", "context_filter", "spatial_sort"],
+    "save_perception": ["description", "perception_type", "data", "metadata", "collection", "session_id"],
+    "forget": ["memory_id", "reason"],
+    "update": ["memory_id", "new_content", "context"],
+    "start_session": ["collection", "context"],
+    "end_session": ["session_id", "outcome_score"],
+}
+
+
+async def _tools(server: MemoryMCP) -> dict[str, dict[str, Any]]:
+    return {
+        t.name: {
+            "inputSchema": t.inputSchema,
+            "annotations": t.annotations.model_dump(exclude_none=True) if t.annotations else {},
+            "has_output_schema": t.outputSchema is not None,
+        }
+        for t in await server.list_tools()
+    }
+
+
+async def test_the_25_tools_of_the_contract_are_registered_with_their_arguments(server: MemoryMCP) -> None:
+    tools = await _tools(server)
+    assert sorted(tools) == sorted(CONTRACT)
+    for name, args in CONTRACT.items():
+        props = list(tools[name]["inputSchema"].get("properties", {}))
+        assert props[: len(args)] == args, name
+        assert tools[name]["has_output_schema"], name
+
+
+async def test_every_tool_describes_itself_for_a_planner(server: MemoryMCP) -> None:
+    for tool in await server.list_tools():
+        assert tool.description and len(tool.description) > 60, tool.name
+        assert tool.annotations is not None and tool.annotations.readOnlyHint is not None, tool.name
+
+
+async def test_tool_schemas_match_the_reviewed_snapshot(server: MemoryMCP) -> None:
+    current = json.dumps(await _tools(server), indent=2, sort_keys=True) + "\n"
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1":
+        SNAPSHOT.write_text(current)
+    assert SNAPSHOT.exists(), "no snapshot: run UPDATE_SNAPSHOTS=1 pytest tests/test_tool_contract.py"
+    assert SNAPSHOT.read_text() == current, (
+        "the tool contract changed: review it, then run UPDATE_SNAPSHOTS=1 pytest tests/test_tool_contract.py"
+    )
