@@ -68,8 +68,9 @@ async def test_the_25_tools_of_the_contract_are_registered_with_their_arguments(
 
 async def test_every_tool_describes_itself_for_a_planner(server: MemoryMCP) -> None:
     for tool in await server.list_tools():
-        assert tool.description and len(tool.description) > 60, tool.name
-        assert tool.annotations is not None and tool.annotations.readOnlyHint is not None, tool.name
+        assert len(tool.description or "") > 60, tool.name
+        assert tool.annotations is not None, tool.name
+        assert tool.annotations.readOnlyHint is not None, tool.name
 
 
 async def test_tool_schemas_match_the_reviewed_snapshot(server: MemoryMCP) -> None:
