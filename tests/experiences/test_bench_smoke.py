@@ -1,0 +1,14 @@
+"""The experience benchmark runs end to end at a tiny size (speed is measured in bench/, never asserted)."""
+
+from __future__ import annotations
+
+from bench import bench_experiences
+
+
+def test_the_benchmark_runs_and_reports_every_measure() -> None:
+    results = bench_experiences.run_benchmark([40, 80], queries=4)
+    assert [r.size for r in results] == [40, 80]
+    text = bench_experiences.report(results, "now")
+    assert text.startswith("## Experiences")
+    for name in ("keyword", "keyword + filter", "filter only", "keyword + spatial", "keyword (async service)"):
+        assert f"| 80 | {name} |" in text
