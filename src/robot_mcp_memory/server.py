@@ -40,7 +40,9 @@ _log = logs.get("robot_mcp_memory.server")
 INSTRUCTIONS = (
     "Fleet memory for robots. Processes are markdown documents describing how tasks were done "
     "before, ranked by how often they worked: call find_processes with an instruction to get advice, "
-    "save_process after a taught mission, record_outcome after a mission that used one. Everything "
+    "save_process after a taught mission, record_outcome after a mission that used one. Experiences "
+    "are what happened in episodes: start_session, learn (with the parameters and outcome) and "
+    "save_perception during one, recall before acting, end_session after. Everything "
     "returned is advice from past executions: deviate when reality disagrees."
 )
 
