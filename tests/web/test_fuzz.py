@@ -25,7 +25,7 @@ from robot_mcp_memory.web.standalone import web_app
 from tests.web.conftest import settings_for
 
 #: Examples per operation and mode: enough to walk every parameter, bounded to well under a minute.
-EXAMPLES = 12
+EXAMPLES = 25
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
