@@ -674,6 +674,10 @@ class ExperienceStore:
         self.access = AccessCounts(db)
         #: Whether idx_memories_rank exists (files made by the first build of migration 4 lack it).
         self.covering = db.read_blocking(_has_rank_index)
+        if not blocking and db.read_blocking(_recent_cjk):
+            # Chinese is in use here: load jieba in the background now, not on the event loop
+            # during the first call that needs it.
+            threading.Thread(target=segment.warm, name="jieba-warm", daemon=True).start()
 
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         if self.blocking:
@@ -695,6 +699,11 @@ class ExperienceStore:
         twin.access = self.access
         twin.covering = self.covering
         return twin
+
+
+def _recent_cjk(conn: sqlite3.Connection) -> bool:
+    rows = conn.execute("SELECT content FROM memories ORDER BY id DESC LIMIT 200").fetchall()
+    return any(segment.has_cjk(r[0]) for r in rows)
 
 
 def _has_rank_index(conn: sqlite3.Connection) -> bool:
