@@ -1,5 +1,6 @@
-"""`store.search` joins only the matches above a relevance floor; it must rank exactly as a plain
-join over every match does (score = -bm25 × (s+1)/(s+f+2), descending, then id)."""
+"""`store.search` joins only the matches above a relevance floor (or, for robots that own few
+documents, runs a plain join); either way it must rank exactly as a plain join over every match
+does (score = -bm25 × (s+1)/(s+f+2), descending, then id)."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def conn() -> Iterator[sqlite3.Connection]:
                 id=f"doc-{i:04d}",
                 title=" ".join(words[:3]),
                 body=" ".join(words) + "\n",
-                robot=rng.choice(ROBOTS),
+                robot="rare" if i % 100 == 0 else rng.choice(ROBOTS),  # "rare" owns 1%: the plain join
                 success_count=rng.choice((0, 0, 1, 3, 9)),
                 failure_count=rng.choice((0, 0, 1, 2)),
                 created="2026-01-01T00:00:00Z",
@@ -71,7 +72,7 @@ def conn() -> Iterator[sqlite3.Connection]:
 
 
 @pytest.mark.parametrize("k", [1, 3, 10, 50])
-@pytest.mark.parametrize("visible", [None, {"rap-1"}, {"rap-1", "shared"}, {"nobody"}, set()])
+@pytest.mark.parametrize("visible", [None, {"rap-1"}, {"rap-1", "shared"}, {"rare"}, {"rare", "g1"}, {"nobody"}, set()])
 def test_search_ranks_exactly_like_a_join_over_every_match(
     conn: sqlite3.Connection, k: int, visible: set[str] | None
 ) -> None:

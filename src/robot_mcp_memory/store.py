@@ -220,33 +220,58 @@ def rebuild_index(conn: sqlite3.Connection) -> int:
     return n
 
 
+def _few_visible(conn: sqlite3.Connection, where: str, params: list[str], pool: int, k: int) -> bool:
+    """Whether the visible robots own so small a share of the documents that fewer than 4k of them
+    are expected among the `pool` most relevant matches, where a relevance floor would seldom exist."""
+    mine, total = conn.execute(
+        f"SELECT (SELECT count(*) FROM processes p WHERE {where}), (SELECT count(*) FROM processes)",  # noqa: S608 - fixed names
+        params,
+    ).fetchone()
+    return bool(mine * pool < 4 * k * total)
+
+
 def search(conn: sqlite3.Connection, query: str, k: int, visible: Collection[str] | None) -> list[Hit]:
+    """The `k` best visible matches by relevance × reliability (then id), relevance being ``-bm25``.
+
+    A query with a common word matches nearly every document, so the plan matters (measured in
+    docs/benchmarks.md). By default bm25 runs once per match (m) and only matches at or above a
+    floor are joined to their rows: reliability is below 1, so score <= relevance, and the k-th
+    best visible score among the `pool` most relevant matches is a floor that no top-k document's
+    relevance is below (with no floor, or one <= 0, every match is joined). When the visible
+    robots own few documents, a plain join is cheaper: bm25 then runs only for visible matches.
+    Both rank exactly alike (tests/test_process_search_floor.py)."""
     expr = fts.match_expression(query)
     if expr is None:
         return []
     where, params = _visible_clause(visible, "p.robot")
     w = ",".join(str(x) for x in BM25_WEIGHTS)
-    score = "m.relevance * (p.success_count + 1.0) / (p.success_count + p.failure_count + 2.0)"
-    # CROSS JOIN fixes the loop order (m, then its row): left to the planner, a robot filter makes
-    # it drive from idx_processes_robot and probe m for every visible row.
-    rows = "CROSS JOIN processes_fts f ON f.rowid = m.fts_rowid CROSS JOIN processes p ON p.id = f.id"
-    # Ranked as ORDER BY score DESC, p.id over every match, without joining every match to its row
-    # (a query with a common word matches the whole corpus; docs/benchmarks.md). bm25 runs once
-    # per match (m). Reliability is below 1, so score <= relevance: the k-th best visible score
-    # among the `pool` most relevant matches is a floor that no top-k document's relevance is
-    # below, and only matches at or above it are joined. Without a floor (fewer than k visible in
-    # the pool, or one <= 0) every match is joined, as a plain join would.
-    sql = (
-        f"WITH m AS MATERIALIZED (SELECT rowid AS fts_rowid, -bm25(processes_fts, {w}) AS relevance "  # noqa: S608 - fixed names
-        "FROM processes_fts WHERE processes_fts MATCH ?), "
-        "pool AS (SELECT fts_rowid, relevance FROM m ORDER BY relevance DESC LIMIT ?), "
-        f"floor AS (SELECT {score} AS score FROM pool m {rows} WHERE {where} ORDER BY score DESC LIMIT 1 OFFSET ?) "
-        f"SELECT {', '.join('p.' + c.strip() for c in _COLUMNS.split(','))}, m.relevance FROM m {rows} "
-        "WHERE (m.relevance >= (SELECT score FROM floor) OR coalesce((SELECT score FROM floor), 0) <= 0) "
-        f"AND {where} ORDER BY {score} DESC, p.id LIMIT ?"
-    )
+    columns = ", ".join("p." + c.strip() for c in _COLUMNS.split(","))
+    score = "relevance * (p.success_count + 1.0) / (p.success_count + p.failure_count + 2.0)"
+    pool = max(200, 20 * k)
+    if visible is not None and _few_visible(conn, where, params, pool, k):
+        sql = (
+            f"SELECT {columns}, -bm25(processes_fts, {w}) AS relevance "  # noqa: S608 - fixed names
+            "FROM processes_fts JOIN processes p ON p.id = processes_fts.id "
+            f"WHERE processes_fts MATCH ? AND {where} ORDER BY {score} DESC, p.id LIMIT ?"
+        )
+        args: list[object] = [expr, *params, k]
+    else:
+        # CROSS JOIN pins the loop order (m, then its row): left to the planner, a robot filter
+        # makes it drive from idx_processes_robot and probe m for every visible row.
+        rows = "CROSS JOIN processes_fts f ON f.rowid = m.fts_rowid CROSS JOIN processes p ON p.id = f.id"
+        sql = (
+            f"WITH m AS MATERIALIZED (SELECT rowid AS fts_rowid, -bm25(processes_fts, {w}) AS relevance "  # noqa: S608 - fixed names
+            "FROM processes_fts WHERE processes_fts MATCH ?), "
+            "pool AS (SELECT fts_rowid, relevance FROM m ORDER BY relevance DESC LIMIT ?), "
+            f"floor AS (SELECT m.{score} AS score FROM pool m {rows} WHERE {where} "
+            "ORDER BY score DESC LIMIT 1 OFFSET ?) "
+            f"SELECT {columns}, m.relevance FROM m {rows} "
+            "WHERE (m.relevance >= (SELECT score FROM floor) OR coalesce((SELECT score FROM floor), 0) <= 0) "
+            f"AND {where} ORDER BY m.{score} DESC, p.id LIMIT ?"
+        )
+        args = [expr, pool, *params, k - 1, *params, k]
     hits = []
-    for row in conn.execute(sql, [expr, max(200, 20 * k), *params, k - 1, *params, k]):
+    for row in conn.execute(sql, args):
         doc = _row_to_doc(row[:-1])
         relevance = float(row[-1])
         hits.append(Hit(doc, relevance * doc.reliability, relevance))
