@@ -46,7 +46,7 @@ ENV_VARS: dict[str, str] = {
     "MEMORY_EMBED_API_KEY": "bearer key for MEMORY_EMBEDDER=openai (secret: never logged)",
     "MEMORY_EMBED_TIMEOUT": "seconds to wait for an HTTP embedding server before searching keyword-only (default 10)",
     "MEMORY_FUSION_K": "reciprocal-rank-fusion constant k (default 60)",
-    "MEMORY_FUSION_WEIGHTS": "weights of the keyword and vector lists in fusion (default 'keyword:1,vector:2', "
+    "MEMORY_FUSION_WEIGHTS": "weights of the keyword and vector lists in fusion (default 'keyword:1,vector:1', "
     "chosen by the evaluation in docs/search.md)",
 }
 
@@ -55,7 +55,7 @@ _LOG_LEVELS = ("debug", "info", "warning", "error")
 EmbedderName = Literal["use", "fastembed", "ollama", "openai", "hashing", "none"]
 EMBEDDERS: tuple[EmbedderName, ...] = ("use", "fastembed", "ollama", "openai", "hashing", "none")
 #: (keyword, vector) fusion weights; chosen by eval/ (docs/search.md).
-DEFAULT_FUSION_WEIGHTS = (1.0, 2.0)
+DEFAULT_FUSION_WEIGHTS = (1.0, 1.0)
 
 
 @dataclass(frozen=True)

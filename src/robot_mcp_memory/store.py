@@ -22,7 +22,7 @@ from robot_mcp_memory.docmodel import ProcessDoc
 from robot_mcp_memory.errors import Busy, EmbedderUnavailable
 from robot_mcp_memory.kit import SqliteStore
 from robot_mcp_memory.kit.store import now_iso
-from robot_mcp_memory.search import fts, fusion
+from robot_mcp_memory.search import fts, fusion, segment
 from robot_mcp_memory.search.resilient import ResilientEmbedder
 from robot_mcp_memory.search.vectors import Vector
 from robot_mcp_memory.vectorstore import Backfiller, VectorCache
@@ -101,8 +101,10 @@ def _index(conn: sqlite3.Connection, doc: ProcessDoc) -> None:
     )
 
 
-def upsert(conn: sqlite3.Connection, doc: ProcessDoc) -> None:
-    """Write the row and its index entry (the caller holds the transaction)."""
+def upsert(conn: sqlite3.Connection, doc: ProcessDoc, *, index: bool = True) -> None:
+    """Write the row and its index entry (the caller holds the transaction). ``index=False``
+    skips the FTS entry, for bulk loads that end with `rebuild_index` in the same transaction
+    (deleting one FTS entry by its unindexed id scans the whole FTS table)."""
     conn.execute(
         "INSERT INTO processes(id, title, task_pattern, tags, robot, created, updated, success_count, "
         "failure_count, last_used, source_mission_id, extra, body) "
@@ -128,7 +130,8 @@ def upsert(conn: sqlite3.Connection, doc: ProcessDoc) -> None:
             doc.body,
         ),
     )
-    _index(conn, doc)
+    if index:
+        _index(conn, doc)
 
 
 def save_doc(
@@ -313,8 +316,11 @@ def keyword_candidates(
     conn: sqlite3.Connection, query: str, n: int, visible: Collection[str] | None
 ) -> list[tuple[str, float]]:
     """(id, relevance) of the `n` best keyword matches by relevance alone (``-bm25``, higher is
-    better); reliability is applied by the ranking, not here."""
-    expr = fts.match_expression(query)
+    better); reliability is applied by the ranking, not here. Function words are dropped when
+    other terms remain: they match nearly every document, so FTS5 would score the whole table
+    for them, while bm25 gives them almost no weight (the hybrid p50 at 10k depends on it)."""
+    kept = [t for t in fts.terms(query) if t not in segment.STOPWORDS]
+    expr = fts.match_expression(" ".join(kept)) if kept else fts.match_expression(query)
     if expr is None:
         return []
     where, params = _visible_clause(visible, "p.robot")
@@ -348,7 +354,7 @@ class Fusion:
     ``after`` lets any reliability gap outrank relevance; ``within`` keeps the spec's
     "relevance × reliability" inside each method, where relevance still has its spread."""
 
-    weights: tuple[float, float] = (1.0, 2.0)  # keyword, vector
+    weights: tuple[float, float] = (1.0, 1.0)  # keyword, vector
     k: int = fusion.DEFAULT_K
     candidates: int = CANDIDATES
     reliability: ReliabilityAt = "within"
