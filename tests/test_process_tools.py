@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from mcp.types import TextContent
 
 from robot_mcp_memory.app import Memory
 from tests.conftest import MAILROOM, Client, doc
@@ -185,3 +187,14 @@ async def test_an_unexpected_error_is_answered_generically_without_internals(
     for secret in ("SELECT", "/srv", "hunter22", "index.db"):
         assert secret not in result["detail"]
     assert "reference" in result["detail"]
+
+
+async def test_results_carry_structured_content_equal_to_their_text(client: Client) -> None:
+    await client.call("save_process", markdown=MAILROOM)
+    for tool, args in [("find_processes", {"query": "parcel"}), ("get_process", {"id": "nope"})]:
+        result = await client.session.call_tool(tool, args)
+        assert result.isError is False
+        assert result.structuredContent is not None
+        block = result.content[0]
+        assert isinstance(block, TextContent)
+        assert result.structuredContent["result"] == json.loads(block.text)
