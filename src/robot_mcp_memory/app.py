@@ -37,6 +37,13 @@ class Memory:
     def open(cls, settings: Settings) -> Memory:
         """Open ``index.db`` (creating or migrating it) and log one ``store_ready`` line."""
         index = db.open_index(settings.index_path, hot_queue_max=settings.hot_queue_max)
+        try:
+            # An existing lessons.db is checked now, before anything is logged as ready: a broken
+            # file stops the start with one line on stderr (docs/operations.md), not two.
+            params = ParamStore(settings.lessons_path)
+        except BaseException:
+            index.close()
+            raise
         report = index.report
         if report is not None:
             _log.info(
@@ -63,7 +70,7 @@ class Memory:
             policy=policy,
             processes=ProcessService(process_store, policy, default_robot=settings.robot_id),
             fleet=FleetService(registry, policy),
-            lessons=ScopedParams(ParamStore(settings.lessons_path), registry, policy, thresholds),
+            lessons=ScopedParams(params, registry, policy, thresholds),
             experiences=ExperienceService(ExperienceStore(index), policy, default_robot=settings.robot_id),
         )
 

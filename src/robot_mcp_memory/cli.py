@@ -4,7 +4,7 @@ With no command it serves, on the transport ``MCP_TRANSPORT`` names (the spec's 
 Errors are one clear line on stderr and a non-zero exit; ``--debug`` shows a traceback.
 
 Exit codes: 0 ok · 1 command failed · 2 usage · 65 the database cannot be used (unreadable,
-foreign or newer schema: restarting will not help) · 78 bad configuration.
+foreign, newer schema, or not writable: restarting will not help) · 78 bad configuration.
 """
 
 from __future__ import annotations
@@ -20,7 +20,14 @@ from pathlib import Path
 from robot_mcp_memory import __version__, logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.errors import ConfigError, MemoryError_, MigrationFailed, SchemaTooNew, StoreUnreadable
+from robot_mcp_memory.errors import (
+    ConfigError,
+    MemoryError_,
+    MigrationFailed,
+    SchemaTooNew,
+    StoreNotWritable,
+    StoreUnreadable,
+)
 from robot_mcp_memory.principal import LOCAL
 from robot_mcp_memory.services import operations
 from robot_mcp_memory.tokens import ROBOT_RE, generate_token
@@ -103,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logs.configure("warning" if quiet else settings.log_level)
     try:
         return _dispatch(args, settings)
-    except (StoreUnreadable, SchemaTooNew, MigrationFailed) as exc:
+    except (StoreUnreadable, StoreNotWritable, SchemaTooNew, MigrationFailed) as exc:
         sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
         return EXIT_DATA
     except MemoryError_ as exc:

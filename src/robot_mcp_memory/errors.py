@@ -14,17 +14,20 @@
      └── StorageError               storage
           ├── SchemaTooNew          storage
           ├── StoreUnreadable       storage
+          ├── StoreNotWritable      storage
           └── MigrationFailed       storage
 
 Every adapter (MCP tools, REST, CLI) maps this tree once. Messages are written for the
 reader — an LLM planner or an operator — and say what to do next. They never contain SQL,
-tokens or internal paths, except `StoreUnreadable`/`SchemaTooNew`, which are operator-facing
-startup errors and must name the file.
+tokens or internal paths, except `StoreUnreadable`/`SchemaTooNew`/`StoreNotWritable`, which are
+operator-facing startup errors and must name the file.
 
 This module imports nothing of ours.
 """
 
 from __future__ import annotations
+
+from pathlib import PurePath
 
 
 class MemoryError_(Exception):  # trailing underscore: avoids shadowing the builtin
@@ -110,11 +113,27 @@ class StoreUnreadable(StorageError):
     """The database file exists but is not a database this server can use. The message names
     the file, the reason and the `remedy`."""
 
-    remedy = "Restore it from a backup (a copy of index.db), or move it aside to start empty."
+    def __init__(self, path: str, reason: str) -> None:
+        # the file's own name: lessons.db is restored from a copy of lessons.db, not of index.db
+        self.remedy = f"Restore it from a backup (a copy of {PurePath(path).name}), or move it aside to start empty."
+        super().__init__(
+            f"{path} is not a usable robot-mcp-memory database ({reason}). {self.remedy} The file was not modified."
+        )
+        self.path = path
+        self.reason = reason
+
+
+class StoreNotWritable(StorageError):
+    """The database file, or the directory it lives in, cannot be written (a read-only mount, an
+    immutable file, missing permissions). SQLite needs to create ``<file>-wal`` and ``<file>-shm``
+    beside the file, so the server cannot use it. Nothing is wrong with the file itself, so the
+    remedy is about access — never "restore a backup" or "move it aside"."""
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(
-            f"{path} is not a usable robot-mcp-memory database ({reason}). {self.remedy} The file was not modified."
+            f"{path} cannot be written ({reason}). Give the server write access to that directory "
+            "(systemd: ReadWritePaths=; a container: mount the volume read-write), or point "
+            "MEMORY_DATA_DIR at a writable directory. The file was not modified."
         )
         self.path = path
         self.reason = reason

@@ -108,6 +108,8 @@ class ServerProcess:
     stderr_paths: list[Path] = field(default_factory=list)
     #: Extra environment for the server (tokens, allowed hosts …).
     env: dict[str, str] = field(default_factory=dict)
+    #: The command that runs the server (a wrapper can set resource limits before exec'ing it).
+    command: list[str] = field(default_factory=server_command)
 
     def url(self, path: str) -> str:
         return f"http://{HOST}:{self.port}{path}"
@@ -139,7 +141,7 @@ class ServerProcess:
         )
         with stderr_path.open("wb") as err:
             self.process = await anyio.open_process(
-                server_command(), env=env, stdin=subprocess.DEVNULL, stdout=err, stderr=err
+                self.command, env=env, stdin=subprocess.DEVNULL, stdout=err, stderr=err
             )
         await self._wait_healthy()
 

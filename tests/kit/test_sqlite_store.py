@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import hashlib
+import os
 import shutil
 import sqlite3
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,8 +22,16 @@ from pathlib import Path
 import anyio
 import pytest
 
-from robot_mcp_memory.errors import InvalidInput, MigrationFailed, SchemaTooNew, StorageError, StoreUnreadable
+from robot_mcp_memory.errors import (
+    InvalidInput,
+    MigrationFailed,
+    SchemaTooNew,
+    StorageError,
+    StoreNotWritable,
+    StoreUnreadable,
+)
 from robot_mcp_memory.kit import Kind, Migration, Schema, SqliteStore, Table
+from robot_mcp_memory.kit.store import translate
 
 WAIT = 10.0  # upper bound for any cross-thread wait; a passing test never gets near it
 
@@ -433,3 +443,83 @@ def test_a_zero_byte_file_is_opened_as_a_new_empty_database(tmp_path: Path) -> N
         assert s.report is not None
         assert (s.report.from_version, s.report.to_version, s.report.created) == (0, 1, True)
         assert notes(s) == []
+
+
+# ---------------------------------------------------------------------------- write failures, read-only
+def _sqlite_error(code: int) -> sqlite3.Error:
+    exc = sqlite3.OperationalError("as sqlite reports it")
+    exc.sqlite_errorcode = code  # set by sqlite3 itself on real errors
+    return exc
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        sqlite3.SQLITE_FULL,  # ENOSPC
+        sqlite3.SQLITE_IOERR_WRITE,  # EFBIG (a file-size limit), EROFS/EPERM, EIO, ENOSPC mid-page
+        sqlite3.SQLITE_IOERR_FSYNC,
+        sqlite3.SQLITE_IOERR_TRUNCATE,
+        sqlite3.SQLITE_IOERR_SHMSIZE,
+    ],
+)
+def test_a_write_the_disk_refused_is_reported_as_not_stored_naming_the_disk(code: int) -> None:
+    err = translate(_sqlite_error(code), "the write")
+
+    assert err.code == "storage"
+    assert "not stored" in err.detail
+    assert "disk" in err.detail
+    assert "Reads still work" in err.detail
+
+
+def test_an_unknown_sqlite_failure_says_nothing_internal() -> None:
+    err = translate(_sqlite_error(sqlite3.SQLITE_IOERR_READ), "the read")
+
+    assert err.code == "storage"
+    assert "as sqlite reports it" not in err.detail
+
+
+@pytest.fixture
+def read_only_dir(tmp_path: Path) -> Iterator[Path]:
+    """A directory this process cannot write: permission bits for a normal user; for root (whom
+    permission bits do not stop) the immutable attribute, where the file system has it."""
+    d = tmp_path / "ro"
+    d.mkdir()
+    with open_store(d / "index.db") as s:
+        s.write_blocking(insert_note("kept"))
+    d.chmod(0o555)
+    immutable = False
+    if os.access(d, os.W_OK):
+        chattr = shutil.which("chattr")
+        immutable = chattr is not None and subprocess.run([chattr, "+i", str(d)], capture_output=True).returncode == 0
+        if not immutable:
+            d.chmod(0o755)
+            pytest.skip("running as root without chattr: no way to make a directory read-only here")
+    try:
+        yield d
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(d)], check=True)
+        d.chmod(0o755)
+
+
+def test_a_read_only_directory_raises_store_not_writable_naming_the_path_not_store_unreadable(
+    read_only_dir: Path,
+) -> None:
+    """SQLite alone would say "unable to open database file", which reads as a broken file whose
+    remedy (restore a backup, or start empty) would be wrong for a good one."""
+    path = read_only_dir / "index.db"
+    before = sha256(path)
+
+    with pytest.raises(StoreNotWritable) as caught:
+        open_store(path)
+
+    assert caught.value.code == "storage"
+    assert caught.value.path == str(path)
+    assert str(path) in caught.value.detail
+    assert sha256(path) == before
+    assert sorted(p.name for p in read_only_dir.iterdir()) == ["index.db"]
+
+
+def test_a_data_directory_that_cannot_be_created_raises_store_not_writable(read_only_dir: Path) -> None:
+    with pytest.raises(StoreNotWritable):
+        open_store(read_only_dir / "data" / "index.db")

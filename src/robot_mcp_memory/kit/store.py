@@ -13,7 +13,8 @@
 - Opening is versioned: migrations are an append-only list, each applied in its own transaction
   together with the version bump; a newer file raises `SchemaTooNew` and a file that is not an
   SQLite database (or fails its integrity check, or belongs to another application) raises
-  `StoreUnreadable`. In both cases the file is left untouched.
+  `StoreUnreadable`; a file or directory that cannot be written raises `StoreNotWritable`. In
+  every case the file is left untouched.
 
 No `sqlite3.Error` escapes this module: it is translated into `StorageError` at the boundary.
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import os
 import queue
 import sqlite3
 import threading
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from robot_mcp_memory import logs
-from robot_mcp_memory.errors import MigrationFailed, SchemaTooNew, StorageError, StoreUnreadable
+from robot_mcp_memory.errors import MigrationFailed, SchemaTooNew, StorageError, StoreNotWritable, StoreUnreadable
 from robot_mcp_memory.kit.kinds import Kind, Schema
 
 T = TypeVar("T")
@@ -77,14 +79,40 @@ class _Job:
 _STOP = object()
 
 
+#: I/O errors SQLite reports when the operating system refused to *write* the file: ENOSPC where
+#: SQLite does not see it as SQLITE_FULL, EFBIG (a file-size limit), EROFS/EPERM (the disk or the
+#: file turned read-only under the server), EIO from a failing disk.
+_WRITE_IOERRS = frozenset(
+    {
+        sqlite3.SQLITE_IOERR_WRITE,
+        sqlite3.SQLITE_IOERR_FSYNC,
+        sqlite3.SQLITE_IOERR_DIR_FSYNC,
+        sqlite3.SQLITE_IOERR_TRUNCATE,
+        sqlite3.SQLITE_IOERR_SHMSIZE,
+    }
+)
+
+
 def translate(exc: sqlite3.Error, action: str) -> StorageError:
     """Map an sqlite error to a reader-facing `StorageError` (no SQL, no path)."""
     code = getattr(exc, "sqlite_errorcode", None)
     base = None if code is None else code & 0xFF
     if base == sqlite3.SQLITE_FULL:
-        return StorageError(f"the disk is full: {action} was not stored. Free space on the server.")
+        return StorageError(
+            f"the disk is full: {action} was not stored. Reads still work; "
+            "retry once the operator has freed space on the server."
+        )
+    if code in _WRITE_IOERRS:
+        return StorageError(
+            f"the server could not write its database file (the disk is full, a file-size limit was "
+            f"reached, or the disk is read-only or failing): {action} was not stored. Reads still work; "
+            "retry once the operator has freed space or fixed the data directory."
+        )
     if base == sqlite3.SQLITE_READONLY:
-        return StorageError(f"the database is read-only: {action} was not stored. Check the data directory.")
+        return StorageError(
+            f"the database is read-only: {action} was not stored. Reads still work; "
+            "the operator must make the data directory writable."
+        )
     if base == sqlite3.SQLITE_BUSY:
         return StorageError(f"the database is busy: {action} did not complete. Retry shortly.")
     if base in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_CANTOPEN):
@@ -147,7 +175,7 @@ class SqliteStore:
     def _open_rw(self) -> tuple[sqlite3.Connection, OpenReport]:
         path = self.path
         spath = str(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self._check_writable(path)
         existed = path.exists() and path.stat().st_size > 0
         from_version = 0
         if existed:
@@ -216,6 +244,23 @@ class SqliteStore:
             pruned=pruned,
         )
         return conn, report
+
+    @staticmethod
+    def _check_writable(path: Path) -> None:
+        """Fail with `StoreNotWritable` before SQLite is involved when the directory (where the
+        ``-wal`` and ``-shm`` files go) or the file cannot be written. Otherwise SQLite reports
+        "unable to open database file", which reads as a broken database — and whose remedy,
+        restoring a backup or starting empty, would be the wrong thing to do to a good file."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreNotWritable(str(path), f"its directory cannot be created: {exc.strerror}") from exc
+        # os.access honours read-only mounts and immutable files even for root (permission bits
+        # do not stop root; those two do).
+        if not os.access(path.parent, os.W_OK):
+            raise StoreNotWritable(str(path), "its directory is read-only")
+        if path.exists() and not os.access(path, os.W_OK):
+            raise StoreNotWritable(str(path), "the file is read-only")
 
     def _inspect(self, path: Path) -> int:
         """Read-only look at an existing file: is it ours, is it whole, which version is it?"""
