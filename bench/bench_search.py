@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import gc
 import os
 import platform
 import random
@@ -128,6 +129,18 @@ def timed(fn: Callable[[], Any], n: int) -> list[float]:
     return out
 
 
+def _bulk(c: Any, docs: list[ProcessDoc]) -> None:
+    """Rows, then one FTS rebuild: the way to load 100k rows quickly."""
+    for d in docs:
+        store.upsert(c, d, index=False)
+    store.rebuild_index(c)
+
+
+def _insert_vectors(c: Any, model_id: str, chunk: tuple[list[ProcessDoc], Any]) -> None:
+    for d, v in zip(*chunk, strict=True):
+        vectorstore.upsert(c, "process", d.id, model_id, v)
+
+
 async def run_size(size: int, real_up_to: int, n_queries: int, tmp: Path) -> dict[str, Any]:
     rng = random.Random(SEED + size)
     settings = Settings.from_env({"MEMORY_DATA_DIR": str(tmp / f"n{size}"), "MEMORY_EMBEDDER": "use"})
@@ -143,12 +156,7 @@ async def run_size(size: int, real_up_to: int, n_queries: int, tmp: Path) -> dic
         rss0 = rss_mb()
         t = time.perf_counter()
 
-        def bulk(c: Any) -> None:  # rows, then one FTS rebuild: the way to load 100k rows quickly
-            for d in docs:
-                store.upsert(c, d, index=False)
-            store.rebuild_index(c)
-
-        memory.index.write_blocking(bulk)
+        memory.index.write_blocking(functools.partial(_bulk, docs=docs))
         restore_s = time.perf_counter() - t
         assert emb.model_id is not None
         model_id = emb.model_id
@@ -163,12 +171,11 @@ async def run_size(size: int, real_up_to: int, n_queries: int, tmp: Path) -> dic
         synthetic /= np.linalg.norm(synthetic, axis=1, keepdims=True)
         allvecs = np.concatenate([rows, synthetic]) if size > real else rows
 
-        def insert(c: Any, lo: int, hi: int) -> None:
-            for d, v in zip(docs[lo:hi], allvecs[lo:hi], strict=True):
-                vectorstore.upsert(c, "process", d.id, model_id, v)
-
         for i in range(0, size, 5000):
-            memory.index.write_blocking(functools.partial(insert, lo=i, hi=min(size, i + 5000)))
+            chunk = (docs[i : i + 5000], allvecs[i : i + 5000])
+            memory.index.write_blocking(functools.partial(_insert_vectors, model_id=model_id, chunk=chunk))
+        del docs, texts, vecs, rows, synthetic, allvecs, chunk  # the benchmark's own copies, not the server's
+        gc.collect()
         ps.vectors.invalidate("process")
         status = await ps.vector_status()
         assert status["missing"] == 0, status
