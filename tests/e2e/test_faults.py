@@ -38,7 +38,7 @@ pytestmark = pytest.mark.e2e
 
 #: kill -9 once this many writes were acknowledged in the round (varied, so the kill lands at
 #: different points of the storm and of the WAL's life)
-STORM_ROUNDS = (20, 45, 70, 30, 55)
+STORM_ROUNDS = (20, 45, 90, 30, 120, 60)
 ROUND_DEADLINE_S = 30.0
 DOCTOR_DEADLINE_S = 60.0
 #: RLIMIT_FSIZE for the disk-full test: a fresh index.db plus a few dozen documents in its WAL
@@ -78,6 +78,19 @@ def assert_quiet_logs(server: ServerProcess) -> None:
         assert errors == [], f"run {run + 1} logged errors: {errors}"
 
 
+def table_counts(index: Path) -> dict[str, Any]:
+    conn = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
+    try:
+        out: dict[str, Any] = {
+            t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]  # noqa: S608 - fixed names
+            for t in ("processes", "processes_fts", "memories", "memories_fts")
+        }
+        out["quick_check"] = conn.execute("PRAGMA quick_check").fetchone()[0]
+    finally:
+        conn.close()
+    return out
+
+
 # ---------------------------------------------------------------------------- a. kill -9 mid-storm
 async def test_every_write_acknowledged_in_a_mixed_storm_survives_kill_9_and_doctor_finds_no_fault(
     tmp_path: Path,
@@ -102,6 +115,9 @@ async def test_every_write_acknowledged_in_a_mixed_storm_survives_kill_9_and_doc
             assert in_flight_at_kill > 0, "the kill should land while writes are in flight"
 
             assert_doctor_ok(await doctor(server.data_dir))  # the crashed file, before any restart
+            counts = table_counts(server.index_path)  # doctor folded the WAL in: one file to read
+            assert counts["processes"] == counts["processes_fts"], counts
+            assert counts["memories"] == counts["memories_fts"], counts
             await server.start()
             lost = await missing(server, ledger)
             assert lost == [], f"round {round_}: acknowledged writes lost to kill -9: {lost}"
@@ -433,19 +449,6 @@ def test_a_read_only_data_directory_at_startup_exits_65_saying_so_not_that_the_f
 
 
 # ---------------------------------------------------------------------------- d. backup mid-storm
-def table_counts(index: Path) -> dict[str, Any]:
-    conn = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
-    try:
-        out: dict[str, Any] = {
-            t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]  # noqa: S608 - fixed names
-            for t in ("processes", "processes_fts", "memories", "memories_fts")
-        }
-        out["quick_check"] = conn.execute("PRAGMA quick_check").fetchone()[0]
-    finally:
-        conn.close()
-    return out
-
-
 @pytest.fixture
 async def fleet_server(tmp_path: Path) -> AsyncIterator[ServerProcess]:
     server = ServerProcess(data_dir=tmp_path / "data", log_dir=tmp_path, env=FLEET_ENV)
