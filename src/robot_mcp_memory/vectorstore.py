@@ -16,7 +16,6 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -30,15 +29,6 @@ Domain = Literal["process", "memory"]
 
 #: domain → (source table, its key column, its partition column). Fixed identifiers only.
 _SOURCES: dict[str, tuple[str, str, str]] = {"process": ("processes", "id", "robot")}
-
-
-@dataclass(frozen=True)
-class Embedded:
-    """A vector ready to store: which model made it, and the text it was made from."""
-
-    model_id: str
-    vec: Vector
-    text: str
 
 
 # ---------------------------------------------------------------------------- SQL (connection first)
@@ -187,4 +177,4 @@ class Backfiller:
             thread.join(timeout)
 
 
-__all__ = ["Backfiller", "Domain", "Embedded", "VectorCache", "clear", "counts", "delete", "load", "upsert"]
+__all__ = ["Backfiller", "Domain", "VectorCache", "clear", "counts", "delete", "load", "upsert"]
