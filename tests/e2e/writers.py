@@ -114,16 +114,6 @@ class Ledger:
             acks=self.acks,
         )
 
-    def total(self) -> int:
-        return (
-            len(self.processes)
-            + sum(self.outcomes.values())
-            + sum(len(n) for n in self.notes.values())
-            + sum(len(m) for m in self.memories.values())
-            + len(self.lessons)
-            + len(self.robots)
-        )
-
 
 @dataclass
 class Writer:
@@ -264,6 +254,7 @@ async def missing(server: ServerProcess, ledger: Ledger) -> list[str]:
             markdown = got.get("markdown", "")
             lost += [f"note {m!r} in {pid}" for m in markers if m not in markdown]
         for tag, ids in sorted(ledger.memories.items()):
+            assert len(ids) <= 100, "one recall page (n=100) must hold a writer's memories"
             found = await admin.call("recall", query="", context_filter={"storm": tag}, n=100, min_confidence=0.0)
             assert "error" not in found, found
             lost += [f"memory {i} of {tag}" for i in sorted(ids - {m["id"] for m in found["memories"]})]
