@@ -44,9 +44,8 @@ def plain_join(
 def conn() -> Iterator[sqlite3.Connection]:
     """~700 documents over a tiny vocabulary: many identical texts and counts, so scores tie."""
     c = sqlite3.connect(":memory:", isolation_level=None)
-    for table in (db.PROCESSES, db.PROCESSES_FTS):
-        for stmt in table.ddl:
-            c.execute(stmt)
+    for step in db.MIGRATIONS:
+        step(c)
     rng = random.Random(7)
     docs = []
     for i in range(700):

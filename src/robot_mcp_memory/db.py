@@ -118,12 +118,32 @@ def _create(*tables: Table) -> Migration:
     return step
 
 
+def rebuild_process_index(conn: sqlite3.Connection) -> int:
+    """Rebuild `processes_fts` from the rows; each row's `fts_rowid` points at its entry."""
+    conn.execute("DELETE FROM processes_fts")
+    conn.execute(
+        "INSERT INTO processes_fts(rowid, id, title, task_pattern, tags, body) "
+        "SELECT rowid, id, title, task_pattern, "
+        "(SELECT group_concat(value, ' ') FROM json_each(processes.tags)), body FROM processes"
+    )
+    conn.execute("UPDATE processes SET fts_rowid = rowid")
+    n: int = conn.execute("SELECT count(*) FROM processes").fetchone()[0]
+    return n
+
+
+def _fts_rowid(conn: sqlite3.Connection) -> None:
+    """Migration 5: processes remember their index entry's rowid (FTS5 cannot index `id`)."""
+    conn.execute("ALTER TABLE processes ADD COLUMN fts_rowid INTEGER")
+    rebuild_process_index(conn)
+
+
 #: Append-only. Step i brings a file from version i to version i + 1.
 MIGRATIONS: list[Migration] = [
     _create(STORE_META, PROCESSES, PROCESSES_FTS),
     _create(FLEET_GROUPS, FLEET_ROBOTS, FLEET_SETTINGS),  # 2: the fleet registry (issue 3)
     _create(VECTORS),  # 3: embeddings for hybrid search (issue 6)
     _create(*experiences.TABLES),  # 4: the experience memory (issue 5)
+    _fts_rowid,  # 5: processes remember their index entry (saves no longer scan the index)
 ]
 
 

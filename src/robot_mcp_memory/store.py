@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from robot_mcp_memory import docmodel, logs, vectorstore
+from robot_mcp_memory import db, docmodel, logs, vectorstore
 from robot_mcp_memory.docmodel import ProcessDoc
 from robot_mcp_memory.errors import Busy, EmbedderUnavailable
 from robot_mcp_memory.kit import SqliteStore
@@ -94,17 +94,27 @@ def select_one(conn: sqlite3.Connection, pid: str) -> ProcessDoc | None:
 
 
 def _index(conn: sqlite3.Connection, doc: ProcessDoc) -> None:
-    conn.execute("DELETE FROM processes_fts WHERE id = ?", (doc.id,))
-    conn.execute(
+    """Replace the document's index entry. The row remembers its entry's rowid (`fts_rowid`):
+    `id` is UNINDEXED in FTS5, so deleting by id would scan the whole index on every save."""
+    _unindex(conn, doc.id)
+    cur = conn.execute(
         "INSERT INTO processes_fts(id, title, task_pattern, tags, body) VALUES (?, ?, ?, ?, ?)",
         (doc.id, doc.title, doc.task_pattern, " ".join(doc.tags), doc.body),
+    )
+    conn.execute("UPDATE processes SET fts_rowid = ? WHERE id = ?", (cur.lastrowid, doc.id))
+
+
+def _unindex(conn: sqlite3.Connection, pid: str) -> None:
+    conn.execute(
+        "DELETE FROM processes_fts WHERE rowid = (SELECT fts_rowid FROM processes WHERE id = ?)",
+        (pid,),
     )
 
 
 def upsert(conn: sqlite3.Connection, doc: ProcessDoc, *, index: bool = True) -> None:
     """Write the row and its index entry (the caller holds the transaction). ``index=False``
     skips the FTS entry, for bulk loads that end with `rebuild_index` in the same transaction
-    (deleting one FTS entry by its unindexed id scans the whole FTS table)."""
+    (one bulk rebuild beats thousands of single index updates)."""
     conn.execute(
         "INSERT INTO processes(id, title, task_pattern, tags, robot, created, updated, success_count, "
         "failure_count, last_used, source_mission_id, extra, body) "
@@ -208,19 +218,12 @@ def outcome_with_note(conn: sqlite3.Connection, pid: str, success: bool, note: s
 
 
 def delete_doc(conn: sqlite3.Connection, pid: str) -> bool:
-    conn.execute("DELETE FROM processes_fts WHERE id = ?", (pid,))
+    _unindex(conn, pid)
     return conn.execute("DELETE FROM processes WHERE id = ?", (pid,)).rowcount > 0
 
 
 def rebuild_index(conn: sqlite3.Connection) -> int:
-    conn.execute("DELETE FROM processes_fts")
-    conn.execute(
-        "INSERT INTO processes_fts(id, title, task_pattern, tags, body) "
-        "SELECT id, title, task_pattern, "
-        "(SELECT group_concat(value, ' ') FROM json_each(processes.tags)), body FROM processes"
-    )
-    n: int = conn.execute("SELECT count(*) FROM processes").fetchone()[0]
-    return n
+    return db.rebuild_process_index(conn)
 
 
 def _few_visible(conn: sqlite3.Connection, where: str, params: list[str], pool: int, k: int) -> bool:
