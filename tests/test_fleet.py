@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -217,12 +219,26 @@ async def test_every_fleet_write_is_visible_to_the_very_next_membership_question
     assert registry.group_mates("never-registered") == {"never-registered"}
 
 
-async def test_a_fleet_write_whose_caller_is_cancelled_still_commits_and_updates_membership(memory: Memory) -> None:
+async def test_a_fleet_write_whose_caller_is_cancelled_still_commits_and_updates_membership(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fleet, registry = memory.fleet, memory.fleet.registry
     await _line(fleet)
+    submitted = asyncio.Event()
+    original = memory.index.write
+
+    async def spy(fn: Any) -> Any:
+        submitted.set()
+        return await original(fn)
+
+    monkeypatch.setattr(memory.index, "write", spy)
+    gate = threading.Event()
+    blocker = asyncio.create_task(asyncio.to_thread(memory.index.on_writer, lambda _c: gate.wait(10)))
     task = asyncio.create_task(fleet.set_group(ADMIN, "rap-3", "line-a"))
-    await asyncio.sleep(0)  # one loop turn: the write is on the writer's queue
+    await asyncio.wait_for(submitted.wait(), 10)  # the write is on the writer's queue, behind the gate
     task.cancel()
+    gate.set()
+    await blocker
     await asyncio.to_thread(memory.index.flush)
     for _ in range(100):  # bounded: a few loop turns hand the result back
         if "rap-3" in registry.group_mates("rap-1"):
