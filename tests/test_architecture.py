@@ -34,6 +34,7 @@ STORAGE_MODULES: tuple[str, ...] = (
     "vectorstore.py",  # the `vectors` table of index.db (embedding BLOBs): storage by any other name
     "experiences/*repo.py",
     "experiences/storage.py",
+    "experiences/robotmem_import.py",  # reads a robotmem memory.db (read-only) and writes what it brings across
     "experiences/*/storage.py",
 )
 

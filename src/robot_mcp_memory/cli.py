@@ -4,7 +4,8 @@ With no command it serves, on the transport ``MCP_TRANSPORT`` names (the spec's 
 Errors are one clear line on stderr and a non-zero exit; ``--debug`` shows a traceback.
 
 Exit codes: 0 ok · 1 command failed · 2 usage · 65 the database cannot be used (unreadable,
-foreign, newer schema, or not writable: restarting will not help) · 78 bad configuration.
+foreign, newer schema, or not writable: restarting will not help; for ``import-robotmem``, the
+robotmem file is not a robotmem database this version can read) · 78 bad configuration.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from robot_mcp_memory.errors import (
     StoreNotWritable,
     StoreUnreadable,
 )
+from robot_mcp_memory.experiences import robotmem_import
 from robot_mcp_memory.principal import LOCAL
 from robot_mcp_memory.services import operations
 from robot_mcp_memory.tokens import ROBOT_RE, generate_token
@@ -76,6 +78,10 @@ def _parser() -> argparse.ArgumentParser:
     doctor = cmd("doctor", "check integrity, index vs rows, schema version and disk; exit 1 on a problem")
     doctor.add_argument("--full", action="store_true", help="full integrity_check instead of quick_check")
     cmd("stats", "row counts as JSON")
+    rm = cmd("import-robotmem", "import a robotmem memory.db: memories, perceptions, sessions, tags (idempotent)")
+    rm.add_argument("path", help="robotmem's database (~/.robotmem/memory.db); read-only, never modified")
+    rm.add_argument("--collection-prefix", default="", help="prepended to every robotmem collection name")
+    rm.add_argument("--robot", help="the robot the memories are attributed to (default: ROBOT_ID)")
     token = sub.add_parser("token", help="token helpers", description="token helpers")
     token_sub = token.add_subparsers(dest="token_command", required=True)
     gen = token_sub.add_parser("generate", help="print a fresh admin token and a MEMORY_ROBOT_TOKENS map")
@@ -140,6 +146,12 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         written = operations.backup(settings.data_dir, Path(args.dest), _progress("backup"))
         _out("\n".join(str(p) for p in written))
         return 0
+    if command == "import-robotmem":
+        try:  # check the file before opening (or creating) our own database
+            robotmem_import.RobotmemFile(Path(args.path)).close()
+        except robotmem_import.RobotmemUnreadable as exc:
+            sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
+            return EXIT_DATA
     return asyncio.run(_with_memory(args, settings))
 
 
@@ -166,6 +178,21 @@ async def _with_memory(args: argparse.Namespace, settings: Settings) -> int:
             return 0 if report.ok else EXIT_FAILED
         if args.command == "stats":
             _out(json.dumps(await operations.stats(memory), indent=2, sort_keys=True))
+            return 0
+        if args.command == "import-robotmem":
+            try:
+                imported = await operations.import_robotmem(
+                    memory,
+                    LOCAL,
+                    Path(args.path),
+                    robot=args.robot,
+                    collection_prefix=args.collection_prefix,
+                    progress=_progress("import"),
+                )
+            except robotmem_import.RobotmemUnreadable as exc:
+                sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
+                return EXIT_DATA
+            _out("\n".join(imported.lines()))
             return 0
     finally:
         memory.close()

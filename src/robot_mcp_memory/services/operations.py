@@ -1,4 +1,5 @@
-"""Operator operations shared by the CLI and the dashboard: dump/load, backup, doctor, stats.
+"""Operator operations shared by the CLI and the dashboard: dump/load, backup, doctor, stats,
+and importing a robotmem database (`import_robotmem`).
 
 `dump` writes process documents as one markdown file each (``processes/<id>.md``, hand-editable
 and diffable — the spec's answer to "documents are no longer hand-editable") and `load` reads
@@ -15,6 +16,7 @@ from pathlib import Path
 from robot_mcp_memory import db, docmodel
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import InvalidInput
+from robot_mcp_memory.experiences import robotmem_import
 from robot_mcp_memory.kit import maintenance
 from robot_mcp_memory.principal import Principal
 
@@ -130,3 +132,20 @@ async def stats(memory: Memory) -> dict[str, int]:
     counts = maintenance.count_rows(memory.settings.index_path, [t.name for t in db.TABLES])
     counts["hot_writes_dropped"] = memory.index.stats.hot_dropped
     return counts
+
+
+async def import_robotmem(
+    memory: Memory,
+    principal: Principal,
+    path: Path,
+    *,
+    robot: str | None = None,
+    collection_prefix: str = "",
+    progress: Progress | None = None,
+) -> robotmem_import.ImportReport:
+    """Bring a robotmem ``memory.db`` across (memories, perceptions, sessions, tags); idempotent.
+    Fleet administration: writes are attributed to `robot` (default ``ROBOT_ID``)."""
+    memory.policy.require_admin(principal, "importing a robotmem database")
+    return await robotmem_import.import_robotmem(
+        memory.experiences, path, robot=robot, collection_prefix=collection_prefix, progress=progress
+    )

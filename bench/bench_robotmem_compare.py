@@ -1,0 +1,729 @@
+"""Side by side with robotmem 0.1.3, in the same run: learn throughput and recall latency, as ratios.
+
+    python -m bench.bench_robotmem_compare [--sizes 1000,10000] [--big] [--queries 200]
+        [--mcp-calls 200] [--no-mcp] [--no-hybrid] [--robotmem-python PATH] [--append-doc]
+
+robotmem runs from its **own** virtual environment (``python3 -m venv /tmp/robotmem-venv &&
+/tmp/robotmem-venv/bin/pip install "robotmem==0.1.3" "mcp<2"``; ``--robotmem-python`` or
+``ROBOTMEM_PYTHON`` names another), driven through subprocesses; ours runs in this process.
+Both get the same synthetic robot corpus (`bench.experience_corpus`, fixed by its seed).
+
+1. **In-process, through each one's Python API**, keyword-only (robotmem as it runs offline:
+   ``RobotMemory(embed_backend="none")`` in `bench.robotmem_worker`; ours: `RobotMemory`, whose
+   default is keyword-only). Both fill to each size one ``learn`` per insight, the way a training
+   loop calls it — interleaved chunk by chunk, so a busy neighbour slows both alike — then
+   ``recall`` p50/p95: keyword, keyword + ``context_filter``, keyword + range filter. Each side
+   times its own calls (wall and its own CPU time). ``--big`` adds 100,000 memories.
+2. **Over MCP stdio**, the same ``tools/call`` from an ``mcp`` ``ClientSession`` over
+   ``stdio_client`` to each server, on the databases step 1 filled (the largest size): robotmem's
+   server (``python -m robotmem``) with a ``config.json`` in ``ROBOTMEM_HOME`` pointing its Ollama
+   embedder at a closed local port (``http://127.0.0.1:9``: keyword-only, no 40 s model download),
+   ours (``python -m robot_mcp_memory``) with ``MEMORY_EMBEDDER=none`` (keyword-only) and with the
+   default embedder (the ``mode`` column says what recall actually ran). Calls rotate between the
+   servers, all started at once. ``ping`` is the transport's floor. The SDK client validates
+   structured results against each tool's ``outputSchema``: measured stock, and with validators
+   compiled once per tool (``Client``).
+
+Ratios are ours ÷ robotmem for times (smaller is better) and ours ÷ robotmem for throughput
+(bigger is better). Targets (issue 5): at 10,000 memories in-process ≥ 5× robotmem's learn
+throughput and ≤ ⅕ of its recall p50; over MCP stdio recall p50 ≤ ¼ and learn p50 ≤ 0.6×.
+`--append-doc` appends the report to docs/benchmarks.md under "## Side by side with robotmem 0.1.3".
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from jsonschema.validators import validator_for  # type: ignore[import-untyped]
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import CallToolResult, TextContent
+from referencing import Registry
+
+from bench.experience_corpus import QUERIES, corpus
+from robot_mcp_memory import logs
+from robot_mcp_memory.api import RobotMemory
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "benchmarks.md"
+WORKER = Path(__file__).resolve().parent / "robotmem_worker.py"
+DEFAULT_ROBOTMEM_PYTHON = Path(os.environ.get("ROBOTMEM_PYTHON", "/tmp/robotmem-venv/bin/python"))
+FILTER: dict[str, Any] = {"task.success": True}
+RANGE_FILTER: dict[str, Any] = {"task.success": True, "params.grip_force": {"$lt": 10}}
+VARIANTS: dict[str, dict[str, Any] | None] = {
+    "keyword": None,
+    "keyword + filter": FILTER,
+    "keyword + range filter": RANGE_FILTER,
+}
+CHUNK = 1000
+TARGET_SIZE = 10_000
+#: Targets (issue 5): ours ÷ robotmem.
+LEARN_TARGET = 5.0  # in-process learn throughput, at least
+RECALL_TARGET = 0.2  # in-process recall p50, at most
+MCP_RECALL_TARGET = 0.25
+MCP_LEARN_TARGET = 0.6
+
+
+# ---------------------------------------------------------------------------- measures
+@dataclass(frozen=True)
+class Latency:
+    p50_ms: float
+    p95_ms: float
+    cpu_ms: float  # mean CPU time per call (the measuring process, all its threads)
+    n: int
+    empty: int = 0
+    errors: int = 0
+
+    @classmethod
+    def of(cls, walls: Sequence[float], cpu_total: float, empty: int = 0, errors: int = 0) -> Latency:
+        xs = sorted(walls)
+        return cls(
+            statistics.median(xs) * 1000,
+            xs[min(len(xs) - 1, int(len(xs) * 0.95))] * 1000,
+            cpu_total / len(xs) * 1000,
+            len(xs),
+            empty,
+            errors,
+        )
+
+
+@dataclass
+class Learned:
+    n: int = 0
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    tail_n: int = 0
+    tail_wall_s: float = 0.0
+    created: int = 0
+    duplicates: int = 0
+    errors: int = 0
+
+    def add(self, out: dict[str, Any]) -> None:
+        self.n += out["n"]
+        self.wall_s += out["wall_s"]
+        self.cpu_s += out["cpu_s"]
+        self.tail_n, self.tail_wall_s = out["tail_n"], out["tail_wall_s"]  # the last chunk's last 10 %
+        self.created += out["created"]
+        self.duplicates += out["duplicates"]
+        self.errors += out["errors"]
+
+    @property
+    def per_s(self) -> float:
+        return self.n / self.wall_s if self.wall_s else 0.0
+
+    @property
+    def tail_per_s(self) -> float:
+        return self.tail_n / self.tail_wall_s if self.tail_wall_s else 0.0
+
+    @property
+    def cpu_us(self) -> float:
+        return self.cpu_s / self.n * 1e6 if self.n else 0.0
+
+
+@dataclass
+class SizeResult:
+    size: int
+    learn: dict[str, Learned] = field(default_factory=dict)  # side → fill from the previous size
+    batch: dict[str, tuple[float, float]] = field(default_factory=dict)  # side → (learns/s, CPU µs per learn)
+    recall: dict[tuple[str, str], Latency] = field(default_factory=dict)  # (side, variant)
+    stored: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class McpResult:
+    server: str
+    mode: str
+    init_s: float
+    floor: Latency  # ping
+    learn: dict[str, Latency]  # client mode (MODES) → latency
+    recall: dict[str, Latency]
+
+
+@dataclass
+class Report:
+    sizes: list[SizeResult]
+    mcp: list[McpResult]
+    machine: str
+    robotmem_version: str
+    started: str
+    command: str
+    notes: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------- the two sides
+class RobotmemSide:
+    """robotmem's SDK in its own interpreter (`bench.robotmem_worker`), one JSON line per command."""
+
+    name = "robotmem"
+
+    def __init__(self, python: Path, db: Path, errlog: IO[str]) -> None:
+        self.proc = subprocess.Popen(
+            [str(python), str(WORKER), str(db)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errlog,
+            text=True,
+            env=_robotmem_env(db.parent),
+        )
+        hello = self._read()
+        self.version = str(hello.get("version", "?"))
+
+    def _read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the robotmem worker stopped; see its stderr log")
+        out: dict[str, Any] = json.loads(line)
+        return out
+
+    def ask(self, **cmd: Any) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def learn(self, items: Sequence[tuple[str, dict[str, Any], str]]) -> dict[str, Any]:
+        return self.ask(op="learn", items=[list(it) for it in items])
+
+    def recall(self, queries: Sequence[str], count: int, context_filter: dict[str, Any] | None) -> dict[str, Any]:
+        return self.ask(op="recall", queries=list(queries), count=count, context_filter=context_filter)
+
+    def batch(self, items: Sequence[tuple[str, dict[str, Any], str]]) -> dict[str, Any]:
+        return self.ask(op="batch_learn", items=[list(it) for it in items])
+
+    def count(self) -> int:
+        return int(self.ask(op="count")["count"])
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.ask(op="close")
+        self.proc.wait(timeout=60)
+
+
+class OursSide:
+    """Our Python API in this process, answering the worker's commands with the same shapes."""
+
+    name = "ours"
+
+    def __init__(self, data_dir: Path) -> None:
+        self.mem = RobotMemory(data_dir, robot_id="bench-01")
+
+    def learn(self, items: Sequence[tuple[str, dict[str, Any], str]]) -> dict[str, Any]:
+        n = len(items)
+        tail = max(1, n // 10)
+        created = duplicates = 0
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        t_tail = t0
+        for i, (insight, context, collection) in enumerate(items):
+            if i == n - tail:
+                t_tail = time.perf_counter()
+            out = self.mem.learn(insight, context, collection=collection)
+            if out["status"] == "created":
+                created += 1
+            else:
+                duplicates += 1
+        t1 = time.perf_counter()
+        return {
+            "n": n,
+            "wall_s": t1 - t0,
+            "cpu_s": time.process_time() - cpu0,
+            "tail_n": tail,
+            "tail_wall_s": t1 - t_tail,
+            "created": created,
+            "duplicates": duplicates,
+            "errors": 0,
+        }
+
+    def recall(self, queries: Sequence[str], count: int, context_filter: dict[str, Any] | None) -> dict[str, Any]:
+        walls, empty = [], 0
+        cpu0 = time.process_time()
+        for i in range(count):
+            t = time.perf_counter()
+            found = self.mem.recall(queries[i % len(queries)], n=5, context_filter=context_filter)
+            walls.append(time.perf_counter() - t)
+            empty += not found
+        return {"walls": walls, "cpu_s": time.process_time() - cpu0, "empty": empty, "errors": 0}
+
+    def batch(self, items: Sequence[tuple[str, dict[str, Any], str]]) -> dict[str, Any]:
+        """``learn_many``: one transaction per collection (it takes one collection per call)."""
+        by_collection: dict[str, list[tuple[str, Any]]] = {}
+        for insight, context, collection in items:
+            by_collection.setdefault(collection, []).append((insight, context))
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        created = 0
+        for collection, pairs in by_collection.items():
+            created += sum(o["status"] == "created" for o in self.mem.learn_many(pairs, collection=collection))
+        return {
+            "n": len(items),
+            "wall_s": time.perf_counter() - t0,
+            "cpu_s": time.process_time() - cpu0,
+            "created": created,
+        }
+
+    def count(self) -> int:
+        self.mem.memory.index.flush()
+        row = self.mem.memory.index.read_blocking(
+            lambda c: c.execute("SELECT count(*) FROM memories WHERE status = 'active'").fetchone()
+        )
+        return int(row[0])
+
+    def close(self) -> None:
+        self.mem.close()
+
+
+Side = RobotmemSide | OursSide
+
+
+def _robotmem_env(home: Path) -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "ROBOTMEM_HOME": str(home / "home")}
+
+
+def _items(n: int, seed: int = 20261129) -> list[tuple[str, dict[str, Any], str]]:
+    return [(it.insight, it.context, it.collection) for it in corpus(n, seed)]
+
+
+# ---------------------------------------------------------------------------- step 1: in-process
+def in_process(
+    sides: Sequence[Side],
+    sizes: Sequence[int],
+    queries: int,
+    items: Sequence[tuple[str, dict[str, Any], str]],
+    batch: int = CHUNK,
+) -> list[SizeResult]:
+    results: list[SizeResult] = []
+    done = 0
+    for size in sorted(sizes):
+        r = SizeResult(size, learn={s.name: Learned() for s in sides})
+        for start in range(done, size, CHUNK):
+            chunk = items[start : min(size, start + CHUNK)]
+            for s in sides:  # interleaved: a busy neighbour slows both alike
+                r.learn[s.name].add(s.learn(chunk))
+        done = size
+        for s in sides:
+            r.stored[s.name] = s.count()
+        for variant, spec in VARIANTS.items():
+            for s in sides:
+                s.recall(QUERIES, 10, spec)  # warm up
+            for s in sides:
+                out = s.recall(QUERIES, queries, spec)
+                r.recall[(s.name, variant)] = Latency.of(out["walls"], out["cpu_s"], out["empty"], out["errors"])
+        results.append(r)
+        print(f"… {size:,} memories measured", file=sys.stderr, flush=True)
+    if batch:  # each one's batch API, 1,000 more memories on the largest database
+        extra = _items(batch, seed=11)
+        for s in sides:
+            out = s.batch(extra)
+            results[-1].batch[s.name] = (out["n"] / out["wall_s"], out["cpu_s"] / out["n"] * 1e6)
+    return results
+
+
+# ---------------------------------------------------------------------------- step 2: MCP stdio
+@dataclass(frozen=True)
+class ServerSpec:
+    name: str
+    params: StdioServerParameters
+
+
+class Client(ClientSession):
+    """The SDK's client session, which checks every structured tool result against the tool's
+    ``outputSchema``. ``mode`` ``stock``: as the SDK does it, ``jsonschema.validate`` per call, so
+    the schema is checked against its meta-schema again every time; ``compiled``: the validator is
+    built once per tool (what a client that compiles schemas does), every result still validated;
+    ``unchecked``: no validation (transport and server alone — a diagnostic)."""
+
+    mode = "stock"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._validators: dict[str, Any] = {}
+
+    async def _validate_tool_result(self, name: str, result: CallToolResult) -> None:
+        if self.mode == "unchecked":
+            return
+        if self.mode == "stock":
+            await super()._validate_tool_result(name, result)
+            return
+        if name not in self._tool_output_schemas:
+            await self.list_tools()
+        schema = self._tool_output_schemas.get(name)
+        if schema is None:
+            return
+        validator = self._validators.get(name)
+        if validator is None:
+            cls = validator_for(schema)
+            cls.check_schema(schema)
+            validator = self._validators[name] = cls(schema, registry=Registry())
+        validator.validate(result.structuredContent)
+
+
+MODES = ("stock", "compiled", "unchecked")
+MODE_LABEL = {"stock": "stock SDK client", "compiled": "client validating with compiled schemas"}  # the targets
+
+
+def _text(result: Any) -> dict[str, Any]:
+    block = result.content[0] if result.content else None
+    if not isinstance(block, TextContent):
+        return {"error": "no text"}
+    try:
+        data = json.loads(block.text)
+    except ValueError:
+        return {"error": block.text[:200]}
+    return data if isinstance(data, dict) else {"error": "not an object"}
+
+
+async def over_mcp(
+    specs: Sequence[ServerSpec], calls: int, learn_items: Sequence[tuple[str, dict[str, Any], str]], logdir: Path
+) -> list[McpResult]:
+    async with contextlib.AsyncExitStack() as stack:
+        sessions: list[tuple[ServerSpec, Client, float]] = []
+        for spec in specs:
+            errlog = stack.enter_context((logdir / f"{spec.name.replace(' ', '_')}.stderr.log").open("w"))
+            t = time.perf_counter()
+            read, write = await stack.enter_async_context(stdio_client(spec.params, errlog=errlog))
+            session = await stack.enter_async_context(Client(read, write))
+            await session.initialize()
+            sessions.append((spec, session, time.perf_counter() - t))
+            await session.list_tools()  # the output schemas, once (as a client does before calling)
+        names = [s.name for s in specs]
+        floor: dict[str, list[float]] = {n: [] for n in names}
+        learn: dict[tuple[str, str], list[float]] = {(n, m): [] for n in names for m in MODES}
+        recall: dict[tuple[str, str], list[float]] = {(n, m): [] for n in names for m in MODES}
+        empty = dict.fromkeys(names, 0)
+        errors = dict.fromkeys(names, 0)
+        modes: dict[str, str] = {}
+        for _, session, _ in sessions:  # warm up: the first calls load what is loaded lazily
+            for q in QUERIES[:5]:
+                await session.call_tool("recall", {"query": q, "n": 5})
+        for i in range(calls):
+            query = {"query": QUERIES[i % len(QUERIES)], "n": 5}
+            for spec, session, _ in sessions:  # rotate: each call of each kind meets the same neighbours
+                t = time.perf_counter()
+                await session.send_ping()
+                floor[spec.name].append(time.perf_counter() - t)
+                for k, mode in enumerate(MODES):
+                    session.mode = mode
+                    insight, context, collection = learn_items[(len(MODES) * i + k) % len(learn_items)]
+                    args = {"insight": insight, "context": json.dumps(context), "collection": collection}
+                    t = time.perf_counter()
+                    out = _text(await session.call_tool("learn", args))
+                    learn[(spec.name, mode)].append(time.perf_counter() - t)
+                    errors[spec.name] += "error" in out
+                    t = time.perf_counter()
+                    got = _text(await session.call_tool("recall", query))
+                    recall[(spec.name, mode)].append(time.perf_counter() - t)
+                    errors[spec.name] += "error" in got
+                    empty[spec.name] += not got.get("memories")
+                    modes.setdefault(spec.name, str(got.get("mode", "?")))
+        return [
+            McpResult(
+                spec.name,
+                modes.get(spec.name, "?"),
+                init_s,
+                Latency.of(floor[spec.name], 0.0),
+                {m: Latency.of(learn[(spec.name, m)], 0.0, errors=errors[spec.name]) for m in MODES},
+                {m: Latency.of(recall[(spec.name, m)], 0.0, empty[spec.name]) for m in MODES},
+            )
+            for spec, _, init_s in sessions
+        ]
+
+
+def mcp_servers(robotmem_python: Path, robotmem_db: Path, ours_dir: Path, work: Path, hybrid: bool) -> list[ServerSpec]:
+    home = work / "robotmem-mcp"
+    (home / "home").mkdir(parents=True, exist_ok=True)
+    config = {"db_path": str(robotmem_db), "embed_backend": "ollama", "ollama_url": "http://127.0.0.1:9"}
+    (home / "home" / "config.json").write_text(json.dumps(config))
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORY_", "MCP_", "ROBOT_"))}
+    specs = [
+        ServerSpec(
+            "robotmem 0.1.3",
+            StdioServerParameters(command=str(robotmem_python), args=["-m", "robotmem"], env=_robotmem_env(home)),
+        ),
+        ServerSpec(
+            "ours, MEMORY_EMBEDDER=none",
+            StdioServerParameters(
+                command=sys.executable,
+                args=["-m", "robot_mcp_memory"],
+                env={**base, "MEMORY_DATA_DIR": str(ours_dir), "ROBOT_ID": "bench-01", "MEMORY_EMBEDDER": "none"},
+            ),
+        ),
+    ]  # fmt: skip
+    if hybrid:
+        default_dir = work / "ours-default"
+        default_dir.mkdir(exist_ok=True)
+        _copy_db(ours_dir / "index.db", default_dir / "index.db")
+        specs.append(
+            ServerSpec(
+                "ours, default embedder",
+                StdioServerParameters(
+                    command=sys.executable,
+                    args=["-m", "robot_mcp_memory"],
+                    env={**base, "MEMORY_DATA_DIR": str(default_dir), "ROBOT_ID": "bench-01"},
+                ),
+            )
+        )
+    return specs
+
+
+def _copy_db(src: Path, dst: Path) -> None:
+    a, b = sqlite3.connect(src), sqlite3.connect(dst)
+    try:
+        a.backup(b)
+    finally:
+        a.close()
+        b.close()
+
+
+# ---------------------------------------------------------------------------- the run
+def machine(robotmem_python: Path) -> tuple[str, str]:
+    cpu = platform.processor() or "?"
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    probe = subprocess.run(
+        [str(robotmem_python), "-c", "import sys, sqlite3; print(sys.version.split()[0], sqlite3.sqlite_version)"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    their = probe.stdout.strip() or "?"
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    text = (
+        f"{platform.platform()}, {os.cpu_count()} CPUs ({cpu}), ours: Python {platform.python_version()} "
+        f"SQLite {sqlite3.sqlite_version}; robotmem's venv: Python/SQLite {their}; load average {load:.1f} at start"
+    )
+    return text, their
+
+
+def run(
+    sizes: Sequence[int],
+    queries: int,
+    mcp_calls: int,
+    robotmem_python: Path,
+    *,
+    hybrid: bool = True,
+    command: str = "",
+    work_dir: Path | None = None,
+) -> Report:
+    if not robotmem_python.exists():
+        raise SystemExit(
+            f"robotmem's interpreter {robotmem_python} is missing: python3 -m venv /tmp/robotmem-venv && "
+            '/tmp/robotmem-venv/bin/pip install "robotmem==0.1.3" "mcp<2" (or pass --robotmem-python)'
+        )
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    text, _ = machine(robotmem_python)
+    with contextlib.ExitStack() as stack:
+        work = work_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-vs-robotmem-")))
+        rm_dir, ours_dir = work / "robotmem", work / "ours"
+        rm_dir.mkdir(parents=True, exist_ok=True)
+        errlog = stack.enter_context((work / "robotmem-worker.stderr.log").open("w"))
+        items = _items(max(sizes))
+        theirs = RobotmemSide(robotmem_python, rm_dir / "memory.db", errlog)
+        ours = OursSide(ours_dir)
+        try:
+            sizes_out = in_process([theirs, ours], sizes, queries, items)
+        finally:
+            theirs.close()
+            ours.close()
+        report = Report(sizes_out, [], text, theirs.version, started, command)
+        if mcp_calls:
+            fresh = _items(len(MODES) * mcp_calls, seed=7)  # in neither database: every learn is a new memory
+            specs = mcp_servers(robotmem_python, rm_dir / "memory.db", ours_dir, work, hybrid)
+            report.mcp = asyncio.run(over_mcp(specs, mcp_calls, fresh, work))
+    return report
+
+
+# ---------------------------------------------------------------------------- the report
+def _r(x: float) -> str:
+    return f"{x:.2f}" if x < 10 else f"{x:.1f}" if x < 100 else f"{x:,.0f}"
+
+
+def _pct(k: int, n: int) -> str:
+    return f"{100 * k / n:.0f} %" if n else "–"
+
+
+def verdicts(report: Report) -> list[tuple[str, str, bool]]:
+    """(target, measured, met) for each target that this run measured."""
+    out: list[tuple[str, str, bool]] = []
+    at = next((r for r in report.sizes if r.size == TARGET_SIZE), None)
+    if at is not None:
+        learn = at.learn["ours"].per_s / at.learn["robotmem"].per_s
+        out.append(
+            (
+                f"in-process learn throughput at 10,000 ≥ {LEARN_TARGET:g}× robotmem's",
+                f"{learn:.1f}×",
+                learn >= LEARN_TARGET,
+            )
+        )
+        recall = at.recall[("ours", "keyword")].p50_ms / at.recall[("robotmem", "keyword")].p50_ms
+        out.append(
+            (
+                f"in-process recall p50 at 10,000 ≤ {RECALL_TARGET:g}× robotmem's",
+                f"{recall:.2f}×",
+                recall <= RECALL_TARGET,
+            )
+        )
+    theirs = next((m for m in report.mcp if m.server.startswith("robotmem")), None)
+    ours = next((m for m in report.mcp if m.server == "ours, MEMORY_EMBEDDER=none"), None)
+    if theirs is not None and ours is not None:
+        for mode, client in MODE_LABEL.items():
+            recall = ours.recall[mode].p50_ms / theirs.recall[mode].p50_ms
+            out.append(
+                (
+                    f"MCP stdio recall p50 ≤ {MCP_RECALL_TARGET:g}× robotmem's ({client})",
+                    f"{recall:.2f}×",
+                    recall <= MCP_RECALL_TARGET,
+                )
+            )
+            learn = ours.learn[mode].p50_ms / theirs.learn[mode].p50_ms
+            out.append(
+                (
+                    f"MCP stdio learn p50 ≤ {MCP_LEARN_TARGET:g}× robotmem's ({client})",
+                    f"{learn:.2f}×",
+                    learn <= MCP_LEARN_TARGET,
+                )
+            )
+    return out  # fmt: skip
+
+
+def render(report: Report) -> str:
+    lines = [
+        "## Side by side with robotmem 0.1.3",
+        "",
+        f"`{report.command or 'python -m bench.bench_robotmem_compare'}` on {report.started}, robotmem "
+        f"{report.robotmem_version} from its own virtualenv (PyPI, with `mcp<2`) in the same run. "
+        f"Machine: {report.machine}.",
+        "",
+        "Ratios are ours ÷ robotmem: for throughput bigger is better, for times smaller is better.",
+        "",
+        "**In-process, through each one's Python API, keyword-only** (robotmem: `RobotMemory(embed_backend=\"none\")`; "
+        "ours: `RobotMemory`). Learn = one call per insight while filling from the previous size, both sides "
+        "interleaved 1,000 at a time; CPU = the measuring process's own CPU time per call.",
+        "",
+        "| memories | learn/s robotmem | learn/s ours | ratio | last 10 %: robotmem / ours "
+        "| CPU µs per learn: robotmem / ours | stored: robotmem / ours |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]  # fmt: skip
+    for r in report.sizes:
+        a, b = r.learn["robotmem"], r.learn["ours"]
+        lines.append(
+            f"| {r.size:,} | {a.per_s:,.0f} | {b.per_s:,.0f} | **{b.per_s / a.per_s:.1f}×** | "
+            f"{a.tail_per_s:,.0f} / {b.tail_per_s:,.0f} | {a.cpu_us:,.0f} / {b.cpu_us:,.0f} | "
+            f"{r.stored.get('robotmem', 0):,} / {r.stored.get('ours', 0):,} |"
+        )
+    for r in report.sizes:
+        if r.batch:
+            (ta, ca), (tb, cb) = r.batch["robotmem"], r.batch["ours"]
+            lines += [
+                "",
+                f"Batch API, 1,000 more insights at {r.size:,} (robotmem `batch_learn`: a learn per item; ours "
+                f"`learn_many`: one transaction per collection): robotmem {ta:,.0f}/s ({ca:,.0f} µs CPU each), ours "
+                f"{tb:,.0f}/s ({cb:,.0f} µs CPU each) — **{tb / ta:.1f}×**.",
+            ]
+    lines += [
+        "",
+        "| memories | recall | p50 ms: robotmem / ours | ratio | p95 ms: robotmem / ours "
+        "| CPU ms: robotmem / ours | empty results: robotmem / ours |",
+        "|---:|---|---:|---:|---:|---:|---:|",
+    ]  # fmt: skip
+    for r in report.sizes:
+        for variant in VARIANTS:
+            ra, rb = r.recall[("robotmem", variant)], r.recall[("ours", variant)]
+            lines.append(
+                f"| {r.size:,} | {variant} | {_r(ra.p50_ms)} / {_r(rb.p50_ms)} | **{rb.p50_ms / ra.p50_ms:.2f}×** | "
+                f"{_r(ra.p95_ms)} / {_r(rb.p95_ms)} | {_r(ra.cpu_ms)} / {_r(rb.cpu_ms)} | "
+                f"{_pct(ra.empty, ra.n)} / {_pct(rb.empty, rb.n)} |"
+            )
+    if report.mcp:
+        theirs = next((m for m in report.mcp if m.server.startswith("robotmem")), report.mcp[0])
+        size = max(r.size for r in report.sizes) if report.sizes else 0
+        size += CHUNK if report.sizes and report.sizes[-1].batch else 0  # the batch above added these
+        lines += [
+            "",
+            f"**Over MCP stdio** (`tools/call` from an `mcp` `ClientSession` over `stdio_client`, client-side wall "
+            f"time, {report.mcp[0].recall['stock'].n} calls of each kind per server, rotating between the servers; "
+            f"databases as filled above, {size:,} memories; learn = a new insight with its context as a JSON string; "
+            "recall = keyword, n = 5). The SDK's client checks each structured result against the tool's "
+            "`outputSchema`: *stock* it re-validates the schema itself on every call (`jsonschema.validate`), "
+            "*compiled* builds each tool's validator once and still validates every result; *unchecked* skips the "
+            "check (transport and server alone, a diagnostic). robotmem's tools declare no output schema, so its "
+            "results are never checked.",
+            "",
+            "| server | recall mode | start + initialize s | ping p50 ms (floor) | client | learn p50 / p95 ms "
+            "| ratio | recall p50 / p95 ms | ratio | empty recalls |",
+            "|---|---|---:|---:|---|---:|---:|---:|---:|---:|",
+        ]  # fmt: skip
+        for m in report.mcp:
+            for mode in MODES:
+                lr = m.learn[mode].p50_ms / theirs.learn[mode].p50_ms
+                rr = m.recall[mode].p50_ms / theirs.recall[mode].p50_ms
+                lines.append(
+                    f"| {m.server} | {m.mode} | {m.init_s:.2f} | {_r(m.floor.p50_ms)} | {mode} | "
+                    f"{_r(m.learn[mode].p50_ms)} / {_r(m.learn[mode].p95_ms)} | {lr:.2f}× | "
+                    f"{_r(m.recall[mode].p50_ms)} / {_r(m.recall[mode].p95_ms)} | {rr:.2f}× | "
+                    f"{_pct(m.recall[mode].empty, m.recall[mode].n)} |"
+                )
+        errs = [f"{m.server}: {m.learn['stock'].errors}" for m in report.mcp if m.learn["stock"].errors]
+        if errs:
+            lines += ["", "Tool errors during the MCP run: " + ", ".join(errs) + "."]
+    checks = verdicts(report)
+    if checks:
+        lines += ["", "| target (issue 5) | measured | met |", "|---|---:|---|"]
+        lines += [f"| {t} | {v} | {'yes' if ok else '**no**'} |" for t, v, ok in checks]
+    for note in report.notes:
+        lines += ["", note]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--big", action="store_true", help="also 100,000 memories (robotmem takes a long while)")
+    parser.add_argument("--queries", type=int, default=200, help="recalls per variant and size")
+    parser.add_argument("--mcp-calls", type=int, default=200, help="learn and recall calls per MCP server (0: skip)")
+    parser.add_argument("--no-mcp", action="store_true")
+    parser.add_argument("--no-hybrid", action="store_true", help="skip our server with the default embedder")
+    parser.add_argument("--robotmem-python", type=Path, default=DEFAULT_ROBOTMEM_PYTHON)
+    parser.add_argument("--work-dir", type=Path, help="keep the databases and server logs here")
+    parser.add_argument("--append-doc", action="store_true", help=f"append the report to {DOC}")
+    args = parser.parse_args(argv)
+    logs.configure("warning")
+    sizes = [int(s) for s in args.sizes.split(",")] + ([100_000] if args.big else [])
+    command = "python -m bench.bench_robotmem_compare" + (" " + " ".join(argv) if argv else "")
+    if argv is None:
+        command = "python -m bench.bench_robotmem_compare" + "".join(f" {a}" for a in sys.argv[1:])
+    report = run(
+        sizes,
+        args.queries,
+        0 if args.no_mcp else args.mcp_calls,
+        args.robotmem_python,
+        hybrid=not args.no_hybrid,
+        command=command.replace(" --append-doc", ""),
+        work_dir=args.work_dir,
+    )
+    text = render(report)
+    print(text)
+    if args.append_doc:
+        existing = DOC.read_text(encoding="utf-8") if DOC.exists() else "# Benchmarks\n"
+        DOC.write_text(existing.rstrip("\n") + "\n\n" + text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

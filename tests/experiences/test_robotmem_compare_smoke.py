@@ -1,0 +1,33 @@
+"""bench/bench_robotmem_compare.py runs end to end at a tiny size, when robotmem's own virtualenv
+is installed (speed is measured in bench/, never asserted here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import bench_robotmem_compare as compare
+
+pytestmark = pytest.mark.skipif(
+    not compare.DEFAULT_ROBOTMEM_PYTHON.exists(), reason="robotmem's own virtualenv is not installed here"
+)
+
+
+def test_the_comparison_runs_both_sides_and_reports_ratios(tmp_path: Path) -> None:
+    report = compare.run([30, 60], 3, 2, compare.DEFAULT_ROBOTMEM_PYTHON, hybrid=False, work_dir=tmp_path)
+    assert [r.size for r in report.sizes] == [30, 60]
+    for r in report.sizes:
+        assert set(r.learn) == {"robotmem", "ours"}
+        assert r.learn["robotmem"].n == r.learn["ours"].n == 30
+        assert r.stored["ours"] == r.size
+        assert {side for side, _ in r.recall} == {"robotmem", "ours"}
+    assert set(report.sizes[-1].batch) == {"robotmem", "ours"}
+    assert [m.server for m in report.mcp] == ["robotmem 0.1.3", "ours, MEMORY_EMBEDDER=none"]
+    assert all(m.learn["stock"].n == 2 and m.recall["compiled"].n == 2 for m in report.mcp)
+    assert report.robotmem_version == "0.1.3"
+    text = compare.render(report)
+    assert text.startswith("## Side by side with robotmem 0.1.3")
+    assert "| 60 | keyword + range filter |" in text
+    assert "| robotmem 0.1.3 | bm25_only |" in text
+    assert "MCP stdio recall p50" in text

@@ -1,0 +1,379 @@
+"""Importing a robotmem ``memory.db`` (issue 5, item 7): everything comes across, once.
+
+The fixture ``tests/fixtures/robotmem-0.1.3.db`` was written by robotmem 0.1.3 itself
+(``tests/fixtures/make_robotmem_db.py``, run with robotmem's own interpreter). When that
+interpreter is around (``ROBOTMEM_PYTHON``, else ``/tmp/robotmem-venv/bin/python``), one test also
+makes a fresh file with it and imports that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from robot_mcp_memory import cli
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.errors import Forbidden, InvalidInput
+from robot_mcp_memory.experiences.robotmem_import import ImportReport, RobotmemFile, RobotmemUnreadable, epoch
+from robot_mcp_memory.principal import ADMIN, Principal
+from robot_mcp_memory.services import operations
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURE = FIXTURES / "robotmem-0.1.3.db"
+MAKER = FIXTURES / "make_robotmem_db.py"
+ROBOTMEM_PYTHON = Path(os.environ.get("ROBOTMEM_PYTHON", "/tmp/robotmem-venv/bin/python"))
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def source(path: Path) -> dict[str, Any]:
+    """What the robotmem file holds, read straight from it."""
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        q = conn.execute
+        out: dict[str, Any] = {
+            "memories": q("SELECT count(*) FROM memories").fetchone()[0],
+            "facts": q("SELECT count(*) FROM memories WHERE type = 'fact'").fetchone()[0],
+            "perceptions": q("SELECT count(*) FROM memories WHERE type = 'perception'").fetchone()[0],
+            "forgotten": q("SELECT count(*) FROM memories WHERE status = 'invalidated'").fetchone()[0],
+            "superseded": q("SELECT count(*) FROM memories WHERE status = 'superseded'").fetchone()[0],
+            "sessions": [r[0] for r in q("SELECT external_id FROM sessions ORDER BY id")],
+            "tags": q("SELECT count(*) FROM memory_tags").fetchone()[0],
+            "created": dict(q("SELECT id, created_at FROM memories").fetchall()),
+            "supersede": dict(q("SELECT id, superseded_by FROM memories WHERE status = 'superseded'").fetchall()),
+        }
+        return out
+    finally:
+        conn.close()
+
+
+def content_id(path: Path, text_start: str) -> int:
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        row = conn.execute("SELECT id FROM memories WHERE content LIKE ?", (text_start + "%",)).fetchone()
+        return int(row[0])
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def robotmem_db(tmp_path: Path) -> Path:
+    copy = tmp_path / "robotmem" / "memory.db"
+    copy.parent.mkdir()
+    shutil.copyfile(FIXTURE, copy)
+    return copy
+
+
+async def run_import(memory: Memory, path: Path, **kw: Any) -> ImportReport:
+    return await operations.import_robotmem(memory, ADMIN, path, **kw)
+
+
+# ---------------------------------------------------------------------------- the fixture itself
+def test_the_fixture_is_small_and_was_written_by_robotmem() -> None:
+    assert FIXTURE.stat().st_size < 200 * 1024
+    conn = sqlite3.connect(f"{FIXTURE.as_uri()}?mode=ro", uri=True)
+    try:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        # robotmem's own objects: its tag taxonomy table (filled at first open) and FTS delete trigger
+        assert {"memories", "sessions", "session_outcomes", "memory_tags", "tag_meta", "memories_ad"} <= names
+        assert conn.execute("SELECT count(*) FROM tag_meta").fetchone()[0] > 50
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"  # stands alone: no -wal/-shm
+    finally:
+        conn.close()
+    facts = source(FIXTURE)
+    assert facts["perceptions"] >= 3
+    assert facts["forgotten"] >= 1
+    assert facts["superseded"] >= 1
+
+
+# ---------------------------------------------------------------------------- what comes across
+async def test_every_memory_session_and_tag_comes_across_and_the_file_is_untouched(
+    memory: Memory, robotmem_db: Path
+) -> None:
+    before = sha256(robotmem_db)
+    seen: list[tuple[int, int]] = []
+    report = await operations.import_robotmem(memory, ADMIN, robotmem_db, progress=lambda d, t: seen.append((d, t)))
+    src = source(robotmem_db)
+
+    assert (report.memories, report.total_memories) == (src["memories"], src["memories"])
+    assert (report.facts, report.perceptions) == (src["facts"], src["perceptions"])
+    assert (report.forgotten, report.superseded) == (src["forgotten"], src["superseded"])
+    assert (report.sessions, report.total_sessions) == (len(src["sessions"]), len(src["sessions"]))
+    assert report.tags == src["tags"]
+    assert not report.skipped_memories
+    assert not +report.skipped_sessions
+    assert seen[-1] == (src["memories"], src["memories"])
+    assert sha256(robotmem_db) == before
+    assert not (robotmem_db.parent / "memory.db-wal").exists()
+
+    counts = memory.index.read_blocking(
+        lambda c: c.execute(
+            "SELECT count(*), sum(status = 'forgotten'), sum(status = 'superseded'), count(DISTINCT robot) "
+            "FROM memories"
+        ).fetchone()
+    )
+    assert tuple(counts) == (src["memories"], src["forgotten"], src["superseded"], 1)
+    lines = "\n".join(report.lines())
+    assert f"memories: {src['memories']} imported of {src['memories']}" in lines
+
+
+async def test_imported_memories_are_recalled_in_every_script_and_with_filters(
+    memory: Memory, robotmem_db: Path
+) -> None:
+    await run_import(memory, robotmem_db)
+    svc = memory.experiences
+
+    zh = await svc.recall(ADMIN, "倒水", collection="kitchen-lab")
+    assert zh.hits
+    assert zh.hits[0].memory.content.startswith("倒水时杯子倾斜角度")
+    glass = await svc.recall(ADMIN, "玻璃杯", collection="kitchen-lab", n=10)
+    assert {h.memory.type for h in glass.hits} == {"fact", "perception"}
+    ru = await svc.recall(ADMIN, "кружки")
+    assert [h.memory.content for h in ru.hits] == ["захват кружки: сила 10 Н достаточно"]
+
+    held = await svc.recall(
+        ADMIN,
+        "grasp the blue bottle",
+        n=20,
+        collection="sweeps",
+        context_filter={"task.success": True, "params.grip_force": {"$lt": 14}},
+    )
+    assert sorted(h.memory.context["params"]["grip_force"] for h in held.hits) == [12, 13]
+    near = await svc.recall(ADMIN, "mug", spatial_sort={"target": [0.4, 0.12, 0.9], "max_distance": 0.01})
+    assert [h.memory.content for h in near.hits] == ["red mug on the drying rack next to the sink"]
+    by_user_tag = await svc.recall(ADMIN, "safety")  # robotmem's user tag "kitchen_safety" is searchable
+    assert by_user_tag.hits[0].memory.content.startswith("grip_force=12.5N held the wet mug")
+
+
+async def test_times_status_links_contexts_and_data_are_kept(memory: Memory, robotmem_db: Path) -> None:
+    report = await run_import(memory, robotmem_db)
+    src = source(robotmem_db)
+    svc = memory.experiences
+    ours = report.memory_ids
+
+    for rid, created in src["created"].items():
+        got = await svc.get(ADMIN, ours[rid])
+        stamp = epoch(created)
+        assert stamp is not None
+        assert got.created_at == pytest.approx(stamp, abs=1e-3)
+        assert got.metadata["imported_from"] == {"source": "robotmem", "id": rid, "created_at": created}
+    for rid, by in src["supersede"].items():
+        got = await svc.get(ADMIN, ours[rid])
+        assert (got.status, got.superseded_by) == ("superseded", ours[by])
+
+    wrong = await svc.get(ADMIN, ours[content_id(robotmem_db, "the fire door in lab 7")])
+    assert (wrong.status, wrong.forget_reason) == ("forgotten", "wrong: the lab 7 fire door opens outwards")
+    assert wrong.id not in [h.memory.id for h in (await svc.recall(ADMIN, "fire door lab 7 opens", n=50)).hits]
+
+    mug = await svc.get(ADMIN, ours[content_id(robotmem_db, "grip_force=12.5N")])
+    assert mug.context == {
+        "params": {"grip_force": 12.5, "approach_angle": 30},
+        "spatial": {"position": [0.42, 0.1, 0.91]},
+        "task": {"name": "grasp_mug", "success": True},
+        "env": {"sim_or_real": "real"},
+    }  # robotmem's own "source": "learn_tool" marker is gone
+    assert mug.category == "root_cause"
+    assert mug.confidence == pytest.approx(0.9)
+    assert {"kitchen_safety", "mug", "root_cause"} <= set(mug.tags)
+    assert mug.access_count == 1
+    assert mug.last_accessed is not None
+    note = await svc.get(ADMIN, ours[content_id(robotmem_db, "avoid the loading dock")])
+    assert note.context == {"note": "noted by the night operator"}
+
+    seen = await svc.get(ADMIN, ours[content_id(robotmem_db, "red mug on the drying rack")])
+    assert (seen.type, seen.perception_type) == ("perception", "visual")
+    assert seen.data == {"bbox": [120, 80, 210, 190], "score": 0.93}
+    assert seen.context == {"spatial": {"position": [0.4, 0.12, 0.9]}, "camera": "wrist"}
+
+
+async def test_sessions_keep_their_ids_context_end_and_outcome(memory: Memory, robotmem_db: Path) -> None:
+    await run_import(memory, robotmem_db)
+    first, second, still_open = source(robotmem_db)["sessions"]
+    svc = memory.experiences
+
+    s1 = await svc.get_session(ADMIN, first)
+    assert (s1.outcome_score, s1.collection, s1.context["robot_id"]) == (0.8, "default", "ur5-01")
+    assert s1.ended_at is not None
+    assert s1.ended_at >= s1.started_at
+    s2 = await svc.get_session(ADMIN, second)
+    assert (s2.outcome_score, s2.collection, s2.context["task"]) == (0.3, "kitchen-lab", "倒水")
+    s3 = await svc.get_session(ADMIN, still_open)
+    assert (s3.ended_at, s3.outcome_score) == (None, None)
+    replay = await svc.recall(ADMIN, "", session_id=first, n=20, min_confidence=0.0)
+    assert len(replay.hits) == 6  # 8 memories in that episode, 2 of them superseded by robotmem
+    ended = await svc.end_session(ADMIN, still_open, outcome_score=1.0)  # an imported open episode can end here
+    assert ended.session.outcome_score == 1.0
+
+
+async def test_learning_after_an_import_dedups_against_imported_memories(memory: Memory, robotmem_db: Path) -> None:
+    await run_import(memory, robotmem_db)  # attributed to ROBOT_ID ('tester'), like a learn over stdio
+    context = {
+        "params": {"grip_force": 13},
+        "spatial": {"position": [0.8, 0.5, 0.8]},
+        "task": {"name": "grasp_bottle", "success": True},
+    }
+    again = await memory.experiences.learn(
+        ADMIN, "grasp the blue bottle with grip force 13 N: held", context, collection="sweeps"
+    )
+    assert again.status == "duplicate"
+
+
+# ---------------------------------------------------------------------------- idempotent, and its options
+async def test_importing_again_brings_nothing_new(memory: Memory, robotmem_db: Path) -> None:
+    first = await run_import(memory, robotmem_db)
+    rows = memory.index.read_blocking(
+        lambda c: c.execute("SELECT (SELECT count(*) FROM memories), (SELECT count(*) FROM sessions)").fetchone()
+    )
+    again = await run_import(memory, robotmem_db, collection_prefix="rm-")  # another prefix changes nothing
+    assert (again.memories, again.sessions, again.tags) == (0, 0, 0)
+    assert again.skipped_memories == {"already imported": first.memories}
+    assert again.skipped_sessions == {"already imported": first.sessions}
+    assert again.memory_ids == first.memory_ids
+    after = memory.index.read_blocking(
+        lambda c: c.execute("SELECT (SELECT count(*) FROM memories), (SELECT count(*) FROM sessions)").fetchone()
+    )
+    assert tuple(after) == tuple(rows)
+
+
+async def test_a_grown_robotmem_file_brings_only_its_new_memories(memory: Memory, robotmem_db: Path) -> None:
+    await run_import(memory, robotmem_db)
+    conn = sqlite3.connect(robotmem_db)
+    with conn:
+        conn.execute(
+            "INSERT INTO memories(collection, type, content, context, category, confidence, status) "
+            "VALUES ('default', 'fact', 'the dock charger needs 40 minutes for a full charge', '{}', 'observation', "
+            "0.9, 'active')"
+        )
+    conn.close()
+    again = await run_import(memory, robotmem_db)
+    assert again.memories == 1
+    assert again.skipped_memories == {"already imported": again.total_memories - 1}
+    assert (await memory.experiences.recall(ADMIN, "charger full charge")).hits
+
+
+async def test_collection_prefix_and_robot_apply_to_memories_and_sessions(memory: Memory, robotmem_db: Path) -> None:
+    report = await run_import(memory, robotmem_db, collection_prefix="rm-", robot="franka-01")
+    svc = memory.experiences
+    hits = (await svc.recall(ADMIN, "倒水", collection="rm-kitchen-lab")).hits
+    assert [h.memory.robot for h in hits] == ["franka-01"]
+    assert not (await svc.recall(ADMIN, "倒水", collection="kitchen-lab")).hits
+    sid = source(robotmem_db)["sessions"][1]
+    s = await svc.get_session(ADMIN, sid)
+    assert (s.robot, s.collection) == ("franka-01", "rm-kitchen-lab")
+    assert report.robot == "franka-01"
+    scoped = await svc.recall(Principal.robot("franka-01"), "倒水", collection="rm-kitchen-lab")
+    assert scoped.hits  # the robot reads what was imported as its own
+
+
+async def test_bad_options_and_robot_tokens_are_refused(memory: Memory, robotmem_db: Path) -> None:
+    with pytest.raises(InvalidInput, match="collection prefix"):
+        await run_import(memory, robotmem_db, collection_prefix="bad prefix ")
+    with pytest.raises(InvalidInput, match="robot id"):
+        await run_import(memory, robotmem_db, robot="no spaces allowed")
+    with pytest.raises(Forbidden):
+        await operations.import_robotmem(memory, Principal.robot("ur5-01"), robotmem_db)
+    with pytest.raises(InvalidInput, match="no robotmem database"):
+        await run_import(memory, robotmem_db.parent / "missing.db")
+
+
+# ---------------------------------------------------------------------------- files that are not robotmem's
+def test_garbage_empty_and_foreign_files_are_one_clear_error(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"this is not a database at all\x00" * 300)
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    foreign = tmp_path / "foreign.db"
+    conn = sqlite3.connect(foreign)
+    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    conn.close()
+    for path, reason in ((garbage, "not an SQLite database"), (empty, "no memories table"), (foreign, "no memories")):
+        before = sha256(path)
+        with pytest.raises(RobotmemUnreadable, match=reason) as info:
+            RobotmemFile(path)
+        assert str(path) in info.value.detail
+        assert "The file was not modified" in info.value.detail
+        assert sha256(path) == before
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("ALTER TABLE memories ADD COLUMN embedding_model TEXT", "embedding_model"),
+        ("PRAGMA user_version = 2", "user_version 2"),
+        ("ALTER TABLE memory_tags ADD COLUMN weight REAL", "memory_tags has columns"),
+    ],
+)
+def test_a_newer_robotmem_schema_is_refused_before_anything_is_written(
+    robotmem_db: Path, change: str, message: str
+) -> None:
+    conn = sqlite3.connect(robotmem_db)
+    conn.execute(change)
+    conn.commit()
+    conn.close()
+    with pytest.raises(RobotmemUnreadable, match=message) as info:
+        RobotmemFile(robotmem_db)
+    assert "newer robotmem schema" in info.value.detail
+
+
+# ---------------------------------------------------------------------------- the command
+def test_the_command_imports_then_skips_and_reports(
+    tmp_path: Path, robotmem_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = str(tmp_path / "data")
+    assert cli.main(["import-robotmem", "--data-dir", data, "--robot", "ur5-01", str(robotmem_db)]) == 0
+    out = capsys.readouterr().out
+    n = source(robotmem_db)["memories"]
+    assert f"memories: {n} imported of {n}" in out
+    assert "sessions: 3 imported of 3" in out
+    assert cli.main(["import-robotmem", "--data-dir", data, str(robotmem_db)]) == 0
+    out = capsys.readouterr().out
+    assert f"memories: 0 imported of {n}" in out
+    assert f"skipped {n} memories: already imported" in out
+    assert cli.main(["stats", "--data-dir", data]) == 0
+    assert json.loads(capsys.readouterr().out)["memories"] == n
+
+
+def test_the_command_exits_65_on_a_file_that_is_not_robotmem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    garbage = tmp_path / "memory.db"
+    garbage.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8)
+    data = tmp_path / "data"
+    assert cli.main(["import-robotmem", "--data-dir", str(data), str(garbage)]) == cli.EXIT_DATA == 65
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(f"robot-mcp-memory: {garbage} is not a robotmem memory.db")
+    assert "Traceback" not in err
+    assert not data.exists()  # nothing of ours was created for a file we cannot read
+    assert cli.main(["import-robotmem", "--data-dir", str(data), str(tmp_path / "nope.db")]) == cli.EXIT_FAILED
+    assert "no robotmem database at" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------- a fresh file from robotmem itself
+@pytest.mark.skipif(not ROBOTMEM_PYTHON.exists(), reason="robotmem's own virtualenv is not installed here")
+async def test_a_file_robotmem_writes_now_imports_completely(memory: Memory, tmp_path: Path) -> None:
+    out = tmp_path / "fresh" / "memory.db"
+    out.parent.mkdir()
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "ROBOTMEM_HOME": str(tmp_path / "home")}
+    made = subprocess.run(  # noqa: ASYNC221 - a short child run; nothing else is waiting on this loop
+        [str(ROBOTMEM_PYTHON), str(MAKER), str(out)], capture_output=True, text=True, env=env, timeout=300, check=False
+    )
+    assert made.returncode == 0, made.stderr[-2000:]
+    summary = json.loads(made.stdout.strip().splitlines()[-1])
+    report = await run_import(memory, out)
+    assert report.memories == len(summary["ids"]) == source(out)["memories"]
+    assert report.sessions == len(summary["sessions"])
+    assert report.forgotten == 1
+    assert report.superseded == summary["consolidated"][0]["superseded_count"]
+    zh = await memory.experiences.recall(ADMIN, "倒水", collection="kitchen-lab")
+    assert zh.hits
