@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from robot_mcp_memory.server import MemoryMCP
+from robot_mcp_memory.server import OUTPUT_SCHEMA_DIALECT, MemoryMCP
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "tools.json"
 
@@ -81,3 +81,14 @@ async def test_tool_schemas_match_the_reviewed_snapshot(server: MemoryMCP) -> No
     assert SNAPSHOT.read_text() == current, (
         "the tool contract changed: review it, then run UPDATE_SNAPSHOTS=1 pytest tests/test_tool_contract.py"
     )
+
+
+async def test_output_schemas_declare_draft_07_and_are_valid_draft_07(server: MemoryMCP) -> None:
+    """Clients validate every result against these; see server.OUTPUT_SCHEMA_DIALECT for why
+    the dialect is declared. The tool tests' stock client validates real results against them."""
+    from jsonschema import Draft7Validator
+
+    for tool in await server.list_tools():
+        assert tool.outputSchema is not None, tool.name
+        assert tool.outputSchema["$schema"] == OUTPUT_SCHEMA_DIALECT, tool.name
+        Draft7Validator.check_schema(tool.outputSchema)
