@@ -9,6 +9,7 @@ from robot_mcp_memory import db, logs
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.experiences.service import ExperienceService
 from robot_mcp_memory.experiences.storage import ExperienceStore
+from robot_mcp_memory.experiences.vector_repo import MemoryVectorIndex
 from robot_mcp_memory.fleet import FleetRegistry
 from robot_mcp_memory.kit import SqliteStore
 from robot_mcp_memory.params import ParamStore
@@ -61,7 +62,9 @@ class Memory:
         # Semantic search: the model loads in the background; until then search is keyword-only.
         embedder = ResilientEmbedder.from_settings(settings)
         process_store = ProcessStore(index, embedder, Fusion(settings.fusion_weights, settings.fusion_k))
+        memory_vectors = MemoryVectorIndex(index, embedder, settings.fusion_weights, settings.fusion_k)
         embedder.on_ready(process_store.kick_backfill)  # vectors missing for this model get made
+        embedder.on_ready(memory_vectors.kick_backfill)
         embedder.start()
         return cls(
             embedder=embedder,
@@ -71,11 +74,15 @@ class Memory:
             processes=ProcessService(process_store, policy, default_robot=settings.robot_id),
             fleet=FleetService(registry, policy),
             lessons=ScopedParams(params, registry, policy, thresholds),
-            experiences=ExperienceService(ExperienceStore(index), policy, default_robot=settings.robot_id),
+            experiences=ExperienceService(
+                ExperienceStore(index), policy, default_robot=settings.robot_id, vectors=memory_vectors
+            ),
         )
 
     def close(self) -> None:
-        self.processes.store.close()  # stops the vector backfill before the database closes
+        self.processes.store.close()  # stops the vector backfills before the database closes
+        if isinstance(self.experiences.vectors, MemoryVectorIndex):
+            self.experiences.vectors.close()
         if self.embedder is not None:
             self.embedder.close()
         self.lessons.store.close()

@@ -9,7 +9,6 @@ better) and multiplying it directly would rank a reliable process lower.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import sqlite3
 import threading
@@ -38,9 +37,9 @@ SaveAction = Literal["created", "updated", "forked"]
 SearchMode = Literal["hybrid", "keyword"]
 #: How many candidates each list (keyword, vector) contributes to fusion.
 CANDIDATES = 50
-BACKFILL_BATCH = 64
+BACKFILL_BATCH = vectorstore.BACKFILL_BATCH
 T = TypeVar("T")
-Progress = Callable[[int, int], None]
+Progress = vectorstore.Progress
 
 _log = logs.get("robot_mcp_memory.store")
 
@@ -443,19 +442,17 @@ def count_missing_vectors(conn: sqlite3.Connection, model_id: str) -> int:
     return n
 
 
-def store_vectors(
-    conn: sqlite3.Connection, model_id: str, items: list[tuple[str, str, Vector]]
-) -> list[tuple[str, str, str, Vector]]:
-    """Store (id, embedded text, vector) items whose row still has that text; returns the
-    (id, robot, model_id, vec) actually written, for the cache."""
-    written = []
-    for pid, text, vec in items:
-        doc = select_one(conn, pid)
-        if doc is None or embed_text(doc) != text:
-            continue  # deleted or edited since it was read: its own save handled the vector
-        vectorstore.upsert(conn, "process", pid, model_id, vec)
-        written.append((pid, doc.robot, model_id, vec))
-    return written
+def current_row(conn: sqlite3.Connection, pid: str) -> vectorstore.Row | None:
+    doc = select_one(conn, pid)
+    return None if doc is None else (doc.id, doc.robot, embed_text(doc))
+
+
+def _missing_rows(conn: sqlite3.Connection, model_id: str, after: str, limit: int) -> list[vectorstore.Row]:
+    return [(d.id, d.robot, embed_text(d)) for d in missing_vectors(conn, model_id, after, limit)]
+
+
+#: How the shared backfill (`vectorstore.fill_missing`) reads processes.
+VECTOR_SOURCE = vectorstore.Source("process", _missing_rows, count_missing_vectors, current_row)
 
 
 # ---------------------------------------------------------------------------- the store object
@@ -552,37 +549,9 @@ class ProcessStore:
         """Embed every process that has no vector of the current model (all of them with
         `force`), in batches, each written in its own short transaction. Returns how many were
         written. Raises `EmbedderUnavailable` when the model is not ready or fails midway."""
-        emb = self.embedder
-        model_id = emb.model_id if emb is not None else None
-        if emb is None or model_id is None or emb.mode != "ready":
-            raise EmbedderUnavailable("the embedder is not ready; search stays keyword-only until it is")
-        if force:
-            self.db.write_blocking(lambda c: vectorstore.clear(c, "process"))
-            self.vectors.invalidate("process")
-        total = self.db.read_blocking(lambda c: count_missing_vectors(c, model_id))
-        done, after = 0, ""
-        if progress:
-            progress(0, total)
-        while stop is None or not stop.is_set():
-            docs = self.db.read_blocking(
-                functools.partial(missing_vectors, model_id=model_id, after=after, limit=BACKFILL_BATCH)
-            )
-            if not docs:
-                break
-            after = docs[-1].id
-            texts = [embed_text(d) for d in docs]
-            out = emb.embed(texts)
-            if out is None or emb.model_id != model_id:
-                raise EmbedderUnavailable("the embedder failed during the backfill; it resumes when it recovers")
-            items = [(d.id, t, out[i]) for i, (d, t) in enumerate(zip(docs, texts, strict=True))]
-            written = self.db.write_blocking(functools.partial(store_vectors, model_id=model_id, items=items))
-            self.vectors.after_write("process", upserts=written)
-            done += len(written)
-            if progress:
-                progress(min(done, total), total)
-        if done:
-            _log.info("vectors.backfilled", domain="process", model_id=model_id, written=done)
-        return done
+        return vectorstore.fill_missing(
+            self.db, self.embedder, self.vectors, VECTOR_SOURCE, progress, stop=stop, force=force
+        )
 
     async def reembed(self, progress: Progress | None = None, *, force: bool = False) -> int:
         """Embed what lacks a vector of the current model (after a model change: everything);

@@ -1,6 +1,7 @@
-"""The ``vectors`` table and the per-process cache of the in-memory index built from it.
+"""The ``vectors`` table, the per-process cache of the in-memory index built from it, and the
+backfill that embeds rows lacking a vector.
 
-A vector row is a *derived* projection of its source row (a process, later a memory): written
+A vector row is a *derived* projection of its source row (a process or a memory): written
 in the same transaction as the row, deleted with it, and rebuildable by re-embedding. Each
 carries the model that made it; search reads only the current model's rows, so a model change
 never meets a dimension mismatch — the backfill replaces the old rows instead.
@@ -13,22 +14,37 @@ Writes from another process are not seen until restart — this server is the on
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable
-from typing import Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from robot_mcp_memory import logs
+from robot_mcp_memory.errors import EmbedderUnavailable
 from robot_mcp_memory.search.vectors import ExactIndex, Vector, encode
+
+if TYPE_CHECKING:
+    from robot_mcp_memory.kit import SqliteStore
+    from robot_mcp_memory.search.resilient import ResilientEmbedder
 
 _log = logs.get("robot_mcp_memory.vectors")
 
 Domain = Literal["process", "memory"]
+#: (model id, unit vector): what an embedder made for one text.
+Embedded = tuple[str, Vector]
+Progress = Callable[[int, int], None]
+BACKFILL_BATCH = 64
 
-#: domain → (source table, its key column, its partition column). Fixed identifiers only.
-_SOURCES: dict[str, tuple[str, str, str]] = {"process": ("processes", "id", "robot")}
+#: domain → (source table, its key column, its partition column, which of its rows are searched).
+#: Fixed identifiers only. A forgotten or superseded memory is out of every recall: not loaded.
+_SOURCES: dict[str, tuple[str, str, str, str]] = {
+    "process": ("processes", "id", "robot", "1"),
+    "memory": ("memories", "id", "robot", "s.status = 'active'"),
+}
 
 
 # ---------------------------------------------------------------------------- SQL (connection first)
@@ -51,10 +67,10 @@ def clear(conn: sqlite3.Connection, domain: Domain) -> int:
 def load(conn: sqlite3.Connection, domain: Domain, model_id: str) -> tuple[list[str], list[str], Vector, int]:
     """Every vector of `model_id` in `domain` with its source row's partition:
     (refs, partitions, matrix, dim). Orphans (no source row) are skipped."""
-    table, key, part = _SOURCES[domain]
+    table, key, part, searched = _SOURCES[domain]
     rows = conn.execute(
         f"SELECT v.ref, s.{part}, v.dim, v.vec FROM vectors v JOIN {table} s ON s.{key} = v.ref "  # noqa: S608
-        "WHERE v.domain = ? AND v.model_id = ? ORDER BY v.rowid",
+        f"WHERE v.domain = ? AND v.model_id = ? AND {searched} ORDER BY v.rowid",
         (domain, model_id),
     ).fetchall()
     if not rows:
@@ -177,4 +193,98 @@ class Backfiller:
             thread.join(timeout)
 
 
-__all__ = ["Backfiller", "Domain", "VectorCache", "clear", "counts", "delete", "load", "upsert"]
+# ---------------------------------------------------------------------------- filling missing vectors
+#: (ref, partition, the text its vector is made from) of one source row.
+Row = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class Source:
+    """How the backfill reads one domain's rows: `missing(conn, model_id, after, limit)` — rows
+    past ref `after` ("" first) with no vector of `model_id`, in key order; `count_missing(conn,
+    model_id)`; `current(conn, ref)` — the row as it is now (None when gone or no longer searched)."""
+
+    domain: Domain
+    missing: Callable[[sqlite3.Connection, str, str, int], list[Row]]
+    count_missing: Callable[[sqlite3.Connection, str], int]
+    current: Callable[[sqlite3.Connection, str], Row | None]
+
+
+def _missing_batch(conn: sqlite3.Connection, source: Source, model_id: str, after: str) -> list[Row]:
+    return source.missing(conn, model_id, after, BACKFILL_BATCH)
+
+
+def _store_batch(
+    conn: sqlite3.Connection, source: Source, model_id: str, items: list[tuple[str, str, Vector]]
+) -> list[tuple[str, str, str, Vector]]:
+    """Store (ref, embedded text, vector) items whose row still has that text; returns the
+    (ref, partition, model_id, vec) actually written, for the cache."""
+    written = []
+    for ref, text, vec in items:
+        row = source.current(conn, ref)
+        if row is None or row[2] != text:
+            continue  # deleted or edited since it was read: its own write handled the vector
+        upsert(conn, source.domain, ref, model_id, vec)
+        written.append((ref, row[1], model_id, vec))
+    return written
+
+
+def fill_missing(
+    db: SqliteStore,
+    embedder: ResilientEmbedder | None,
+    cache: VectorCache,
+    source: Source,
+    progress: Progress | None = None,
+    *,
+    stop: threading.Event | None = None,
+    force: bool = False,
+) -> int:
+    """Embed every row of `source` that has no vector of the current model (all of them with
+    `force`), in batches, each written in its own short transaction. Returns how many were
+    written. Raises `EmbedderUnavailable` when the model is not ready or fails midway."""
+    emb = embedder
+    model_id = emb.model_id if emb is not None else None
+    if emb is None or model_id is None or emb.mode != "ready":
+        raise EmbedderUnavailable("the embedder is not ready; search stays keyword-only until it is")
+    domain = source.domain
+    if force:
+        db.write_blocking(lambda c: clear(c, domain))
+        cache.invalidate(domain)
+    total = db.read_blocking(lambda c: source.count_missing(c, model_id))
+    done, after = 0, ""
+    if progress:
+        progress(0, total)
+    while stop is None or not stop.is_set():
+        rows = db.read_blocking(functools.partial(_missing_batch, source=source, model_id=model_id, after=after))
+        if not rows:
+            break
+        after = rows[-1][0]
+        out = emb.embed([r[2] for r in rows])
+        if out is None or emb.model_id != model_id:
+            raise EmbedderUnavailable("the embedder failed during the backfill; it resumes when it recovers")
+        items = [(ref, text, out[i]) for i, (ref, _p, text) in enumerate(rows)]
+        written = db.write_blocking(functools.partial(_store_batch, source=source, model_id=model_id, items=items))
+        cache.after_write(domain, upserts=written)
+        done += len(written)
+        if progress:
+            progress(min(done, total), total)
+    if done:
+        _log.info("vectors.backfilled", domain=domain, model_id=model_id, written=done)
+    return done
+
+
+__all__ = [
+    "BACKFILL_BATCH",
+    "Backfiller",
+    "Domain",
+    "Embedded",
+    "Row",
+    "Source",
+    "VectorCache",
+    "clear",
+    "counts",
+    "delete",
+    "fill_missing",
+    "load",
+    "upsert",
+]

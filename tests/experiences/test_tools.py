@@ -60,7 +60,7 @@ async def test_result_shapes_are_robotmems(client: Client) -> None:
     found = await client.call("recall", query="red sort", collection="lab")
     assert set(found) == {"memories", "total", "mode"}
     assert found["total"] == 1
-    assert found["mode"] == "keyword"
+    assert found["mode"] == "hybrid"  # the fixture's hashing embedder: experiences are hybrid too
     m = found["memories"][0]
     assert set(m) >= {"id", "content", "category", "confidence", "context", "params", "spatial", "robot", "task"}
     up = await client.call("update", memory_id=created["memory_id"], new_content="sort the blue blocks first")

@@ -5,14 +5,22 @@ numbers and outcomes still decide."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences.service import ExperienceService
 from robot_mcp_memory.principal import STDIO
+from robot_mcp_memory.vectorstore import Embedded
 
 
 class StubVectors:
-    """Cosine by hand: `pairs` maps (query text, memory content) to a similarity."""
+    """Cosine by hand: `pairs` maps (query text, memory content) to a similarity. A stub "vector"
+    carries its text in the model-id slot, so `nearest` can look the pair up."""
+
+    weights = (1.0, 1.0)
+    k = 60
 
     def __init__(self, memory: Memory, pairs: dict[tuple[str, str], float]) -> None:
         self.memory = memory
@@ -20,14 +28,20 @@ class StubVectors:
         self.contents: dict[int, str] = {}
         self.searches: list[Sequence[int] | None] = []
 
-    async def search(self, text: str, k: int, within: Sequence[int] | None) -> list[tuple[int, float]]:
+    def embed(self, texts: Sequence[str]) -> list[Embedded | None]:
+        return [(t, np.zeros(1, np.float32)) for t in texts]
+
+    def nearest(self, conn: Any, query: Embedded, k: int, within: Sequence[int]) -> list[tuple[int, float]] | None:
         self.searches.append(within)
-        allowed = self.contents.keys() if within is None else within
-        scored = [(mid, self.pairs.get((text, self.contents.get(mid, "")), 0.0)) for mid in allowed]
+        scored = [(mid, self.pairs.get((query[0], self.contents.get(mid, "")), 0.0)) for mid in within]
         return sorted((x for x in scored if x[1] > 0), key=lambda x: -x[1])[:k]
 
-    def added(self, memory_id: int, robot: str, text: str) -> None:
-        self.contents[memory_id] = text
+    def write(self, conn: Any, memory_id: int, embedded: Embedded | None) -> None:
+        if embedded is not None:
+            self.contents[memory_id] = embedded[0]
+
+    def written(self, changes: Sequence[tuple[int, str, Embedded | None]], forgotten: Sequence[int] = ()) -> None:
+        return None
 
 
 def with_vectors(memory: Memory, pairs: dict[tuple[str, str], float]) -> tuple[ExperienceService, StubVectors]:

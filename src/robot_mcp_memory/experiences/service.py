@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import time
 import uuid
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -50,6 +50,7 @@ from robot_mcp_memory.experiences.storage import ExperienceStore, Probe, Ranked,
 from robot_mcp_memory.principal import Principal
 from robot_mcp_memory.search import fusion, segment
 from robot_mcp_memory.services.policy import Policy
+from robot_mcp_memory.vectorstore import Embedded
 
 T = TypeVar("T")
 Mode = Literal["keyword", "hybrid", "filter"]
@@ -57,19 +58,35 @@ JsonArg = Mapping[str, Any] | str | None
 MAX_SESSION_ID = 64
 #: Hybrid recall: candidates per list before reciprocal-rank fusion.
 HYBRID_POOL = 30
+#: A vector candidate below this cosine shares no meaning with the query, only noise: not proposed
+#: (keyword recall returns only matches; hybrid recall should not pad every answer with noise).
+MIN_COSINE = 0.2
+#: Semantic dedup: how many nearest same-facts memories are compared.
+DEDUP_NEIGHBOURS = 5
 
 
 class MemoryVectors(Protocol):
-    """The seam for embedding search (search/vectors.py). Not wired yet: with none, recall is
+    """The seam for embedding search (`vector_repo.MemoryVectorIndex`). With none, recall is
     keyword-only and dedup skips its semantic stage.
 
-    `search` ranks by cosine **only among `within`** (the ids that passed every filter in SQL; None
-    means "any memory", used by dedup, whose candidates are re-checked in SQL). `added` hears of
-    each new or changed memory so its vector can be written (or backfilled)."""
+    - `embed` makes (model id, unit vector) per text, None each when the embedder is off or down.
+      Blocking: the service runs it off the event loop, before a write is queued.
+    - `nearest` ranks by cosine **only among `within`** (ids that passed every filter in SQL, read
+      in the same snapshot `conn`); None when no vector of the query's model is stored yet.
+    - `write` stores a memory's vector inside the memory's own write transaction (None: deletes
+      an old one, now stale); `written` hears of the commit (new vectors, forgotten ids).
+    - `weights` (keyword, vector) and `k`: the weighted reciprocal-rank fusion."""
 
-    async def search(self, text: str, k: int, within: Sequence[int] | None) -> list[tuple[int, float]]: ...
+    weights: tuple[float, float]
+    k: int
 
-    def added(self, memory_id: int, robot: str, text: str) -> None: ...
+    def embed(self, texts: Sequence[str]) -> list[Embedded | None]: ...
+
+    def nearest(self, conn: Any, query: Embedded, k: int, within: Sequence[int]) -> list[tuple[int, float]] | None: ...
+
+    def write(self, conn: Any, memory_id: int, embedded: Embedded | None) -> None: ...
+
+    def written(self, changes: Sequence[tuple[int, str, Embedded | None]], forgotten: Sequence[int] = ()) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -178,10 +195,46 @@ class ExperienceService:
         probe = Probe(new.content_hash, tuple(words))
         return new, probe, lambda e, lx, s: dedup.judge(text, e, lx, s, words)
 
-    async def _semantic(self, text: str) -> tuple[tuple[int, float], ...]:
-        if self.vectors is None:
+    async def _embed(self, texts: Sequence[str]) -> list[Embedded | None]:
+        """Vectors for memories about to be written (or a query), made before the write is queued:
+        the writer thread serves every write and must never wait on a model."""
+        v = self.vectors
+        if v is None:
+            return [None] * len(texts)
+        return await self.store.offload(lambda: v.embed(texts))
+
+    async def _semantic(self, new: NewMemory, vec: Embedded | None) -> tuple[tuple[int, float], ...]:
+        """Dedup's semantic candidates: the nearest by cosine **among the memories whose facts digest
+        (numbers, outcome, negation, source) equals the new one's**, in its robot, collection and
+        type — filtered before ranking, so a same-facts paraphrase is never crowded out by closer
+        texts with other numbers. The write re-checks them in its transaction."""
+        v = self.vectors
+        if v is None or vec is None:
             return ()
-        return tuple(await self.vectors.search(text, 5, None))
+        found = await self.store.read(lambda c: v.nearest(c, vec, DEDUP_NEIGHBOURS, storage.same_facts_ids(c, new)))
+        return tuple(found or ())
+
+    async def _write_memories(
+        self, job: Callable[[Any], list[int | dedup.Duplicate]], robot: str, vecs: Sequence[Embedded | None]
+    ) -> list[int | dedup.Duplicate]:
+        """`job` (an outcome per vector, in order: a written memory's id or a duplicate; none when
+        it found nothing to change), with each written memory's vector stored in the same
+        transaction and the in-memory index patched after the commit."""
+        v = self.vectors
+        if v is None:
+            return await self.store.write(job)
+
+        def txn(c: Any) -> list[int | dedup.Duplicate]:
+            outs = job(c)
+            for out, vec in zip(outs, vecs, strict=False):
+                if isinstance(out, int):
+                    v.write(c, out, vec)
+            return outs
+
+        def after(outs: list[int | dedup.Duplicate]) -> None:
+            v.written([(o, robot, vec) for o, vec in zip(outs, vecs, strict=False) if isinstance(o, int)])
+
+        return await self.store.write_then(txn, after)
 
     async def _visible_memory(self, principal: Principal, mid: int) -> Experience:
         exp = await self.store.read(lambda c: storage.select_one(c, mid))
@@ -212,9 +265,10 @@ class ExperienceService:
         ctx = parse_context(context)
         robot = self._author(principal)
         new, probe, decide = self._fact(robot, check_collection(collection), text, ctx, _session_arg(session_id))
-        probe = Probe(probe.content_hash, probe.words, await self._semantic(text))
+        (vec,) = await self._embed([text])
+        probe = Probe(probe.content_hash, probe.words, await self._semantic(new, vec))
         now = time.time()
-        out = await self.store.write(lambda c: storage.learn(c, new, probe, decide, now))
+        (out,) = await self._write_memories(lambda c: [storage.learn(c, new, probe, decide, now)], robot, [vec])
         return self._learned(new, out)
 
     async def learn_many(
@@ -234,12 +288,13 @@ class ExperienceService:
         for insight, context in items:
             text = check_text(insight, "insight", MAX_INSIGHT)
             prepared.append(self._fact(robot, coll, text, parse_context(context), sid))
+        vecs = await self._embed([p[0].content for p in prepared])
         now = time.time()
 
         def job(c: Any) -> list[int | dedup.Duplicate]:
             return [storage.learn(c, new, probe, decide, now) for new, probe, decide in prepared]
 
-        outs = await self.store.write(job)
+        outs = await self._write_memories(job, robot, vecs)
         return [self._learned(p[0], o) for p, o in zip(prepared, outs, strict=True)]
 
     def _learned(self, new: NewMemory, out: int | dedup.Duplicate) -> Learned:
@@ -247,8 +302,6 @@ class ExperienceService:
             return Learned(
                 "duplicate", out.existing_id, out.method, out.similarity, robot=new.robot, collection=new.collection
             )
-        if self.vectors is not None:
-            self.vectors.added(out, new.robot, new.content)
         return Learned(
             "created",
             out,
@@ -300,6 +353,7 @@ class ExperienceService:
             tags=tuple(dict.fromkeys((t, "auto") for t in c.tags)) + tuple((t, "user") for t in c.user_tags),
         )
         probe = Probe(new.content_hash, same_session=True)
+        vecs = await self._embed([desc])
         now = time.time()
 
         def exact_only(
@@ -307,7 +361,7 @@ class ExperienceService:
         ) -> dedup.Duplicate | None:
             return dedup.Duplicate(exact[0].id, "exact", 1.0) if exact else None
 
-        out = await self.store.write(lambda c_: storage.learn(c_, new, probe, exact_only, now))
+        (out,) = await self._write_memories(lambda c_: [storage.learn(c_, new, probe, exact_only, now)], robot, vecs)
         return self._learned(new, out)
 
     # ------------------------------------------------------------------ recall
@@ -351,7 +405,9 @@ class ExperienceService:
         if query.strip() and match is None:
             return Recalled([], "keyword")  # punctuation only: nothing to search for
         if match is not None and self.vectors is not None:
-            return await self._hybrid(scope, query, match, n, include_data)
+            hybrid = await self._hybrid(scope, query, match, n, include_data)
+            if hybrid is not None:
+                return hybrid
         hits = await self._ranked(scope, match, n, include_data)
         return Recalled(hits, "keyword" if match is not None else "filter")
 
@@ -364,31 +420,45 @@ class ExperienceService:
         rows = await self.store.read(lambda c: storage.rank(c, scope, match, order, n, include_data, cover))
         return _normalised([(r, r.score if r.blend is None else r.blend) for r in rows], sp)
 
-    async def _hybrid(self, scope: Scope, query: str, match: str, n: int, include_data: bool) -> Recalled:
-        """Keyword and vector ranks fused (weighted RRF), each list ranked within the filters;
-        then the same weighting as keyword recall (source × decayed confidence) and spatial blend."""
-        assert self.vectors is not None
+    async def _hybrid(self, scope: Scope, query: str, match: str, n: int, include_data: bool) -> Recalled | None:
+        """Keyword and vector lists, both within the filters (the vector list ranks only the ids
+        that passed every filter in SQL, in the same snapshot), each ordered by relevance × the
+        experience weight (source × (0.5 + 0.5 × decayed confidence)) as keyword recall orders
+        its matches, fused by weighted RRF; then the spatial blend and normalisation. None when
+        no query vector or no stored vector exists: the caller runs keyword recall and says so."""
+        v = self.vectors
+        assert v is not None
+        (qvec,) = await self._embed([query])
+        if qvec is None:
+            return None
         pool = max(HYBRID_POOL, 3 * n)
         cover = self.store.covering
-        keyword = await self.store.read(lambda c: storage.rank(c, scope, match, "relevance", pool, include_data, cover))
-        within = await self.store.read(lambda c: storage.ids_in_scope(c, scope, covering=cover))
-        vec = await self.vectors.search(query, pool, within)
-        fused = fusion.rrf([[str(r.memory.id) for r in keyword], [str(i) for i, _ in vec]])
-        rows = {r.memory.id: r for r in keyword}
-        missing = [int(i) for i in fused if int(i) not in rows]
-        if missing:
-            for r in await self.store.read(lambda c: storage.by_ids(c, scope, missing, include_data)):
-                rows[r.memory.id] = r
-        scored: list[tuple[Ranked, float]] = []
-        for ref, rrf_score in fused.items():
-            hit = rows.get(int(ref))
-            if hit is not None:  # a vector hit re-checked against the filters in SQL
-                weight = hit.score / hit.relevance if hit.relevance else 0.0  # source × (0.5 + 0.5 × confidence)
-                scored.append((hit, rrf_score * weight))
+
+        def read(c: Any) -> tuple[list[Ranked], list[tuple[int, float]], dict[int, Ranked]] | None:
+            vec = v.nearest(c, qvec, pool, storage.ids_in_scope(c, scope, covering=cover))
+            if vec is None:
+                return None
+            keyword = storage.rank(c, scope, match, "score", pool, include_data, cover)
+            rows = {r.memory.id: r for r in keyword}
+            extra = [m for m, cos in vec if m not in rows and cos >= MIN_COSINE]
+            rows.update((r.memory.id, r) for r in storage.by_ids(c, scope, extra, include_data))
+            return keyword, vec, rows
+
+        got = await self.store.read(read)
+        if got is None:
+            return None
+        keyword, vec, rows = got
+        vec_order = sorted(
+            ((m, max(cos, 0.0) * _weight(rows[m])) for m, cos in vec if cos >= MIN_COSINE and m in rows),
+            key=lambda x: (-x[1], -x[0]),
+        )
+        fused = fusion.rrf([[str(r.memory.id) for r in keyword], [str(m) for m, _ in vec_order]], v.weights, v.k)
+        top = fusion.best_possible(v.weights, v.k) or 1.0
+        scored = [(rows[int(ref)], value / top) for ref, value in fused.items()]
         sp = scope.spatial
         if sp is not None and scored:
-            top = max(s for _, s in scored) or 1.0
-            scored = [(r, _blend(sp, s / top, r.dist2)) for r, s in scored]
+            best = max(s for _, s in scored) or 1.0
+            scored = [(r, _blend(sp, s / best, r.dist2)) for r, s in scored]
         scored.sort(key=lambda x: (-x[1], -x[0].memory.id))
         return Recalled(_normalised(scored[:n], sp), "hybrid")
 
@@ -401,7 +471,19 @@ class ExperienceService:
         why = check_text(reason, "reason", MAX_REASON)
         exp = await self._active_own(principal, mid)
         now = time.time()
-        if not await self.store.write(lambda c: storage.forget(c, mid, why, now)):
+        v = self.vectors
+        if v is None:
+            done = await self.store.write(lambda c: storage.forget(c, mid, why, now))
+        else:
+
+            def forget(c: Any) -> bool:
+                ok = storage.forget(c, mid, why, now)
+                if ok:
+                    v.write(c, mid, None)  # out of every recall: its vector too
+                return ok
+
+            done = await self.store.write_then(forget, lambda ok: v.written([], [mid] if ok else []))
+        if not done:
             raise NotFound(f"memory {mid} is no longer active")
         return exp
 
@@ -430,11 +512,11 @@ class ExperienceService:
             facts_hash=dedup.facts_hash(dedup.facts_of(text, ctx)) if old.type == "fact" else "",
             tags=tuple((t, "auto") for t in c.tags) + tuple((t, "user") for t in c.user_tags),
         )
+        (vec,) = await self._embed([text])
         now = time.time()
-        if not await self.store.write(lambda conn: storage.update(conn, mid, new, now)):
+        outs = await self._write_memories(lambda c: [mid] if storage.update(c, mid, new, now) else [], old.robot, [vec])
+        if not outs:
             raise NotFound(f"memory {mid} is no longer active")
-        if self.vectors is not None:
-            self.vectors.added(mid, old.robot, text)
         return Updated(await self._visible_memory(principal, mid), old.content)
 
     # ------------------------------------------------------------------ sessions
@@ -513,6 +595,11 @@ def _values(ctx: Mapping[str, Any]) -> list[str]:
         elif isinstance(v, str):
             out.append(v)
     return out
+
+
+def _weight(r: Ranked) -> float:
+    """A ranked memory's experience weight: source × (0.5 + 0.5 × decayed confidence)."""
+    return r.score / r.relevance if r.relevance else 0.0
 
 
 def _blend(sp: Spatial, relevance: float, dist2: float | None) -> float:

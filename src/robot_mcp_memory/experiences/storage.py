@@ -302,6 +302,17 @@ def learn(conn: sqlite3.Connection, new: NewMemory, probe: Probe, decide: Decide
     return insert_memory(conn, new, now)
 
 
+def same_facts_ids(conn: sqlite3.Connection, new: NewMemory) -> list[int]:
+    """The memories `learn` would accept as candidate duplicates of `new` (same robot, collection,
+    type and facts digest, active): what semantic dedup ranks by cosine, and nothing else."""
+    rows = conn.execute(
+        "SELECT m.id FROM memories m INDEXED BY idx_memories_facts WHERE m.facts_hash = ? AND m.robot = ? "
+        "AND m.collection = ? AND m.type = ? AND m.status = 'active'",
+        (new.facts_hash, new.robot, new.collection, new.type),
+    )
+    return [int(r[0]) for r in rows]
+
+
 def forget(conn: sqlite3.Connection, mid: int, reason: str, now: float) -> bool:
     cur = conn.execute(
         "UPDATE memories SET status = 'forgotten', forget_reason = ?, updated_at = ? "
@@ -689,6 +700,22 @@ class ExperienceStore:
             return self.db.write_blocking(fn)
         return await self.db.write(fn)
 
+    async def write_then(self, fn: Callable[[sqlite3.Connection], T], after: Callable[[T], None]) -> T:
+        """A write, then `after(result)` once it has committed — on a worker thread in async mode,
+        so `after` runs even if the awaiting coroutine is cancelled meanwhile (the in-memory
+        vector index is patched there)."""
+
+        def run() -> T:
+            result = self.db.write_blocking(fn)
+            after(result)
+            return result
+
+        return run() if self.blocking else await asyncio.to_thread(run)
+
+    async def offload(self, fn: Callable[[], T]) -> T:
+        """Slow work that is not SQL (embedding): off the event loop, or right here when blocking."""
+        return fn() if self.blocking else await asyncio.to_thread(fn)
+
     def touch(self, ids: Iterable[int], now: float) -> None:
         """Count accesses without waiting (see `AccessCounts`)."""
         self.access.add(ids, now)
@@ -780,6 +807,7 @@ __all__ = [
     "insert_session",
     "learn",
     "rank",
+    "same_facts_ids",
     "select_one",
     "select_session",
     "session_text",

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
@@ -68,6 +68,10 @@ class VectorIndex(Protocol):
     def search(self, query: Vector, k: int, within: Collection[str] | None = None) -> list[tuple[str, float]]:
         """Up to `k` (ref, cosine) pairs, best first, among refs whose partition is in
         `within` (None: all). Rows and query are unit length, so cosine is a dot product."""
+        ...
+
+    def search_among(self, query: Vector, k: int, refs: Iterable[str]) -> list[tuple[str, float]]:
+        """Up to `k` (ref, cosine) pairs, best first, among `refs` only (a filtered id set)."""
         ...
 
 
@@ -155,6 +159,21 @@ class ExactIndex:
             top = np.argpartition(-scores, take - 1)[:take] if take < n else np.arange(n)
             top = top[np.argsort(-scores[top], kind="stable")]
             return [(self._refs[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
+
+    def search_among(self, query: Vector, k: int, refs: Iterable[str]) -> list[tuple[str, float]]:
+        """Exact top `k` among the rows of `refs` (unknown refs are skipped): the filter comes
+        before the ranking. A small set is scored alone; a large one by the full product."""
+        q = np.asarray(query, dtype=np.float32).reshape(self.dim)
+        with self._lock, one_blas_thread():
+            n = len(self._refs)
+            rows = np.fromiter((i for i in map(self._row.get, refs) if i is not None), dtype=np.int64)
+            if rows.size == 0 or k <= 0:
+                return []
+            scores = self._matrix[rows] @ q if 4 * rows.size < n else (self._matrix[:n] @ q)[rows]
+            take = min(k, rows.size)
+            top = np.argpartition(-scores, take - 1)[:take] if take < rows.size else np.arange(rows.size)
+            top = top[np.argsort(-scores[top], kind="stable")]
+            return [(self._refs[rows[i]], float(scores[i])) for i in top]
 
 
 __all__ = ["ExactIndex", "Vector", "VectorIndex", "decode", "encode"]

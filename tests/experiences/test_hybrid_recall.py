@@ -1,0 +1,171 @@
+"""Hybrid recall and semantic dedup for experiences, end to end with the hashing embedder (the
+test fixture's `MEMORY_EMBEDDER=hashing`): vectors written with their memories, filters applied
+before the vector ranking, keyword-only while the embedder is down, backfilled after, and
+cosine dedup among same-facts memories only."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.experiences.service import ExperienceService, run_sync
+from robot_mcp_memory.experiences.vector_repo import MemoryVectorIndex
+from robot_mcp_memory.principal import STDIO
+from robot_mcp_memory.search.embedders import HashingEmbedder, Vectors
+from robot_mcp_memory.search.resilient import ResilientEmbedder
+from tests.search.test_embedders import FakeClock
+
+QUERY = "slipperiness"  # shares no keyword (porter stem) with "slipped"; shares its spelling
+
+
+def vector_refs(memory: Memory) -> set[str]:
+    rows = memory.index.read_blocking(lambda c: c.execute("SELECT ref FROM vectors WHERE domain = 'memory'").fetchall())
+    return {r[0] for r in rows}
+
+
+def keyword_only(memory: Memory) -> ExperienceService:
+    svc = memory.experiences
+    return ExperienceService(svc.store, svc.policy, default_robot="tester")
+
+
+async def test_a_paraphrase_with_no_shared_keyword_is_recalled_in_hybrid_mode(memory: Memory) -> None:
+    svc = memory.experiences
+    slipped = await svc.learn(STDIO, "gripper slipped", context={"task": {"success": False}})
+    await svc.learn(STDIO, "the door opened easily", context={"task": {"success": True}})
+    assert vector_refs(memory) == {str(slipped.memory_id), str(slipped.memory_id + 1)}  # written with the rows
+    assert (await keyword_only(memory).recall(STDIO, QUERY)).hits == []  # keyword search alone misses it
+    found = await svc.recall(STDIO, QUERY)
+    assert found.mode == "hybrid"
+    assert [h.memory.id for h in found.hits] == [slipped.memory_id]  # the unrelated one is not padded in
+    assert found.hits[0].score == 1.0
+    both = await svc.recall(STDIO, "door slipped", n=5)  # a keyword match and a semantic one, fused
+    assert both.mode == "hybrid"
+    assert len(both.hits) == 2
+    # Filter-only recall is unchanged.
+    assert (await svc.recall(STDIO, "", n=5)).mode == "filter"
+
+
+async def test_a_filter_excludes_the_semantically_closest_memories_before_ranking(memory: Memory) -> None:
+    svc = memory.experiences
+    # 40 close failures (more than the vector list's pool of 30) and one farther success.
+    await svc.learn_many(
+        STDIO, [(f"gripper slipped during trial {i}", {"task": {"success": False}}) for i in range(40)]
+    )
+    wheels = await svc.learn(STDIO, "wheels slipped", context={"task": {"success": True}})
+    closest = await svc.recall(STDIO, QUERY, n=1)
+    assert closest.mode == "hybrid"
+    assert closest.hits[0].memory.id != wheels.memory_id  # unfiltered, a failure is nearer
+    found = await svc.recall(STDIO, QUERY, n=1, context_filter={"task.success": True})
+    assert found.mode == "hybrid"
+    assert [h.memory.id for h in found.hits] == [wheels.memory_id]  # a post-filter over the top 30 would miss it
+    elsewhere = await svc.recall(STDIO, QUERY, n=5, collection="other")
+    assert elsewhere.hits == []
+
+
+async def test_forget_and_update_replace_the_vector(memory: Memory) -> None:
+    svc = memory.experiences
+    a = await svc.learn(STDIO, "gripper slipped")
+    b = await svc.learn(STDIO, "the arm stalled near the shelf")
+    await svc.forget(STDIO, a.memory_id, "wrong robot")
+    assert vector_refs(memory) == {str(b.memory_id)}
+    assert (await svc.recall(STDIO, QUERY)).hits == []
+    await svc.update(STDIO, b.memory_id, "wheels slipped")
+    found = await svc.recall(STDIO, QUERY)
+    assert [h.memory.id for h in found.hits] == [b.memory_id]
+
+
+class Switchable(HashingEmbedder):
+    """The hashing embedder, failing on command."""
+
+    def __init__(self) -> None:
+        super().__init__(256)
+        self.down = False
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if self.down:
+            raise RuntimeError("the embedding server said no")
+        return super().embed(texts)
+
+
+@pytest.fixture
+def switchable(memory: Memory) -> tuple[Memory, Switchable, FakeClock, MemoryVectorIndex]:
+    clock = FakeClock()
+    backend = Switchable()
+    emb = ResilientEmbedder(backend, clock=clock, background=False)
+    vectors = memory.experiences.vectors
+    assert isinstance(vectors, MemoryVectorIndex)
+    vectors.embedder = emb
+    emb.on_ready(vectors.kick_backfill)
+    emb.start()
+    return memory, backend, clock, vectors
+
+
+async def test_embedder_down_means_keyword_mode_then_the_backfill(
+    switchable: tuple[Memory, Switchable, FakeClock, MemoryVectorIndex],
+) -> None:
+    memory, backend, clock, vectors = switchable
+    svc = memory.experiences
+    await svc.learn(STDIO, "the door opened easily")
+    backend.down = True
+    slipped = await svc.learn(STDIO, "gripper slipped")  # saved, without a vector
+    assert slipped.status == "created"
+    assert str(slipped.memory_id) not in vector_refs(memory)
+    down = await svc.recall(STDIO, "gripper")
+    assert down.mode == "keyword"
+    assert [h.memory.id for h in down.hits] == [slipped.memory_id]  # keyword recall still answers
+    assert (await svc.recall(STDIO, QUERY)).mode == "keyword"
+    backend.down = False
+    clock.advance(61)  # the backoff is due: the next embed probes, succeeds, and kicks the backfill
+    await svc.recall(STDIO, QUERY)
+    assert vectors.backfiller.wait_idle(10)
+    assert str(slipped.memory_id) in vector_refs(memory)
+    found = await svc.recall(STDIO, QUERY)
+    assert found.mode == "hybrid"
+    assert [h.memory.id for h in found.hits] == [slipped.memory_id]
+
+
+async def test_the_blocking_api_runs_hybrid_without_suspending(memory: Memory) -> None:
+    svc = memory.experiences.blocking()
+    slipped = run_sync(svc.learn(STDIO, "gripper slipped"))
+    found = run_sync(svc.recall(STDIO, QUERY))
+    assert found.mode == "hybrid"
+    assert [h.memory.id for h in found.hits] == [slipped.memory_id]
+
+
+BASE = "when the gripper slipped on the wet ceramic mug handle we lowered the approach speed and grip force to 12 N"
+PARAPHRASE = (
+    "when the grippers slipped on the wet ceramic mugs handles we lowered the approach speed and grip force to 12 N"
+)
+
+
+async def test_semantic_dedup_is_cosine_among_same_facts_memories_and_numbers_decide(memory: Memory) -> None:
+    svc = memory.experiences
+    base = await svc.learn(STDIO, BASE)
+    # Nearer texts with other numbers: never candidates, however close (a global top 5 would be all of them).
+    for force in range(13, 19):
+        assert (await svc.learn(STDIO, PARAPHRASE.replace("12", str(force)))).status == "created"
+    same = await svc.learn(STDIO, PARAPHRASE)
+    assert same.status == "duplicate"
+    assert same.method == "cosine"  # Jaccard of the word sets is 0.73: only the vectors see it
+    assert same.memory_id == base.memory_id
+    vecs = HashingEmbedder(256).embed([BASE, PARAPHRASE])
+    cosine = float(vecs[0] @ vecs[1])  # unit rows: the dot product is the cosine (not 1 - L2)
+    assert same.similarity == pytest.approx(cosine, abs=1e-4)
+    assert cosine == pytest.approx(float(np.dot(vecs[0], vecs[1]) / np.linalg.norm(vecs[0]) / np.linalg.norm(vecs[1])))
+    other = await svc.learn(STDIO, PARAPHRASE.replace("12", "20"))
+    assert other.status == "created"  # as close, but another number: another experience
+    failed = await svc.learn(STDIO, PARAPHRASE + ", and it failed")
+    assert failed.status == "created"  # an outcome is a fact too
+
+
+async def test_the_experience_weight_still_ranks_in_hybrid_mode(memory: Memory) -> None:
+    svc = memory.experiences
+    real = await svc.learn(STDIO, "gripper slipped", context={"source": "real"})
+    sim = await svc.learn(STDIO, "gripper slipped", context={"source": "sim"})  # newer, equally close
+    assert real.status == sim.status == "created"  # another source: another experience
+    found = await svc.recall(STDIO, QUERY, n=2)
+    assert found.mode == "hybrid"
+    assert [h.memory.id for h in found.hits] == [real.memory_id, sim.memory_id]  # real-world data weighs more
