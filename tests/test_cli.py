@@ -143,8 +143,27 @@ def test_bad_configuration_exits_78_naming_the_variable(capsys: pytest.CaptureFi
 
 
 def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
-    for command in ["serve", "dump", "load", "backup", "reindex", "doctor", "stats", "token"]:
+    for command in ["serve", "dump", "load", "backup", "reindex", "reembed", "doctor", "stats", "token"]:
         with pytest.raises(SystemExit) as info:
             cli.main([command, "--help"])
         assert info.value.code == 0
         assert "usage:" in capsys.readouterr().out
+
+
+def test_reembed_embeds_every_process_for_the_current_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMORY_EMBEDDER", "hashing")
+    _fill(tmp_path / "a", 3)
+    capsys.readouterr()
+    assert cli.main(["reembed", "--force", "--data-dir", str(tmp_path / "a")]) == 0
+    assert '"embedded": 4' in capsys.readouterr().out
+
+
+def test_reembed_with_the_embedder_off_says_so_and_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMORY_EMBEDDER", "none")
+    _fill(tmp_path / "a", 1)
+    assert cli.main(["reembed", "--data-dir", str(tmp_path / "a")]) == cli.EXIT_FAILED
+    assert "MEMORY_EMBEDDER" in capsys.readouterr().err

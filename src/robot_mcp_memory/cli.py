@@ -75,6 +75,9 @@ def _parser() -> argparse.ArgumentParser:
         "dest", help="a new directory for the copies"
     )
     cmd("reindex", "rebuild the search index from the stored rows")
+    reembed = cmd("reembed", "embed every process lacking a vector of the current model (after a model change)")
+    reembed.add_argument("--force", action="store_true", help="re-embed every process, not only the missing ones")
+    reembed.add_argument("--wait", type=float, default=120.0, help="seconds to wait for the model to load")
     doctor = cmd("doctor", "check integrity, index vs rows, schema version and disk; exit 1 on a problem")
     doctor.add_argument("--full", action="store_true", help="full integrity_check instead of quick_check")
     cmd("stats", "row counts as JSON")
@@ -170,6 +173,20 @@ async def _with_memory(args: argparse.Namespace, settings: Settings) -> int:
             return 0 if not loaded.skipped else EXIT_FAILED
         if args.command == "reindex":
             _out(json.dumps({"indexed": await memory.processes.reindex(LOCAL)}))
+            return 0
+        if args.command == "reembed":
+            embedder = memory.embedder
+            if (
+                embedder is None
+                or embedder.mode == "off"
+                or not await asyncio.to_thread(embedder.wait_ready, args.wait)
+            ):
+                sys.stderr.write(
+                    "robot-mcp-memory: the embedder is off or did not load (MEMORY_EMBEDDER); nothing re-embedded\n"
+                )
+                return EXIT_FAILED
+            done = await memory.processes.reembed(LOCAL, _progress("reembed"), force=args.force)
+            _out(json.dumps({"embedded": done}))
             return 0
         if args.command == "doctor":
             report = await operations.doctor(memory, full=args.full)
