@@ -167,3 +167,64 @@ def test_reembed_with_the_embedder_off_says_so_and_fails(
     _fill(tmp_path / "a", 1)
     assert cli.main(["reembed", "--data-dir", str(tmp_path / "a")]) == cli.EXIT_FAILED
     assert "MEMORY_EMBEDDER" in capsys.readouterr().err
+
+
+def test_a_dump_carries_the_fleet_memories_sessions_and_lessons_and_loads_back_identically(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mcp.shared.memory import create_connected_server_and_client_session
+
+    from robot_mcp_memory.server import build_server
+    from tests.conftest import Client
+
+    def fill(data: Path) -> None:
+        memory = Memory.open(Settings.from_env({"MEMORY_DATA_DIR": str(data), "MEMORY_EMBEDDER": "hashing"}))
+
+        async def go() -> None:
+            async with create_connected_server_and_client_session(build_server(memory)) as session:
+                c = Client(session)
+                await c.call("save_process", markdown=MAILROOM)
+                await c.call("upsert_group", group_id="line-a", customer="acme")
+                await c.call("register_robot", robot_id="rap-1", group="line-a")
+                await c.call("set_self_improve", enabled=True)
+                await c.call("record_params", robot="rap-1", key="grip", params={"force": 12.5}, success=True)
+                sid = (await c.call("start_session", context={"task": {"name": "pick"}}))["session_id"]
+                await c.call("learn", insight="grip force 12.5 N holds the wet mug", session_id=sid)
+                await c.call("learn", insight="去收发室取包裹要先敲门", context={"task": {"success": True}})
+                await c.call("end_session", session_id=sid, outcome_score=0.8)
+
+        try:
+            asyncio.run(go())
+        finally:
+            memory.close()
+
+    fill(tmp_path / "a")
+    assert cli.main(["dump", "--data-dir", str(tmp_path / "a"), str(tmp_path / "d1")]) == 0
+    assert cli.main(["load", "--data-dir", str(tmp_path / "b"), str(tmp_path / "d1")]) == 0
+    assert cli.main(["dump", "--data-dir", str(tmp_path / "b"), str(tmp_path / "d2")]) == 0
+
+    def files(root: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+    first, second = files(tmp_path / "d1"), files(tmp_path / "d2")
+    assert first == second
+    assert {"archive/fleet_robots.jsonl", "archive/memories.jsonl", "archive/sessions.jsonl"} <= set(first)
+    assert "archive/lessons.lessons.jsonl" in first
+    assert b"rap-1" in first["archive/fleet_robots.jsonl"]
+
+    loaded = Memory.open(Settings.from_env({"MEMORY_DATA_DIR": str(tmp_path / "b"), "MEMORY_EMBEDDER": "hashing"}))
+
+    async def check() -> None:
+        async with create_connected_server_and_client_session(build_server(loaded)) as session:
+            c = Client(session)
+            found = await c.call("recall", query="收发室 包裹")
+            assert [m["content"] for m in found["memories"]] == ["去收发室取包裹要先敲门"]
+            lessons = await c.call("recall_params", robot="rap-1", key="grip")
+            assert [lesson["params"] for lesson in lessons["lessons"]] == [{"force": 12.5}]
+            robots = await c.call("list_robots", group="line-a")
+            assert [r["robot_id"] for r in robots["robots"]] == ["rap-1"]
+
+    try:
+        asyncio.run(check())
+    finally:
+        loaded.close()

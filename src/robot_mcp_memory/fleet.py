@@ -432,6 +432,10 @@ class FleetRegistry:
     async def set_global_self_improve(self, enabled: bool) -> bool:
         return await self._write(lambda c: set_global_self_improve(c, enabled))
 
+    async def reload(self) -> None:
+        """Re-read the membership from the tables (after rows arrived another way: a load)."""
+        await self._write(lambda _c: None)
+
     async def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run a fleet write and install the snapshot rebuilt in its transaction once it commits —
         even when the awaiting caller was cancelled (the write commits regardless)."""

@@ -243,7 +243,7 @@ class ParamStore:
                 self._db = db
             return self._db
 
-    async def _writable(self) -> SqliteStore:
+    async def writable(self) -> SqliteStore:
         if self._db is not None:
             return self._db
         try:
@@ -252,11 +252,11 @@ class ParamStore:
             _log.error("lessons.open_failed", path=str(self.path), reason=exc.detail)
             raise StorageError("the lesson store could not be opened; the operator can find why in the log") from exc
 
-    async def _readable(self) -> SqliteStore | None:
+    async def readable(self) -> SqliteStore | None:
         """The open store, or None while no lesson was ever written (nothing to read)."""
         if self._db is not None or not self.path.exists():
             return self._db
-        return await self._writable()
+        return await self.writable()
 
     async def record(
         self,
@@ -268,15 +268,15 @@ class ParamStore:
         recorded_by: str,
     ) -> Stored | None:
         now = now_iso()
-        db = await self._writable()
+        db = await self.writable()
         return await db.write(lambda c: record(c, scope, key, place, params, success, recorded_by, now))
 
     async def for_key(self, scopes: Collection[str], key: str) -> list[Lesson]:
-        db = await self._readable()
+        db = await self.readable()
         return [] if db is None else await db.read(lambda c: select_for_key(c, scopes, key))
 
     async def page(self, scopes: Collection[str] | None, limit: int, offset: int) -> tuple[list[Lesson], int]:
-        db = await self._readable()
+        db = await self.readable()
         return ([], 0) if db is None else await db.read(lambda c: select_page(c, scopes, limit, offset))
 
     def close(self) -> None:

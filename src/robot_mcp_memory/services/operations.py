@@ -8,6 +8,7 @@ them back exactly: a dump of a loaded dump is byte-identical.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,8 +17,8 @@ from pathlib import Path
 from robot_mcp_memory import db, docmodel
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import InvalidInput
-from robot_mcp_memory.experiences import robotmem_import
-from robot_mcp_memory.kit import maintenance
+from robot_mcp_memory.experiences import index_repo, robotmem_import
+from robot_mcp_memory.kit import archive, maintenance
 from robot_mcp_memory.principal import Principal
 
 Progress = Callable[[int, int], None]
@@ -28,12 +29,51 @@ PAGE = 500
 class DumpReport:
     processes: int = 0
     files: list[str] = field(default_factory=list)
+    archived: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
 class LoadReport:
     processes: int = 0
     skipped: list[str] = field(default_factory=list)
+    archived: dict[str, int] = field(default_factory=dict)
+
+
+#: Not in the archive: processes travel as markdown, the schema version is the file's own.
+_NOT_ARCHIVED = ("processes", "store_meta")
+ARCHIVE = "archive"
+LESSONS_PREFIX = "lessons."
+
+
+async def _archive(memory: Memory, dest: Path) -> dict[str, int]:
+    """Everything but the processes, as JSON lines: fleet, memories, tags, sessions, lessons."""
+    out = dest / ARCHIVE
+    counts = await asyncio.to_thread(
+        archive.export_tables, memory.index, archive.archivable(memory.index, _NOT_ARCHIVED), out
+    )
+    lessons = await memory.lessons.store.readable()
+    if lessons is not None:
+        tables = archive.archivable(lessons, _NOT_ARCHIVED)
+        got = await asyncio.to_thread(archive.export_tables, lessons, tables, out, LESSONS_PREFIX)
+        counts.update({LESSONS_PREFIX + k: v for k, v in got.items()})
+    return counts
+
+
+async def _unarchive(memory: Memory, src: Path) -> dict[str, int]:
+    folder = src / ARCHIVE
+    if not folder.is_dir():
+        return {}
+    counts = await asyncio.to_thread(
+        archive.import_tables, memory.index, archive.archivable(memory.index, _NOT_ARCHIVED), folder
+    )
+    await memory.index.write(index_repo.rebuild_memory_index)
+    if any(folder.glob(f"{LESSONS_PREFIX}*.jsonl")):
+        lessons = await memory.lessons.store.writable()
+        tables = archive.archivable(lessons, _NOT_ARCHIVED)
+        got = await asyncio.to_thread(archive.import_tables, lessons, tables, folder, LESSONS_PREFIX)
+        counts.update({LESSONS_PREFIX + k: v for k, v in got.items()})
+    await memory.fleet.registry.reload()
+    return counts
 
 
 async def dump(memory: Memory, principal: Principal, dest: Path, progress: Progress | None = None) -> DumpReport:
@@ -55,11 +95,13 @@ async def dump(memory: Memory, principal: Principal, dest: Path, progress: Progr
         report.processes = offset
         if progress:
             progress(offset, total)
+    report.archived = await _archive(memory, dest)
     return report
 
 
 async def load(memory: Memory, principal: Principal, src: Path, progress: Progress | None = None) -> LoadReport:
-    """Load ``processes/*.md`` from a dump directory (or a directory of .md files) as-is."""
+    """Load ``processes/*.md`` from a dump directory (or a directory of .md files) as-is, and
+    the dump's ``archive/`` (fleet, memories, sessions, tags, lessons) when it has one."""
     memory.policy.require_admin(principal, "load")
     folder = src / "processes" if (src / "processes").is_dir() else src
     if not folder.is_dir():
@@ -84,6 +126,7 @@ async def load(memory: Memory, principal: Principal, src: Path, progress: Progre
             progress(n, len(files))
     if batch:
         report.processes += await memory.processes.store.restore(batch)
+    report.archived = await _unarchive(memory, src)
     return report
 
 

@@ -1,0 +1,30 @@
+"""Rebuilding `memories_fts` (derived) from the `memories` rows, e.g. after an archive load."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from robot_mcp_memory.experiences.storage import context_text
+from robot_mcp_memory.search import segment
+
+
+def rebuild_memory_index(conn: sqlite3.Connection) -> int:
+    """Re-create every memory's full-text entry exactly as a write makes it."""
+    conn.execute("DELETE FROM memories_fts")
+    user_tags: dict[int, list[str]] = {}
+    for mid, tag in conn.execute("SELECT memory_id, tag FROM memory_tags WHERE source = 'user' ORDER BY tag"):
+        user_tags.setdefault(mid, []).append(tag)
+    n = 0
+    for mid, content, context in conn.execute("SELECT id, content, context FROM memories").fetchall():
+        parsed = json.loads(context) if context else {}
+        conn.execute(
+            "INSERT INTO memories_fts(rowid, content, context) VALUES (?, ?, ?)",
+            (
+                mid,
+                segment.index_text(content),
+                context_text(parsed if isinstance(parsed, dict) else {}, user_tags.get(mid, [])),
+            ),
+        )
+        n += 1
+    return n
