@@ -120,7 +120,7 @@ async def test_embedder_down_means_keyword_mode_then_the_backfill(
     backend.down = False
     clock.advance(61)  # the backoff is due: the next embed probes, succeeds, and kicks the backfill
     await svc.recall(STDIO, QUERY)
-    assert vectors.backfiller.wait_idle(10)
+    assert vectors.backfiller.wait_idle(120)
     assert str(slipped.memory_id) in vector_refs(memory)
     found = await svc.recall(STDIO, QUERY)
     assert found.mode == "hybrid"

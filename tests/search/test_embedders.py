@@ -214,7 +214,7 @@ def test_loading_happens_in_the_background_and_callers_get_none_meanwhile() -> N
     assert r.embed(["x"]) is None
     assert backend.embeds == 0
     backend.gate.set()
-    assert r.wait_ready(10)
+    assert r.wait_ready(60)
     out = r.embed(["x"])
     assert out is not None
     assert out.shape == (1, 16)

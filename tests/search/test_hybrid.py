@@ -167,7 +167,7 @@ async def test_rows_saved_while_the_embedder_is_down_are_backfilled_after_it_rec
     assert (await memory.processes.find(STDIO, "open the lab door")).mode == "keyword"  # still backing off
     clock.advance(1)
     assert (await memory.processes.find(STDIO, "open the lab door")).mode == "hybrid"  # the probe succeeded
-    assert store.backfiller.wait_idle(30)
+    assert store.backfiller.wait_idle(120)
     assert (await memory.processes.search_status())["missing"] == 0
 
 
@@ -208,7 +208,7 @@ def _http_memory(tmp_path: Path, stub: StubEmbedServer, flavour: str, **env: str
     assert memory.embedder is not None
     clock = FakeClock()
     memory.embedder.clock = clock
-    assert memory.embedder.wait_ready(10)
+    assert memory.embedder.wait_ready(60)
     return memory, clock
 
 
@@ -235,7 +235,7 @@ async def test_http_embedder_failures_degrade_back_off_recover_and_backfill(
             stub.mode = "ok"
             clock.advance(60)
             assert (await memory.processes.find(STDIO, "open the lab door")).mode == "hybrid"
-            assert memory.processes.store.backfiller.wait_idle(30)
+            assert memory.processes.store.backfiller.wait_idle(120)
             assert (await memory.processes.search_status())["missing"] == 0
             if flavour == "openai":
                 assert all(h["Authorization"] == "Bearer sk-test" for _p, h, _b in stub.requests)
@@ -262,8 +262,8 @@ async def test_an_http_embedder_down_at_startup_loads_later(tmp_path: Path) -> N
             stub.mode = "ok"
             clock.advance(300)
             await memory.processes.find(STDIO, "mailroom package")  # due: a background reload starts
-            assert emb.wait_ready(10)
-            assert memory.processes.store.backfiller.wait_idle(30)
+            assert emb.wait_ready(60)
+            assert memory.processes.store.backfiller.wait_idle(120)
             assert (await memory.processes.find(STDIO, "mailroom package")).mode == "hybrid"
         finally:
             memory.close()
