@@ -30,6 +30,7 @@ from robot_mcp_memory.errors import (
     StoreUnreadable,
 )
 from robot_mcp_memory.experiences import robotmem_import
+from robot_mcp_memory.experiences.vector_repo import MemoryVectorIndex
 from robot_mcp_memory.principal import LOCAL
 from robot_mcp_memory.services import operations
 from robot_mcp_memory.tokens import ROBOT_RE, generate_token
@@ -75,8 +76,10 @@ def _parser() -> argparse.ArgumentParser:
         "dest", help="a new directory for the copies"
     )
     cmd("reindex", "rebuild the search index from the stored rows")
-    reembed = cmd("reembed", "embed every process lacking a vector of the current model (after a model change)")
-    reembed.add_argument("--force", action="store_true", help="re-embed every process, not only the missing ones")
+    reembed = cmd(
+        "reembed", "embed processes and memories lacking a vector of the current model (after a model change)"
+    )
+    reembed.add_argument("--force", action="store_true", help="re-embed everything, not only what is missing")
     reembed.add_argument("--wait", type=float, default=120.0, help="seconds to wait for the model to load")
     doctor = cmd("doctor", "check integrity, index vs rows, schema version and disk; exit 1 on a problem")
     doctor.add_argument("--full", action="store_true", help="full integrity_check instead of quick_check")
@@ -185,8 +188,12 @@ async def _with_memory(args: argparse.Namespace, settings: Settings) -> int:
                     "robot-mcp-memory: the embedder is off or did not load (MEMORY_EMBEDDER); nothing re-embedded\n"
                 )
                 return EXIT_FAILED
-            done = await memory.processes.reembed(LOCAL, _progress("reembed"), force=args.force)
-            _out(json.dumps({"embedded": done}))
+            done = await memory.processes.reembed(LOCAL, _progress("processes"), force=args.force)
+            memories = 0
+            vectors = memory.experiences.vectors
+            if isinstance(vectors, MemoryVectorIndex):
+                memories = await asyncio.to_thread(vectors.backfill_blocking, _progress("memories"), force=args.force)
+            _out(json.dumps({"embedded": done, "memories_embedded": memories}))
             return 0
         if args.command == "doctor":
             report = await operations.doctor(memory, full=args.full)
