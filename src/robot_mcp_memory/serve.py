@@ -5,9 +5,11 @@ from __future__ import annotations
 import signal
 import threading
 from types import FrameType
+from typing import Literal
 
 import anyio
 import uvicorn
+from starlette.types import ASGIApp
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
@@ -16,9 +18,35 @@ from robot_mcp_memory.server import build_server, http_app
 
 _log = logs.get("robot_mcp_memory.serve")
 
+#: Seconds open connections (SSE streams) get after SIGTERM before they are cancelled.
+GRACEFUL_SHUTDOWN_S = 5
+
 
 def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(0)
+
+
+def run_http(app: ASGIApp, settings: Settings, lifespan: Literal["auto", "on", "off"] = "auto") -> None:
+    """Run `app` under uvicorn until SIGTERM/SIGINT; returns (never kills the process) so the
+    caller's ``finally`` closes the store: drains the writer queue and checkpoints the WAL."""
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        lifespan=lifespan,
+        log_config=None,
+        # Open SSE streams never end on their own: GRACEFUL_SHUTDOWN_S after SIGTERM they are
+        # cancelled, so the shutdown always happens.
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+    )
+    # uvicorn shuts down gracefully on SIGTERM (systemd, docker stop) and then re-raises it, which
+    # with the default disposition kills the process before the caller's `finally` (no drain of
+    # queued hot writes, no checkpoint, exit -15 instead of 0). Made an exception, it unwinds.
+    # (Not under stdio: there the stdin reader thread would keep a terminated process alive.)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    uvicorn.Server(config).run()
 
 
 def serve(settings: Settings) -> None:
@@ -35,10 +63,6 @@ def serve(settings: Settings) -> None:
                 message="no MEMORY_TOKEN or MEMORY_ROBOT_TOKENS set: the HTTP transports accept anyone "
                 "who can reach this port. Only run this way on a trusted network.",
             )
-        app = http_app(memory, mcp)
-        config = uvicorn.Config(
-            app, host=settings.host, port=settings.port, log_level="warning", lifespan="on", log_config=None
-        )
         _log.info(
             "serve.http",
             host=settings.host,
@@ -46,14 +70,7 @@ def serve(settings: Settings) -> None:
             sse=f"http://{settings.host}:{settings.port}/sse",
             streamable_http=f"http://{settings.host}:{settings.port}/mcp",
         )
-        # SIGTERM (systemd, docker stop) must still close the store: uvicorn shuts down gracefully on
-        # it and then re-raises it, which with the default disposition kills the process before the
-        # `finally` below (no drain of queued hot writes, no checkpoint, exit -15 instead of 0).
-        # Made an exception, it unwinds through `finally`. (Not under stdio: there the stdin reader
-        # thread would keep a terminated process alive until stdin closes.)
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, _stop_on_sigterm)
-        uvicorn.Server(config).run()
+        run_http(http_app(memory, mcp), settings, lifespan="on")
     finally:
         memory.close()
         _log.info("serve.stopped")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -16,6 +15,7 @@ from starlette.types import ASGIApp
 from robot_mcp_memory import __version__, logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
+from robot_mcp_memory.serve import run_http
 from robot_mcp_memory.tenancy import TenantAuthMiddleware
 from robot_mcp_memory.tokens import TokenAuth
 from robot_mcp_memory.web import build_web
@@ -55,10 +55,7 @@ def serve(settings: Settings) -> None:
                 message="no MEMORY_TOKEN or MEMORY_ROBOT_TOKENS set: the dashboard and REST API accept anyone "
                 "who can reach this port. Only run this way on a trusted network.",
             )
-        config = uvicorn.Config(
-            web_app(memory), host=settings.host, port=settings.port, log_level="warning", log_config=None
-        )
         _log.info("serve.web", host=settings.host, port=settings.port, url=f"http://{settings.host}:{settings.port}/")
-        uvicorn.Server(config).run()
+        run_http(web_app(memory), settings)
     finally:
         memory.close()
