@@ -9,7 +9,6 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from robot_mcp_memory.app import Memory
-from robot_mcp_memory.services.fleet import GroupView, RobotView
 from robot_mcp_memory.tools.adapter import PrincipalOf, refusals
 from robot_mcp_memory.tools.results import (
     DeletedGroup,
@@ -28,34 +27,6 @@ _ID = "1-64 letters, digits, '_', '.', '-', starting with a letter or digit"
 RobotId = Annotated[str, Field(min_length=1, max_length=64, description=f"the robot's id ({_ID}), e.g. 'rap-1'")]
 GroupId = Annotated[str, Field(min_length=1, max_length=64, description=f"the group's id ({_ID}), e.g. 'acme-line-2'")]
 Text = Annotated[str, Field(max_length=200)]
-
-
-def robot_info(view: RobotView) -> RobotInfo:
-    r = view.robot
-    return RobotInfo(
-        robot_id=r.robot_id,
-        name=r.name,
-        group=r.group_id,
-        meta=r.meta,
-        self_improve=view.self_improve,
-        created=r.created,
-        updated=r.updated,
-    )
-
-
-def group_info(view: GroupView) -> GroupInfo:
-    g = view.group
-    return GroupInfo(
-        group_id=g.group_id,
-        name=g.name,
-        customer=g.customer,
-        factory=g.factory,
-        self_improve=g.self_improve,
-        effective_self_improve=view.effective_self_improve,
-        robots=list(g.robots),
-        created=g.created,
-        updated=g.updated,
-    )
 
 
 def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
@@ -80,7 +51,7 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
         not_found — create it with upsert_group first. With a robot token you can only register
         your own robot, and not move it into a group."""
         view, created = await svc.register_robot(principal_of(ctx), robot_id, name, group)
-        return RegisteredRobot(**robot_info(view).model_dump(), action="created" if created else "updated")
+        return RegisteredRobot.of(view, action="created" if created else "updated")
 
     @mcp.tool(annotations=admin)
     @refusals
@@ -95,7 +66,7 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
     ) -> RobotInfo | Refusal:
         """Rename a registered robot and/or update its free-form meta (model, site, firmware …).
         `meta` is merged key by key into what is stored. With a robot token: only your own robot."""
-        return robot_info(await svc.set_robot_meta(principal_of(ctx), robot_id, name, meta))
+        return RobotInfo.of(await svc.set_robot_meta(principal_of(ctx), robot_id, name, meta))
 
     @mcp.tool(annotations=read)
     @refusals
@@ -105,7 +76,7 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
     ) -> RobotList | Refusal:
         """List registered robots with their group and whether self-improvement is on for them.
         With a robot token you see only your own group's robots."""
-        robots = [robot_info(v) for v in await svc.list_robots(principal_of(ctx), group)]
+        robots = [RobotInfo.of(v) for v in await svc.list_robots(principal_of(ctx), group)]
         return RobotList(robots=robots, total=len(robots))
 
     @mcp.tool(annotations=read)
@@ -114,7 +85,9 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
         """List robot groups: tags (customer, factory), members, and each group's self-improvement
         switch (null = follows the global toggle, also returned). With a robot token: your own group."""
         listed = await svc.list_groups(principal_of(ctx))
-        return GroupList(groups=[group_info(g) for g in listed.groups], global_self_improve=listed.global_self_improve)
+        return GroupList(
+            groups=[GroupInfo.of(g) for g in listed.groups], global_self_improve=listed.global_self_improve
+        )
 
     @mcp.tool(annotations=admin)
     @refusals
@@ -127,7 +100,7 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
         group "", make it ungrouped (isolated). The group must exist (upsert_group creates one).
         Admin only."""
         view, previous = await svc.set_group(principal_of(ctx), robot_id, group)
-        return GroupMove(**robot_info(view).model_dump(), previous_group=previous)
+        return GroupMove.of(view, previous_group=previous)
 
     @mcp.tool(annotations=admin)
     @refusals
@@ -143,7 +116,7 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
     ) -> SavedGroup | Refusal:
         """Create a robot group, or update the fields you pass on an existing one. Admin only."""
         view, created = await svc.upsert_group(principal_of(ctx), group_id, name, customer, factory, self_improve)
-        return SavedGroup(**group_info(view).model_dump(), action="created" if created else "updated")
+        return SavedGroup.of(view, action="created" if created else "updated")
 
     @mcp.tool(annotations=admin)
     @refusals
@@ -166,5 +139,5 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
         globally. A group's own setting overrides the global one. Off is a clean kill switch:
         nothing is recorded and robots get no lessons. Admin only."""
         state = await svc.set_self_improve(principal_of(ctx), enabled, group)
-        group_view = None if state.group is None else group_info(state.group)
+        group_view = None if state.group is None else GroupInfo.of(state.group)
         return SelfImproveState(group=group_view, global_self_improve=state.global_self_improve)

@@ -9,7 +9,6 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from robot_mcp_memory.app import Memory
-from robot_mcp_memory.services.lessons import Answer
 from robot_mcp_memory.tools.adapter import PrincipalOf, refusals
 from robot_mcp_memory.tools.results import LessonInfo, LessonList, RecalledLessons, RecordedLesson, Refusal
 
@@ -27,26 +26,6 @@ Place = Annotated[
     str,
     Field(max_length=200, description="where the robot is (a table, cell, room…); '' if it does not matter"),
 ]
-
-
-def lesson_info(answer: Answer) -> LessonInfo:
-    x = answer.lesson
-    return LessonInfo(
-        scope=x.scope,
-        key=x.key,
-        params=x.params,
-        success_count=x.success_count,
-        failure_count=x.failure_count,
-        reliability=round(x.reliability, 4),
-        place=x.place,
-        transferred=answer.transferred,
-        from_place=x.place if answer.transferred else None,
-        private=answer.private,
-        orphaned=answer.orphaned,
-        recorded_by=x.recorded_by,
-        created=x.created,
-        updated=x.updated,
-    )
 
 
 def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
@@ -86,7 +65,7 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
             robot=rec.robot,
             scope=rec.scope,
             self_improve=rec.self_improve,
-            lessons=[] if rec.answer is None else [lesson_info(rec.answer)],
+            lessons=[] if rec.answer is None else [LessonInfo.of(rec.answer)],
         )
 
     @mcp.tool(annotations=read)
@@ -109,7 +88,7 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
             robot=rec.robot,
             self_improve=rec.self_improve,
             scopes=list(rec.scopes),
-            lessons=[lesson_info(a) for a in rec.answers],
+            lessons=[LessonInfo.of(a) for a in rec.answers],
         )
 
     @mcp.tool(annotations=read)
@@ -126,4 +105,4 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
         lessons even while self-improvement is off (it is an inspection view), including
         lessons of deleted groups (orphaned=true) for an operator."""
         page = await svc.list(principal_of(ctx), robot, limit, offset)
-        return LessonList(lessons=[lesson_info(a) for a in page.answers], total=page.total)
+        return LessonList(lessons=[LessonInfo.of(a) for a in page.answers], total=page.total)

@@ -3,11 +3,15 @@ mcp ≥ 1.10, `structuredContent` validated against the `outputSchema` these mod
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, Field
 
-from robot_mcp_memory.docmodel import ProcessDoc
+from robot_mcp_memory import views
+from robot_mcp_memory.services.lessons import Answer
+from robot_mcp_memory.views import GroupInfo as GroupInfo  # shared with REST (re-exported)
+from robot_mcp_memory.views import ProcessSummary as ProcessSummary
+from robot_mcp_memory.views import RobotInfo as RobotInfo
 
 
 class Refusal(BaseModel):
@@ -15,40 +19,6 @@ class Refusal(BaseModel):
 
     error: Literal["not_found", "forbidden", "invalid", "conflict", "busy", "storage", "internal"]
     detail: str
-
-
-class ProcessSummary(BaseModel):
-    """A process document's frontmatter (no body)."""
-
-    id: str
-    title: str
-    task_pattern: str
-    tags: list[str]
-    robot: str
-    created: str
-    updated: str
-    success_count: int
-    failure_count: int
-    last_used: str
-    source_mission_id: str
-    reliability: float
-
-    @classmethod
-    def of(cls, doc: ProcessDoc) -> ProcessSummary:
-        return cls(
-            id=doc.id,
-            title=doc.title,
-            task_pattern=doc.task_pattern,
-            tags=list(doc.tags),
-            robot=doc.robot,
-            created=doc.created,
-            updated=doc.updated,
-            success_count=doc.success_count,
-            failure_count=doc.failure_count,
-            last_used=doc.last_used,
-            source_mission_id=doc.source_mission_id,
-            reliability=round(doc.reliability, 4),
-        )
 
 
 class ProcessMatch(BaseModel):
@@ -105,16 +75,6 @@ class Reindexed(BaseModel):
 
 
 # ---------------------------------------------------------------------------- fleet
-class RobotInfo(BaseModel):
-    robot_id: str
-    name: str
-    group: str | None = Field(description="the robot's group, or null when ungrouped")
-    meta: dict[str, Any] = Field(description="free-form facts about the robot (model, site, …)")
-    self_improve: bool = Field(description="whether self-improvement is on for this robot now")
-    created: str
-    updated: str
-
-
 class RobotList(BaseModel):
     robots: list[RobotInfo]
     total: int
@@ -126,18 +86,6 @@ class RegisteredRobot(RobotInfo):
 
 class GroupMove(RobotInfo):
     previous_group: str | None = Field(description="the group the robot was in before, or null")
-
-
-class GroupInfo(BaseModel):
-    group_id: str
-    name: str
-    customer: str
-    factory: str
-    self_improve: bool | None = Field(description="the group's own switch; null means it follows the global toggle")
-    effective_self_improve: bool = Field(description="what applies to its robots now")
-    robots: list[str]
-    created: str
-    updated: str
 
 
 class GroupList(BaseModel):
@@ -164,21 +112,18 @@ class SelfImproveState(BaseModel):
 
 
 # ---------------------------------------------------------------------------- lessons
-class LessonInfo(BaseModel):
+class LessonInfo(views.LessonInfo):
     scope: str = Field(description="group:<G> (shared in the group), solo:<robot> (ungrouped) or robot:<id> (private)")
-    key: str
-    params: dict[str, Any]
-    success_count: int
-    failure_count: int
-    reliability: float = Field(description="(successes + 1) / (successes + failures + 2)")
     place: str = Field(description="where the lesson was learned ('' = no place given)")
+    reliability: float = Field(description="(successes + 1) / (successes + failures + 2)")
+    orphaned: bool = Field(description="a group lesson whose group no longer exists (kept, not deleted)")
     transferred: bool = Field(description="true when learned at another place than the one asked about")
     from_place: str | None = Field(description="the place it was learned at, when transferred")
-    private: bool
-    orphaned: bool = Field(description="a group lesson whose group no longer exists (kept, not deleted)")
-    recorded_by: str
-    created: str
-    updated: str
+
+    @classmethod
+    def of(cls, answer: Answer, **extra: Any) -> Self:
+        where = answer.lesson.place if answer.transferred else None
+        return super().of(answer, transferred=answer.transferred, from_place=where, **extra)
 
 
 class RecordedLesson(BaseModel):

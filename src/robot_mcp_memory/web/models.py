@@ -6,10 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from robot_mcp_memory.docmodel import MAX_DOCUMENT, ProcessDoc
-from robot_mcp_memory.fleet import Robot
-from robot_mcp_memory.services.fleet import GroupView, RobotView
-from robot_mcp_memory.services.lessons import Answer
+from robot_mcp_memory import views
+from robot_mcp_memory.docmodel import MAX_DOCUMENT
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 SLUG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
@@ -55,40 +53,12 @@ class LoggedOut(BaseModel):
 
 
 # ---------------------------------------------------------------------------- processes
-class ProcessSummary(BaseModel):
-    id: str
-    title: str
-    task_pattern: str
-    tags: list[str]
-    robot: str
-    created: str
-    updated: str
-    success_count: int
-    failure_count: int
-    last_used: str
-    source_mission_id: str
+# The shared read models (robot_mcp_memory.views) under their REST names; a field redeclared
+# here only keeps the OpenAPI document's descriptions as they were.
+class ProcessSummary(views.ProcessSummary):
     reliability: float = Field(description="(successes + 1) / (successes + failures + 2)")
 
-    @classmethod
-    def of(cls, doc: ProcessDoc) -> ProcessSummary:
-        return cls(**cls._fields(doc))
-
-    @staticmethod
-    def _fields(doc: ProcessDoc) -> dict[str, Any]:
-        return {
-            "id": doc.id,
-            "title": doc.title,
-            "task_pattern": doc.task_pattern,
-            "tags": list(doc.tags),
-            "robot": doc.robot,
-            "created": doc.created,
-            "updated": doc.updated,
-            "success_count": doc.success_count,
-            "failure_count": doc.failure_count,
-            "last_used": doc.last_used,
-            "source_mission_id": doc.source_mission_id,
-            "reliability": round(doc.reliability, 4),
-        }
+    _fields = staticmethod(views.ProcessSummary.fields_of)
 
 
 class ProcessPage(BaseModel):
@@ -164,27 +134,9 @@ class Reindexed(BaseModel):
 
 
 # ---------------------------------------------------------------------------- fleet
-class RobotOut(BaseModel):
-    robot_id: str
-    name: str
+class RobotOut(views.RobotInfo):
     group: str | None
     meta: dict[str, Any]
-    self_improve: bool = Field(description="whether self-improvement is on for this robot now")
-    created: str
-    updated: str
-
-    @classmethod
-    def of(cls, view: RobotView) -> RobotOut:
-        r: Robot = view.robot
-        return cls(
-            robot_id=r.robot_id,
-            name=r.name,
-            group=r.group_id,
-            meta=r.meta,
-            self_improve=view.self_improve,
-            created=r.created,
-            updated=r.updated,
-        )
 
 
 class RobotPage(BaseModel):
@@ -192,31 +144,9 @@ class RobotPage(BaseModel):
     total: int
 
 
-class GroupOut(BaseModel):
-    group_id: str
-    name: str
-    customer: str
-    factory: str
+class GroupOut(views.GroupInfo):
     self_improve: bool | None = Field(description="the group's own switch; null follows the global one")
     effective_self_improve: bool
-    robots: list[str]
-    created: str
-    updated: str
-
-    @classmethod
-    def of(cls, view: GroupView) -> GroupOut:
-        g = view.group
-        return cls(
-            group_id=g.group_id,
-            name=g.name,
-            customer=g.customer,
-            factory=g.factory,
-            self_improve=g.self_improve,
-            effective_self_improve=view.effective_self_improve,
-            robots=list(g.robots),
-            created=g.created,
-            updated=g.updated,
-        )
 
 
 class GroupList(BaseModel):
@@ -280,37 +210,8 @@ class SelfImproveOut(BaseModel):
 
 
 # ---------------------------------------------------------------------------- lessons
-class LessonOut(BaseModel):
-    scope: str
-    key: str
-    place: str
-    params: dict[str, Any]
-    success_count: int
-    failure_count: int
-    reliability: float
-    recorded_by: str
-    created: str
-    updated: str
-    private: bool
-    orphaned: bool = Field(description="a group lesson whose group no longer exists")
-
-    @classmethod
-    def of(cls, answer: Answer) -> LessonOut:
-        x = answer.lesson
-        return cls(
-            scope=x.scope,
-            key=x.key,
-            place=x.place,
-            params=x.params,
-            success_count=x.success_count,
-            failure_count=x.failure_count,
-            reliability=round(x.reliability, 4),
-            recorded_by=x.recorded_by,
-            created=x.created,
-            updated=x.updated,
-            private=answer.private,
-            orphaned=answer.orphaned,
-        )
+class LessonOut(views.LessonInfo):
+    pass  # the shared model under the name the OpenAPI document has always used
 
 
 class LessonPage(BaseModel):
