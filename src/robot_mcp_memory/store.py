@@ -18,7 +18,7 @@ from typing import Any, Literal, TypeVar
 
 from robot_mcp_memory import db, docmodel, logs, vectorstore
 from robot_mcp_memory.docmodel import ProcessDoc
-from robot_mcp_memory.errors import Busy, EmbedderUnavailable
+from robot_mcp_memory.errors import Busy
 from robot_mcp_memory.kit import SqliteStore
 from robot_mcp_memory.kit.store import now_iso
 from robot_mcp_memory.search import fts, fusion, segment
@@ -464,7 +464,7 @@ class ProcessStore:
         self.embedder = embedder
         self.fuse = fuse or Fusion()
         self.vectors = VectorCache()
-        self.backfiller = Backfiller(self._backfill_job)
+        self.backfiller = Backfiller(vectorstore.backfill_job(db, lambda: self.embedder, self.vectors, VECTOR_SOURCE))
 
     # ------------------------------------------------------------------ vectors
     def _embed(self, text: str) -> tuple[str, Vector] | None:
@@ -526,17 +526,6 @@ class ProcessStore:
             if cands is not None:
                 return rank_hybrid(cands, self.fuse, k), "hybrid"
         return await self.find(query, k, visible), "keyword"
-
-    def _backfill_job(self, stop: threading.Event) -> int:
-        try:
-            done = self.backfill_blocking(stop=stop)
-        except EmbedderUnavailable:
-            return 0
-        model_id = self.embedder.model_id if self.embedder is not None else None
-        if model_id is not None and not stop.is_set():
-            # Warm the in-memory index now, so the first search does not pay for reading the BLOBs.
-            self.db.read_blocking(lambda c: self.vectors.index(c, "process", model_id))
-        return done
 
     def kick_backfill(self) -> None:
         """Fill missing vectors in the background (single-flight); safe to call from any thread."""

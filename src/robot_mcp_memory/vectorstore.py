@@ -273,6 +273,30 @@ def fill_missing(
     return done
 
 
+def backfill_job(
+    db: SqliteStore,
+    embedder: Callable[[], ResilientEmbedder | None],
+    cache: VectorCache,
+    source: Source,
+) -> Callable[[threading.Event], int]:
+    """The background job for one domain's `Backfiller`: fill what lacks a vector of the current
+    model, then warm the cached index so the first search does not pay for reading the BLOBs.
+    `embedder` is read at each run (it can be swapped, e.g. after a model change)."""
+
+    def job(stop: threading.Event) -> int:
+        current = embedder()
+        try:
+            done = fill_missing(db, current, cache, source, stop=stop)
+        except EmbedderUnavailable:
+            return 0
+        model_id = current.model_id if current is not None else None
+        if model_id is not None and not stop.is_set():
+            db.read_blocking(lambda c: cache.index(c, source.domain, model_id))
+        return done
+
+    return job
+
+
 __all__ = [
     "BACKFILL_BATCH",
     "Backfiller",

@@ -21,7 +21,6 @@ import threading
 from collections.abc import Sequence
 
 from robot_mcp_memory import logs, vectorstore
-from robot_mcp_memory.errors import EmbedderUnavailable
 from robot_mcp_memory.kit import SqliteStore
 from robot_mcp_memory.search import fusion
 from robot_mcp_memory.search.resilient import ResilientEmbedder
@@ -77,7 +76,9 @@ class MemoryVectorIndex:
         self.weights = weights  # keyword, vector
         self.k = k
         self.cache = VectorCache()
-        self.backfiller = Backfiller(self._backfill_job, name="memory-vector-backfill")
+        self.backfiller = Backfiller(
+            vectorstore.backfill_job(db, lambda: self.embedder, self.cache, SOURCE), name="memory-vector-backfill"
+        )
 
     # ------------------------------------------------------------------ the seam
     def embed(self, texts: Sequence[str]) -> list[Embedded | None]:
@@ -122,16 +123,6 @@ class MemoryVectorIndex:
         vectorstore.delete(conn, DOMAIN, str(memory_id))
 
     # ------------------------------------------------------------------ backfill
-    def _backfill_job(self, stop: threading.Event) -> int:
-        try:
-            done = self.backfill_blocking(stop=stop)
-        except EmbedderUnavailable:
-            return 0
-        model_id = self.embedder.model_id if self.embedder is not None else None
-        if model_id is not None and not stop.is_set():
-            self.db.read_blocking(lambda c: self.cache.index(c, DOMAIN, model_id))  # warm it now
-        return done
-
     def kick_backfill(self) -> None:
         """Fill missing vectors in the background (single-flight); safe to call from any thread."""
         if self.embedder is not None:
