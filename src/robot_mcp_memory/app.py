@@ -47,15 +47,7 @@ class Memory:
             raise
         report = index.report
         if report is not None:
-            _log.info(
-                "store_ready",
-                path=report.path,
-                schema_from=report.from_version,
-                schema_to=report.to_version,
-                created=report.created,
-                rows=report.counts,
-                pruned=report.pruned,
-            )
+            _log.info("store_ready", **report.log_fields())
         registry = FleetRegistry(index)
         policy = Policy(membership=registry)  # process visibility follows the fleet's groups
         thresholds = Thresholds(settings.lesson_min_successes, settings.lesson_min_reliability)

@@ -232,14 +232,7 @@ class ParamStore:
                 db = SqliteStore.open(self.path, schema(), MIGRATIONS, readers=self.readers)
                 report = db.report
                 if report is not None:
-                    _log.info(
-                        "lessons.store_ready",
-                        path=report.path,
-                        schema_from=report.from_version,
-                        schema_to=report.to_version,
-                        created=report.created,
-                        rows=report.counts,
-                    )
+                    _log.info("lessons.store_ready", **report.log_fields())
                 self._db = db
             return self._db
 

@@ -58,6 +58,17 @@ class OpenReport:
     undeclared: list[str]
     pruned: dict[str, int]
 
+    def log_fields(self) -> dict[str, object]:
+        """The fields of the one ``store_ready`` line every store logs at open."""
+        return {
+            "path": self.path,
+            "schema_from": self.from_version,
+            "schema_to": self.to_version,
+            "created": self.created,
+            "rows": self.counts,
+            "pruned": self.pruned,
+        }
+
 
 @dataclass
 class StoreStats:
