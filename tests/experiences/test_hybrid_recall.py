@@ -97,6 +97,7 @@ def switchable(memory: Memory) -> tuple[Memory, Switchable, FakeClock, MemoryVec
     emb = ResilientEmbedder(backend, clock=clock, background=False)
     vectors = memory.experiences.vectors
     assert isinstance(vectors, MemoryVectorIndex)
+    assert vectors.backfiller.wait_idle(60)  # the startup run holds the old model (tests/search/test_hybrid.py)
     vectors.embedder = emb
     emb.on_ready(vectors.kick_backfill)
     emb.start()

@@ -144,6 +144,9 @@ def flaky_memory(memory: Memory) -> tuple[Memory, Flaky, FakeClock]:
     backend = Flaky()
     emb = ResilientEmbedder(backend, clock=clock, background=False)
     store = memory.processes.store
+    # The startup backfill (kicked when the fixture's embedder became ready) must be done first:
+    # a run still holding the old model would overwrite vectors written under the new one.
+    assert store.backfiller.wait_idle(60)
     store.embedder = emb
     emb.on_ready(store.kick_backfill)
     emb.start()
@@ -176,6 +179,7 @@ async def test_a_model_change_re_embeds_instead_of_failing(memory: Memory) -> No
     store = memory.processes.store
     new = ResilientEmbedder(HashingEmbedder(64), background=False)
     new.start()
+    assert store.backfiller.wait_idle(60)  # see flaky_memory
     store.embedder = new  # as after a restart with another MEMORY_EMBEDDER / model
     found = await memory.processes.find(STDIO, "fetch the package from the mailroom")
     assert found.mode == "keyword"  # no vector of the new model yet: no dimension mismatch either
