@@ -160,6 +160,32 @@ def test_reembed_embeds_every_process_for_the_current_model(
     assert '"embedded": 4' in capsys.readouterr().out
 
 
+def test_reembed_without_force_embeds_what_was_missing_and_reports_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMORY_EMBEDDER", "none")
+    _fill(tmp_path / "a", 3)  # saved without vectors
+    monkeypatch.setenv("MEMORY_EMBEDDER", "hashing")
+    capsys.readouterr()
+    # No background backfill in a command: the count is the work this command did (a server's
+    # startup backfill used to race it and leave "embedded": 0).
+    assert cli.main(["reembed", "--data-dir", str(tmp_path / "a")]) == 0
+    assert '"embedded": 4' in capsys.readouterr().out
+
+
+def test_a_command_starts_no_background_backfill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_EMBEDDER", "none")
+    _fill(tmp_path / "a", 3)
+    settings = Settings.from_env({"MEMORY_DATA_DIR": str(tmp_path / "a"), "MEMORY_EMBEDDER": "hashing"})
+    for backfill, missing in ((False, 4), (True, 0)):
+        memory = Memory.open(settings, backfill=backfill)
+        try:
+            assert memory.processes.store.backfiller.wait_idle(60)
+            assert asyncio.run(memory.processes.search_status())["missing"] == missing
+        finally:
+            memory.close()
+
+
 def test_reembed_with_the_embedder_off_says_so_and_fails(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -35,8 +35,12 @@ class Memory:
     embedder: ResilientEmbedder | None = None
 
     @classmethod
-    def open(cls, settings: Settings) -> Memory:
-        """Open ``index.db`` (creating or migrating it) and log one ``store_ready`` line."""
+    def open(cls, settings: Settings, *, backfill: bool = True) -> Memory:
+        """Open ``index.db`` (creating or migrating it) and log one ``store_ready`` line.
+
+        With `backfill` (a server), vectors missing for the model are made in the background once
+        it is ready. One-shot commands pass False: a backfill racing `reembed` would do its work
+        behind its back (and its report would say 0), and `stats` should not start embedding."""
         index = db.open_index(settings.index_path, hot_queue_max=settings.hot_queue_max)
         try:
             # An existing lessons.db is checked now, before anything is logged as ready: a broken
@@ -55,8 +59,9 @@ class Memory:
         embedder = ResilientEmbedder.from_settings(settings)
         process_store = ProcessStore(index, embedder, Fusion(settings.fusion_weights, settings.fusion_k))
         memory_vectors = MemoryVectorIndex(index, embedder, settings.fusion_weights, settings.fusion_k)
-        embedder.on_ready(process_store.kick_backfill)  # vectors missing for this model get made
-        embedder.on_ready(memory_vectors.kick_backfill)
+        if backfill:
+            embedder.on_ready(process_store.kick_backfill)  # vectors missing for this model get made
+            embedder.on_ready(memory_vectors.kick_backfill)
         embedder.start()
         return cls(
             embedder=embedder,

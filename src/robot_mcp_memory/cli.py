@@ -162,7 +162,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _with_memory(args: argparse.Namespace, settings: Settings) -> int:
-    memory = Memory.open(settings)
+    memory = Memory.open(settings, backfill=False)  # a command does its own work, in the foreground
     try:
         if args.command == "dump":
             dumped = await operations.dump(memory, LOCAL, Path(args.dest), _progress("dump"))
