@@ -286,6 +286,60 @@ def test_a_closed_store_is_one_file_holding_every_committed_write(tmp_path: Path
         assert notes(copy) == ["kept"]
 
 
+def _wait_for(condition: Callable[[], bool]) -> bool:
+    tick = threading.Event()
+    for _ in range(int(WAIT / 0.01)):
+        if condition():
+            return True
+        tick.wait(0.01)
+    return condition()
+
+
+def test_commits_reach_the_main_file_by_a_background_checkpoint_not_the_writer(tmp_path: Path) -> None:
+    """The writer's own autocheckpoint is far away (10,000 pages); the checkpointer thread copies
+    the WAL into index.db soon after commits, so the file alone already holds them."""
+    s = open_store(tmp_path / "index.db")
+    try:
+        checkpointer = s._checkpointer
+        assert checkpointer is not None
+        before = checkpointer.runs
+        for i in range(20):
+            s.write_blocking(insert_note(f"n{i:02}"))
+        assert _wait_for(lambda: checkpointer.runs > before)
+        assert _wait_for(lambda: _notes_in_main_file(tmp_path) == 20)
+        assert checkpointer.failures == 0
+    finally:
+        s.close()
+
+
+def _notes_in_main_file(tmp_path: Path) -> int:
+    """How many notes index.db holds on its own (copied without its -wal and -shm)."""
+    alone = tmp_path / "alone"
+    alone.mkdir(exist_ok=True)
+    shutil.copy(tmp_path / "index.db", alone / "index.db")
+    conn = sqlite3.connect(alone / "index.db")
+    try:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        return int(conn.execute("SELECT count(*) FROM notes").fetchone()[0]) if "notes" in names else 0
+    finally:
+        conn.close()
+
+
+def test_the_checkpointer_connection_cannot_change_a_row(tmp_path: Path) -> None:
+    from robot_mcp_memory.kit.checkpoint import Checkpointer
+
+    s = open_store(tmp_path / "index.db")
+    s.close()
+    cp = Checkpointer(tmp_path / "index.db")
+    try:
+        conn = cp._connect()
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            conn.execute("INSERT INTO notes(id, text) VALUES ('sneaky', 'x')")
+        conn.close()
+    finally:
+        cp.stop()
+
+
 # ---------------------------------------------------------------------------- versioned open
 class Steps:
     """Injected migrations: step i creates table t<i> and records that it ran."""

@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.errors import MigrationFailed, SchemaTooNew, StorageError, StoreNotWritable, StoreUnreadable
+from robot_mcp_memory.kit.checkpoint import WRITER_AUTOCHECKPOINT, Checkpointer
 from robot_mcp_memory.kit.kinds import Kind, Schema
 
 T = TypeVar("T")
@@ -159,6 +160,7 @@ class SqliteStore:
         self._closed = False
         self._drop_logged_at = 0
         self.report: OpenReport | None = None
+        self._checkpointer: Checkpointer | None = None
         self._thread = threading.Thread(target=self._run, name=f"sqlite-writer-{self.path.name}", daemon=True)
         self._ready: concurrent.futures.Future[OpenReport] = concurrent.futures.Future()
         self._thread.start()
@@ -181,6 +183,7 @@ class SqliteStore:
             store._thread.join(timeout=5)
             store._pool.shutdown(wait=False)
             raise
+        store._checkpointer = Checkpointer(store.path)
         return store
 
     def _open_rw(self) -> tuple[sqlite3.Connection, OpenReport]:
@@ -199,6 +202,7 @@ class SqliteStore:
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("PRAGMA busy_timeout=5000")
+            conn.execute(f"PRAGMA wal_autocheckpoint={WRITER_AUTOCHECKPOINT}")  # kit/checkpoint.py
         except sqlite3.DatabaseError as exc:
             raise StoreUnreadable(spath, _short(exc)) from exc
         try:
@@ -331,6 +335,9 @@ class SqliteStore:
                 self._job_done(job)
                 if not abandoned:
                     job.future.set_result(result)
+                checkpointer = self._checkpointer
+                if checkpointer is not None and job.transaction:
+                    checkpointer.poke()
         self._close_writer(conn)
 
     def _close_writer(self, conn: sqlite3.Connection) -> None:
@@ -465,6 +472,8 @@ class SqliteStore:
             for conn in self._reader_conns:
                 conn.close()
             self._reader_conns.clear()
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
         self._queue.put(_STOP)
         self._thread.join(timeout)
 
