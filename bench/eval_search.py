@@ -118,7 +118,7 @@ def methods() -> list[Method]:
         return [h.doc.id for h in kw]
 
     def vector(c: Candidates, _kw: list[Hit]) -> list[str]:
-        pairs = [(r, max(v, 0.0) * c.docs[r].reliability) for r, v in c.vector if r in c.docs]
+        pairs = [(r, max(v, 0.0) * c.reliability[r]) for r, v in c.vector if r in c.reliability]
         return [r for r, _ in sorted(pairs, key=lambda p: (-p[1], p[0]))]
 
     out = [Method("keyword only (bm25 × reliability)", keyword), Method("vector only (cosine × reliability)", vector)]
@@ -128,7 +128,7 @@ def methods() -> list[Method]:
 
 
 def _fused(c: Candidates, _kw: list[Hit], fuse: Fusion) -> list[str]:
-    return [h.doc.id for h in store.rank_hybrid(c, fuse, TOP)]
+    return [h.ref for h in store.rank_hybrid(c, fuse, TOP)]
 
 
 async def run_regime(
@@ -173,7 +173,7 @@ async def run_regime(
             ):
                 stronger_sibling += 1
             served = await memory.processes.find(ADMIN, q.text, TOP)
-            expected = [h.doc.id for h in store.rank_hybrid(cands, default, TOP)]
+            expected = [h.ref for h in store.rank_hybrid(cands, default, TOP)]
             if served.mode != "hybrid" or [h.doc.id for h in served.hits] != expected:
                 disagreements += 1
         elapsed = time.perf_counter() - began

@@ -317,28 +317,53 @@ def embed_text(doc: ProcessDoc) -> str:
 def keyword_candidates(
     conn: sqlite3.Connection, query: str, n: int, visible: Collection[str] | None
 ) -> list[tuple[str, float]]:
-    """(id, relevance) of the `n` best keyword matches by relevance alone (``-bm25``, higher is
-    better); reliability is applied by the ranking, not here. Function words are dropped when
-    other terms remain: they match nearly every document, so FTS5 would score the whole table
-    for them, while bm25 gives them almost no weight (the hybrid p50 at 10k depends on it)."""
-    kept = [t for t in fts.terms(query) if t not in segment.STOPWORDS]
-    expr = fts.match_expression(" ".join(kept)) if kept else fts.match_expression(query)
-    if expr is None:
+    """(id, relevance) of the `n` best visible keyword matches by relevance alone (``-bm25``,
+    higher is better; then id); reliability is applied by the ranking, not here. Function words
+    are dropped when other terms remain: they match nearly every document, so FTS5 would score
+    the whole table for them, while bm25 gives them almost no weight (the hybrid p50 at 10k
+    depends on it)."""
+    expr = keyword_expression(conn, query)
+    if expr is None or n < 1:
         return []
-    w = ",".join(str(x) for x in BM25_WEIGHTS)
-    if visible is None:  # no robot filter: rank inside FTS5 alone, without a join per match (2-4× faster)
-        sql = (
-            f"SELECT id, -bm25(processes_fts, {w}) AS relevance FROM processes_fts "  # noqa: S608 - fixed names
-            "WHERE processes_fts MATCH ? ORDER BY relevance DESC, id LIMIT ?"
-        )
-        return [(r[0], float(r[1])) for r in conn.execute(sql, [expr, n])]
+    return [(r[0], float(r[1])) for r in conn.execute(*_keyword_sql(expr, n, visible))]
+
+
+def keyword_expression(conn: sqlite3.Connection, query: str) -> str | None:
+    """The `MATCH` expression of the keyword list for `query` (None: nothing to search)."""
+    kept = [t for t in fts.terms(query) if t not in segment.STOPWORDS]
+    return fts.match_expression(" ".join(kept)) if kept else fts.match_expression(query)
+
+
+def _keyword_sql(expr: str, n: int, visible: Collection[str] | None) -> tuple[str, list[object]]:
+    """The top-`n` query behind `keyword_candidates`.
+
+    bm25 runs once per match over FTS5 rowids only (m). Reading a match's `id` costs a lookup in
+    FTS5's content table, and its robot a second one in `processes`: done for every match, those
+    lookups cost more than bm25 itself (measured in docs/benchmarks.md). So only the matches at or
+    above a floor are joined: the `n`-th best visible relevance among the `pool` most relevant
+    matches. At least `n` visible matches reach it, so every top-`n` one does; without a floor
+    (fewer than `n` visible in the pool) every match is joined, as before. Unscoped, the pool is
+    the first `n` matches; scoped, four times that, so a robot owning a quarter of the documents
+    still finds its floor there. Same rows, same order as a plain join (tests/search/test_keyword.py)."""
     where, params = _visible_clause(visible, "p.robot")
+    w = ",".join(str(x) for x in BM25_WEIGHTS)
+    pool = n if visible is None else 4 * n
+    # CROSS JOIN pins the loop order (m, then its id, then its row): the floor test, which needs
+    # only m, then runs before either lookup.
+    rows = "CROSS JOIN processes_fts f ON f.rowid = m.fts_rowid"
+    if visible is not None:
+        rows += " CROSS JOIN processes p ON p.id = f.id"
     sql = (
-        f"SELECT p.id, -bm25(processes_fts, {w}) AS relevance "  # noqa: S608 - fixed names
-        "FROM processes_fts JOIN processes p ON p.id = processes_fts.id "
-        f"WHERE processes_fts MATCH ? AND {where} ORDER BY relevance DESC, p.id LIMIT ?"
+        f"WITH m AS MATERIALIZED (SELECT rowid AS fts_rowid, -bm25(processes_fts, {w}) AS relevance "  # noqa: S608 - fixed names
+        "FROM processes_fts WHERE processes_fts MATCH ?), "
+        "pool AS (SELECT fts_rowid, relevance FROM m ORDER BY relevance DESC LIMIT ?), "
+        f"floor AS (SELECT m.relevance FROM pool m {rows} WHERE {where} "
+        "ORDER BY m.relevance DESC LIMIT 1 OFFSET ?) "
+        f"SELECT f.id, m.relevance FROM m {rows} "
+        f"WHERE m.relevance >= coalesce((SELECT relevance FROM floor), m.relevance) AND {where} "
+        "ORDER BY m.relevance DESC, f.id LIMIT ?"
     )
-    return [(r[0], float(r[1])) for r in conn.execute(sql, [expr, *params, n])]
+    return sql, [expr, pool, *params, n - 1, *params, n]
 
 
 def select_many(conn: sqlite3.Connection, ids: Collection[str]) -> dict[str, ProcessDoc]:
@@ -347,6 +372,22 @@ def select_many(conn: sqlite3.Connection, ids: Collection[str]) -> dict[str, Pro
     marks = ",".join("?" * len(ids))
     rows = conn.execute(f"SELECT {_COLUMNS} FROM processes WHERE id IN ({marks})", list(ids))  # noqa: S608
     return {d.id: d for d in map(_row_to_doc, rows)}
+
+
+def select_reliability(
+    conn: sqlite3.Connection, ids: Collection[str], visible: Collection[str] | None
+) -> dict[str, float]:
+    """Reliability of each of `ids` that exists and is visible: all the ranking needs of a
+    candidate. Whole documents (JSON fields, body) are loaded for the final top k only."""
+    if not ids:
+        return {}
+    where, params = _visible_clause(visible)
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        f"SELECT id, success_count, failure_count FROM processes WHERE id IN ({marks}) AND {where}",  # noqa: S608
+        [*ids, *params],
+    )
+    return {pid: docmodel.reliability(s, f) for pid, s, f in rows}
 
 
 ReliabilityAt = Literal["within", "after"]
@@ -371,11 +412,21 @@ class Fusion:
 @dataclass(frozen=True)
 class Candidates:
     """What each method proposes for one query, before ranking: (id, relevance) lists, each
-    best first and already limited to the visible robots, and the documents they name."""
+    best first and already limited to the visible robots, and the reliability of each visible
+    candidate (a candidate missing from it is not ranked)."""
 
     keyword: list[tuple[str, float]]
     vector: list[tuple[str, float]]
-    docs: dict[str, ProcessDoc]
+    reliability: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One ranked candidate, before its document is loaded (`Hit` without the document)."""
+
+    ref: str
+    score: float
+    relevance: float
 
 
 def hybrid_candidates(
@@ -394,32 +445,51 @@ def hybrid_candidates(
         return None
     keyword = keyword_candidates(conn, query, n, visible)
     vector = index.search(qvec, n, visible)
-    docs = select_many(conn, {r for r, _ in keyword} | {r for r, _ in vector})
-    if visible is not None:  # the index's partitions may trail a robot change by one write
-        docs = {r: d for r, d in docs.items() if d.robot in visible}
-    return Candidates(keyword, vector, docs)
+    # Filtered by robot again: the index's partitions may trail a robot change by one write.
+    reliability = select_reliability(conn, {r for r, _ in keyword} | {r for r, _ in vector}, visible)
+    return Candidates(keyword, vector, reliability)
 
 
-def rank_hybrid(c: Candidates, fuse: Fusion, k: int) -> list[Hit]:
+def rank_hybrid(c: Candidates, fuse: Fusion, k: int) -> list[Ranked]:
     """Weighted RRF of the two lists with reliability applied as `fuse.reliability` says.
     relevance = fused score scaled so 1.0 means "first in both lists"; higher is better."""
+    rel = c.reliability
 
     def order(pairs: list[tuple[str, float]]) -> list[str]:
-        pairs = [(r, v) for r, v in pairs if r in c.docs]
+        pairs = [(r, v) for r, v in pairs if r in rel]
         if fuse.reliability == "within":
-            pairs.sort(key=lambda p: (-max(p[1], 0.0) * c.docs[p[0]].reliability, p[0]))
+            pairs.sort(key=lambda p: (-max(p[1], 0.0) * rel[p[0]], p[0]))
         return [r for r, _ in pairs]
 
     fused = fusion.rrf([order(c.keyword), order(c.vector)], fuse.weights, fuse.k)
     top = fusion.best_possible(fuse.weights, fuse.k) or 1.0
-    hits = []
+    ranked = []
     for ref, value in fused.items():
-        doc = c.docs[ref]
         relevance = value / top
-        score = relevance * doc.reliability if fuse.reliability == "after" else relevance
-        hits.append(Hit(doc, score, relevance))
-    hits.sort(key=lambda h: (-h.score, -h.doc.reliability, h.doc.id))
-    return hits[:k]
+        score = relevance * rel[ref] if fuse.reliability == "after" else relevance
+        ranked.append(Ranked(ref, score, relevance))
+    ranked.sort(key=lambda h: (-h.score, -rel[h.ref], h.ref))
+    return ranked[:k]
+
+
+def hybrid_search(
+    conn: sqlite3.Connection,
+    query: str,
+    qvec: Vector,
+    model_id: str,
+    visible: Collection[str] | None,
+    cache: VectorCache,
+    fuse: Fusion,
+    k: int,
+) -> list[Hit] | None:
+    """The `k` best hybrid hits, ranked and loaded in one read snapshot (None: no vectors of
+    this model yet). Only the `k` winners are loaded as documents."""
+    cands = hybrid_candidates(conn, query, qvec, model_id, visible, cache, fuse.candidates)
+    if cands is None:
+        return None
+    ranked = rank_hybrid(cands, fuse, k)
+    docs = select_many(conn, [r.ref for r in ranked])
+    return [Hit(docs[r.ref], r.score, r.relevance) for r in ranked]
 
 
 def missing_vectors(conn: sqlite3.Connection, model_id: str, after: str, limit: int) -> list[ProcessDoc]:
@@ -521,10 +591,10 @@ class ProcessStore:
         embedded = await asyncio.to_thread(self._embed, query) if fts.terms(query) else None
         if embedded is not None:
             model_id, qvec = embedded
-            n = self.fuse.candidates
-            cands = await self.db.read(lambda c: hybrid_candidates(c, query, qvec, model_id, visible, self.vectors, n))
-            if cands is not None:
-                return rank_hybrid(cands, self.fuse, k), "hybrid"
+            fuse = self.fuse
+            hits = await self.db.read(lambda c: hybrid_search(c, query, qvec, model_id, visible, self.vectors, fuse, k))
+            if hits is not None:
+                return hits, "hybrid"
         return await self.find(query, k, visible), "keyword"
 
     def kick_backfill(self) -> None:

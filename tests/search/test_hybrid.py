@@ -11,7 +11,7 @@ import pytest
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.docmodel import ProcessDoc
+from robot_mcp_memory.docmodel import reliability
 from robot_mcp_memory.principal import STDIO, Principal
 from robot_mcp_memory.search.embedders import HashingEmbedder
 from robot_mcp_memory.search.resilient import ResilientEmbedder
@@ -86,22 +86,34 @@ async def test_reliability_raises_rank_between_equally_relevant_processes(memory
     assert found.hits[0].score > found.hits[1].score
 
 
-def _doc(pid: str, s: int, f: int) -> ProcessDoc:
-    return ProcessDoc.model_construct(id=pid, title=pid, success_count=s, failure_count=f)
-
-
 def test_rank_hybrid_fuses_by_rank_and_applies_reliability_within_each_list() -> None:
-    docs = {"a": _doc("a", 0, 0), "b": _doc("b", 0, 0), "c": _doc("c", 9, 0)}
-    c = Candidates(keyword=[("a", 9.0), ("b", 3.0), ("c", 1.0)], vector=[("b", 0.9), ("a", 0.5), ("c", 0.1)], docs=docs)
+    rel = {"a": reliability(0, 0), "b": reliability(0, 0), "c": reliability(9, 0)}
+    c = Candidates(
+        keyword=[("a", 9.0), ("b", 3.0), ("c", 1.0)], vector=[("b", 0.9), ("a", 0.5), ("c", 0.1)], reliability=rel
+    )
     even = rank_hybrid(c, Fusion((1.0, 1.0), k=60), 3)
-    assert [h.doc.id for h in even] == ["a", "b", "c"]  # a and b tie on fused rank, ids break it; c stays last
+    assert [h.ref for h in even] == ["a", "b", "c"]  # a and b tie on fused rank, ids break it; c stays last
     assert even[0].relevance == pytest.approx((1 / 61 + 1 / 62) / (2 / 61))
     vec_heavy = rank_hybrid(c, Fusion((1.0, 3.0), k=60), 3)
-    assert vec_heavy[0].doc.id == "b"
+    assert vec_heavy[0].ref == "b"
     # "after": RRF × reliability — c (reliability 0.91, last in both lists) outranks both.
     after = rank_hybrid(c, Fusion((1.0, 1.0), k=60, reliability="after"), 3)
-    assert after[0].doc.id == "c"
+    assert after[0].ref == "c"
     assert all(h.score > 0 for h in after)
+
+
+def test_rank_hybrid_skips_candidates_with_no_reliability() -> None:
+    # A candidate missing from `reliability` was deleted or is not visible: it is never ranked.
+    c = Candidates(keyword=[("gone", 9.0), ("a", 1.0)], vector=[("gone", 0.9)], reliability={"a": 0.5})
+    assert [h.ref for h in rank_hybrid(c, Fusion(), 5)] == ["a"]
+
+
+async def test_hybrid_hits_carry_their_whole_documents(memory: Memory) -> None:
+    await save_all(memory, MAILROOM, *DISTRACTORS)
+    hits, mode = await memory.processes.store.find_hybrid("fetch the package from the mailroom", 3)
+    assert mode == "hybrid"
+    for h in hits:
+        assert h.doc == await memory.processes.store.get(h.doc.id)
 
 
 async def test_memory_uses_the_configured_fusion(tmp_path: Path) -> None:
