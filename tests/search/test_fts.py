@@ -142,3 +142,41 @@ def test_adjacent_words_are_also_offered_joined(fts5: sqlite3.Connection) -> Non
     expr = fts.match_expression("mail room")
     assert expr == '"mail" OR "room" OR "mailroom"'
     assert _matches(fts5, expr)[0] == "Fetch a package from the mailroom"
+
+
+@EXAMPLES
+@given(query_text, query_text)
+def test_a_restricted_expression_never_raises_in_a_real_fts5_match(fts5: sqlite3.Connection, a: str, b: str) -> None:
+    rare, common = fts.phrases(a), fts.phrases(b)
+    if rare and common:
+        _matches(fts5, fts.restricted_expression(rare, common))
+
+
+def test_a_restricted_expression_matches_only_what_holds_a_rare_phrase(fts5: sqlite3.Connection) -> None:
+    assert _matches(fts5, fts.restricted_expression(["parcel"], ["the", "NEAR"])) == [
+        "Fetch a package from the mailroom"
+    ]
+
+
+def test_content_terms_drop_function_words_in_any_case_unless_nothing_else_is_left() -> None:
+    assert fts.content_terms("I need THE red cup") == ["need", "red", "cup"]
+    assert fts.content_terms("the THE") == ["the"]
+
+
+def test_phrases_are_the_terms_then_their_joined_pairs() -> None:
+    assert fts.phrases("mail room 3") == ["mail", "room", "3", "mailroom"]
+    assert fts.match_expression("mail room") == '"mail" OR "room" OR "mailroom"'
+
+
+@pytest.mark.parametrize(
+    ("docs", "total", "enough", "expected"),
+    [
+        pytest.param([60, 900, 10], 1000, 50, (["cup", "2"], ["reception"]), id="rare phrases fill the list"),
+        pytest.param([60, 400, 10], 1000, 50, (["cup", "reception", "2"], []), id="nothing common"),
+        pytest.param([20, 900, 10], 1000, 50, (["cup", "reception", "2"], []), id="too few rare matches"),
+        pytest.param([600, 900, 500], 1000, 50, (["cup", "reception", "2"], []), id="only common phrases"),
+        pytest.param([0, 3, 1], 4, 1, (["cup", "2"], ["reception"]), id="tiny store"),
+    ],
+)
+def test_split_common(docs: list[int], total: int, enough: int, expected: tuple[list[str], list[str]]) -> None:
+    assert fts.split_common(["cup", "reception", "2"], docs, total, enough) == expected

@@ -69,7 +69,7 @@ def test_keyword_candidates_rank_exactly_like_a_join_over_every_match(
     conn: sqlite3.Connection, n: int, visible: set[str] | None
 ) -> None:
     for query in QUERIES:
-        expr = sql.keyword_expression(conn, query)
+        expr = sql.keyword_expression(conn, query, n)
         assert expr is not None
         got = sql.keyword_candidates(conn, query, n, visible)
         assert got == plain_join(conn, expr, n, visible), query
@@ -80,3 +80,54 @@ def test_keyword_candidates_rank_exactly_like_a_join_over_every_match(
 def test_a_query_with_nothing_searchable_has_no_candidates(conn: sqlite3.Connection) -> None:
     assert sql.keyword_candidates(conn, "?! --", 50, None) == []
     assert fts.match_expression("?! --") is None
+
+
+def _store(docs: list[tuple[str, str, str]]) -> sqlite3.Connection:
+    c = sqlite3.connect(":memory:", isolation_level=None)
+    for step in db.MIGRATIONS:
+        step(c)
+    for pid, title, body in docs:
+        sql.upsert(c, ProcessDoc(id=pid, title=title, body=body, created="x", updated="x"))
+    return c
+
+
+def _corpus() -> list[tuple[str, str, str]]:
+    """Every document mentions the reception (a common word); 'cup' and 'tray' are rare."""
+    docs = [(f"tray-{i:03d}", f"Fetch the tray {i}", "Ask reception first.") for i in range(90)]
+    docs += [(f"cup-{i:03d}", f"Fetch the cup {i}", "Ask reception first.") for i in range(60)]
+    # As long as each "cup" document, so only the common word can tell them apart.
+    docs.append(("cup-at-reception", "Fetch cup reception 7", "Ask reception first."))
+    return docs
+
+
+def test_a_common_word_stops_choosing_matches_once_rare_ones_fill_the_list() -> None:
+    c = _store(_corpus())
+    expr = sql.keyword_expression(c, "the cup at the reception", 50)
+    assert expr == '("cup" OR "cupreception") AND ("cup" OR "cupreception" OR "reception")'
+    got = sql.keyword_candidates(c, "the cup at the reception", 50, None)
+    assert len(got) == 50
+    assert all(pid.startswith("cup-") for pid, _ in got)  # no tray document holding only "reception"
+    # The common word still breaks the tie among the otherwise equal "cup" documents.
+    assert got[0][0] == "cup-at-reception"
+
+
+def test_the_cut_keeps_a_rare_words_document_first() -> None:
+    c = _store(_corpus())
+    got = sql.keyword_candidates(c, "reception cup 7", 50, None)
+    assert got[0][0] in {"cup-007", "cup-at-reception"}
+    assert {got[0][0], got[1][0]} == {"cup-007", "cup-at-reception"}
+
+
+def test_a_query_made_only_of_common_words_still_finds_documents() -> None:
+    c = _store(_corpus())
+    assert sql.keyword_expression(c, "reception ask", 50) == '"reception" OR "ask" OR "receptionask"'
+    assert len(sql.keyword_candidates(c, "reception ask", 50, None)) == 50
+
+
+def test_a_common_word_keeps_choosing_matches_when_the_rare_ones_are_too_few() -> None:
+    c = _store(_corpus())
+    # "cup" alone holds 61 documents: not enough for a top 100, so "reception" fills it up.
+    assert sql.keyword_expression(c, "cup reception", 100) == '"cup" OR "reception" OR "cupreception"'
+    got = sql.keyword_candidates(c, "cup reception", 100, None)
+    assert len(got) == 100
+    assert sum(pid.startswith("tray-") for pid, _ in got) == 39
