@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Iterator
 
@@ -147,15 +148,26 @@ def test_adjacent_words_are_also_offered_joined(fts5: sqlite3.Connection) -> Non
 @EXAMPLES
 @given(query_text, query_text)
 def test_a_restricted_expression_never_raises_in_a_real_fts5_match(fts5: sqlite3.Connection, a: str, b: str) -> None:
-    rare, common = fts.phrases(a), fts.phrases(b)
-    if rare and common:
-        _matches(fts5, fts.restricted_expression(rare, common))
+    essential, rest = fts.phrases(a), fts.phrases(b)
+    if essential and rest:
+        _matches(fts5, fts.restricted_expression(essential, rest))
 
 
-def test_a_restricted_expression_matches_only_what_holds_a_rare_phrase(fts5: sqlite3.Connection) -> None:
+def test_a_restricted_expression_matches_only_what_holds_an_essential_phrase(fts5: sqlite3.Connection) -> None:
     assert _matches(fts5, fts.restricted_expression(["parcel"], ["the", "NEAR"])) == [
         "Fetch a package from the mailroom"
     ]
+
+
+def test_a_restricted_expression_scores_exactly_twice_the_plain_one(fts5: sqlite3.Connection) -> None:
+    def scores(expr: str) -> dict[str, float]:
+        rows = fts5.execute("SELECT title, bm25(docs, 3.0, 1.0) FROM docs WHERE docs MATCH ?", (expr,))
+        return {r[0]: r[1] for r in rows}
+
+    plain = scores('"the" OR "mail" OR "door"')
+    restricted = scores(fts.restricted_expression(["mail", "door"], ["the"]))
+    assert restricted.keys() == plain.keys()  # every document here holds "mail" or "door"
+    assert all(restricted[t] == pytest.approx(2 * plain[t], rel=1e-12) for t in plain)
 
 
 def test_content_terms_drop_function_words_in_any_case_unless_nothing_else_is_left() -> None:
@@ -168,15 +180,27 @@ def test_phrases_are_the_terms_then_their_joined_pairs() -> None:
     assert fts.match_expression("mail room") == '"mail" OR "room" OR "mailroom"'
 
 
+def test_most_added_is_bm25s_ceiling_for_a_phrase() -> None:
+    assert fts.most_added(10, 1000) == pytest.approx(math.log(990.5 / 10.5) * 2.2)
+    assert fts.most_added(600, 1000) == pytest.approx(2.2e-6)  # FTS5 clamps a negative idf
+    assert fts.most_added(0, 0) == pytest.approx(2.2e-6)
+
+
 @pytest.mark.parametrize(
-    ("docs", "total", "enough", "expected"),
+    ("docs", "expected"),
     [
-        pytest.param([60, 900, 10], 1000, 50, (["cup", "2"], ["reception"]), id="rare phrases fill the list"),
-        pytest.param([60, 400, 10], 1000, 50, (["cup", "reception", "2"], []), id="nothing common"),
-        pytest.param([20, 900, 10], 1000, 50, (["cup", "reception", "2"], []), id="too few rare matches"),
-        pytest.param([600, 900, 500], 1000, 50, (["cup", "reception", "2"], []), id="only common phrases"),
-        pytest.param([0, 3, 1], 4, 1, (["cup", "2"], ["reception"]), id="tiny store"),
+        pytest.param([100, 1000, 10], ["reception", "cup"], id="a rare word outweighs two"),
+        pytest.param([100, 1000, 900], ["reception", "2"], id="two common words"),
+        pytest.param([100, 120, 90], ["reception"], id="the commonest of three"),
+        pytest.param([100, 100, 100], [], id="words alike"),
+        pytest.param([0, 1000, 0], [], id="one word found"),
+        pytest.param([1000, 1000, 1000], [], id="every word in every document"),
     ],
 )
-def test_split_common(docs: list[int], total: int, enough: int, expected: tuple[list[str], list[str]]) -> None:
-    assert fts.split_common(["cup", "reception", "2"], docs, total, enough) == expected
+def test_skippable_takes_the_commonest_words_while_they_add_less_than_the_rarest(
+    docs: list[int], expected: list[str]
+) -> None:
+    rest, bound = fts.skippable(["cup", "reception", "2"], docs, 1000)
+    assert rest == expected
+    counts = dict(zip(["cup", "reception", "2"], docs, strict=True))
+    assert bound >= sum(fts.most_added(counts[w], 1000) for w in rest)

@@ -8,15 +8,16 @@ Tokens are Unicode word runs, so Cyrillic, accented Latin, kana and Hangul survi
 word pairs are also offered joined ("mail room" → "mailroom") because compound spellings are
 common in place names.
 
-The keyword list of hybrid search drops function words (`content_terms`) and lets only its rarer
-phrases choose the matches (`split_common`, `restricted_expression`): a phrase in half the
-documents or more weighs nothing in bm25 beyond a tie-break, yet makes FTS5 score every document
-that holds it.
+The keyword list of hybrid search drops function words (`content_terms`) and, when it can prove
+the top of the list unchanged, lets only the rarer phrases choose which documents FTS5 scores
+(`skippable`, `restricted_expression`): bm25 is computed for every match, and a common word
+matches much of the store while adding little to any score.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Sequence
 
@@ -24,9 +25,11 @@ from robot_mcp_memory.search.segment import STOPWORDS
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 MAX_TERMS = 32
-#: FTS5's bm25 weighs a phrase in n of N documents by idf = log((N - n + 0.5) / (n + 0.5)),
-#: clamped to 1e-6 where that is <= 0: from half the documents on, a phrase only breaks ties.
-COMMON_SHARE = 0.5
+#: FTS5's bm25 constant k1. A phrase adds idf × f × (k1 + 1) / (f + k1 × (1 - b + b × D / avgdl))
+#: to a document's score (f its weighted frequency there, D the document's length), which stays
+#: below idf × (k1 + 1); idf = log((N - n + 0.5) / (n + 0.5)) for a phrase in n of N documents,
+#: clamped to 1e-6 where that is <= 0.
+BM25_K1 = 1.2
 
 
 def terms(text: str) -> list[str]:
@@ -72,32 +75,41 @@ def match_expression(text: str, *, join_pairs: bool = True) -> str | None:
     return any_of(phrases(text, join_pairs=join_pairs))
 
 
-def split_common(found: Sequence[str], docs: Sequence[int], total: int, enough: int) -> tuple[list[str], list[str]]:
-    """(rare, common): `found` split by whether a phrase is in at least `COMMON_SHARE` of the
-    `total` documents (`docs[i]` documents hold `found[i]`).
-
-    Nothing is split off (common is empty) unless one rare phrase alone is in `enough` documents.
-    Then the documents holding a rare phrase fill a top-`enough` list by themselves, as they did
-    before: one holding only common phrases scores ~1e-6, below each of them. Otherwise (few
-    rare matches, or a query made only of common words) every phrase keeps choosing matches."""
-    limit = COMMON_SHARE * total
-    rare = [t for t, n in zip(found, docs, strict=True) if n < limit]
-    common = [t for t, n in zip(found, docs, strict=True) if n >= limit]
-    if not common or max((n for n in docs if n < limit), default=0) < enough:
-        return list(found), []
-    return rare, common
+def most_added(docs: int, total: int) -> float:
+    """More than a phrase held by `docs` of `total` documents can add to any bm25 score."""
+    idf = math.log((total - docs + 0.5) / (docs + 0.5)) if total else 0.0
+    return (idf if idf > 0 else 1e-6) * (BM25_K1 + 1)
 
 
-def restricted_expression(rare: Sequence[str], common: Sequence[str]) -> str:
-    """Match what holds a `rare` phrase, rank by every phrase: ``(R) AND (R OR C)``.
+def skippable(words: Sequence[str], docs: Sequence[int], total: int) -> tuple[list[str], float]:
+    """(rest, bound): the commonest of `words` that may be left out of choosing matches, and
+    more than they can add to any score together (`docs[i]` of the `total` documents hold
+    `words[i]`). They are taken commonest first while together they can add less than the
+    rarest word found can alone: a guess that the best documents hold another word and score
+    above `bound`, which the caller checks. Empty when fewer than two words are found."""
+    found = [(n, w) for w, n in zip(words, docs, strict=True) if n > 0]
+    if len(found) < 2:
+        return [], 0.0
+    pivot = max(most_added(n, total) for n, _ in found)
+    rest: list[str] = []
+    bound = 0.0
+    for n, w in sorted(found, key=lambda p: -p[0])[:-1]:
+        if bound + most_added(n, total) >= pivot:
+            break
+        rest.append(w)
+        bound += most_added(n, total)
+    # 1 % of slack: `total` counts rows, FTS5's N counts index entries (equal unless broken).
+    return rest, bound * 1.01
 
-    FTS5 computes bm25 only for matches, so a common phrase no longer makes it score the many
-    documents that hold nothing else. The common phrases stay in the expression because their
-    ~1e-6 weight breaks ties (two documents alike but for the common word in one's title: it
-    decides hit@1 in eval/processes.yaml). The rare phrases appear twice, so bm25 counts them
-    twice: every relevance doubles, up to that tie-break, and neither an order by relevance nor
-    one by relevance × reliability changes."""
-    return f"({any_of(rare)}) AND ({any_of([*rare, *common])})"
+
+def restricted_expression(essential: Sequence[str], rest: Sequence[str]) -> str:
+    """``(E) AND (E OR R OR R)``: matches what holds an `essential` phrase, scored by every
+    phrase, each counted twice. FTS5 computes bm25 only for matches, so the `rest` no longer
+    make it score documents that hold nothing else; they stay in the expression so that the
+    documents it does score keep their exact scores (bm25 sums a term per phrase, and here
+    every phrase appears twice: exactly twice the score of the plain OR of all of them)."""
+    both = any_of([*essential, *rest, *rest])
+    return f"({any_of(essential)}) AND ({both})"
 
 
 def _quote(term: str) -> str:
