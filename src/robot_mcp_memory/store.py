@@ -9,6 +9,7 @@ better) and multiplying it directly would rank a reliable process lower.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import json
 import sqlite3
 import threading
@@ -485,13 +486,14 @@ def rank_hybrid(c: Candidates, fuse: Fusion, k: int) -> list[Ranked]:
 
     fused = fusion.rrf([order(c.keyword), order(c.vector)], fuse.weights, fuse.k)
     top = fusion.best_possible(fuse.weights, fuse.k) or 1.0
-    ranked = []
-    for ref, value in fused.items():
-        relevance = value / top
-        score = relevance * rel[ref] if fuse.reliability == "after" else relevance
-        ranked.append(Ranked(ref, score, relevance))
-    ranked.sort(key=lambda h: (-h.score, -rel[h.ref], h.ref))
-    return ranked[:k]
+    after = fuse.reliability == "after"
+
+    def score(ref: str) -> float:
+        return fused[ref] / top * rel[ref] if after else fused[ref] / top
+
+    # Only the k best of ~100 candidates become objects.
+    best = heapq.nsmallest(k, fused, key=lambda ref: (-score(ref), -rel[ref], ref))
+    return [Ranked(ref, score(ref), fused[ref] / top) for ref in best]
 
 
 def hybrid_search(
