@@ -19,7 +19,8 @@ Both get the same synthetic robot corpus (`bench.experience_corpus`, fixed by it
    server (``python -m robotmem``) with a ``config.json`` in ``ROBOTMEM_HOME`` pointing its Ollama
    embedder at a closed local port (``http://127.0.0.1:9``: keyword-only, no 40 s model download),
    ours (``python -m robot_mcp_memory``) with ``MEMORY_EMBEDDER=none`` (keyword-only) and with the
-   default embedder (the ``mode`` column says what recall actually ran). Calls rotate between the
+   default embedder, its vectors made beforehand by ``robot-mcp-memory reembed`` (the ``mode``
+   column says what recall actually ran). Calls rotate between the
    servers, all started at once. ``ping`` is the transport's floor. The SDK client validates
    structured results against each tool's ``outputSchema``: measured stock, and with validators
    compiled once per tool (``Client``).
@@ -466,13 +467,23 @@ def mcp_servers(robotmem_python: Path, robotmem_db: Path, ours_dir: Path, work: 
         default_dir = work / "ours-default"
         default_dir.mkdir(exist_ok=True)
         _copy_db(ours_dir / "index.db", default_dir / "index.db")
+        # Make the copy's vectors first, in the foreground: started without them, that server spends
+        # the whole measurement backfilling 11,000 memories in the background, which loads the
+        # machine for every server measured beside it and leaves its own recall keyword-only.
+        env = {**base, "MEMORY_DATA_DIR": str(default_dir), "ROBOT_ID": "bench-01"}
+        subprocess.run(
+            [sys.executable, "-m", "robot_mcp_memory", "reembed", "--data-dir", str(default_dir)],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         specs.append(
             ServerSpec(
                 "ours, default embedder",
                 StdioServerParameters(
                     command=sys.executable,
                     args=["-m", "robot_mcp_memory"],
-                    env={**base, "MEMORY_DATA_DIR": str(default_dir), "ROBOT_ID": "bench-01"},
+                    env=env,
                 ),
             )
         )
