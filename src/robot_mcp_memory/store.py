@@ -569,6 +569,13 @@ class ProcessStore:
         model_id = self.embedder.model_id
         return None if out is None or model_id is None else (model_id, out[0])
 
+    async def _embed_off_loop(self, text: str) -> tuple[str, Vector] | None:
+        """`_embed` on a worker thread — or None at once when the embedder would not try (off,
+        loading, backing off): no thread hop for nothing."""
+        if self.embedder is None or not self.embedder.would_embed():
+            return None
+        return await asyncio.to_thread(self._embed, text)
+
     async def _write_then(self, job: Callable[[sqlite3.Connection], T], after: Callable[[T], None]) -> T:
         """A definition write, then `after(result)` once it has committed — on a worker thread,
         so the cache is patched even if the awaiting coroutine is cancelled meanwhile."""
@@ -595,7 +602,7 @@ class ProcessStore:
     async def save(self, doc: ProcessDoc, writable: Callable[[str], bool] = lambda _o: True) -> Saved:
         now = now_iso()
         # Embed before queueing: the writer thread serves every write and must never wait on a model.
-        embedded = await asyncio.to_thread(self._embed, embed_text(doc))
+        embedded = await self._embed_off_loop(embed_text(doc))
 
         def job(c: sqlite3.Connection) -> Saved:
             saved = save_doc(c, doc, now, writable)
@@ -612,7 +619,7 @@ class ProcessStore:
     ) -> tuple[list[Hit], SearchMode]:
         """Hybrid search when a query vector and stored vectors exist; keyword-only otherwise.
         The mode says which one actually ran."""
-        embedded = await asyncio.to_thread(self._embed, query) if fts.terms(query) else None
+        embedded = await self._embed_off_loop(query) if fts.terms(query) else None
         if embedded is not None:
             model_id, qvec = embedded
             fuse = self.fuse

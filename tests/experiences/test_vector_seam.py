@@ -28,6 +28,9 @@ class StubVectors:
         self.contents: dict[int, str] = {}
         self.searches: list[Sequence[int] | None] = []
 
+    def would_embed(self) -> bool:
+        return True
+
     def embed(self, texts: Sequence[str]) -> list[Embedded | None]:
         return [(t, np.zeros(1, np.float32)) for t in texts]
 

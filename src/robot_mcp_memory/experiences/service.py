@@ -70,7 +70,8 @@ class MemoryVectors(Protocol):
     keyword-only and dedup skips its semantic stage.
 
     - `embed` makes (model id, unit vector) per text, None each when the embedder is off or down.
-      Blocking: the service runs it off the event loop, before a write is queued.
+      Blocking: the service runs it off the event loop, before a write is queued — unless
+      `would_embed` says it would answer None anyway (no thread hop then).
     - `nearest` ranks by cosine **only among `within`** (ids that passed every filter in SQL, read
       in the same snapshot `conn`); None when no vector of the query's model is stored yet.
     - `write` stores a memory's vector inside the memory's own write transaction (None: deletes
@@ -79,6 +80,8 @@ class MemoryVectors(Protocol):
 
     weights: tuple[float, float]
     k: int
+
+    def would_embed(self) -> bool: ...
 
     def embed(self, texts: Sequence[str]) -> list[Embedded | None]: ...
 
@@ -199,7 +202,7 @@ class ExperienceService:
         """Vectors for memories about to be written (or a query), made before the write is queued:
         the writer thread serves every write and must never wait on a model."""
         v = self.vectors
-        if v is None:
+        if v is None or not v.would_embed():
             return [None] * len(texts)
         return await self.store.offload(lambda: v.embed(texts))
 

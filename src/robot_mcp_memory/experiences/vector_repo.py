@@ -81,6 +81,10 @@ class MemoryVectorIndex:
         )
 
     # ------------------------------------------------------------------ the seam
+    def would_embed(self) -> bool:
+        emb = self.embedder
+        return emb is not None and emb.would_embed()
+
     def embed(self, texts: Sequence[str]) -> list[Embedded | None]:
         """One (model id, vector) per text, or None each when the embedder is off or down."""
         emb = self.embedder

@@ -165,6 +165,17 @@ class ResilientEmbedder:
         )
 
     # ------------------------------------------------------------------ embedding
+    def would_embed(self) -> bool:
+        """Whether `embed` would try now (False when off, loading or backing off). Lets a caller
+        skip the hop to a worker thread when the answer would be None anyway — with
+        ``MEMORY_EMBEDDER=none`` that hop was most of an MCP call's time outside SQL."""
+        if self.backend is None:
+            return False
+        mode = self._mode
+        if mode == "loading":
+            return False
+        return not (mode == "unavailable" and (self._busy or self.clock() < self._retry_at))
+
     def embed(self, texts: Sequence[str]) -> Vectors | None:
         """Vectors for `texts`, or None when the embedder is off, loading, or backing off."""
         if self.backend is None:
