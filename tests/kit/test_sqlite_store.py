@@ -31,6 +31,7 @@ from robot_mcp_memory.errors import (
     StoreUnreadable,
 )
 from robot_mcp_memory.kit import Kind, Migration, Schema, SqliteStore, Table
+from robot_mcp_memory.kit.checkpoint import COMMITS_PER_CHECKPOINT
 from robot_mcp_memory.kit.store import translate
 
 WAIT = 10.0  # upper bound for any cross-thread wait; a passing test never gets near it
@@ -297,16 +298,16 @@ def _wait_for(condition: Callable[[], bool]) -> bool:
 
 def test_commits_reach_the_main_file_by_a_background_checkpoint_not_the_writer(tmp_path: Path) -> None:
     """The writer's own autocheckpoint is far away (10,000 pages); the checkpointer thread copies
-    the WAL into index.db soon after commits, so the file alone already holds them."""
+    the WAL into index.db every COMMITS_PER_CHECKPOINT commits, so the file alone holds them."""
     s = open_store(tmp_path / "index.db")
     try:
         checkpointer = s._checkpointer
         assert checkpointer is not None
         before = checkpointer.runs
-        for i in range(20):
+        for i in range(COMMITS_PER_CHECKPOINT):
             s.write_blocking(insert_note(f"n{i:02}"))
         assert _wait_for(lambda: checkpointer.runs > before)
-        assert _wait_for(lambda: _notes_in_main_file(tmp_path) == 20)
+        assert _wait_for(lambda: _notes_in_main_file(tmp_path) == COMMITS_PER_CHECKPOINT)
         assert checkpointer.failures == 0
     finally:
         s.close()

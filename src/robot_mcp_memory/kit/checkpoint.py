@@ -6,8 +6,8 @@ the ``COMMIT`` that crosses ``wal_autocheckpoint`` pages — on the writer threa
 writes, a few milliseconds each: measured, it was half of what a ``learn`` cost the writer
 (docs/benchmarks.md).
 
-Here a second thread with its own connection runs ``PRAGMA wal_checkpoint(PASSIVE)`` after
-commits (at most every `min_interval` seconds). A passive checkpoint never blocks the writer or
+Here a second thread with its own connection runs ``PRAGMA wal_checkpoint(PASSIVE)`` every
+`COMMITS_PER_CHECKPOINT` commits (at most every `min_interval` seconds). A passive checkpoint never blocks the writer or
 a reader, and SQLite releases the GIL while it copies and fsyncs, so it runs on another core.
 
 The connection is ``query_only``: it cannot change a row — the writer thread still owns every
@@ -27,6 +27,9 @@ from robot_mcp_memory import logs
 
 _log = logs.get("robot_mcp_memory.store")
 
+#: Commits between two background checkpoints: ~20 pages a `learn`, so about SQLite's own cadence
+#: (1,000 pages), and no more fsyncs than before for a server that writes now and then.
+COMMITS_PER_CHECKPOINT = 32
 #: The writer's own autocheckpoint threshold (pages; SQLite's default is 1,000). Reached only when
 #: the background checkpoint keeps losing the race to rewind the WAL; ~40 MB of WAL at 4 KB pages.
 WRITER_AUTOCHECKPOINT = 10_000
@@ -40,13 +43,22 @@ class Checkpointer:
         self.min_interval = min_interval
         self.runs = 0
         self.failures = 0
+        self._commits = 0
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"sqlite-checkpoint-{path.name}", daemon=True)
         self._thread.start()
 
+    def committed(self) -> None:
+        """The writer committed a transaction; every `COMMITS_PER_CHECKPOINT`-th one wakes the
+        checkpoint. Called from the writer thread only."""
+        self._commits += 1
+        if self._commits >= COMMITS_PER_CHECKPOINT:
+            self._commits = 0
+            self.poke()
+
     def poke(self) -> None:
-        """Some commit happened: checkpoint soon. Cheap; safe from any thread."""
+        """Checkpoint soon. Cheap; safe from any thread."""
         self._wake.set()
 
     def _connect(self) -> sqlite3.Connection:
@@ -87,4 +99,4 @@ class Checkpointer:
         self._thread.join(timeout)
 
 
-__all__ = ["WRITER_AUTOCHECKPOINT", "Checkpointer"]
+__all__ = ["COMMITS_PER_CHECKPOINT", "WRITER_AUTOCHECKPOINT", "Checkpointer"]

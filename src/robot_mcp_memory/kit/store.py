@@ -337,7 +337,7 @@ class SqliteStore:
                     job.future.set_result(result)
                 checkpointer = self._checkpointer
                 if checkpointer is not None and job.transaction:
-                    checkpointer.poke()
+                    checkpointer.committed()
         self._close_writer(conn)
 
     def _close_writer(self, conn: sqlite3.Connection) -> None:
