@@ -338,6 +338,7 @@ def in_process(
 class ServerSpec:
     name: str
     params: StdioServerParameters
+    hybrid: bool = False  # measure once its recall runs hybrid (the model loads after start)
 
 
 class Client(ClientSession):
@@ -407,9 +408,15 @@ async def over_mcp(
         empty = dict.fromkeys(names, 0)
         errors = dict.fromkeys(names, 0)
         modes: dict[str, str] = {}
-        for _, session, _ in sessions:  # warm up: the first calls load what is loaded lazily
+        for spec, session, _ in sessions:  # warm up: the first calls load what is loaded lazily
             for q in QUERIES[:5]:
                 await session.call_tool("recall", {"query": q, "n": 5})
+            deadline = time.monotonic() + 120
+            while spec.hybrid and time.monotonic() < deadline:  # until the model has loaded
+                got = _text(await session.call_tool("recall", {"query": QUERIES[0], "n": 5}))
+                if got.get("mode") == "hybrid":
+                    break
+                await asyncio.sleep(0.5)
         for i in range(calls):
             query = {"query": QUERIES[i % len(QUERIES)], "n": 5}
             for spec, session, _ in sessions:  # rotate: each call of each kind meets the same neighbours
@@ -485,6 +492,7 @@ def mcp_servers(robotmem_python: Path, robotmem_db: Path, ours_dir: Path, work: 
                     args=["-m", "robot_mcp_memory"],
                     env=env,
                 ),
+                hybrid=True,
             )
         )
     return specs
