@@ -137,6 +137,14 @@ def _fts_rowid(conn: sqlite3.Connection) -> None:
     rebuild_process_index(conn)
 
 
+def _lean_memory_indexes(conn: sqlite3.Connection) -> None:
+    """Migration 6: fewer pages written per learn — drop the never-queried index on tag names and
+    make the session index partial (memories outside a session need no entry)."""
+    conn.execute("DROP INDEX IF EXISTS idx_memory_tags_tag")
+    conn.execute("DROP INDEX IF EXISTS idx_memories_session")
+    conn.execute("CREATE INDEX idx_memories_session ON memories(session_id) WHERE session_id IS NOT NULL")
+
+
 #: Append-only. Step i brings a file from version i to version i + 1.
 MIGRATIONS: list[Migration] = [
     _create(STORE_META, PROCESSES, PROCESSES_FTS),
@@ -144,6 +152,7 @@ MIGRATIONS: list[Migration] = [
     _create(VECTORS),  # 3: embeddings for hybrid search (issue 6)
     _create(*experiences.TABLES),  # 4: the experience memory (issue 5)
     _fts_rowid,  # 5: processes remember their index entry (saves no longer scan the index)
+    _lean_memory_indexes,  # 6: fewer index pages written per learn
 ]
 
 

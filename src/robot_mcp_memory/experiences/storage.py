@@ -73,7 +73,8 @@ MEMORIES = Table(
             data TEXT  -- last: a large blob never has to be read to reach another column
         )""",
         "CREATE INDEX IF NOT EXISTS idx_memories_scope ON memories(robot, collection, status)",
-        "CREATE INDEX IF NOT EXISTS idx_memories_session ON memories(session_id)",
+        # Partial: most memories belong to no session, and every lookup is `session_id = …`.
+        "CREATE INDEX IF NOT EXISTS idx_memories_session ON memories(session_id) WHERE session_id IS NOT NULL",
         "CREATE INDEX IF NOT EXISTS idx_memories_hash ON memories(content_hash)",
         "CREATE INDEX IF NOT EXISTS idx_memories_facts ON memories(facts_hash)",
         # Everything ranking needs except the context, keyed by id: a text search joins its matches
@@ -92,7 +93,8 @@ MEMORY_TAGS = Table(
             source TEXT NOT NULL DEFAULT 'auto' CHECK (source IN ('auto', 'user', 'import')),
             PRIMARY KEY (memory_id, tag)
         ) WITHOUT ROWID""",
-        "CREATE INDEX IF NOT EXISTS idx_memory_tags_tag ON memory_tags(tag)",
+        # No index on `tag` alone: tags are only ever read by memory id (the primary key). It cost
+        # a page write per tag on every learn (db.py migration 6 drops it from older files).
     ),
 )
 SESSIONS = Table(

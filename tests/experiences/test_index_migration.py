@@ -1,0 +1,53 @@
+"""Migration 6: a file from before it loses the unused tag-name index and gets the partial session
+index, keeping every memory; session lookups still use the index."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from robot_mcp_memory import db
+from robot_mcp_memory.api import RobotMemory
+
+
+def _indexes(path: Path) -> dict[str, str]:
+    conn = sqlite3.connect(path)
+    try:
+        return {r[0]: r[1] for r in conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index'")}
+    finally:
+        conn.close()
+
+
+def test_a_version_5_file_is_migrated_and_keeps_its_memories(tmp_path: Path) -> None:
+    mem = RobotMemory(tmp_path, robot_id="rap-1")
+    sid = mem.start_session(context={"task": "sorting"})
+    mem.learn("the blue bin jams at 30 N", {"params": {"force": 30}}, session_id=sid)
+    mem.learn("the red bin opens at 12 N", {"params": {"force": 12}})
+    mem.close()
+    path = tmp_path / "index.db"
+    conn = sqlite3.connect(path)  # back to what version 5 had
+    conn.execute("DROP INDEX idx_memories_session")
+    conn.execute("CREATE INDEX idx_memories_session ON memories(session_id)")
+    conn.execute("CREATE INDEX idx_memory_tags_tag ON memory_tags(tag)")
+    conn.execute("UPDATE store_meta SET value = '5' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+
+    mem = RobotMemory(tmp_path, robot_id="rap-1")
+    try:
+        assert len(mem.recall("bin", n=5)) == 2
+    finally:
+        mem.close()
+    indexes = _indexes(path)
+    assert "idx_memory_tags_tag" not in indexes
+    assert "WHERE session_id IS NOT NULL" in indexes["idx_memories_session"]
+    conn = sqlite3.connect(path)
+    try:
+        version = conn.execute("SELECT value FROM store_meta WHERE key = 'schema_version'").fetchone()[0]
+        assert int(version) == len(db.MIGRATIONS)
+        plan = " ".join(
+            str(r[3]) for r in conn.execute("EXPLAIN QUERY PLAN SELECT id FROM memories WHERE session_id = ?", (sid,))
+        )
+        assert "idx_memories_session" in plan
+    finally:
+        conn.close()
