@@ -4,7 +4,7 @@ numbers and outcomes still decide."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,12 @@ class StubVectors:
     def nearest(self, conn: Any, query: Embedded, k: int, within: Sequence[int]) -> list[tuple[int, float]] | None:
         self.searches.append(within)
         scored = [(mid, self.pairs.get((query[0], self.contents.get(mid, "")), 0.0)) for mid in within]
+        return sorted((x for x in scored if x[1] > 0), key=lambda x: -x[1])[:k]
+
+    def nearest_any(
+        self, conn: Any, query: Embedded, k: int, robots: Collection[str] | None
+    ) -> list[tuple[int, float]] | None:
+        scored = [(mid, self.pairs.get((query[0], text), 0.0)) for mid, text in self.contents.items()]
         return sorted((x for x in scored if x[1] > 0), key=lambda x: -x[1])[:k]
 
     def write(self, conn: Any, memory_id: int, embedded: Embedded | None) -> None:

@@ -657,11 +657,17 @@ def ids_in_scope(conn: sqlite3.Connection, scope: Scope, limit: int = 1_000_000,
     return [int(r[0]) for r in conn.execute(sql, params)]
 
 
-def by_ids(conn: sqlite3.Connection, scope: Scope, ids: Collection[int], include_data: bool = False) -> list[Ranked]:
-    """The memories among `ids` that pass `scope` (filters re-applied, so nothing leaks)."""
+def ids_passing(conn: sqlite3.Connection, scope: Scope, ids: Collection[int], covering: bool = True) -> set[int]:
+    """Which of `ids` pass every filter of `scope`."""
     if not ids:
-        return []
-    scoped = Scope(
+        return set()
+    sql, params = _ranking_sql(_among(scope, ids), None, "score", len(ids), covering, ids_only=True)
+    return {int(r[0]) for r in conn.execute(sql, params)}
+
+
+def _among(scope: Scope, ids: Collection[int]) -> Scope:
+    """`scope` narrowed to `ids`."""
+    return Scope(
         scope.visible,
         scope.collection,
         scope.min_confidence,
@@ -671,7 +677,13 @@ def by_ids(conn: sqlite3.Connection, scope: Scope, ids: Collection[int], include
         Condition(f"({scope.condition.sql}) AND m.id IN ({','.join('?' * len(ids))})", [*scope.condition.params, *ids]),
         scope.spatial,
     )
-    return rank(conn, scoped, None, "score", len(ids), include_data)
+
+
+def by_ids(conn: sqlite3.Connection, scope: Scope, ids: Collection[int], include_data: bool = False) -> list[Ranked]:
+    """The memories among `ids` that pass `scope` (filters re-applied, so nothing leaks)."""
+    if not ids:
+        return []
+    return rank(conn, _among(scope, ids), None, "score", len(ids), include_data)
 
 
 # ---------------------------------------------------------------------------- the store object

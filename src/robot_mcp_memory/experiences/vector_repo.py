@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from robot_mcp_memory import logs, vectorstore
 from robot_mcp_memory.kit import SqliteStore
@@ -104,6 +104,17 @@ class MemoryVectorIndex:
         if index is None or index.dim != qvec.shape[0]:
             return None
         return [(int(ref), cos) for ref, cos in index.search_among(qvec, k, map(str, within))]
+
+    def nearest_any(
+        self, conn: sqlite3.Connection, query: Embedded, k: int, robots: Collection[str] | None
+    ) -> list[tuple[int, float]] | None:
+        """Top `k` (memory id, cosine) among the memories of `robots` (all with None), before
+        any other filter; None when no vector of the query's model is stored yet."""
+        model_id, qvec = query
+        index = self.cache.index(conn, DOMAIN, model_id)
+        if index is None or index.dim != qvec.shape[0]:
+            return None
+        return [(int(ref), cos) for ref, cos in index.search(qvec, k, robots)]
 
     def write(self, conn: sqlite3.Connection, memory_id: int, embedded: Embedded | None) -> None:
         """In the memory's write transaction: its new vector, or none (an old one would be stale)."""

@@ -1,0 +1,60 @@
+"""Hybrid recall's vector list: the nearest memories of the visible robots, then the filters in
+SQL, and the exact ranking over every id in scope only when too few pass — the same answers as
+ranking over every id in scope, on both paths."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from bench.experience_corpus import QUERIES, corpus
+
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.experiences import service, storage
+from robot_mcp_memory.principal import STDIO, Principal
+
+FILTERS: list[dict[str, Any]] = [
+    {},
+    {"task.success": True},
+    {"task.name": "grasp"},
+    {"params.grip_force": {"$gte": 30}},
+]
+
+
+async def _answers(memory: Memory, who: Principal) -> list[list[int]]:
+    out = []
+    for q in QUERIES:
+        for f in FILTERS:
+            for coll in ("default", "kitchen-lab"):
+                found = await memory.experiences.recall(who, q, n=5, collection=coll, context_filter=f)
+                assert found.mode == "hybrid"
+                out.append([h.memory.id for h in found.hits])
+    return out
+
+
+async def test_probing_first_answers_exactly_what_ranking_every_id_in_scope_answers(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    svc = memory.experiences
+    items = list(corpus(600))
+    for coll in ("default", "kitchen-lab"):
+        mine = [(it.insight, it.context) for it in items if it.collection == coll]
+        await svc.learn_many(STDIO, mine, collection=coll)
+    await svc.learn_many(Principal.robot("rap-9"), [(it.insight, it.context) for it in items[:200]])
+
+    full_scans: list[int] = []
+    every_id = storage.ids_in_scope
+
+    def counted(*args: Any, **kwargs: Any) -> list[int]:
+        full_scans.append(1)
+        return every_id(*args, **kwargs)
+
+    monkeypatch.setattr(storage, "ids_in_scope", counted)
+    probed = await _answers(memory, STDIO)
+    probed_robot = await _answers(memory, Principal.robot("rap-9"))
+    scans = len(full_scans)
+    assert 0 < scans < len(probed) + len(probed_robot)  # both paths ran: probes that sufficed, and fallbacks
+
+    monkeypatch.setattr(service, "PROBE_FACTOR", 10**6)  # the probe holds every vector: exact by construction
+    assert await _answers(memory, STDIO) == probed
+    assert await _answers(memory, Principal.robot("rap-9")) == probed_robot
