@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import json
+import sys
+import threading
+import traceback
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -48,6 +51,30 @@ def _import_everything_on_the_main_thread() -> None:
 
 
 _import_everything_on_the_main_thread()
+
+#: Source compiled (or parsed with `ast`) off the main thread while the tests ran: each one is a
+#: chance for the CPython 3.11.7 race above to fail a random test, so the session fails instead,
+#: naming the thread and the code (found this way: np.load in the model loader, now done once).
+_COMPILED_OFF_MAIN: list[str] = []
+
+
+def _watch_compiles(event: str, _args: tuple[Any, ...]) -> None:
+    if event == "compile" and threading.current_thread() is not threading.main_thread():
+        stack = "".join(traceback.format_stack(limit=8)[:-1])
+        _COMPILED_OFF_MAIN.append(f"on thread {threading.current_thread().name!r}:\n{stack}")
+
+
+sys.addaudithook(_watch_compiles)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for where in dict.fromkeys(_COMPILED_OFF_MAIN):
+        terminalreporter.write_line(f"source compiled off the main thread (CPython 3.11.7 ast race) {where}", red=True)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _COMPILED_OFF_MAIN and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture
