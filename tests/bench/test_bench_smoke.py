@@ -34,3 +34,14 @@ async def test_the_processes_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> No
     text = render(report, "python bench/bench_processes.py --sizes 10,30")
     assert "| 30 |" in text
     assert "find_processes" in text
+
+
+async def test_the_hybrid_recall_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
+    from bench.bench_recall_hybrid import FILTERS, report, run_size
+
+    r = await run_size(300, 100, 5, tmp_path)
+    assert (r.size, r.real) == (300, 100)
+    assert r.modes == ("hybrid",)  # the vectors were found: every recall ran hybrid
+    assert set(r.hybrid) == set(r.keyword) == set(FILTERS)
+    assert all(t.p50 > 0 and t.cpu > 0 for t in r.hybrid.values())
+    assert "| 300 | 100 + 200 | none |" in report([r], 5, "python -m bench.bench_recall_hybrid")
