@@ -50,11 +50,16 @@ async def test_probing_first_answers_exactly_what_ranking_every_id_in_scope_answ
         return every_id(*args, **kwargs)
 
     monkeypatch.setattr(storage, "ids_in_scope", counted)
-    probed = await _answers(memory, STDIO)
-    probed_robot = await _answers(memory, Principal.robot("rap-9"))
-    scans = len(full_scans)
-    assert 0 < scans < len(probed) + len(probed_robot)  # both paths ran: probes that sufficed, and fallbacks
+    shipped = service.PROBE_FACTORS
+    monkeypatch.setattr(service, "PROBE_FACTORS", (10**6,))  # the probe holds every vector: exact by construction
+    exact = await _answers(memory, STDIO)
+    exact_robot = await _answers(memory, Principal.robot("rap-9"))
+    assert full_scans == []
 
-    monkeypatch.setattr(service, "PROBE_FACTOR", 10**6)  # the probe holds every vector: exact by construction
-    assert await _answers(memory, STDIO) == probed
-    assert await _answers(memory, Principal.robot("rap-9")) == probed_robot
+    for factors in ((4,), (1, 2), shipped):
+        monkeypatch.setattr(service, "PROBE_FACTORS", factors)
+        full_scans.clear()
+        assert await _answers(memory, STDIO) == exact
+        assert await _answers(memory, Principal.robot("rap-9")) == exact_robot
+        if factors == (4,):  # both paths ran: probes that sufficed, and fallbacks to every id in scope
+            assert 0 < len(full_scans) < len(exact) + len(exact_robot)
