@@ -453,14 +453,17 @@ class ExperienceService:
             """The `pool` nearest memories passing every filter. Exact: when at least `pool` of
             the `wide` nearest pass, no passing memory ranked below them can be nearer; when
             `wide` holds every vector of those robots, nothing was left out."""
+            probe = v.nearest_any(c, qvec, PROBE_FACTORS[-1] * pool, scope.visible)  # one product, every probe
+            if probe is None:
+                return None
+            passing: set[int] = set()
+            checked = 0
             for factor in PROBE_FACTORS:
-                wide = factor * pool
-                probe = v.nearest_any(c, qvec, wide, scope.visible)
-                if probe is None:
-                    return None
-                passing = storage.ids_passing(c, scope, [m for m, _ in probe], covering=cover)
-                kept = [(m, cos) for m, cos in probe if m in passing]
-                if len(kept) >= pool or len(probe) < wide:
+                head = probe[: factor * pool]
+                passing |= storage.ids_passing(c, scope, [m for m, _ in head[checked:]], covering=cover)
+                checked = len(head)
+                kept = [(m, cos) for m, cos in head if m in passing]
+                if len(kept) >= pool or len(head) < factor * pool:
                     return kept[:pool]
             return v.nearest(c, qvec, pool, storage.ids_in_scope(c, scope, covering=cover))
 
