@@ -29,7 +29,6 @@ import gc
 import os
 import platform
 import random
-import resource
 import statistics
 import sys
 import tempfile
@@ -41,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.bench_search import rss_mb
 from bench.experience_corpus import QUERIES, corpus
 from robot_mcp_memory import logs, vectorstore
 from robot_mcp_memory.app import Memory
@@ -80,14 +80,6 @@ class SizeResult:
     modes: tuple[str, ...]
     rss_mb: float
     db_mb: float
-
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 async def _fill(data: Path, size: int) -> None:

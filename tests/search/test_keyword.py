@@ -7,7 +7,6 @@ exactly what a plain join over every match of every word returns (the query it r
 
 from __future__ import annotations
 
-import random
 import sqlite3
 from collections.abc import Collection, Iterator
 
@@ -17,10 +16,7 @@ from robot_mcp_memory import db
 from robot_mcp_memory import store as sql
 from robot_mcp_memory.docmodel import ProcessDoc
 from robot_mcp_memory.search import fts
-
-WORDS = ("fetch", "deliver", "parcel", "mailroom", "kitchen", "door", "elevator", "red", "blue", "floor", "the")
-ROBOTS = ("rap-1", "rap-2", "g1", "shared")
-QUERIES = ("fetch the red parcel", "the", "deliver to the kitchen", "elevator floor", "blue door mailroom", "zebra")
+from tests.tie_corpus import QUERIES, tie_heavy_db
 
 
 def plain_join(
@@ -44,27 +40,7 @@ def plain_join(
 @pytest.fixture(scope="module")
 def conn() -> Iterator[sqlite3.Connection]:
     """~700 documents over a tiny vocabulary: many identical texts, so relevances tie."""
-    c = sqlite3.connect(":memory:", isolation_level=None)
-    for step in db.MIGRATIONS:
-        step(c)
-    rng = random.Random(11)
-    docs = []
-    for i in range(700):
-        words = rng.choices(WORDS, k=rng.randint(1, 6))
-        docs.append(
-            ProcessDoc(
-                id=f"doc-{i:04d}",
-                title=" ".join(words[:3]),
-                body=" ".join(words) + "\n",
-                robot="rare" if i % 100 == 0 else rng.choice(ROBOTS),
-                created="2026-01-01T00:00:00Z",
-                updated="2026-01-01T00:00:00Z",
-            )
-        )
-    for d in docs:
-        sql.upsert(c, d)
-    for d in rng.sample(docs, 150):  # re-indexed rows: FTS rowids no longer follow the table's
-        sql.upsert(c, d.model_copy(update={"title": d.title + " again"}))
+    c = tie_heavy_db(11, counts=False, edit=lambda d: {"title": d.title + " again"})
     yield c
     c.close()
 
