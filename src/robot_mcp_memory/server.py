@@ -29,7 +29,6 @@ from robot_mcp_memory import __version__, logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.metrics import Metrics
 from robot_mcp_memory.principal import OPEN, Principal
-from robot_mcp_memory.tenancy import TenantAuthMiddleware
 from robot_mcp_memory.tokens import TokenAuth
 from robot_mcp_memory.tools import experiences, fleet, lessons, processes
 from robot_mcp_memory.tools.adapter import PrincipalOf, make_principal_of
@@ -258,14 +257,7 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
         *sse.routes,
     ]
     app = SseCap(Starlette(routes=routes, lifespan=lifespan))
-    return TenantAuthMiddleware(
-        app,
-        auth,
-        public_paths={"/healthz", *web.public_paths},
-        public_prefixes=web.public_prefixes,
-        sessions=web.sessions,
-        cookie_paths=web.cookie_path,
-    )
+    return web.protect(app, auth)
 
 
 __all__ = ["MemoryMCP", "Mount", "build_server", "http_app"]

@@ -24,7 +24,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar
 
 from robot_mcp_memory.errors import NotFound, StorageError
@@ -667,16 +667,9 @@ def ids_passing(conn: sqlite3.Connection, scope: Scope, ids: Collection[int], co
 
 def _among(scope: Scope, ids: Collection[int]) -> Scope:
     """`scope` narrowed to `ids`."""
-    return Scope(
-        scope.visible,
-        scope.collection,
-        scope.min_confidence,
-        scope.now,
-        scope.session_id,
-        scope.exclude_session,
-        Condition(f"({scope.condition.sql}) AND m.id IN ({','.join('?' * len(ids))})", [*scope.condition.params, *ids]),
-        scope.spatial,
-    )
+    marks = ",".join("?" * len(ids))
+    narrowed = Condition(f"({scope.condition.sql}) AND m.id IN ({marks})", [*scope.condition.params, *ids])
+    return replace(scope, condition=narrowed)
 
 
 def by_ids(conn: sqlite3.Connection, scope: Scope, ids: Collection[int], include_data: bool = False) -> list[Ranked]:

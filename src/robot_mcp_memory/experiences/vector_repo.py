@@ -24,6 +24,7 @@ from robot_mcp_memory import logs, vectorstore
 from robot_mcp_memory.kit import SqliteStore
 from robot_mcp_memory.search import fusion
 from robot_mcp_memory.search.resilient import ResilientEmbedder
+from robot_mcp_memory.search.vectors import ExactIndex
 from robot_mcp_memory.vectorstore import Backfiller, Embedded, Progress, VectorCache
 
 DOMAIN: vectorstore.Domain = "memory"
@@ -94,27 +95,30 @@ class MemoryVectorIndex:
             return [None] * len(texts)
         return [(model_id, out[i]) for i in range(len(texts))]
 
+    def _index(self, conn: sqlite3.Connection, query: Embedded) -> ExactIndex | None:
+        """The cached index of the query's model, or None when no vector of it is stored yet."""
+        index = self.cache.index(conn, DOMAIN, query[0])
+        return None if index is None or index.dim != query[1].shape[0] else index
+
     def nearest(
         self, conn: sqlite3.Connection, query: Embedded, k: int, within: Sequence[int]
     ) -> list[tuple[int, float]] | None:
         """Top `k` (memory id, cosine) among `within` only; None when no vector of the query's
         model is stored yet (search then runs keyword-only and says so)."""
-        model_id, qvec = query
-        index = self.cache.index(conn, DOMAIN, model_id)
-        if index is None or index.dim != qvec.shape[0]:
+        index = self._index(conn, query)
+        if index is None:
             return None
-        return [(int(ref), cos) for ref, cos in index.search_among(qvec, k, map(str, within))]
+        return [(int(ref), cos) for ref, cos in index.search_among(query[1], k, map(str, within))]
 
     def nearest_any(
         self, conn: sqlite3.Connection, query: Embedded, k: int, robots: Collection[str] | None
     ) -> list[tuple[int, float]] | None:
         """Top `k` (memory id, cosine) among the memories of `robots` (all with None), before
         any other filter; None when no vector of the query's model is stored yet."""
-        model_id, qvec = query
-        index = self.cache.index(conn, DOMAIN, model_id)
-        if index is None or index.dim != qvec.shape[0]:
+        index = self._index(conn, query)
+        if index is None:
             return None
-        return [(int(ref), cos) for ref, cos in index.search(qvec, k, robots)]
+        return [(int(ref), cos) for ref, cos in index.search(query[1], k, robots)]
 
     def write(self, conn: sqlite3.Connection, memory_id: int, embedded: Embedded | None) -> None:
         """In the memory's write transaction: its new vector, or none (an old one would be stale)."""

@@ -165,25 +165,25 @@ class ResilientEmbedder:
         )
 
     # ------------------------------------------------------------------ embedding
+    def _waiting(self) -> bool:
+        """Loading, or backing off (or another caller is probing): `embed` answers None."""
+        mode = self._mode
+        return mode == "loading" or (mode == "unavailable" and (self._busy or self.clock() < self._retry_at))
+
     def would_embed(self) -> bool:
         """Whether `embed` would try now (False when off, loading or backing off). Lets a caller
         skip the hop to a worker thread when the answer would be None anyway — with
         ``MEMORY_EMBEDDER=none`` that hop was most of an MCP call's time outside SQL."""
-        if self.backend is None:
-            return False
-        mode = self._mode
-        if mode == "loading":
-            return False
-        return not (mode == "unavailable" and (self._busy or self.clock() < self._retry_at))
+        return self.backend is not None and not self._waiting()
 
     def embed(self, texts: Sequence[str]) -> Vectors | None:
         """Vectors for `texts`, or None when the embedder is off, loading, or backing off."""
         if self.backend is None:
             return None
         with self._lock:
-            mode, busy = self._mode, self._busy
-            if mode == "loading" or (mode == "unavailable" and (busy or self.clock() < self._retry_at)):
+            if self._waiting():
                 return None
+            mode = self._mode
             if mode == "unavailable":
                 self._busy = True  # this caller probes (or restarts the load); others keep waiting
                 if not self._loaded:

@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences.browse import ExperienceBrowser
+from robot_mcp_memory.tenancy import TenantAuthMiddleware
 from robot_mcp_memory.tokens import TokenAuth
 from robot_mcp_memory.web import openapi
 from robot_mcp_memory.web.api import experiences, fleet, operations, processes, session
@@ -79,6 +80,18 @@ class Web:
         """Where the session cookie may stand in for a bearer token: the API and the dashboard —
         never the MCP transports (/sse, /messages/, /mcp) or /metrics."""
         return path.startswith(("/api/", "/static/")) or path in PAGES
+
+    def protect(self, app: ASGIApp, auth: TokenAuth) -> TenantAuthMiddleware:
+        """`app` behind the tenancy middleware, told what this web part makes public and where
+        its session cookie counts (``/healthz`` is public on every surface)."""
+        return TenantAuthMiddleware(
+            app,
+            auth,
+            public_paths={"/healthz", *self.public_paths},
+            public_prefixes=self.public_prefixes,
+            sessions=self.sessions,
+            cookie_paths=self.cookie_path,
+        )
 
 
 def build_web(memory: Memory, auth: TokenAuth, sessions: SessionStore | None = None) -> Web:

@@ -16,7 +16,6 @@ from robot_mcp_memory import __version__, logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.serve import run_http
-from robot_mcp_memory.tenancy import TenantAuthMiddleware
 from robot_mcp_memory.tokens import TokenAuth
 from robot_mcp_memory.web import build_web
 
@@ -36,14 +35,7 @@ def web_app(memory: Memory) -> ASGIApp:
         yield
 
     app = Starlette(routes=[Route("/healthz", health, methods=["GET"]), *web.routes], lifespan=lifespan)
-    return TenantAuthMiddleware(
-        app,
-        auth,
-        public_paths={"/healthz", *web.public_paths},
-        public_prefixes=web.public_prefixes,
-        sessions=web.sessions,
-        cookie_paths=web.cookie_path,
-    )
+    return web.protect(app, auth)
 
 
 def serve(settings: Settings) -> None:

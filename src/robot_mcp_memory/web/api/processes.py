@@ -118,6 +118,17 @@ def _detail(doc: ProcessDoc) -> ProcessDetail:
     )
 
 
+def _history(doc: ProcessDoc) -> OutcomeHistory:
+    return OutcomeHistory(
+        id=doc.id,
+        success_count=doc.success_count,
+        failure_count=doc.failure_count,
+        reliability=round(doc.reliability, 4),
+        last_used=doc.last_used,
+        outcomes=outcome_log(doc.body),
+    )
+
+
 def register(api: Api, ctx: WebContext) -> None:
     service = ctx.memory.processes
     tag = "processes"
@@ -202,14 +213,7 @@ def register(api: Api, ctx: WebContext) -> None:
     async def outcome_history(call: Call[IdArgs, NoBody]) -> OutcomeHistory:
         """Counters and the parsed '## Outcome log' lines of one process."""
         doc = await service.get(call.principal, call.args.id)
-        return OutcomeHistory(
-            id=doc.id,
-            success_count=doc.success_count,
-            failure_count=doc.failure_count,
-            reliability=round(doc.reliability, 4),
-            last_used=doc.last_used,
-            outcomes=outcome_log(doc.body),
-        )
+        return _history(doc)
 
     @api.route(
         "POST", "/api/processes/{id}/outcomes", args=IdArgs, body=OutcomeBody, response=OutcomeHistory,
@@ -218,14 +222,7 @@ def register(api: Api, ctx: WebContext) -> None:
     async def record_outcome(call: Call[IdArgs, OutcomeBody]) -> OutcomeHistory:
         """record_outcome over REST: count a success or failure (a note also logs a dated line)."""
         doc = await service.record_outcome(call.principal, call.args.id, call.body.success, call.body.note)
-        return OutcomeHistory(
-            id=doc.id,
-            success_count=doc.success_count,
-            failure_count=doc.failure_count,
-            reliability=round(doc.reliability, 4),
-            last_used=doc.last_used,
-            outcomes=outcome_log(doc.body),
-        )
+        return _history(doc)
 
     @api.route(
         "POST", "/api/processes", args=NoArgs, body=SaveBody, response=SavedProcess, summary="Save a process",
