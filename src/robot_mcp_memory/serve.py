@@ -14,7 +14,8 @@ from starlette.types import ASGIApp
 from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.server import build_server, http_app
+from robot_mcp_memory.server import MemoryMCP, build_server, http_app
+from robot_mcp_memory.stdio import pipe_stdio
 
 _log = logs.get("robot_mcp_memory.serve")
 
@@ -49,13 +50,20 @@ def run_http(app: ASGIApp, settings: Settings, lifespan: Literal["auto", "on", "
     uvicorn.Server(config).run()
 
 
+async def run_stdio(mcp: MemoryMCP) -> None:
+    """`FastMCP.run_stdio_async`, on `pipe_stdio`'s thread-free pipes."""
+    async with pipe_stdio() as (read_stream, write_stream):
+        server = mcp._mcp_server
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
 def serve(settings: Settings) -> None:
     memory = Memory.open(settings)
     try:
         mcp = build_server(memory)
         if settings.transport == "stdio":
             _log.info("serve.stdio", data_dir=str(settings.data_dir))
-            anyio.run(mcp.run_stdio_async)
+            anyio.run(run_stdio, mcp)
             return
         if not settings.auth_enabled:
             _log.warning(

@@ -1,0 +1,126 @@
+"""The stdio transport of the real server process (`robot_mcp_memory.stdio`).
+
+Over pipes the server reads and writes on its event loop; a line that is not JSON-RPC, or one
+longer than `stdio.MAX_LINE`, is skipped and the session goes on. A terminal or a regular file
+keeps mcp's own transport."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from robot_mcp_memory import stdio
+from robot_mcp_memory.stdio import MAX_LINE
+from tests.e2e.harness import child_env, server_command
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def _call(rid: int, tool: str, **args: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": tool, "arguments": args}}
+
+
+def _line(msg: dict[str, Any]) -> bytes:
+    return json.dumps(msg).encode() + b"\n"
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return child_env(MEMORY_DATA_DIR=str(tmp_path / "data"), ROBOT_ID="pipe-1", MEMORY_EMBEDDER="none")
+
+
+def _responses(out: bytes) -> dict[int, dict[str, Any]]:
+    return {m["id"]: m for m in map(json.loads, out.decode().splitlines()) if "id" in m}
+
+
+def _script(*messages: dict[str, Any] | bytes) -> bytes:
+    return b"".join(m if isinstance(m, bytes) else _line(m) for m in messages)
+
+
+SCRIPT = (
+    INIT,
+    INITIALIZED,
+    b"this is not json\n",
+    b"{" + b"x" * (MAX_LINE + 10) + b"}\n",  # too long: skipped up to its newline
+    _call(2, "learn", insight="the gripper slipped at 12 N on the wet mug", context={"task": {"success": False}}),
+    _call(3, "recall", query="wet mug gripper"),
+)
+
+
+def _check(responses: dict[int, dict[str, Any]]) -> None:
+    assert sorted(responses) == [1, 2, 3]
+    assert responses[2]["result"]["structuredContent"]["result"]["status"] == "created"
+    recalled = responses[3]["result"]["structuredContent"]["result"]["memories"]
+    assert [m["content"] for m in recalled] == ["the gripper slipped at 12 N on the wet mug"]
+    # The text block is the same value as the structured content, as compact JSON.
+    text = responses[3]["result"]["content"][0]["text"]
+    assert json.loads(text) == responses[3]["result"]["structuredContent"]["result"]
+    assert "\n" not in text
+
+
+def _converse(
+    phases: list[tuple[dict[str, Any] | bytes, ...]], env: dict[str, str]
+) -> tuple[dict[int, dict[str, Any]], bytes]:
+    """Send each phase's messages once every request sent before has been answered (the server
+    runs requests concurrently), then close stdin: the server exits at end of input, dropping
+    what it has not answered yet (mcp's behaviour too)."""
+    proc = subprocess.Popen(
+        server_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
+    assert stdin is not None
+    assert stdout is not None
+    assert stderr is not None
+    out = b""
+    asked = 0
+    deadline = time.monotonic() + 120
+    for phase in phases:
+        # Written from a thread: a line longer than the pipe holds blocks until the server reads it.
+        writer = threading.Thread(target=lambda p=phase: (stdin.write(_script(*p)), stdin.flush()))
+        writer.start()
+        asked += sum(1 for m in phase if isinstance(m, dict) and "id" in m)
+        while len(_responses(out.rpartition(b"\n")[0])) < asked and time.monotonic() < deadline:
+            ready, _, _ = select.select([stdout], [], [], 1.0)
+            if ready:
+                chunk = os.read(stdout.fileno(), 1 << 16)
+                if not chunk:
+                    break
+                out += chunk
+        writer.join()
+    stdin.close()
+    err = stderr.read()
+    assert proc.wait(timeout=60) == 0, err.decode()[-2000:]
+    return _responses(out.rpartition(b"\n")[0]), err
+
+
+def test_over_pipes_bad_and_overlong_lines_are_skipped_and_the_session_goes_on(tmp_path: Path) -> None:
+    responses, err = _converse([SCRIPT[:-1], SCRIPT[-1:]], _env(tmp_path))
+    _check(responses)
+    assert b"longer than" in err  # the skipped line is logged, not silently lost
+
+
+def test_only_pipes_and_sockets_take_the_thread_free_transport(tmp_path: Path) -> None:
+    """A terminal or a regular file keeps mcp's transport (never switched to non-blocking)."""
+    regular = tmp_path / "script.jsonl"
+    regular.write_bytes(b"")
+    with regular.open("rb") as f:
+        assert not stdio._is_pipe(f)
+    r, w = os.pipe()
+    with os.fdopen(r, "rb") as rf, os.fdopen(w, "wb") as wf:
+        assert stdio._is_pipe(rf)
+        assert stdio._is_pipe(wf)
+    a, b = socket.socketpair()
+    with a, b, a.makefile("rb") as af:
+        assert stdio._is_pipe(af)
