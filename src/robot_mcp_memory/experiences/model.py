@@ -37,6 +37,9 @@ HALF_LIFE_S = 69.3 * 86_400
 DECAY_FLOOR = 0.5
 #: Real-world experience outranks simulation by this factor (robotmem's source weighting).
 REAL_WEIGHT = 1.5
+#: The largest source weight ranking honours (a stored weight above it counts as this much). The
+#: bound lets keyword recall skip joining matches that cannot reach the top (storage._ranking_sql).
+MAX_SOURCE_WEIGHT = max(REAL_WEIGHT, 1.0)
 
 MemoryType = Literal["fact", "perception"]
 Status = Literal["active", "forgotten", "superseded"]
@@ -270,6 +273,7 @@ __all__ = [
     "MAX_N",
     "MAX_QUERY",
     "MAX_REASON",
+    "MAX_SOURCE_WEIGHT",
     "REAL_WEIGHT",
     "SECTIONS",
     "Experience",

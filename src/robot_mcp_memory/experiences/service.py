@@ -416,8 +416,8 @@ class ExperienceService:
         return result
 
     async def _search(self, scope: Scope, query: str, n: int, include_data: bool) -> Recalled:
-        match = segment.match_expression(query) if query.strip() else None
-        if query.strip() and match is None:
+        match = segment.match_phrases(query) if query.strip() else None
+        if query.strip() and not match:
             return Recalled([], "keyword")  # punctuation only: nothing to search for
         if match is not None and self.vectors is not None:
             hybrid = await self._hybrid(scope, query, match, n, include_data)
@@ -426,7 +426,7 @@ class ExperienceService:
         hits = await self._ranked(scope, match, n, include_data)
         return Recalled(hits, "keyword" if match is not None else "filter")
 
-    async def _ranked(self, scope: Scope, match: str | None, n: int, include_data: bool) -> list[Hit]:
+    async def _ranked(self, scope: Scope, match: Sequence[str] | None, n: int, include_data: bool) -> list[Hit]:
         """Keyword or filter-only ranking, entirely in SQL (with spatial_sort, by the blend of
         relevance and proximity, computed over every match in one pass)."""
         sp = scope.spatial
@@ -435,7 +435,9 @@ class ExperienceService:
         rows = await self.store.read(lambda c: storage.rank(c, scope, match, order, n, include_data, cover))
         return _normalised([(r, r.score if r.blend is None else r.blend) for r in rows], sp)
 
-    async def _hybrid(self, scope: Scope, query: str, match: str, n: int, include_data: bool) -> Recalled | None:
+    async def _hybrid(
+        self, scope: Scope, query: str, match: Sequence[str], n: int, include_data: bool
+    ) -> Recalled | None:
         """Keyword and vector lists, both within the filters (the vector list ranks only the ids
         that passed every filter in SQL, in the same snapshot), each ordered by relevance × the
         experience weight (source × (0.5 + 0.5 × decayed confidence)) as keyword recall orders
@@ -603,7 +605,7 @@ class ExperienceService:
             now=time.time(),
             exclude_session=s.id,
         )
-        match = segment.match_expression(text) if text.strip() else None
+        match = (segment.match_phrases(text) or None) if text.strip() else None
         return await self._ranked(scope, match, n, False)
 
 

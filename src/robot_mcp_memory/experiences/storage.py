@@ -34,13 +34,14 @@ from robot_mcp_memory.experiences.filters import Condition, json_path
 from robot_mcp_memory.experiences.model import (
     DECAY_FLOOR,
     HALF_LIFE_S,
+    MAX_SOURCE_WEIGHT,
     Experience,
     NewMemory,
     Session,
     Spatial,
 )
 from robot_mcp_memory.kit import Kind, SqliteStore, Table, fts5_table
-from robot_mcp_memory.search import segment
+from robot_mcp_memory.search import fts, segment
 
 T = TypeVar("T")
 
@@ -537,13 +538,36 @@ def dist2_of(context: Mapping[str, Any], spatial: Spatial) -> float | None:
     return total
 
 
+#: Keyword recall joins to their rows only the matches that can reach the top: the `n`-th best
+#: score among the ``FLOOR_POOL_FACTOR × n`` most relevant matches (at least `FLOOR_POOL_MIN`) is
+#: a floor (see `_ranking_sql`).
+FLOOR_POOL_FACTOR = 8
+FLOOR_POOL_MIN = 64
+
+
 def _ranking_sql(
-    scope: Scope, match: str | None, order: Order, limit: int, covering: bool = True, ids_only: bool = False
+    scope: Scope,
+    match: str | None,
+    order: Order,
+    limit: int,
+    covering: bool = True,
+    ids_only: bool = False,
+    floored: bool = True,
+    scale: float = 1.0,
 ) -> tuple[str, list[Any]]:
     """The ranking query: ``(id, rel, w, confd, dist2, blend)`` of the memories passing every
     filter of `scope`, best first. Only ids and numbers travel through the sort; rows are fetched
     after. ``blend`` (spatial_sort) ranks by relevance blended with proximity in one pass: the
-    best score over every match comes from a window function, so the top n is exact."""
+    best score over every match comes from a window function, so the top n is exact.
+
+    A text query ranked by score (the default order) computes bm25 once per match over FTS5
+    rowids, and joins to the memories only the matches that can still reach the top (`floored`):
+    score = relevance × w × (0.5 + 0.5 × confd) <= relevance × `MAX_SOURCE_WEIGHT`, so once `limit`
+    memories among the most relevant matches pass every filter with scores >= S, a match whose
+    relevance × MAX_SOURCE_WEIGHT is below S cannot be among the best `limit`. Joining every match
+    to its row cost more than bm25 itself (~1 ms of ~2 at 10,000 memories). Without such a floor
+    (fewer pass among the pool) every match is joined, as the plain query does; both rank alike
+    (tests/experiences/test_recall_floor.py)."""
     confd = "m.confidence * max(?, pow(0.5, max(0.0, ? - m.updated_at) / ?))"
     confd_p: list[Any] = [DECAY_FLOOR, scope.now, HALF_LIFE_S]
     # Distances are computed in SQL only when they order or filter; otherwise `rank` computes them
@@ -554,7 +578,20 @@ def _ranking_sql(
     where_p: list[Any] = []
     # Without the context (no filter, no distance), ranking reads only idx_memories_rank: name it.
     hint = "" if scope.condition.sql != "1" or in_sql or not covering else " INDEXED BY idx_memories_rank"
-    if match is not None:
+    floored = floored and match is not None and order == "score" and not ids_only and limit >= 1
+    if scale != 1.0 and not floored:
+        raise ValueError("a scaled relevance needs the floored query")
+    hits, hits_p = "", []
+    if floored:
+        # CROSS JOIN pins the loop order: each match, then its row (and only if it passes the floor).
+        hits = (
+            f"WITH hits AS MATERIALIZED (SELECT rowid AS hid, -bm25(memories_fts, {BM25_WEIGHTS}) * ? AS rel "  # noqa: S608
+            "FROM memories_fts WHERE memories_fts MATCH ?), "
+            "pool AS (SELECT hid, rel FROM hits ORDER BY rel DESC LIMIT ?), "
+        )
+        hits_p = [scale, match, max(FLOOR_POOL_MIN, FLOOR_POOL_FACTOR * limit)]
+        rel, source = "h.rel", f"{{hits}} h CROSS JOIN memories m{hint} ON m.id = h.hid"
+    elif match is not None:
         rel = f"-bm25(memories_fts, {BM25_WEIGHTS})"
         source = f"memories_fts JOIN memories m{hint} ON m.id = memories_fts.rowid"
         where.append("memories_fts MATCH ?")
@@ -593,23 +630,43 @@ def _ranking_sql(
         "distance": f"dist2 IS NULL, dist2 ASC, {score} DESC, id DESC",
         "blend": "blend DESC, id DESC",
     }[order]
+    w = f"min(m.source_weight, {MAX_SOURCE_WEIGHT!r})"
+
+    def rows(src: str, extra: str = "") -> str:
+        return (
+            f"SELECT m.id AS id, m.updated_at AS updated_at, {rel} AS rel, {w} AS w, {confd} AS confd, "  # noqa: S608
+            f"{dist_sql} AS dist2 FROM {src} WHERE {extra}{' AND '.join(where)}"
+        )
+
+    row_p = [*confd_p, *dist_p, *where_p]
     # `ids_only`: the ids passing every filter, unordered — 4× faster at 10k than sorting and
     # fetching the numbers (hybrid recall ranks them by cosine itself).
     head, tail = ("SELECT id", "") if ids_only else ("SELECT id, rel, w, confd, dist2, blend", f" ORDER BY {by}")
-    sql = (
-        f"{head} FROM (SELECT id, updated_at, rel, w, confd, dist2, "  # noqa: S608
-        f"{blend} AS blend FROM (SELECT m.id AS id, m.updated_at AS updated_at, "
-        f"{rel} AS rel, m.source_weight AS w, {confd} AS confd, {dist_sql} AS dist2 "
-        f"FROM {source} WHERE {' AND '.join(where)}) "
-        f"WHERE {' AND '.join(outer)}){tail} LIMIT ?"
+    if not floored:
+        sql = (
+            f"{head} FROM (SELECT id, updated_at, rel, w, confd, dist2, "  # noqa: S608
+            f"{blend} AS blend FROM ({rows(source)}) WHERE {' AND '.join(outer)}){tail} LIMIT ?"
+        )
+        return sql, [*blend_p, *row_p, *outer_p, limit]  # in textual order
+    floor = (
+        f"floor AS (SELECT {score} AS s FROM ({rows(source.format(hits='pool'))}) "  # noqa: S608
+        f"WHERE {' AND '.join(outer)} ORDER BY s DESC LIMIT 1 OFFSET ?) "
     )
-    return sql, [*blend_p, *confd_p, *dist_p, *where_p, *outer_p, limit]  # in textual order
+    # A match passes when it can reach the floor, or when there is no floor (coalesce), or when
+    # its relevance is not positive (then the bound does not hold; bm25 keeps it positive).
+    top = f"h.rel * {MAX_SOURCE_WEIGHT!r}"
+    reach = f"({top} >= coalesce((SELECT s FROM floor), {top}) OR h.rel <= 0) AND "  # noqa: S608
+    sql = (
+        f"{hits}{floor}{head} FROM (SELECT id, updated_at, rel, w, confd, dist2, "  # noqa: S608
+        f"{blend} AS blend FROM ({rows(source.format(hits='hits'), reach)}) WHERE {' AND '.join(outer)}){tail} LIMIT ?"
+    )
+    return sql, [*hits_p, *row_p, *outer_p, limit - 1, *blend_p, *row_p, *outer_p, limit]
 
 
 def rank(
     conn: sqlite3.Connection,
     scope: Scope,
-    match: str | None,
+    match: Sequence[str] | None,
     order: Order,
     limit: int,
     include_data: bool = False,
@@ -617,10 +674,10 @@ def rank(
 ) -> list[Ranked]:
     """One ranked list of memories that pass every filter of `scope`, best first.
 
-    `match` is a sanitised FTS5 expression, or None for a filter-only list (every memory in
-    scope, by decayed confidence and source weight, newest first among equals)."""
-    sql, params = _ranking_sql(scope, match, order, limit, covering)
-    ranked = conn.execute(sql, params).fetchall()
+    `match` holds the query's FTS5 phrases, each quoted (`segment.match_phrases`; a memory
+    matches when it holds any), or is None for a filter-only list (every memory in scope, by
+    decayed confidence and source weight, newest first among equals)."""
+    ranked = _ranked_numbers(conn, scope, match, order, limit, covering)
     rows = _rows(conn, [r[0] for r in ranked], include_data)
     sp = scope.spatial
     return [
@@ -635,6 +692,55 @@ def rank(
         for mid, rel, w, cd, d2, bl in ranked
         if mid in rows
     ]
+
+
+def _ranked_numbers(
+    conn: sqlite3.Connection, scope: Scope, match: Sequence[str] | None, order: Order, limit: int, covering: bool
+) -> list[tuple[Any, ...]]:
+    """``(id, rel, w, confd, dist2, blend)`` rows of the ranking, best first.
+
+    A text query ranked by score first leaves its commonest phrases out of choosing matches when
+    they can add less to a score together than its rarest phrase alone (`fts.skippable`): FTS5
+    computes bm25 for every match, and a common word matches a third of the memories while
+    adding little to any score. The phrases left out still count in the scores
+    (`fts.restricted_expression`'s doubling: scores are halved back). When the `limit`-th best
+    score found is above what a memory holding only those phrases could reach (their bound ×
+    `MAX_SOURCE_WEIGHT`), the list is exact; otherwise the rarest of them chooses matches again,
+    until none is left out.
+    Phrases no memory holds are dropped: they match and add nothing, but bm25 would loop over
+    them. Same rows, same order as the plain query (tests/experiences/test_recall_floor.py)."""
+    if match is not None and not match:
+        return []
+    if match is not None and order == "score" and limit >= 1 and len(match) > 1:
+        total, docs = _phrase_counts(conn, match)
+        held = [(p, d) for p, d in zip(match, docs, strict=True) if d > 0]
+        if not held:
+            return []
+        match = [p for p, _ in held]
+        held_by = dict(held)
+        rest, _ = fts.skippable(match, [d for _, d in held], total)
+        while rest:  # commonest first: on a miss, the rarest of them chooses matches again
+            bound = sum(fts.most_added(held_by[p], total) for p in rest) * 1.01
+            essential = [p for p in match if p not in rest]
+            expr = f"({' OR '.join(essential)}) AND ({' OR '.join([*essential, *rest, *rest])})"
+            got = conn.execute(*_ranking_sql(scope, expr, order, limit, covering, scale=0.5)).fetchall()
+            if len(got) == limit:
+                _, rel, w, confd, *_ = got[-1]
+                if rel * w * (0.5 + 0.5 * confd) > bound * MAX_SOURCE_WEIGHT:
+                    return got
+            rest = rest[:-1]
+    expression = " OR ".join(match) if match is not None else None
+    return conn.execute(*_ranking_sql(scope, expression, order, limit, covering)).fetchall()
+
+
+def _phrase_counts(conn: sqlite3.Connection, phrases: Sequence[str]) -> tuple[int, list[int]]:
+    """(an upper bound on the memories FTS5 counts, how many memories hold each phrase): each
+    phrase's list of memories walked once, without scoring. The bound is the largest id (every
+    indexed memory is a row of `memories`), which only makes `fts.skippable` more careful."""
+    each = "(SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?)"
+    sql = f"SELECT (SELECT coalesce(max(id), 0) FROM memories), {', '.join([each] * len(phrases))}"  # noqa: S608
+    total, *docs = conn.execute(sql, list(phrases)).fetchone()
+    return int(total), [int(d) for d in docs]
 
 
 def _rows(conn: sqlite3.Connection, ids: Sequence[int], include_data: bool) -> dict[int, Experience]:

@@ -121,15 +121,18 @@ def quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def match_expression(text: str, *, max_terms: int = MAX_TERMS) -> str | None:
-    """An FTS5 query OR-ing every quoted term of `text`, or None when nothing is searchable.
-
-    A lone CJK character becomes a prefix query (it matches the words and bigrams it starts)."""
+def match_phrases(text: str, *, max_terms: int = MAX_TERMS) -> list[str]:
+    """The FTS5 phrases `match_expression` ORs: each term of `text` quoted, function words left
+    out (unless nothing else is left). A lone CJK character becomes a prefix query (it matches
+    the words and bigrams it starts)."""
     terms = words(text)
-    if not terms:
-        return None
     kept = [t for t in terms if t not in STOPWORDS] or terms
-    return " OR ".join(quote(t) + (" *" if len(t) == 1 and _CJK_RUN.match(t) else "") for t in kept[:max_terms])
+    return [quote(t) + (" *" if len(t) == 1 and _CJK_RUN.match(t) else "") for t in kept[:max_terms]]
+
+
+def match_expression(text: str, *, max_terms: int = MAX_TERMS) -> str | None:
+    """An FTS5 query OR-ing every quoted term of `text`, or None when nothing is searchable."""
+    return " OR ".join(match_phrases(text, max_terms=max_terms)) or None
 
 
 __all__ = [
@@ -139,6 +142,7 @@ __all__ = [
     "has_cjk",
     "index_text",
     "match_expression",
+    "match_phrases",
     "quote",
     "tokens",
     "warm",

@@ -1,0 +1,101 @@
+"""Keyword recall's shortcuts rank exactly like the plain query.
+
+Two shortcuts (storage._ranking_sql, storage._ranked_numbers): only matches that can reach the
+`n`-th best score among the most relevant ones are joined to their rows, and the commonest
+phrases are first left out of choosing matches when a checked bound shows they cannot change the
+list. Both are compared here with the plain query (every match scored and joined) over a corpus
+full of common words, ties, ages, sources, robots and filters."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from bench.experience_corpus import QUERIES, corpus
+
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.experiences import storage
+from robot_mcp_memory.experiences.filters import compile_filter
+from robot_mcp_memory.experiences.storage import Scope
+from robot_mcp_memory.principal import STDIO, Principal
+from robot_mcp_memory.search import segment
+from tests.experiences.conftest import age
+
+EXTRA_QUERIES = (
+    "grip force",  # two words in every other memory
+    "grip force approach angle speed",
+    "the grasp",
+    "grasp red mug zebra",  # a word no memory holds
+    "zebra",
+    "mug",
+    "grasp grasp grasp",
+)
+FILTERS: tuple[dict[str, Any] | None, ...] = (None, {"task.success": True}, {"params.grip_force": {"$gte": 30}})
+
+
+def _plain(conn: Any, scope: Scope, phrases: list[str], n: int) -> list[tuple[Any, ...]]:
+    sql, params = storage._ranking_sql(scope, " OR ".join(phrases), "score", n, floored=False)
+    return list(conn.execute(sql, params).fetchall())
+
+
+def _same(got: list[tuple[Any, ...]], want: list[tuple[Any, ...]]) -> None:
+    assert [r[0] for r in got] == [r[0] for r in want]
+    for g, w in zip(got, want, strict=True):
+        assert g[1] == pytest.approx(w[1], rel=1e-9)  # relevance, halved back after the doubling
+        assert g[2:5] == w[2:5]
+
+
+async def test_floor_and_skipping_rank_exactly_like_the_plain_query(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    svc = memory.experiences
+    items = list(corpus(1500, seed=7))
+    for coll in ("default", "kitchen-lab"):
+        mine = [(it.insight, it.context) for it in items if it.collection == coll]
+        await svc.learn_many(STDIO, mine, collection=coll)
+    await svc.learn_many(Principal.robot("rap-9"), [(it.insight, it.context) for it in items[:300]])
+    # Ties: the same sentence with other numbers is a new memory with the same relevance.
+    twins = [(items[0].insight, {**items[0].context, "params": {"grip_force": float(f)}}) for f in range(1, 30)]
+    await svc.learn_many(STDIO, twins)
+    for mid in range(1, 1800, 7):
+        age(memory, mid, days=(mid % 400))
+
+    scaled: list[float] = []
+    ranking_sql = storage._ranking_sql
+
+    def counted(*args: Any, **kwargs: Any) -> tuple[str, list[Any]]:
+        scaled.append(kwargs.get("scale", 1.0))
+        return ranking_sql(*args, **kwargs)
+
+    monkeypatch.setattr(storage, "_ranking_sql", counted)
+    robots = memory.index.read_blocking(
+        lambda c: sorted(r for (r,) in c.execute("SELECT DISTINCT robot FROM memories"))
+    )
+    assert len(robots) == 2
+    assert "rap-9" in robots
+    now = time.time()
+    compared = 0
+    for visible in (None, frozenset({robots[0], "shared"}), frozenset({"rap-9"})):
+        for coll in ("default", "kitchen-lab"):
+            for spec in FILTERS:
+                scope = Scope(visible, coll, 0.3, now, condition=compile_filter(spec, "m.context"))
+                for q in (*QUERIES, *EXTRA_QUERIES):
+                    phrases = segment.match_phrases(q)
+                    for n in (1, 5, 50):
+                        got = memory.index.read_blocking(
+                            lambda c: storage._ranked_numbers(c, scope, phrases, "score", n, True)  # noqa: B023
+                        )
+                        want = memory.index.read_blocking(lambda c: _plain(c, scope, phrases, n))  # noqa: B023
+                        _same(got, want)
+                        floored = memory.index.read_blocking(
+                            lambda c: c.execute(
+                                *ranking_sql(scope, " OR ".join(phrases), "score", n)  # noqa: B023
+                            ).fetchall()
+                        )
+                        _same(floored, want)
+                        compared += 1
+    assert compared == 3 * 2 * 3 * (len(QUERIES) + len(EXTRA_QUERIES)) * 3
+    # Both paths ran: lists found by the rarer phrases alone, and misses that let more choose.
+    assert scaled.count(0.5) > 100
+    assert scaled.count(1.0) > 100
