@@ -469,33 +469,48 @@ class ExperienceService:
                     return kept[:pool]
             return v.nearest(c, qvec, pool, storage.ids_in_scope(c, scope, covering=cover))
 
-        def read(c: Any) -> tuple[list[Ranked], list[tuple[int, float]], dict[int, Ranked]] | None:
+        sp = scope.spatial
+        top = fusion.best_possible(v.weights, v.k) or 1.0
+
+        def fuse(
+            keyword: Sequence[int], vec: Sequence[tuple[int, float]], weight: Mapping[int, float]
+        ) -> dict[str, float]:
+            vec_order = sorted(
+                ((m, max(cos, 0.0) * weight[m]) for m, cos in vec if cos >= MIN_COSINE and m in weight),
+                key=lambda x: (-x[1], -x[0]),
+            )
+            return fusion.rrf([[str(m) for m in keyword], [str(m) for m, _ in vec_order]], v.weights, v.k)
+
+        def read(c: Any) -> list[tuple[Ranked, float]] | None:
             vec = nearest(c)
             if vec is None:
                 return None
-            keyword = storage.rank(c, scope, match, "score", pool, include_data, cover)
-            rows = {r.memory.id: r for r in keyword}
-            extra = [m for m, cos in vec if m not in rows and cos >= MIN_COSINE]
-            rows.update((r.memory.id, r) for r in storage.by_ids(c, scope, extra, include_data))
-            return keyword, vec, rows
+            if sp is None:  # fused on numbers; only the `n` kept have their rows read
+                keyword = storage.weighed(c, scope, match, pool, cover)
+                known = {w.id: w for w in keyword}
+                extra = [m for m, cos in vec if m not in known and cos >= MIN_COSINE]
+                known.update((w.id, w) for w in storage.weighed_ids(c, scope, extra, cover))
+                fused = fuse([w.id for w in keyword], vec, {m: w.weight for m, w in known.items()})
+                best = sorted(((int(ref), value / top) for ref, value in fused.items()), key=lambda x: (-x[1], -x[0]))
+                rows = storage.memories(c, [m for m, _ in best[:n]], include_data)
+                return [(known[m].ranked(rows[m]), s) for m, s in best[:n] if m in rows]
+            # spatial_sort blends in each candidate's distance, read from its context
+            ranked = storage.rank(c, scope, match, "score", pool, include_data, cover)
+            rows_by = {r.memory.id: r for r in ranked}
+            extra = [m for m, cos in vec if m not in rows_by and cos >= MIN_COSINE]
+            rows_by.update((r.memory.id, r) for r in storage.by_ids(c, scope, extra, include_data))
+            fused = fuse([r.memory.id for r in ranked], vec, {m: _weight(r) for m, r in rows_by.items()})
+            scored = [(rows_by[int(ref)], value / top) for ref, value in fused.items()]
+            if scored:
+                most = max(s for _, s in scored) or 1.0
+                scored = [(r, _blend(sp, s / most, r.dist2)) for r, s in scored]
+            scored.sort(key=lambda x: (-x[1], -x[0].memory.id))
+            return scored[:n]
 
-        got = await self.store.read(read)
-        if got is None:
+        scored = await self.store.read(read)
+        if scored is None:
             return None
-        keyword, vec, rows = got
-        vec_order = sorted(
-            ((m, max(cos, 0.0) * _weight(rows[m])) for m, cos in vec if cos >= MIN_COSINE and m in rows),
-            key=lambda x: (-x[1], -x[0]),
-        )
-        fused = fusion.rrf([[str(r.memory.id) for r in keyword], [str(m) for m, _ in vec_order]], v.weights, v.k)
-        top = fusion.best_possible(v.weights, v.k) or 1.0
-        scored = [(rows[int(ref)], value / top) for ref, value in fused.items()]
-        sp = scope.spatial
-        if sp is not None and scored:
-            best = max(s for _, s in scored) or 1.0
-            scored = [(r, _blend(sp, s / best, r.dist2)) for r, s in scored]
-        scored.sort(key=lambda x: (-x[1], -x[0].memory.id))
-        return Recalled(_normalised(scored[:n], sp), "hybrid")
+        return Recalled(_normalised(scored, sp), "hybrid")
 
     # ------------------------------------------------------------------ forget / update / get
     async def get(self, principal: Principal, mid: int) -> Experience:

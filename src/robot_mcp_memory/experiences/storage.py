@@ -778,6 +778,43 @@ def _among(scope: Scope, ids: Collection[int]) -> Scope:
     return replace(scope, condition=narrowed)
 
 
+@dataclass(frozen=True)
+class Weighed:
+    """What ranking knows of a memory before its row is read: enough to fuse lists."""
+
+    id: int
+    relevance: float
+    weight: float  # source weight × (0.5 + 0.5 × decayed confidence)
+    confidence: float  # decayed
+
+    def ranked(self, memory: Experience) -> Ranked:
+        return Ranked(memory, self.relevance, self.relevance * self.weight, self.confidence, None)
+
+
+def weighed(
+    conn: sqlite3.Connection, scope: Scope, match: Sequence[str], limit: int, covering: bool = True
+) -> list[Weighed]:
+    """`rank`'s list by score (no spatial order), as numbers only: no row is read."""
+    return [_weighed(r) for r in _ranked_numbers(conn, scope, match, "score", limit, covering)]
+
+
+def weighed_ids(conn: sqlite3.Connection, scope: Scope, ids: Collection[int], covering: bool = True) -> list[Weighed]:
+    """The numbers of those of `ids` that pass `scope` (filters re-applied), relevance 1.0."""
+    if not ids:
+        return []
+    return [_weighed(r) for r in _ranked_numbers(conn, _among(scope, ids), None, "score", len(ids), covering)]
+
+
+def _weighed(r: Sequence[Any]) -> Weighed:
+    mid, rel, w, confd = r[0], float(r[1]), float(r[2]), float(r[3])
+    return Weighed(int(mid), rel, w * (0.5 + 0.5 * confd), confd)
+
+
+def memories(conn: sqlite3.Connection, ids: Sequence[int], include_data: bool = False) -> dict[int, Experience]:
+    """The rows of `ids` (those that exist), for the few a ranking kept."""
+    return _rows(conn, ids, include_data)
+
+
 def by_ids(conn: sqlite3.Connection, scope: Scope, ids: Collection[int], include_data: bool = False) -> list[Ranked]:
     """The memories among `ids` that pass `scope` (filters re-applied, so nothing leaks)."""
     if not ids:
