@@ -10,7 +10,7 @@ import pytest
 from bench.experience_corpus import QUERIES, corpus
 
 from robot_mcp_memory.app import Memory
-from robot_mcp_memory.experiences import service, storage
+from robot_mcp_memory.experiences import ranking_repo, service
 from robot_mcp_memory.principal import STDIO, Principal
 
 FILTERS: list[dict[str, Any]] = [
@@ -43,13 +43,13 @@ async def test_probing_first_answers_exactly_what_ranking_every_id_in_scope_answ
     await svc.learn_many(Principal.robot("rap-9"), [(it.insight, it.context) for it in items[:200]])
 
     full_scans: list[int] = []
-    every_id = storage.ids_in_scope
+    every_id = ranking_repo.ids_in_scope
 
     def counted(*args: Any, **kwargs: Any) -> list[int]:
         full_scans.append(1)
         return every_id(*args, **kwargs)
 
-    monkeypatch.setattr(storage, "ids_in_scope", counted)
+    monkeypatch.setattr(ranking_repo, "ids_in_scope", counted)
     shipped = service.PROBE_FACTORS
     monkeypatch.setattr(service, "PROBE_FACTORS", (10**6,))  # the probe holds every vector: exact by construction
     exact = await _answers(memory, STDIO)

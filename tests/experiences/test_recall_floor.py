@@ -1,6 +1,6 @@
 """Keyword recall's shortcuts rank exactly like the plain query.
 
-Two shortcuts (storage._ranking_sql, storage._ranked_numbers): only matches that can reach the
+Two shortcuts (ranking_repo._ranking_sql, ranking_repo._ranked_numbers): only matches that can reach the
 `n`-th best score among the most relevant ones are joined to their rows, and the commonest
 phrases are first left out of choosing matches when a checked bound shows they cannot change the
 list. Both are compared here with the plain query (every match scored and joined) over a corpus
@@ -15,9 +15,9 @@ import pytest
 from bench.experience_corpus import QUERIES, corpus
 
 from robot_mcp_memory.app import Memory
-from robot_mcp_memory.experiences import storage
+from robot_mcp_memory.experiences import ranking_repo
 from robot_mcp_memory.experiences.filters import compile_filter
-from robot_mcp_memory.experiences.storage import Scope
+from robot_mcp_memory.experiences.ranking_repo import Scope
 from robot_mcp_memory.principal import STDIO, Principal
 from robot_mcp_memory.search import segment
 from tests.experiences.conftest import age
@@ -35,7 +35,7 @@ FILTERS: tuple[dict[str, Any] | None, ...] = (None, {"task.success": True}, {"pa
 
 
 def _plain(conn: Any, scope: Scope, phrases: list[str], n: int) -> list[tuple[Any, ...]]:
-    sql, params = storage._ranking_sql(scope, " OR ".join(phrases), "score", n, floored=False)
+    sql, params = ranking_repo._ranking_sql(scope, " OR ".join(phrases), "score", n, floored=False)
     return list(conn.execute(sql, params).fetchall())
 
 
@@ -62,13 +62,13 @@ async def test_floor_and_skipping_rank_exactly_like_the_plain_query(
         age(memory, mid, days=(mid % 400))
 
     scaled: list[float] = []
-    ranking_sql = storage._ranking_sql
+    ranking_sql = ranking_repo._ranking_sql
 
     def counted(*args: Any, **kwargs: Any) -> tuple[str, list[Any]]:
         scaled.append(kwargs.get("scale", 1.0))
         return ranking_sql(*args, **kwargs)
 
-    monkeypatch.setattr(storage, "_ranking_sql", counted)
+    monkeypatch.setattr(ranking_repo, "_ranking_sql", counted)
     robots = memory.index.read_blocking(
         lambda c: sorted(r for (r,) in c.execute("SELECT DISTINCT robot FROM memories"))
     )
@@ -84,7 +84,7 @@ async def test_floor_and_skipping_rank_exactly_like_the_plain_query(
                     phrases = segment.match_phrases(q)
                     for n in (1, 5, 50):
                         got = memory.index.read_blocking(
-                            lambda c: storage._ranked_numbers(c, scope, phrases, "score", n, True)  # noqa: B023
+                            lambda c: ranking_repo._ranked_numbers(c, scope, phrases, "score", n, True)  # noqa: B023
                         )
                         want = memory.index.read_blocking(lambda c: _plain(c, scope, phrases, n))  # noqa: B023
                         _same(got, want)

@@ -90,7 +90,7 @@ def page(conn: sqlite3.Connection, f: Filters, limit: int, offset: int) -> tuple
             [*params, limit, offset],
         )
     ]
-    rows = storage._rows(conn, ids, include_data=False)
+    rows = storage.rows_of(conn, ids)
     return [rows[i] for i in ids if i in rows], total
 
 
@@ -144,7 +144,7 @@ def timeline(conn: sqlite3.Connection, sid: str, limit: int) -> list[Experience]
             "SELECT id FROM memories WHERE session_id = ? ORDER BY created_at, id LIMIT ?", (sid, limit)
         )
     ]
-    rows = storage._rows(conn, ids, include_data=False)
+    rows = storage.rows_of(conn, ids)
     return [rows[i] for i in ids if i in rows]
 
 

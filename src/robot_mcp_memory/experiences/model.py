@@ -38,7 +38,7 @@ DECAY_FLOOR = 0.5
 #: Real-world experience outranks simulation by this factor (robotmem's source weighting).
 REAL_WEIGHT = 1.5
 #: The largest source weight ranking honours (a stored weight above it counts as this much). The
-#: bound lets keyword recall skip joining matches that cannot reach the top (storage._ranking_sql).
+#: bound lets keyword recall skip joining matches that cannot reach the top (ranking_repo._ranking_sql).
 MAX_SOURCE_WEIGHT = max(REAL_WEIGHT, 1.0)
 
 MemoryType = Literal["fact", "perception"]

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
 from robot_mcp_memory.errors import Conflict, Forbidden, InvalidInput, NotFound
-from robot_mcp_memory.experiences import classify, consolidate, dedup, storage
+from robot_mcp_memory.experiences import classify, consolidate, dedup, ranking_repo, storage
 from robot_mcp_memory.experiences.filters import compile_filter
 from robot_mcp_memory.experiences.lexicon import Analysis
 from robot_mcp_memory.experiences.model import (
@@ -46,7 +46,8 @@ from robot_mcp_memory.experiences.model import (
     parse_spatial,
     utf8,
 )
-from robot_mcp_memory.experiences.storage import ExperienceStore, Probe, Ranked, Scope
+from robot_mcp_memory.experiences.ranking_repo import Ranked, Scope
+from robot_mcp_memory.experiences.storage import ExperienceStore, Probe
 from robot_mcp_memory.principal import Principal
 from robot_mcp_memory.search import fusion, segment
 from robot_mcp_memory.services.policy import Policy
@@ -430,9 +431,9 @@ class ExperienceService:
         """Keyword or filter-only ranking, entirely in SQL (with spatial_sort, by the blend of
         relevance and proximity, computed over every match in one pass)."""
         sp = scope.spatial
-        order: storage.Order = "score" if sp is None else "blend"
+        order: ranking_repo.Order = "score" if sp is None else "blend"
         cover = self.store.covering
-        rows = await self.store.read(lambda c: storage.rank(c, scope, match, order, n, include_data, cover))
+        rows = await self.store.read(lambda c: ranking_repo.rank(c, scope, match, order, n, include_data, cover))
         return _normalised([(r, r.score if r.blend is None else r.blend) for r in rows], sp)
 
     async def _hybrid(
@@ -462,12 +463,12 @@ class ExperienceService:
             checked = 0
             for factor in PROBE_FACTORS:
                 head = probe[: factor * pool]
-                passing |= storage.ids_passing(c, scope, [m for m, _ in head[checked:]], covering=cover)
+                passing |= ranking_repo.ids_passing(c, scope, [m for m, _ in head[checked:]], covering=cover)
                 checked = len(head)
                 kept = [(m, cos) for m, cos in head if m in passing]
                 if len(kept) >= pool or len(head) < factor * pool:
                     return kept[:pool]
-            return v.nearest(c, qvec, pool, storage.ids_in_scope(c, scope, covering=cover))
+            return v.nearest(c, qvec, pool, ranking_repo.ids_in_scope(c, scope, covering=cover))
 
         sp = scope.spatial
         top = fusion.best_possible(v.weights, v.k) or 1.0
@@ -486,19 +487,19 @@ class ExperienceService:
             if vec is None:
                 return None
             if sp is None:  # fused on numbers; only the `n` kept have their rows read
-                keyword = storage.weighed(c, scope, match, pool, cover)
+                keyword = ranking_repo.weighed(c, scope, match, pool, cover)
                 known = {w.id: w for w in keyword}
                 extra = [m for m, cos in vec if m not in known and cos >= MIN_COSINE]
-                known.update((w.id, w) for w in storage.weighed_ids(c, scope, extra, cover))
+                known.update((w.id, w) for w in ranking_repo.weighed_ids(c, scope, extra, cover))
                 fused = fuse([w.id for w in keyword], vec, {m: w.weight for m, w in known.items()})
                 best = sorted(((int(ref), value / top) for ref, value in fused.items()), key=lambda x: (-x[1], -x[0]))
-                rows = storage.memories(c, [m for m, _ in best[:n]], include_data)
+                rows = storage.rows_of(c, [m for m, _ in best[:n]], include_data)
                 return [(known[m].ranked(rows[m]), s) for m, s in best[:n] if m in rows]
             # spatial_sort blends in each candidate's distance, read from its context
-            ranked = storage.rank(c, scope, match, "score", pool, include_data, cover)
+            ranked = ranking_repo.rank(c, scope, match, "score", pool, include_data, cover)
             rows_by = {r.memory.id: r for r in ranked}
             extra = [m for m, cos in vec if m not in rows_by and cos >= MIN_COSINE]
-            rows_by.update((r.memory.id, r) for r in storage.by_ids(c, scope, extra, include_data))
+            rows_by.update((r.memory.id, r) for r in ranking_repo.by_ids(c, scope, extra, include_data))
             fused = fuse([r.memory.id for r in ranked], vec, {m: _weight(r) for m, r in rows_by.items()})
             scored = [(rows_by[int(ref)], value / top) for ref, value in fused.items()]
             if scored:

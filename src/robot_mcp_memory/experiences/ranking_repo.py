@@ -1,0 +1,351 @@
+"""Ranking memories in SQL: every list recall, hybrid recall and proactive recall read.
+
+A `Scope` is everything that decides *whether* a memory may be returned; `rank` orders those that
+pass — by score (relevance × source weight × (0.5 + 0.5 × decayed confidence)), by relevance, by
+distance or by the spatial blend — in one ``SELECT`` with every filter in its ``WHERE``, so a filter
+is never a post-filter over the top few text hits. Only ids and numbers travel through the sort;
+the rows of the few kept are read after (`storage.rows_of`). `weighed` and `weighed_ids` are the
+same lists as numbers only, for hybrid fusion; `ids_in_scope` and `ids_passing` let the vector
+list rank within the filters.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from robot_mcp_memory.experiences.filters import Condition, json_path
+from robot_mcp_memory.experiences.model import DECAY_FLOOR, HALF_LIFE_S, MAX_SOURCE_WEIGHT, Experience, Spatial
+from robot_mcp_memory.experiences.storage import BM25_WEIGHTS, rows_of
+from robot_mcp_memory.search import fts
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Everything that decides *whether* a memory may be returned (never how it ranks)."""
+
+    visible: frozenset[str] | None
+    collection: str
+    min_confidence: float
+    now: float
+    session_id: str | None = None
+    exclude_session: str | None = None
+    condition: Condition = field(default_factory=Condition)
+    spatial: Spatial | None = None
+
+
+@dataclass(frozen=True)
+class Ranked:
+    memory: Experience
+    relevance: float  # -bm25 for keyword lists, 1.0 for filter-only lists
+    score: float  # relevance × source weight × (0.5 + 0.5 × decayed confidence)
+    confidence: float  # decayed
+    dist2: float | None
+    #: For ``order="blend"``: (1 − w)·score/best score + w·proximity, the spatial ranking key.
+    blend: float | None = None
+
+
+Order = Literal["score", "relevance", "distance", "blend"]
+
+
+def _dist2(spatial: Spatial | None) -> tuple[str, list[Any]]:
+    """Squared Euclidean distance from the coordinate list at `spatial.path` to its target, in
+    SQL; NULL when a memory lacks a numeric coordinate."""
+    if spatial is None:
+        return "NULL", []
+    base = json_path(spatial.path)
+    squares, params = [], []
+    for i, x in enumerate(spatial.target):
+        p = f"{base}[{i}]"
+        squares.append(
+            "(CASE WHEN json_type(m.context, ?) IN ('integer', 'real') THEN pow(json_extract(m.context, ?) - ?, 2) END)"
+        )
+        params.extend([p, p, x])
+    return f"({' + '.join(squares)})", params
+
+
+def dist2_of(context: Mapping[str, Any], spatial: Spatial) -> float | None:
+    """`_dist2` in Python, for the few rows a ranking kept (same rules: every coordinate numeric)."""
+    value: Any = context
+    for seg in spatial.path.split("."):
+        if isinstance(value, Mapping):
+            value = value.get(seg)
+        elif isinstance(value, list) and seg.isdigit() and int(seg) < len(value):
+            value = value[int(seg)]
+        else:
+            return None
+    if not isinstance(value, list) or len(value) < len(spatial.target):
+        return None
+    total = 0.0
+    for v, t in zip(value, spatial.target, strict=False):
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            return None
+        total += (v - t) ** 2
+    return total
+
+
+#: Keyword recall joins to their rows only the matches that can reach the top: the `n`-th best
+#: score among the ``FLOOR_POOL_FACTOR × n`` most relevant matches (at least `FLOOR_POOL_MIN`) is
+#: a floor (see `_ranking_sql`).
+FLOOR_POOL_FACTOR = 8
+FLOOR_POOL_MIN = 64
+
+
+def _ranking_sql(
+    scope: Scope,
+    match: str | None,
+    order: Order,
+    limit: int,
+    covering: bool = True,
+    ids_only: bool = False,
+    floored: bool = True,
+    scale: float = 1.0,
+) -> tuple[str, list[Any]]:
+    """The ranking query: ``(id, rel, w, confd, dist2, blend)`` of the memories passing every
+    filter of `scope`, best first. Only ids and numbers travel through the sort; rows are fetched
+    after. ``blend`` (spatial_sort) ranks by relevance blended with proximity in one pass: the
+    best score over every match comes from a window function, so the top n is exact.
+
+    A text query ranked by score (the default order) computes bm25 once per match over FTS5
+    rowids, and joins to the memories only the matches that can still reach the top (`floored`):
+    score = relevance × w × (0.5 + 0.5 × confd) <= relevance × `MAX_SOURCE_WEIGHT`, so once `limit`
+    memories among the most relevant matches pass every filter with scores >= S, a match whose
+    relevance × MAX_SOURCE_WEIGHT is below S cannot be among the best `limit`. Joining every match
+    to its row cost more than bm25 itself (~1 ms of ~2 at 10,000 memories). Without such a floor
+    (fewer pass among the pool) every match is joined, as the plain query does; both rank alike
+    (tests/experiences/test_recall_floor.py)."""
+    confd = "m.confidence * max(?, pow(0.5, max(0.0, ? - m.updated_at) / ?))"
+    confd_p: list[Any] = [DECAY_FLOOR, scope.now, HALF_LIFE_S]
+    # Distances are computed in SQL only when they order or filter; otherwise `rank` computes them
+    # for the rows it keeps.
+    in_sql = scope.spatial is not None and (order in ("distance", "blend") or scope.spatial.max_distance is not None)
+    dist_sql, dist_p = _dist2(scope.spatial if in_sql else None)
+    where: list[str] = []
+    where_p: list[Any] = []
+    # Without the context (no filter, no distance), ranking reads only idx_memories_rank: name it.
+    hint = "" if scope.condition.sql != "1" or in_sql or not covering else " INDEXED BY idx_memories_rank"
+    floored = floored and match is not None and order == "score" and not ids_only and limit >= 1
+    if scale != 1.0 and not floored:
+        raise ValueError("a scaled relevance needs the floored query")
+    hits, hits_p = "", []
+    if floored:
+        # CROSS JOIN pins the loop order: each match, then its row (and only if it passes the floor).
+        hits = (
+            f"WITH hits AS MATERIALIZED (SELECT rowid AS hid, -bm25(memories_fts, {BM25_WEIGHTS}) * ? AS rel "  # noqa: S608
+            "FROM memories_fts WHERE memories_fts MATCH ?), "
+            "pool AS (SELECT hid, rel FROM hits ORDER BY rel DESC LIMIT ?), "
+        )
+        hits_p = [scale, match, max(FLOOR_POOL_MIN, FLOOR_POOL_FACTOR * limit)]
+        rel, source = "h.rel", f"{{hits}} h CROSS JOIN memories m{hint} ON m.id = h.hid"
+    elif match is not None:
+        rel = f"-bm25(memories_fts, {BM25_WEIGHTS})"
+        source = f"memories_fts JOIN memories m{hint} ON m.id = memories_fts.rowid"
+        where.append("memories_fts MATCH ?")
+        where_p.append(match)
+    else:
+        rel, source = "1.0", f"memories m{hint}"
+    if scope.visible is not None:
+        where.append(f"m.robot IN ({','.join('?' * len(scope.visible))})" if scope.visible else "0")
+        where_p.extend(sorted(scope.visible))
+    where += ["m.collection = ?", "m.status = 'active'"]
+    where_p.append(scope.collection)
+    if scope.session_id is not None:
+        where.append("m.session_id = ?")
+        where_p.append(scope.session_id)
+    if scope.exclude_session is not None:
+        where.append("m.session_id IS NOT ?")
+        where_p.append(scope.exclude_session)
+    if scope.condition.sql != "1":
+        where.append(f"({scope.condition.sql})")
+        where_p.extend(scope.condition.params)
+    outer = ["confd >= ?"]
+    outer_p: list[Any] = [scope.min_confidence]
+    if scope.spatial is not None and scope.spatial.max_distance is not None:
+        outer.append("dist2 <= ?")
+        outer_p.append(scope.spatial.max_distance**2)
+    score = "rel * w * (0.5 + 0.5 * confd)"
+    blend, blend_p = "NULL", []
+    if order == "blend" and scope.spatial is not None:
+        blend = (
+            f"(1.0 - ?) * {score} / max(max({score}) OVER (), 1e-12) + ? * coalesce(1.0 / (1.0 + sqrt(dist2) / ?), 0.0)"
+        )
+        blend_p = [scope.spatial.weight, scope.spatial.weight, scope.spatial.scale]
+    by = {
+        "score": f"{score} DESC, updated_at DESC, id DESC",
+        "relevance": "rel DESC, id DESC",
+        "distance": f"dist2 IS NULL, dist2 ASC, {score} DESC, id DESC",
+        "blend": "blend DESC, id DESC",
+    }[order]
+    w = f"min(m.source_weight, {MAX_SOURCE_WEIGHT!r})"
+
+    def rows(src: str, extra: str = "") -> str:
+        return (
+            f"SELECT m.id AS id, m.updated_at AS updated_at, {rel} AS rel, {w} AS w, {confd} AS confd, "  # noqa: S608
+            f"{dist_sql} AS dist2 FROM {src} WHERE {extra}{' AND '.join(where)}"
+        )
+
+    row_p = [*confd_p, *dist_p, *where_p]
+    # `ids_only`: the ids passing every filter, unordered — 4× faster at 10k than sorting and
+    # fetching the numbers (hybrid recall ranks them by cosine itself).
+    head, tail = ("SELECT id", "") if ids_only else ("SELECT id, rel, w, confd, dist2, blend", f" ORDER BY {by}")
+    if not floored:
+        sql = (
+            f"{head} FROM (SELECT id, updated_at, rel, w, confd, dist2, "  # noqa: S608
+            f"{blend} AS blend FROM ({rows(source)}) WHERE {' AND '.join(outer)}){tail} LIMIT ?"
+        )
+        return sql, [*blend_p, *row_p, *outer_p, limit]  # in textual order
+    floor = (
+        f"floor AS (SELECT {score} AS s FROM ({rows(source.format(hits='pool'))}) "  # noqa: S608
+        f"WHERE {' AND '.join(outer)} ORDER BY s DESC LIMIT 1 OFFSET ?) "
+    )
+    # A match passes when it can reach the floor, or when there is no floor (coalesce), or when
+    # its relevance is not positive (then the bound does not hold; bm25 keeps it positive).
+    top = f"h.rel * {MAX_SOURCE_WEIGHT!r}"
+    reach = f"({top} >= coalesce((SELECT s FROM floor), {top}) OR h.rel <= 0) AND "  # noqa: S608
+    sql = (
+        f"{hits}{floor}{head} FROM (SELECT id, updated_at, rel, w, confd, dist2, "  # noqa: S608
+        f"{blend} AS blend FROM ({rows(source.format(hits='hits'), reach)}) WHERE {' AND '.join(outer)}){tail} LIMIT ?"
+    )
+    return sql, [*hits_p, *row_p, *outer_p, limit - 1, *blend_p, *row_p, *outer_p, limit]
+
+
+def rank(
+    conn: sqlite3.Connection,
+    scope: Scope,
+    match: Sequence[str] | None,
+    order: Order,
+    limit: int,
+    include_data: bool = False,
+    covering: bool = True,
+) -> list[Ranked]:
+    """One ranked list of memories that pass every filter of `scope`, best first.
+
+    `match` holds the query's FTS5 phrases, each quoted (`segment.match_phrases`; a memory
+    matches when it holds any), or is None for a filter-only list (every memory in scope, by
+    decayed confidence and source weight, newest first among equals)."""
+    ranked = _ranked_numbers(conn, scope, match, order, limit, covering)
+    rows = rows_of(conn, [r[0] for r in ranked], include_data)
+    sp = scope.spatial
+    return [
+        Ranked(
+            rows[mid],
+            float(rel),
+            rel * w * (0.5 + 0.5 * cd),
+            cd,
+            d2 if sp is None or d2 is not None else dist2_of(rows[mid].context, sp),
+            bl,
+        )
+        for mid, rel, w, cd, d2, bl in ranked
+        if mid in rows
+    ]
+
+
+def _ranked_numbers(
+    conn: sqlite3.Connection, scope: Scope, match: Sequence[str] | None, order: Order, limit: int, covering: bool
+) -> list[tuple[Any, ...]]:
+    """``(id, rel, w, confd, dist2, blend)`` rows of the ranking, best first.
+
+    A text query ranked by score first leaves its commonest phrases out of choosing matches when
+    they can add less to a score together than its rarest phrase alone (`fts.skippable`): FTS5
+    computes bm25 for every match, and a common word matches a third of the memories while
+    adding little to any score. The phrases left out still count in the scores
+    (`fts.restricted_expression`'s doubling: scores are halved back). When the `limit`-th best
+    score found is above what a memory holding only those phrases could reach (their bound ×
+    `MAX_SOURCE_WEIGHT`), the list is exact; otherwise the rarest of them chooses matches again,
+    until none is left out.
+    Phrases no memory holds are dropped: they match and add nothing, but bm25 would loop over
+    them. Same rows, same order as the plain query (tests/experiences/test_recall_floor.py)."""
+    if match is not None and not match:
+        return []
+    if match is not None and order == "score" and limit >= 1 and len(match) > 1:
+        total, docs = _phrase_counts(conn, match)
+        held = [(p, d) for p, d in zip(match, docs, strict=True) if d > 0]
+        if not held:
+            return []
+        match = [p for p, _ in held]
+        held_by = dict(held)
+        rest, _ = fts.skippable(match, [d for _, d in held], total)
+        while rest:  # commonest first: on a miss, the rarest of them chooses matches again
+            bound = sum(fts.most_added(held_by[p], total) for p in rest) * 1.01
+            essential = [p for p in match if p not in rest]
+            expr = f"({' OR '.join(essential)}) AND ({' OR '.join([*essential, *rest, *rest])})"
+            got = conn.execute(*_ranking_sql(scope, expr, order, limit, covering, scale=0.5)).fetchall()
+            if len(got) == limit:
+                _, rel, w, confd, *_ = got[-1]
+                if rel * w * (0.5 + 0.5 * confd) > bound * MAX_SOURCE_WEIGHT:
+                    return got
+            rest = rest[:-1]
+    expression = " OR ".join(match) if match is not None else None
+    return conn.execute(*_ranking_sql(scope, expression, order, limit, covering)).fetchall()
+
+
+def _phrase_counts(conn: sqlite3.Connection, phrases: Sequence[str]) -> tuple[int, list[int]]:
+    """(an upper bound on the memories FTS5 counts, how many memories hold each phrase): each
+    phrase's list of memories walked once, without scoring. The bound is the largest id (every
+    indexed memory is a row of `memories`), which only makes `fts.skippable` more careful."""
+    each = "(SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?)"
+    sql = f"SELECT (SELECT coalesce(max(id), 0) FROM memories), {', '.join([each] * len(phrases))}"  # noqa: S608
+    total, *docs = conn.execute(sql, list(phrases)).fetchone()
+    return int(total), [int(d) for d in docs]
+
+
+def ids_in_scope(conn: sqlite3.Connection, scope: Scope, limit: int = 1_000_000, covering: bool = True) -> list[int]:
+    """Every memory id passing `scope` (for a vector index to rank within, never beyond)."""
+    sql, params = _ranking_sql(scope, None, "score", limit, covering, ids_only=True)
+    return [int(r[0]) for r in conn.execute(sql, params)]
+
+
+def ids_passing(conn: sqlite3.Connection, scope: Scope, ids: Collection[int], covering: bool = True) -> set[int]:
+    """Which of `ids` pass every filter of `scope`."""
+    if not ids:
+        return set()
+    sql, params = _ranking_sql(_among(scope, ids), None, "score", len(ids), covering, ids_only=True)
+    return {int(r[0]) for r in conn.execute(sql, params)}
+
+
+def _among(scope: Scope, ids: Collection[int]) -> Scope:
+    """`scope` narrowed to `ids`."""
+    marks = ",".join("?" * len(ids))
+    narrowed = Condition(f"({scope.condition.sql}) AND m.id IN ({marks})", [*scope.condition.params, *ids])
+    return replace(scope, condition=narrowed)
+
+
+@dataclass(frozen=True)
+class Weighed:
+    """What ranking knows of a memory before its row is read: enough to fuse lists."""
+
+    id: int
+    relevance: float
+    weight: float  # source weight × (0.5 + 0.5 × decayed confidence)
+    confidence: float  # decayed
+
+    def ranked(self, memory: Experience) -> Ranked:
+        return Ranked(memory, self.relevance, self.relevance * self.weight, self.confidence, None)
+
+
+def weighed(
+    conn: sqlite3.Connection, scope: Scope, match: Sequence[str], limit: int, covering: bool = True
+) -> list[Weighed]:
+    """`rank`'s list by score (no spatial order), as numbers only: no row is read."""
+    return [_weighed(r) for r in _ranked_numbers(conn, scope, match, "score", limit, covering)]
+
+
+def weighed_ids(conn: sqlite3.Connection, scope: Scope, ids: Collection[int], covering: bool = True) -> list[Weighed]:
+    """The numbers of those of `ids` that pass `scope` (filters re-applied), relevance 1.0."""
+    if not ids:
+        return []
+    return [_weighed(r) for r in _ranked_numbers(conn, _among(scope, ids), None, "score", len(ids), covering)]
+
+
+def _weighed(r: Sequence[Any]) -> Weighed:
+    mid, rel, w, confd = r[0], float(r[1]), float(r[2]), float(r[3])
+    return Weighed(int(mid), rel, w * (0.5 + 0.5 * confd), confd)
+
+
+def by_ids(conn: sqlite3.Connection, scope: Scope, ids: Collection[int], include_data: bool = False) -> list[Ranked]:
+    """The memories among `ids` that pass `scope` (filters re-applied, so nothing leaks)."""
+    if not ids:
+        return []
+    return rank(conn, _among(scope, ids), None, "score", len(ids), include_data)
