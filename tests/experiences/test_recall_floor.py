@@ -90,12 +90,17 @@ async def test_floor_and_skipping_rank_exactly_like_the_plain_query(
                         _same(got, want)
                         floored = memory.index.read_blocking(
                             lambda c: c.execute(
-                                *ranking_sql(scope, " OR ".join(phrases), "score", n)  # noqa: B023
+                                *ranking_sql(scope, " OR ".join(phrases), "score", n, floored=True)  # noqa: B023
                             ).fetchall()
                         )
                         _same(floored, want)
                         compared += 1
     assert compared == 3 * 2 * 3 * (len(QUERIES) + len(EXTRA_QUERIES)) * 3
+    # The plan follows the filters' reach: broad ones (about 7 memories in 10 succeeded) take the
+    # floor and the skipping, a narrow one (docking, about 1 in 10) the plain query.
+    for spec, broad in (({"task.success": True}, True), ({"task.name": "dock"}, False), (None, True)):
+        scope = Scope(None, "default", 0.3, now, condition=compile_filter(spec, "m.context"))
+        assert memory.index.read_blocking(lambda c: ranking_repo._passes_broadly(c, scope)) is broad  # noqa: B023
     # Both paths ran: lists found by the rarer phrases alone, and misses that let more choose.
     assert scaled.count(0.5) > 100
     assert scaled.count(1.0) > 100
