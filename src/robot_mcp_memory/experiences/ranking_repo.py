@@ -300,18 +300,18 @@ BROAD_SAMPLE = 128
 
 
 def _passes_broadly(conn: sqlite3.Connection, scope: Scope) -> bool:
-    """Whether most matches will pass `scope`'s `context_filter` and session: then the floored
-    query and the phrase skipping pay (see `_ranking_sql`); a narrow filter makes the plain query
-    cheaper, since it computes bm25 only for the matches that pass. With neither filter, yes;
-    otherwise the filters are tried on the `BROAD_SAMPLE` most recent memories in scope (~0.1 ms
-    at 10,000 memories). Only the plan depends on this, never the answer."""
-    if scope.condition.sql == "1" and scope.session_id is None:
+    """Whether a good share of the matches will pass `scope`'s robots, session and
+    `context_filter`: then the floored query and the phrase skipping pay (see `_ranking_sql`); a
+    narrow filter makes the plain query cheaper, since it computes bm25 only for the matches that
+    pass. Unscoped and unfiltered, yes; otherwise the filters are tried on the `BROAD_SAMPLE` most
+    recent memories of the collection (~0.1 ms at 10,000 memories). Only the plan depends on
+    this, never the answer."""
+    if scope.visible is None and scope.condition.sql == "1" and scope.session_id is None:
         return True
-    where, where_p = ["m.collection = ?", "m.status = 'active'"], [scope.collection]
-    if scope.visible is not None:
-        where.append(f"m.robot IN ({','.join('?' * len(scope.visible))})" if scope.visible else "0")
-        where_p.extend(sorted(scope.visible))
     passing, passing_p = ["1"], []
+    if scope.visible is not None:
+        passing.append(f"m.robot IN ({','.join('?' * len(scope.visible))})" if scope.visible else "0")
+        passing_p.extend(sorted(scope.visible))
     if scope.session_id is not None:
         passing.append("m.session_id IS ?")
         passing_p.append(scope.session_id)
@@ -319,9 +319,10 @@ def _passes_broadly(conn: sqlite3.Connection, scope: Scope) -> bool:
         passing.append(f"({scope.condition.sql})")
         passing_p.extend(scope.condition.params)
     sample, passed = conn.execute(
-        f"SELECT count(*), coalesce(sum({' AND '.join(passing)}), 0) FROM (SELECT m.context AS context, "  # noqa: S608
-        f"m.session_id AS session_id FROM memories m WHERE {' AND '.join(where)} ORDER BY m.id DESC LIMIT ?) m",
-        [*passing_p, *where_p, BROAD_SAMPLE],
+        f"SELECT count(*), coalesce(sum({' AND '.join(passing)}), 0) FROM (SELECT m.robot AS robot, "  # noqa: S608
+        "m.context AS context, m.session_id AS session_id FROM memories m "
+        "WHERE m.collection = ? AND m.status = 'active' ORDER BY m.id DESC LIMIT ?) m",
+        [*passing_p, scope.collection, BROAD_SAMPLE],
     ).fetchone()
     return bool(sample) and passed >= BROAD_SHARE * sample
 
