@@ -105,3 +105,40 @@ async def test_floor_and_skipping_rank_exactly_like_the_plain_query(
     # Both paths ran: lists found by the rarer phrases alone, and misses that let more choose.
     assert scaled.count(0.5) > 100
     assert scaled.count(1.0) > 100
+
+
+async def test_cjk_and_prefix_phrases_rank_exactly_like_the_plain_query(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Segmented Chinese, a lone character (a prefix phrase) and kana bigrams through the same
+    shortcuts, with a word in most memories so that skipping applies."""
+    monkeypatch.setattr(ranking_repo, "SHORTCUTS_FROM", 0)
+    objects = ("杯子", "瓶子", "盒子", "钥匙", "水壶")
+    places = ("厨房", "实验室", "仓库")
+    items = [
+        (f"机器人在{places[i % 3]}抓取红色的{objects[i % 5]}，夹持力 {i % 17} 牛", {"task": {"success": i % 3 != 0}})
+        for i in range(240)
+    ]
+    items += [(f"ロボットが{objects[i % 5]}をつかむ {i}", {}) for i in range(40)]
+    await memory.experiences.learn_many(STDIO, items)
+    now = time.time()
+    scope = Scope(None, "default", 0.0, now)
+    scaled: list[float] = []
+    ranking_sql = ranking_repo._ranking_sql
+
+    def counted(*args: Any, **kwargs: Any) -> tuple[str, list[Any]]:
+        scaled.append(kwargs.get("scale", 1.0))
+        return ranking_sql(*args, **kwargs)
+
+    monkeypatch.setattr(ranking_repo, "_ranking_sql", counted)
+    for q in ("抓取红色的杯子", "机器人 厨房 钥匙", "杯", "つかむ 水壶", "实验室 红色"):
+        phrases = segment.match_phrases(q)
+        for n in (1, 5, 20):
+
+            def both(c: Any, p: list[str] = phrases, k: int = n) -> tuple[list[Any], list[Any]]:
+                return ranking_repo._ranked_numbers(c, scope, p, "score", k, True), _plain(c, scope, p, k)
+
+            got, want = memory.index.read_blocking(both)
+            assert want, q
+            _same(got, want)
+    assert 0.5 in scaled  # the skipping ran on these scripts too
