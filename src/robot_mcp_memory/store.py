@@ -237,7 +237,36 @@ def _few_visible(conn: sqlite3.Connection, where: str, params: list[str], pool: 
 
 
 def search(conn: sqlite3.Connection, query: str, k: int, visible: Collection[str] | None) -> list[Hit]:
-    """The `k` best visible matches by relevance × reliability (then id), relevance being ``-bm25``.
+    """The `k` best visible matches by relevance × reliability (then id), relevance being ``-bm25``:
+    what `find` answers when it runs keyword-only.
+
+    As in `keyword_candidates`, the commonest words (``the`` above all) are first left out of
+    choosing matches when together they can add less to a score than the rarest word alone
+    (`fts.skippable`); they still count in every score. Reliability is below 1, so a document
+    holding only those words scores below their bound: when the `k`-th best score found is above
+    it, the list is exact; otherwise every word chooses matches again. Same rows, same order as a
+    plain join (tests/test_process_search_floor.py)."""
+    found = fts.phrases(query)
+    if not found:
+        return []
+    if len(found) > 1 and k >= 1:
+        total, docs = _doc_counts(conn, found)
+        held = [(t, d) for t, d in zip(found, docs, strict=True) if d > 0]
+        found = [t for t, _ in held]
+        rest, bound = fts.skippable(found, [d for _, d in held], total)
+        if rest:
+            expr = fts.restricted_expression([t for t in found if t not in rest], rest)
+            hits = _search(conn, expr, k, visible, scale=0.5)
+            if len(hits) == k and hits[-1].score > bound:
+                return hits
+    every = fts.any_of(found)
+    return _search(conn, every, k, visible) if every is not None else []
+
+
+def _search(
+    conn: sqlite3.Connection, expr: str, k: int, visible: Collection[str] | None, scale: float = 1.0
+) -> list[Hit]:
+    """`search` for one FTS5 expression (relevance = ``-bm25`` × `scale`).
 
     A query with a common word matches nearly every document, so the plan matters (measured in
     docs/benchmarks.md). By default bm25 runs once per match (m) and only matches at or above a
@@ -246,9 +275,6 @@ def search(conn: sqlite3.Connection, query: str, k: int, visible: Collection[str
     relevance is below (with no floor, or one <= 0, every match is joined). When the visible
     robots own few documents, a plain join is cheaper: bm25 then runs only for visible matches.
     Both rank exactly alike (tests/test_process_search_floor.py)."""
-    expr = fts.match_expression(query)
-    if expr is None:
-        return []
     where, params = _visible_clause(visible, "p.robot")
     w = ",".join(str(x) for x in BM25_WEIGHTS)
     columns = ", ".join("p." + c.strip() for c in _COLUMNS.split(","))
@@ -256,17 +282,17 @@ def search(conn: sqlite3.Connection, query: str, k: int, visible: Collection[str
     pool = max(200, 20 * k)
     if visible is not None and _few_visible(conn, where, params, pool, k):
         sql = (
-            f"SELECT {columns}, -bm25(processes_fts, {w}) AS relevance "  # noqa: S608 - fixed names
+            f"SELECT {columns}, -bm25(processes_fts, {w}) * ? AS relevance "  # noqa: S608 - fixed names
             "FROM processes_fts JOIN processes p ON p.id = processes_fts.id "
             f"WHERE processes_fts MATCH ? AND {where} ORDER BY {score} DESC, p.id LIMIT ?"
         )
-        args: list[object] = [expr, *params, k]
+        args: list[object] = [scale, expr, *params, k]
     else:
         # CROSS JOIN pins the loop order (m, then its row): left to the planner, a robot filter
         # makes it drive from idx_processes_robot and probe m for every visible row.
         rows = "CROSS JOIN processes_fts f ON f.rowid = m.fts_rowid CROSS JOIN processes p ON p.id = f.id"
         sql = (
-            f"WITH m AS MATERIALIZED (SELECT rowid AS fts_rowid, -bm25(processes_fts, {w}) AS relevance "  # noqa: S608 - fixed names
+            f"WITH m AS MATERIALIZED (SELECT rowid AS fts_rowid, -bm25(processes_fts, {w}) * ? AS relevance "  # noqa: S608 - fixed names
             "FROM processes_fts WHERE processes_fts MATCH ?), "
             "pool AS (SELECT fts_rowid, relevance FROM m ORDER BY relevance DESC LIMIT ?), "
             f"floor AS (SELECT m.{score} AS score FROM pool m {rows} WHERE {where} "
@@ -275,7 +301,7 @@ def search(conn: sqlite3.Connection, query: str, k: int, visible: Collection[str
             "WHERE (m.relevance >= (SELECT score FROM floor) OR coalesce((SELECT score FROM floor), 0) <= 0) "
             f"AND {where} ORDER BY m.{score} DESC, p.id LIMIT ?"
         )
-        args = [expr, pool, *params, k - 1, *params, k]
+        args = [scale, expr, pool, *params, k - 1, *params, k]
     hits = []
     for row in conn.execute(sql, args):
         doc = _row_to_doc(row[:-1])
