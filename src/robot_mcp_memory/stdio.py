@@ -2,11 +2,11 @@
 
 mcp 1.30's ``stdio_server`` wraps stdin and stdout in ``anyio.wrap_file``: every line read and
 every write and flush is a trip to a worker thread and back — three per call, each a thread wake-up
-on both sides (~0.2 ms of a 0.7 ms ping on a 2-core VM). When stdin and stdout are pipes or sockets
-(how every MCP client starts a server) `pipe_stdio` hands them to asyncio's pipe transports
+on both sides (~0.2 ms of a 0.7 ms ping on a 2-core VM). When stdin and stdout are pipes
+(how MCP clients start a server) `pipe_stdio` hands them to asyncio's pipe transports
 instead: the same memory streams and the same JSON lines, with no thread in between. Anything else
-(a terminal, a regular file) keeps mcp's transport, which is right for those and never changes
-their blocking mode.
+(a terminal, a regular file, a socket) keeps mcp's transport, which is right for those and never
+changes their blocking mode.
 """
 
 from __future__ import annotations
@@ -37,11 +37,14 @@ class LineTooLong(ValueError):
 
 
 def _is_pipe(f: BinaryIO) -> bool:
+    """A FIFO only. A socket is not: asyncio's write-pipe transport takes a readable socket for a
+    closed one (the same socket on both ends, as inetd or socat hand over, or a peer that shut
+    down its writing side) and drops every answer; mcp's transport serves those."""
     try:
         mode = os.fstat(f.fileno()).st_mode
     except (OSError, ValueError):
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+    return stat.S_ISFIFO(mode)
 
 
 def _too_long(max_line: int) -> LineTooLong:
@@ -87,10 +90,11 @@ async def pipe_stdio(
             yield streams
         return
     loop = asyncio.get_running_loop()
+    blocking = [(fd, os.get_blocking(fd)) for fd in (stdin.fileno(), stdout.fileno())]
     reader = asyncio.StreamReader(loop=loop)
     # Duplicates of the descriptors, so closing the transports never closes fd 0 and 1. (They
-    # share the open file descriptions, so 0 and 1 turn non-blocking too: nothing else may use
-    # stdout under stdio anyway, and logs go to stderr.)
+    # share the open file descriptions, so 0 and 1 turn non-blocking too while the server runs:
+    # nothing else may use stdout under stdio, and logs go to stderr. Restored at the end.)
     rfile = os.fdopen(os.dup(stdin.fileno()), "rb", buffering=0)
     wfile = os.fdopen(os.dup(stdout.fileno()), "wb", buffering=0)
     rtransport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), rfile)
@@ -129,3 +133,5 @@ async def pipe_stdio(
     finally:
         rtransport.close()
         wtransport.close()
+        for fd, was in blocking:  # the pipes' other holders (a wrapper script, a shell) get them back as they were
+            os.set_blocking(fd, was)

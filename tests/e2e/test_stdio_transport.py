@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import os
 import select
+import shlex
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -111,8 +113,9 @@ def test_over_pipes_bad_and_overlong_lines_are_skipped_and_the_session_goes_on(t
     assert b"longer than" in err  # the skipped line is logged, not silently lost
 
 
-def test_only_pipes_and_sockets_take_the_thread_free_transport(tmp_path: Path) -> None:
-    """A terminal or a regular file keeps mcp's transport (never switched to non-blocking)."""
+def test_only_pipes_take_the_thread_free_transport(tmp_path: Path) -> None:
+    """A terminal, a regular file or a socket keeps mcp's transport (never switched to
+    non-blocking; asyncio's write-pipe transport takes a readable socket for a closed one)."""
     regular = tmp_path / "script.jsonl"
     regular.write_bytes(b"")
     with regular.open("rb") as f:
@@ -123,4 +126,44 @@ def test_only_pipes_and_sockets_take_the_thread_free_transport(tmp_path: Path) -
         assert stdio._is_pipe(wf)
     a, b = socket.socketpair()
     with a, b, a.makefile("rb") as af:
-        assert stdio._is_pipe(af)
+        assert not stdio._is_pipe(af)
+
+
+def test_one_socket_for_stdin_and_stdout_is_served(tmp_path: Path) -> None:
+    """How inetd or socat hand a connection over: the same socket on fd 0 and fd 1."""
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        proc = subprocess.Popen(
+            server_command(), stdin=theirs.fileno(), stdout=theirs.fileno(), stderr=subprocess.PIPE, env=_env(tmp_path)
+        )
+        theirs.close()
+        ours.sendall(_script(INIT, INITIALIZED, _call(2, "recall", query="anything")))
+        out = b""
+        deadline = time.monotonic() + 60
+        while len(_responses(out.rpartition(b"\n")[0])) < 2 and time.monotonic() < deadline:
+            ours.settimeout(max(0.1, deadline - time.monotonic()))
+            chunk = ours.recv(1 << 16)
+            if not chunk:
+                break
+            out += chunk
+        ours.shutdown(socket.SHUT_WR)
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+        assert proc.wait(timeout=60) == 0, err.decode()[-2000:]
+    responses = _responses(out.rpartition(b"\n")[0])
+    assert sorted(responses) == [1, 2]
+    assert responses[2]["result"]["structuredContent"]["result"]["memories"] == []
+
+
+def test_the_pipes_are_blocking_again_for_whoever_shares_them_next(tmp_path: Path) -> None:
+    """The transport makes fd 0 and 1 non-blocking while it runs (the open file descriptions are
+    shared); a wrapper script running something after the server gets them back blocking."""
+    probe = "import os, sys; sys.stderr.write(f'BLOCKING {os.get_blocking(0)} {os.get_blocking(1)}')"
+    script = f"{shlex.join(server_command())}; {shlex.quote(sys.executable)} -c {shlex.quote(probe)}"
+    proc = subprocess.Popen(
+        ["sh", "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(tmp_path)
+    )
+    out, err = proc.communicate(_script(INIT, INITIALIZED), timeout=120)
+    assert proc.returncode == 0, err.decode()[-2000:]
+    assert _responses(out)[1]["result"]["serverInfo"]["name"] == "memory"
+    assert b"BLOCKING True True" in err

@@ -192,6 +192,7 @@ class SqliteStore:
             max_workers=readers, thread_name_prefix=f"sqlite-read-{self.path.name}"
         )
         self._closed = False
+        self._accepting = threading.Lock()  # `_closed` and queueing, together (`_enqueue`)
         self._drop_logged_at = 0
         self.report: OpenReport | None = None
         self._checkpointer: Checkpointer | None = None
@@ -410,22 +411,26 @@ class SqliteStore:
             else:
                 self.stats.writes_done += 1
 
+    def _enqueue(self, job: _Job) -> None:
+        """Queue `job` for the writer unless the store is closing: checked and queued under one
+        lock, so no job can land behind the writer's stop and wait for it forever."""
+        with self._accepting:
+            if self._closed:
+                raise StorageError("the store is closed; the server is shutting down")
+            self._queue.put(job)
+
     def _submit(
         self, fn: Callable[[sqlite3.Connection], T], *, hot: bool = False, transaction: bool = True
     ) -> concurrent.futures.Future[T]:
-        if self._closed:
-            raise StorageError("the store is closed; the server is shutting down")
         fut: concurrent.futures.Future[T] = concurrent.futures.Future()
-        self._queue.put(_Job(fn, fut, contextvars.copy_context(), hot, transaction))
+        self._enqueue(_Job(fn, fut, contextvars.copy_context(), hot, transaction))
         return fut
 
     # ------------------------------------------------------------------ public API: writes
     def write_blocking(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run a definition write in one transaction and wait for its commit."""
-        if self._closed:
-            raise StorageError("the store is closed; the server is shutting down")
         waiter = _Waiter()
-        self._queue.put(_Job(fn, waiter, contextvars.copy_context(), False, True))
+        self._enqueue(_Job(fn, waiter, contextvars.copy_context(), False, True))
         result: T = waiter.result()
         return result
 
@@ -501,9 +506,10 @@ class SqliteStore:
     # ------------------------------------------------------------------ lifecycle
     def close(self, timeout: float = 10.0) -> None:
         """Drain the queue (every accepted write commits), stop the writer, close readers."""
-        if self._closed:
-            return
-        self._closed = True
+        with self._accepting:
+            if self._closed:
+                return
+            self._closed = True
         # Readers first: the writer's connection must be the last one open, or sqlite leaves the
         # WAL beside the file instead of checkpointing it (a read-only connection cannot).
         self._pool.shutdown(wait=True)
