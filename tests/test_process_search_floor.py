@@ -8,10 +8,12 @@ import sqlite3
 from collections.abc import Collection, Iterator
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from robot_mcp_memory import store as sql
 from robot_mcp_memory.search import fts
-from tests.tie_corpus import QUERIES, tie_heavy_db
+from tests.tie_corpus import QUERIES, WORDS, tie_heavy_db
 
 
 def plain_join(
@@ -82,3 +84,20 @@ def test_search_scores_are_relevance_times_reliability(conn: sqlite3.Connection)
     assert len(hits) == 10
     assert all(h.score == h.relevance * h.doc.reliability for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(st.sampled_from([*WORDS, "zebra", '"', "*", "OR", "NEAR", "(", "门", "🤖"]), min_size=1, max_size=12).map(
+        " ".join
+    ),
+    st.sampled_from([1, 3, 10]),
+    st.sampled_from([None, {"rap-1"}, {"rare", "g1"}]),
+)
+def test_any_query_ranks_exactly_like_a_join_over_every_match(
+    conn: sqlite3.Connection, query: str, k: int, visible: set[str] | None
+) -> None:
+    got = [(h.doc.id, h.relevance) for h in sql.search(conn, query, k, visible)]
+    want = plain_join(conn, query, k, visible)
+    assert [g[0] for g in got] == [w[0] for w in want]
+    assert [g[1] for g in got] == pytest.approx([w[1] for w in want], rel=1e-12)

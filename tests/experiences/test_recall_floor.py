@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from bench.experience_corpus import QUERIES, corpus
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences import ranking_repo
@@ -142,3 +144,51 @@ async def test_cjk_and_prefix_phrases_rank_exactly_like_the_plain_query(
             assert want, q
             _same(got, want)
     assert 0.5 in scaled  # the skipping ran on these scripts too
+
+
+async def test_any_query_text_ranks_exactly_like_the_plain_query(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hostile and odd query text (quotes, FTS5 operators, CJK, emoji, 32 terms) through the
+    shortcuts: never an error, always the plain query's answer."""
+    monkeypatch.setattr(ranking_repo, "SHORTCUTS_FROM", 0)
+    items = list(corpus(800, seed=11))
+    await memory.experiences.learn_many(STDIO, [(it.insight, it.context) for it in items if it.collection == "default"])
+    now = time.time()
+    scope = Scope(None, "default", 0.3, now)
+    words = st.sampled_from(
+        [
+            "grasp",
+            "the",
+            "red",
+            "mug",
+            "grip",
+            "force",
+            '"',
+            "*",
+            "NEAR",
+            "AND",
+            "OR",
+            "-",
+            "(",
+            "杯子",
+            "抓",
+            "つかむ",
+            "🤖",
+        ]
+    )
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(words, min_size=1, max_size=40).map(" ".join), st.sampled_from([1, 5, 20]))
+    def check(query: str, n: int) -> None:
+        phrases = segment.match_phrases(query)
+        if not phrases:
+            return
+
+        def both(c: Any) -> tuple[list[Any], list[Any]]:
+            return ranking_repo._ranked_numbers(c, scope, phrases, "score", n, True), _plain(c, scope, phrases, n)
+
+        got, want = memory.index.read_blocking(both)
+        _same(got, want)
+
+    check()
