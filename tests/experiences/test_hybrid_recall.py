@@ -5,6 +5,7 @@ cosine dedup among same-facts memories only."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -170,3 +171,52 @@ async def test_the_experience_weight_still_ranks_in_hybrid_mode(memory: Memory) 
     found = await svc.recall(STDIO, QUERY, n=2)
     assert found.mode == "hybrid"
     assert [h.memory.id for h in found.hits] == [real.memory_id, sim.memory_id]  # real-world data weighs more
+
+
+async def test_the_server_path_overlapping_embedding_and_keyword_list_answers_like_the_blocking_one(
+    memory: Memory,
+) -> None:
+    """Async (the server) embeds the query while the keyword list is read; the blocking API does
+    one after the other, in one snapshot. Same answers."""
+    from bench.experience_corpus import QUERIES as BENCH_QUERIES
+    from bench.experience_corpus import corpus
+
+    svc = memory.experiences
+    items = [it for it in corpus(400, seed=3) if it.collection == "default"]
+    await svc.learn_many(STDIO, [(it.insight, it.context) for it in items])
+    blocking = svc.blocking()
+    for q in BENCH_QUERIES:
+        for f in (None, {"task.success": True}):
+            served = await svc.recall(STDIO, q, n=5, context_filter=f)
+            direct = run_sync(blocking.recall(STDIO, q, n=5, context_filter=f))
+            assert served.mode == direct.mode == "hybrid"
+            assert [(h.memory.id, h.score) for h in served.hits] == [(h.memory.id, h.score) for h in direct.hits]
+
+
+async def test_a_memory_forgotten_after_the_keyword_list_was_read_is_not_returned(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The overlapped keyword list comes from an earlier snapshot: the vector read re-applies
+    every filter to its memories, so one forgotten in between never comes back."""
+    from robot_mcp_memory.experiences import ranking_repo
+
+    svc = memory.experiences
+    kept = await svc.learn(STDIO, "the gripper slipped on the wet mug")
+    gone = await svc.learn(STDIO, "the gripper slipped on the wet glass")
+    before = await svc.recall(STDIO, "gripper slipped wet", n=5)
+    assert {h.memory.id for h in before.hits} == {kept.memory_id, gone.memory_id}
+    stale = memory.index.read_blocking(
+        lambda c: ranking_repo.weighed(c, ranking_repo.Scope(None, "default", 0.3, time.time()), ["gripper"], 50)
+    )
+    await svc.forget(STDIO, gone.memory_id, "wrong object")
+    calls: list[int] = []
+
+    def earlier_snapshot(*args: object, **kwargs: object) -> list[ranking_repo.Weighed]:
+        calls.append(1)
+        return stale  # as read just before the forget
+
+    monkeypatch.setattr(ranking_repo, "weighed", earlier_snapshot)
+    after = await svc.recall(STDIO, "gripper slipped wet", n=5)
+    assert calls == [1]
+    assert after.mode == "hybrid"
+    assert [h.memory.id for h in after.hits] == [kept.memory_id]

@@ -13,11 +13,12 @@ suspending (`run_sync`), so a training loop pays no event-loop hop per call.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 import uuid
 from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeVar
 
 from robot_mcp_memory.errors import Conflict, Forbidden, InvalidInput, NotFound
@@ -446,11 +447,23 @@ class ExperienceService:
         no query vector or no stored vector exists: the caller runs keyword recall and says so."""
         v = self.vectors
         assert v is not None
-        (qvec,) = await self._embed([query])
-        if qvec is None:
+        if not v.would_embed():
             return None
         pool = max(HYBRID_POOL, 3 * n)
         cover = self.store.covering
+        sp = scope.spatial
+        early: list[ranking_repo.Weighed] | None = None
+        if sp is None and not self.store.blocking:
+            # The query's embedding (a worker thread) and the keyword list (a reader) need nothing
+            # of each other: run them together (~1.3 ms of ~5.6 at 10,000 memories). The list
+            # comes from an earlier snapshot than the vector list, so `read` re-applies every
+            # filter to its memories in its own.
+            keyword_list = self.store.read(lambda c: ranking_repo.weighed(c, scope, match, pool, cover))
+            (qvec,), early = await asyncio.gather(self._embed([query]), keyword_list)
+        else:
+            (qvec,) = await self._embed([query])
+        if qvec is None:
+            return None
 
         def nearest(c: Any) -> list[tuple[int, float]] | None:
             """The `pool` nearest memories passing every filter. Exact: when at least `pool` of
@@ -470,7 +483,6 @@ class ExperienceService:
                     return kept[:pool]
             return v.nearest(c, qvec, pool, ranking_repo.ids_in_scope(c, scope, covering=cover))
 
-        sp = scope.spatial
         top = fusion.best_possible(v.weights, v.k) or 1.0
 
         def fuse(
@@ -487,14 +499,24 @@ class ExperienceService:
             if vec is None:
                 return None
             if sp is None:  # fused on numbers; only the `n` kept have their rows read
-                keyword = ranking_repo.weighed(c, scope, match, pool, cover)
-                known = {w.id: w for w in keyword}
-                extra = [m for m, cos in vec if m not in known and cos >= MIN_COSINE]
+                if early is None:
+                    keyword = ranking_repo.weighed(c, scope, match, pool, cover)
+                    known = {w.id: w for w in keyword}
+                    extra = [m for m, cos in vec if m not in known and cos >= MIN_COSINE]
+                else:  # from the earlier snapshot: every candidate is checked again in this one
+                    keyword, known = early, {}
+                    extra = [*{w.id for w in early} | {m for m, cos in vec if cos >= MIN_COSINE}]
                 known.update((w.id, w) for w in ranking_repo.weighed_ids(c, scope, extra, cover))
+                keyword = [w for w in keyword if w.id in known]
                 fused = fuse([w.id for w in keyword], vec, {m: w.weight for m, w in known.items()})
                 best = sorted(((int(ref), value / top) for ref, value in fused.items()), key=lambda x: (-x[1], -x[0]))
                 rows = storage.rows_of(c, [m for m, _ in best[:n]], include_data)
-                return [(known[m].ranked(rows[m]), s) for m, s in best[:n] if m in rows]
+                relevance = {w.id: w.relevance for w in keyword}
+                return [
+                    (replace(known[m], relevance=relevance.get(m, 1.0)).ranked(rows[m]), s)
+                    for m, s in best[:n]
+                    if m in rows
+                ]
             # spatial_sort blends in each candidate's distance, read from its context
             ranked = ranking_repo.rank(c, scope, match, "score", pool, include_data, cover)
             rows_by = {r.memory.id: r for r in ranked}
