@@ -577,6 +577,11 @@ def _pct(k: int, n: int) -> str:
     return f"{100 * k / n:.0f} %" if n else "–"
 
 
+def mcp_size(report: Report) -> int:
+    """The size the MCP part ran at: the largest filled (its databases are the last ones)."""
+    return max((r.size for r in report.sizes), default=0)
+
+
 def verdicts(report: Report) -> list[tuple[str, str, bool]]:
     """(target, measured, met) for each target that this run measured."""
     out: list[tuple[str, str, bool]] = []
@@ -600,7 +605,8 @@ def verdicts(report: Report) -> list[tuple[str, str, bool]]:
         )
     theirs = next((m for m in report.mcp if m.server.startswith("robotmem")), None)
     ours = next((m for m in report.mcp if m.server == "ours, MEMORY_EMBEDDER=none"), None)
-    if theirs is not None and ours is not None:
+    # The MCP part runs on the largest size's databases; its targets are set at 10,000 memories.
+    if theirs is not None and ours is not None and mcp_size(report) == TARGET_SIZE:
         for mode, client in MODE_LABEL.items():
             recall = ours.recall[mode].p50_ms / theirs.recall[mode].p50_ms
             out.append(
@@ -705,6 +711,12 @@ def render(report: Report) -> str:
     if checks:
         lines += ["", "| target (issue 5) | measured | met |", "|---|---:|---|"]
         lines += [f"| {t} | {v} | {'yes' if ok else '**no**'} |" for t, v, ok in checks]
+    if report.mcp and mcp_size(report) != TARGET_SIZE:
+        lines += [
+            "",
+            f"The MCP targets are set at {TARGET_SIZE:,} memories; this run's MCP part ran at "
+            f"{mcp_size(report):,} (plus the batch), so it is not judged against them.",
+        ]
     for note in report.notes:
         lines += ["", note]
     return "\n".join(lines) + "\n"

@@ -30,4 +30,7 @@ def test_the_comparison_runs_both_sides_and_reports_ratios(tmp_path: Path) -> No
     assert text.startswith("## Side by side with robotmem 0.1.3")
     assert "| 60 | keyword + range filter |" in text
     assert "| robotmem 0.1.3 | bm25_only |" in text
-    assert "MCP stdio recall p50" in text
+    # The MCP targets are set at 10,000 memories: a run whose MCP part ran elsewhere says so
+    # instead of judging it.
+    assert "MCP stdio recall p50" not in text
+    assert "this run's MCP part ran at 60" in text
