@@ -63,6 +63,16 @@ def child_env(**overrides: str) -> dict[str, str]:
     return env
 
 
+def initialize_request(client: str, rid: int = 1) -> dict[str, Any]:
+    """A raw JSON-RPC ``initialize`` request, for tests that speak the wire themselves."""
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": client, "version": "1"}},
+    }
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((HOST, 0))

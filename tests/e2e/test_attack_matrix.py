@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from tests.conftest import Client, doc
-from tests.e2e.harness import ServerProcess, http_session, sse_session
+from tests.e2e.harness import ServerProcess, http_session, initialize_request, sse_session
 
 pytestmark = pytest.mark.e2e
 
@@ -366,12 +366,7 @@ async def test_a_tenant_cannot_post_into_another_tenants_sse_session(fleet: Serv
 
 
 async def test_a_tenant_cannot_post_into_another_tenants_streamable_http_session(fleet: ServerProcess) -> None:
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-    }
+    init = initialize_request("t")
     accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     async with httpx.AsyncClient(timeout=5) as http:
         r = await http.post(

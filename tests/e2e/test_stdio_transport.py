@@ -20,14 +20,9 @@ from typing import Any
 
 from robot_mcp_memory import stdio
 from robot_mcp_memory.stdio import MAX_LINE
-from tests.e2e.harness import child_env, server_command
+from tests.e2e.harness import child_env, initialize_request, server_command
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
-}
+INIT = initialize_request("raw")
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
