@@ -290,9 +290,8 @@ def _ranked_numbers(
         held_by = dict(held)
         rest, _ = fts.skippable(match, [d for _, d in held], total)
         while rest:  # commonest first: on a miss, the rarest of them chooses matches again
-            bound = sum(fts.most_added(held_by[p], total) for p in rest) * 1.01
-            essential = [p for p in match if p not in rest]
-            expr = f"({' OR '.join(essential)}) AND ({' OR '.join([*essential, *rest, *rest])})"
+            bound = fts.bound_of((held_by[p] for p in rest), total)
+            expr = fts.restricted_phrases([p for p in match if p not in rest], rest)
             got = conn.execute(*_ranking_sql(scope, expr, order, limit, covering, floored=True, scale=0.5)).fetchall()
             if len(got) < limit:  # too few pass the filters there: every phrase chooses
                 break

@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from robot_mcp_memory.search.segment import STOPWORDS
 
@@ -81,6 +81,10 @@ def most_added(docs: int, total: int) -> float:
     return (idf if idf > 0 else 1e-6) * (BM25_K1 + 1)
 
 
+#: 1 % of slack on every bound: `total` counts rows, FTS5's N counts index entries (equal unless broken).
+BOUND_SLACK = 1.01
+
+
 def skippable(words: Sequence[str], docs: Sequence[int], total: int) -> tuple[list[str], float]:
     """(rest, bound): the commonest of `words` that may be left out of choosing matches, and
     more than they can add to any score together (`docs[i]` of the `total` documents hold
@@ -98,8 +102,13 @@ def skippable(words: Sequence[str], docs: Sequence[int], total: int) -> tuple[li
             break
         rest.append(w)
         bound += most_added(n, total)
-    # 1 % of slack: `total` counts rows, FTS5's N counts index entries (equal unless broken).
-    return rest, bound * 1.01
+    return rest, bound * BOUND_SLACK
+
+
+def bound_of(docs: Iterable[int], total: int) -> float:
+    """More than phrases held by `docs[i]` of the `total` documents can add to any score
+    together (with `BOUND_SLACK`): `skippable`'s bound, for a caller that narrows its `rest`."""
+    return sum(most_added(n, total) for n in docs) * BOUND_SLACK
 
 
 def restricted_expression(essential: Sequence[str], rest: Sequence[str]) -> str:
@@ -108,8 +117,12 @@ def restricted_expression(essential: Sequence[str], rest: Sequence[str]) -> str:
     make it score documents that hold nothing else; they stay in the expression so that the
     documents it does score keep their exact scores (bm25 sums a term per phrase, and here
     every phrase appears twice: exactly twice the score of the plain OR of all of them)."""
-    both = any_of([*essential, *rest, *rest])
-    return f"({any_of(essential)}) AND ({both})"
+    return restricted_phrases([_quote(t) for t in essential], [_quote(t) for t in rest])
+
+
+def restricted_phrases(essential: Sequence[str], rest: Sequence[str]) -> str:
+    """`restricted_expression` over phrases already written for FTS5 (quoted, maybe a prefix)."""
+    return f"({' OR '.join(essential)}) AND ({' OR '.join([*essential, *rest, *rest])})"
 
 
 def _quote(term: str) -> str:
