@@ -46,17 +46,17 @@ def test_success_and_failure_words_decide_too() -> None:
 
 def test_judge_proposes_exact_then_lexical_then_semantic() -> None:
     text = "Grasp the mug by its handle."
-    exact = [Candidate(1, "grasp the mug by its handle", {})]
+    exact = [Candidate(1, "grasp the mug by its handle")]
     assert dedup.judge(text, exact, []) == dedup.Duplicate(1, "exact", 1.0)
-    lexical = [Candidate(2, "grasp the mug by the handle", {}), Candidate(3, "open the door", {})]
+    lexical = [Candidate(2, "grasp the mug by the handle"), Candidate(3, "open the door")]
     dup = dedup.judge(text, [], lexical)
     assert dup is not None
     assert dup.existing_id == 2
     assert dup.method == "jaccard"
-    assert dedup.judge(text, [], [Candidate(3, "open the door", {})]) is None
-    semantic = [Candidate(4, "hold the cup at its grip", {}, similarity=0.95)]
+    assert dedup.judge(text, [], [Candidate(3, "open the door")]) is None
+    semantic = [Candidate(4, "hold the cup at its grip", similarity=0.95)]
     assert dedup.judge(text, [], [], semantic) == dedup.Duplicate(4, "cosine", 0.95)
-    assert dedup.judge(text, [], [], [Candidate(5, "x", {}, similarity=0.5)]) is None
+    assert dedup.judge(text, [], [], [Candidate(5, "x", similarity=0.5)]) is None
 
 
 def test_a_repeated_perception_with_new_data_hashes_differently() -> None:

@@ -203,3 +203,6 @@ async def test_a_rephrasing_is_found_among_many_memories_with_the_same_facts(mem
     assert again.status == "duplicate"
     assert again.method == "jaccard"
     assert again.memory_id == first.memory_id
+    # …and the exact stage asks the content-hash index (below 32 it reads the fetched rows' hashes).
+    repeat = await svc.learn(STDIO, "THE heavy kettle is stored near the oven.")
+    assert (repeat.status, repeat.method, repeat.memory_id) == ("duplicate", "exact", first.memory_id)

@@ -200,7 +200,6 @@ class Candidate:
 
     id: int
     content: str
-    context: Mapping[str, Any]
     similarity: float | None = None  # the cosine, for semantic candidates
 
 

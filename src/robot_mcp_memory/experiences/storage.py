@@ -227,7 +227,7 @@ def _session_for_write(conn: sqlite3.Connection, session_id: str, robot: str) ->
 
 
 def _candidates(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[Candidate]:
-    return [Candidate(r[0], r[1], json.loads(r[2])) for r in conn.execute(sql, params)]
+    return [Candidate(r[0], r[1]) for r in conn.execute(sql, params)]
 
 
 Decide = Callable[[list[Candidate], list[Candidate], list[Candidate]], Duplicate | None]
@@ -260,24 +260,28 @@ def learn(conn: sqlite3.Connection, new: NewMemory, probe: Probe, decide: Decide
     if probe.same_session:
         scope += " AND m.session_id IS ?"
         base.append(new.session_id)
-    exact = _candidates(
-        conn,
-        f"SELECT m.id, m.content, m.context FROM memories m INDEXED BY idx_memories_hash "  # noqa: S608
-        f"WHERE m.content_hash = ? AND {scope} LIMIT 20",
-        [probe.content_hash, *base],
+    exact_sql = (
+        f"SELECT m.id, m.content FROM memories m INDEXED BY idx_memories_hash "  # noqa: S608
+        f"WHERE m.content_hash = ? AND {scope} LIMIT 20"
     )
-    lexical: list[Candidate] = []
-    if probe.words:
-        lexical = _candidates(
-            conn,
-            f"SELECT m.id, m.content, m.context FROM memories m INDEXED BY idx_memories_facts "  # noqa: S608
+    if not probe.words:
+        exact, lexical = _candidates(conn, exact_sql, [probe.content_hash, *base]), []
+    else:
+        # Usually a handful of memories share the digest: one lookup fetches them all, and the
+        # exact stage is the ones among them with the same content hash.
+        same = conn.execute(
+            f"SELECT m.id, m.content, m.content_hash FROM memories m INDEXED BY idx_memories_facts "  # noqa: S608
             f"WHERE {scope} ORDER BY m.id DESC LIMIT ?",
             [*base, probe.direct_limit + 1],
-        )
-        if len(lexical) > probe.direct_limit:  # a common digest (text without numbers): let FTS narrow
+        ).fetchall()
+        if len(same) <= probe.direct_limit:
+            exact = [Candidate(r[0], r[1]) for r in reversed(same) if r[2] == probe.content_hash]
+            lexical = [Candidate(r[0], r[1]) for r in same]
+        else:  # a common digest (text without numbers): the hash index and FTS narrow
+            exact = _candidates(conn, exact_sql, [probe.content_hash, *base])
             lexical = _candidates(
                 conn,
-                "SELECT m.id, m.content, m.context FROM memories_fts JOIN memories m "  # noqa: S608 - fixed text
+                "SELECT m.id, m.content FROM memories_fts JOIN memories m "  # noqa: S608 - fixed text
                 f"ON m.id = memories_fts.rowid WHERE memories_fts MATCH ? AND {scope} "
                 "ORDER BY memories_fts.rowid DESC LIMIT ?",
                 [candidate_expression(probe.words), *base, probe.lexical_limit],
@@ -287,12 +291,10 @@ def learn(conn: sqlite3.Connection, new: NewMemory, probe: Probe, decide: Decide
         cos = dict(probe.semantic)
         marks = ",".join("?" * len(cos))
         rows = conn.execute(
-            f"SELECT m.id, m.content, m.context FROM memories m WHERE m.id IN ({marks}) AND {scope}",  # noqa: S608
+            f"SELECT m.id, m.content FROM memories m WHERE m.id IN ({marks}) AND {scope}",  # noqa: S608
             [*cos, *base],
         ).fetchall()
-        semantic = sorted(
-            (Candidate(r[0], r[1], json.loads(r[2]), cos[r[0]]) for r in rows), key=lambda c: -(c.similarity or 0)
-        )
+        semantic = sorted((Candidate(r[0], r[1], cos[r[0]]) for r in rows), key=lambda c: -(c.similarity or 0))
     dup = decide(exact, lexical, semantic)
     if dup is not None:
         return dup
