@@ -28,6 +28,10 @@ Both get the same synthetic robot corpus (`bench.experience_corpus`, fixed by it
 Ratios are ours ÷ robotmem for times (smaller is better) and ours ÷ robotmem for throughput
 (bigger is better). Targets (issue 5): at 10,000 memories in-process ≥ 5× robotmem's learn
 throughput and ≤ ⅕ of its recall p50; over MCP stdio recall p50 ≤ ¼ and learn p50 ≤ 0.6×.
+Learn throughput *at* a size is the fill's last tenth (0.9 × size → size memories): robotmem
+learns slower the more it holds, so the average over a fill from empty is not its rate at 10,000
+(the issue's reference, 353 learns/s with a 15.4 ms recall, is that rate on a slower machine). The
+report gives the whole fill's average too.
 `--append-doc` appends the report to docs/benchmarks.md under "## Side by side with robotmem 0.1.3".
 """
 
@@ -105,20 +109,25 @@ class Latency:
 
 @dataclass
 class Learned:
+    """One side's learns while filling to a size: the whole fill, and the part of it that ran
+    *at* the size (its last tenth, from 0.9 × size memories up: `at_size`)."""
+
     n: int = 0
     wall_s: float = 0.0
     cpu_s: float = 0.0
-    tail_n: int = 0
-    tail_wall_s: float = 0.0
+    at_n: int = 0
+    at_wall_s: float = 0.0
     created: int = 0
     duplicates: int = 0
     errors: int = 0
 
-    def add(self, out: dict[str, Any]) -> None:
+    def add(self, out: dict[str, Any], at_size: bool) -> None:
         self.n += out["n"]
         self.wall_s += out["wall_s"]
         self.cpu_s += out["cpu_s"]
-        self.tail_n, self.tail_wall_s = out["tail_n"], out["tail_wall_s"]  # the last chunk's last 10 %
+        if at_size:
+            self.at_n += out["n"]
+            self.at_wall_s += out["wall_s"]
         self.created += out["created"]
         self.duplicates += out["duplicates"]
         self.errors += out["errors"]
@@ -128,8 +137,9 @@ class Learned:
         return self.n / self.wall_s if self.wall_s else 0.0
 
     @property
-    def tail_per_s(self) -> float:
-        return self.tail_n / self.tail_wall_s if self.tail_wall_s else 0.0
+    def at_per_s(self) -> float:
+        """Learns per second into a store that already holds 0.9-1× the size."""
+        return self.at_n / self.at_wall_s if self.at_wall_s else 0.0
 
     @property
     def cpu_us(self) -> float:
@@ -225,26 +235,18 @@ class OursSide:
         self.mem = RobotMemory(data_dir, robot_id="bench-01")
 
     def learn(self, items: Sequence[tuple[str, dict[str, Any], str]]) -> dict[str, Any]:
-        n = len(items)
-        tail = max(1, n // 10)
         created = duplicates = 0
         cpu0, t0 = time.process_time(), time.perf_counter()
-        t_tail = t0
-        for i, (insight, context, collection) in enumerate(items):
-            if i == n - tail:
-                t_tail = time.perf_counter()
+        for insight, context, collection in items:
             out = self.mem.learn(insight, context, collection=collection)
             if out["status"] == "created":
                 created += 1
             else:
                 duplicates += 1
-        t1 = time.perf_counter()
         return {
-            "n": n,
-            "wall_s": t1 - t0,
+            "n": len(items),
+            "wall_s": time.perf_counter() - t0,
             "cpu_s": time.process_time() - cpu0,
-            "tail_n": tail,
-            "tail_wall_s": t1 - t_tail,
             "created": created,
             "duplicates": duplicates,
             "errors": 0,
@@ -310,10 +312,14 @@ def in_process(
     done = 0
     for size in sorted(sizes):
         r = SizeResult(size, learn={s.name: Learned() for s in sides})
-        for start in range(done, size, CHUNK):
-            chunk = items[start : min(size, start + CHUNK)]
-            for s in sides:  # interleaved: a busy neighbour slows both alike
-                r.learn[s.name].add(s.learn(chunk))
+        # Chunks of a tenth of the size at most, so the last tenth (learning *at* the size) is
+        # whole chunks, and interleaved: a busy neighbour slows both sides alike.
+        step = max(1, min(CHUNK, size // 10))
+        last_tenth = size - size // 10
+        for start in range(done, size, step):
+            chunk = items[start : min(size, start + step)]
+            for s in sides:
+                r.learn[s.name].add(s.learn(chunk), at_size=start >= last_tenth)
         done = size
         for s in sides:
             r.stored[s.name] = s.count()
@@ -587,10 +593,10 @@ def verdicts(report: Report) -> list[tuple[str, str, bool]]:
     out: list[tuple[str, str, bool]] = []
     at = next((r for r in report.sizes if r.size == TARGET_SIZE), None)
     if at is not None:
-        learn = at.learn["ours"].per_s / at.learn["robotmem"].per_s
+        learn = at.learn["ours"].at_per_s / at.learn["robotmem"].at_per_s
         out.append(
             (
-                f"in-process learn throughput at 10,000 ≥ {LEARN_TARGET:g}× robotmem's",
+                f"in-process learn throughput at 10,000 (9,000 → 10,000) ≥ {LEARN_TARGET:g}× robotmem's",
                 f"{learn:.1f}×",
                 learn >= LEARN_TARGET,
             )
@@ -639,17 +645,20 @@ def render(report: Report) -> str:
         "",
         "**In-process, through each one's Python API, keyword-only** (robotmem: `RobotMemory(embed_backend=\"none\")`; "
         "ours: `RobotMemory`). Learn = one call per insight while filling from the previous size, both sides "
-        "interleaved 1,000 at a time; CPU = the measuring process's own CPU time per call.",
+        "interleaved a chunk at a time (a tenth of the size, 1,000 at most). *At size* = the fill's last tenth, "
+        "learning into a store that already holds 0.9-1× the size (what the issue's targets are set at: "
+        "robotmem's learn slows as its store grows); *whole fill* = every learn from the previous size; "
+        "CPU = the measuring process's own CPU time per call over the whole fill.",
         "",
-        "| memories | learn/s robotmem | learn/s ours | ratio | last 10 %: robotmem / ours "
+        "| memories | at size, learn/s: robotmem / ours | ratio | whole fill, learn/s: robotmem / ours | ratio "
         "| CPU µs per learn: robotmem / ours | stored: robotmem / ours |",
         "|---:|---:|---:|---:|---:|---:|---:|",
     ]  # fmt: skip
     for r in report.sizes:
         a, b = r.learn["robotmem"], r.learn["ours"]
         lines.append(
-            f"| {r.size:,} | {a.per_s:,.0f} | {b.per_s:,.0f} | **{b.per_s / a.per_s:.1f}×** | "
-            f"{a.tail_per_s:,.0f} / {b.tail_per_s:,.0f} | {a.cpu_us:,.0f} / {b.cpu_us:,.0f} | "
+            f"| {r.size:,} | {a.at_per_s:,.0f} / {b.at_per_s:,.0f} | **{b.at_per_s / a.at_per_s:.1f}×** | "
+            f"{a.per_s:,.0f} / {b.per_s:,.0f} | {b.per_s / a.per_s:.1f}× | {a.cpu_us:,.0f} / {b.cpu_us:,.0f} | "
             f"{r.stored.get('robotmem', 0):,} / {r.stored.get('ours', 0):,} |"
         )
     for r in report.sizes:

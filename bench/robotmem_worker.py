@@ -7,7 +7,7 @@ offline (``embed_backend="none"``), on DB_PATH, then answers one JSON command pe
 one JSON line on stdout, timing each call on this side of the pipe (wall and CPU time of this
 process, so the pipe never counts):
 
-- ``{"op": "learn", "items": [[insight, context, collection], …]}`` → totals and the last 10 %;
+- ``{"op": "learn", "items": [[insight, context, collection], …]}`` → totals (wall and CPU);
 - ``{"op": "batch_learn", "items": […]}`` → robotmem's ``batch_learn``, timed as one call;
 - ``{"op": "recall", "queries": […], "count": N, "context_filter": {…} | null}`` → per-call walls;
 - ``{"op": "count"}`` → active memories; ``{"op": "close"}``.
@@ -26,16 +26,10 @@ from typing import Any
 
 
 def learn(mem: Any, items: list[list[Any]]) -> dict[str, Any]:
-    n = len(items)
-    tail = max(1, n // 10)
     created = duplicates = errors = 0
     cpu0 = time.process_time()
     t0 = time.perf_counter()
-    t_tail = t0
-    cpu_tail = cpu0
-    for i, (insight, context, collection) in enumerate(items):
-        if i == n - tail:
-            t_tail, cpu_tail = time.perf_counter(), time.process_time()
+    for insight, context, collection in items:
         try:
             out = mem.learn(insight, context=context, collection=collection)
         except Exception:  # robotmem raises its own errors; count them, as a loop would
@@ -45,14 +39,10 @@ def learn(mem: Any, items: list[list[Any]]) -> dict[str, Any]:
             created += 1
         else:
             duplicates += 1
-    t1, cpu1 = time.perf_counter(), time.process_time()
     return {
-        "n": n,
-        "wall_s": t1 - t0,
-        "cpu_s": cpu1 - cpu0,
-        "tail_n": tail,
-        "tail_wall_s": t1 - t_tail,
-        "tail_cpu_s": cpu1 - cpu_tail,
+        "n": len(items),
+        "wall_s": time.perf_counter() - t0,
+        "cpu_s": time.process_time() - cpu0,
         "created": created,
         "duplicates": duplicates,
         "errors": errors,

@@ -20,6 +20,9 @@ def test_the_comparison_runs_both_sides_and_reports_ratios(tmp_path: Path) -> No
     for r in report.sizes:
         assert set(r.learn) == {"robotmem", "ours"}
         assert r.learn["robotmem"].n == r.learn["ours"].n == 30
+        # learning *at* the size: the fill's last tenth, timed on its own
+        assert r.learn["robotmem"].at_n == r.learn["ours"].at_n == r.size // 10
+        assert 0 < r.learn["ours"].at_wall_s < r.learn["ours"].wall_s
         assert r.stored["ours"] == r.size
         assert {side for side, _ in r.recall} == {"robotmem", "ours"}
     assert set(report.sizes[-1].batch) == {"robotmem", "ours"}
@@ -29,6 +32,7 @@ def test_the_comparison_runs_both_sides_and_reports_ratios(tmp_path: Path) -> No
     text = compare.render(report)
     assert text.startswith("## Side by side with robotmem 0.1.3")
     assert "| 60 | keyword + range filter |" in text
+    assert "| memories | at size, learn/s: robotmem / ours | ratio | whole fill" in text
     assert "| robotmem 0.1.3 | bm25_only |" in text
     # The MCP targets are set at 10,000 memories: a run whose MCP part ran elsewhere says so
     # instead of judging it.
