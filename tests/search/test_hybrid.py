@@ -4,6 +4,8 @@ their rows, degradation to keyword-only and recovery, re-embedding on a model ch
 from __future__ import annotations
 
 import socket
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -260,8 +262,17 @@ async def test_http_embedder_failures_degrade_back_off_recover_and_backfill(
             memory.close()
 
 
+def _eventually(check: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 async def test_an_http_embedder_down_at_startup_loads_later(tmp_path: Path) -> None:
-    stub = StubEmbedServer("ollama")  # bound but not serving yet: connections hang, then time out
+    stub = StubEmbedServer("ollama")  # answers HTTP 500 until told otherwise
     stub.mode = "500"
     stub.start()
     try:
@@ -274,9 +285,12 @@ async def test_an_http_embedder_down_at_startup_loads_later(tmp_path: Path) -> N
             await save_all(memory, MAILROOM)
             found = await memory.processes.find(STDIO, "mailroom package")
             assert found.mode == "keyword"
+            # The first load fails on its own thread, before or after the clock above was swapped
+            # in (a loaded machine decides): wait for it, then step past whichever backoff it set.
+            assert _eventually(lambda: emb.mode == "unavailable", 60)
             assert not emb.wait_ready(0)
             stub.mode = "ok"
-            clock.advance(300)
+            clock.advance((emb.retry_in() or 0.0) + 1)
             await memory.processes.find(STDIO, "mailroom package")  # due: a background reload starts
             assert emb.wait_ready(60)
             assert memory.processes.store.backfiller.wait_idle(120)
