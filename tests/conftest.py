@@ -4,7 +4,7 @@ import json
 import sys
 import threading
 import traceback
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +108,17 @@ source_mission_id: m-9af31c
 ## Operator notes
 - Visitor packages are on the lower shelf.
 """
+
+
+def eventually(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Poll `condition` every 10 ms until it holds (True) or `timeout` seconds pass (its last
+    answer): for state another thread changes. A passing test never gets near the timeout."""
+    tick = threading.Event()
+    for _ in range(int(timeout / 0.01)):
+        if condition():
+            return True
+        tick.wait(0.01)
+    return condition()
 
 
 def doc(pid: str, title: str, body: str = "", **front: Any) -> str:

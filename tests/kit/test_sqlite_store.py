@@ -33,6 +33,7 @@ from robot_mcp_memory.errors import (
 from robot_mcp_memory.kit import Kind, Migration, Schema, SqliteStore, Table
 from robot_mcp_memory.kit.checkpoint import COMMITS_PER_CHECKPOINT
 from robot_mcp_memory.kit.store import translate
+from tests.conftest import eventually
 
 WAIT = 10.0  # upper bound for any cross-thread wait; a passing test never gets near it
 
@@ -287,15 +288,6 @@ def test_a_closed_store_is_one_file_holding_every_committed_write(tmp_path: Path
         assert notes(copy) == ["kept"]
 
 
-def _wait_for(condition: Callable[[], bool]) -> bool:
-    tick = threading.Event()
-    for _ in range(int(WAIT / 0.01)):
-        if condition():
-            return True
-        tick.wait(0.01)
-    return condition()
-
-
 def test_commits_reach_the_main_file_by_a_background_checkpoint_not_the_writer(tmp_path: Path) -> None:
     """The writer's own autocheckpoint is far away (10,000 pages); the checkpointer thread copies
     the WAL into index.db every COMMITS_PER_CHECKPOINT commits, so the file alone holds them."""
@@ -306,8 +298,8 @@ def test_commits_reach_the_main_file_by_a_background_checkpoint_not_the_writer(t
         before = checkpointer.runs
         for i in range(COMMITS_PER_CHECKPOINT):
             s.write_blocking(insert_note(f"n{i:02}"))
-        assert _wait_for(lambda: checkpointer.runs > before)
-        assert _wait_for(lambda: _notes_in_main_file(tmp_path) == COMMITS_PER_CHECKPOINT)
+        assert eventually(lambda: checkpointer.runs > before, WAIT)
+        assert eventually(lambda: _notes_in_main_file(tmp_path) == COMMITS_PER_CHECKPOINT, WAIT)
         assert checkpointer.failures == 0
     finally:
         s.close()

@@ -4,8 +4,6 @@ their rows, degradation to keyword-only and recovery, re-embedding on a model ch
 from __future__ import annotations
 
 import socket
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,7 @@ from robot_mcp_memory.principal import STDIO, Principal
 from robot_mcp_memory.search.embedders import HashingEmbedder
 from robot_mcp_memory.search.resilient import ResilientEmbedder
 from robot_mcp_memory.store import Candidates, Fusion, rank_hybrid
-from tests.conftest import MAILROOM, doc
+from tests.conftest import MAILROOM, doc, eventually
 from tests.search.stub_http import StubEmbedServer, stub_server
 from tests.search.test_embedders import FakeClock, Flaky
 
@@ -262,15 +260,6 @@ async def test_http_embedder_failures_degrade_back_off_recover_and_backfill(
             memory.close()
 
 
-def _eventually(check: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
 async def test_an_http_embedder_down_at_startup_loads_later(tmp_path: Path) -> None:
     stub = StubEmbedServer("ollama")  # answers HTTP 500 until told otherwise
     stub.mode = "500"
@@ -287,7 +276,7 @@ async def test_an_http_embedder_down_at_startup_loads_later(tmp_path: Path) -> N
             assert found.mode == "keyword"
             # The first load fails on its own thread, before or after the clock above was swapped
             # in (a loaded machine decides): wait for it, then step past whichever backoff it set.
-            assert _eventually(lambda: emb.mode == "unavailable", 60)
+            assert eventually(lambda: emb.mode == "unavailable", 60)
             assert not emb.wait_ready(0)
             stub.mode = "ok"
             clock.advance((emb.retry_in() or 0.0) + 1)
