@@ -14,8 +14,9 @@ robotmem-like and synchronous::
 It opens the same ``index.db`` a server would (several processes may share a data directory:
 SQLite's WAL keeps them consistent) and runs the same `ExperienceService` the MCP tools run, over a
 *blocking* store: every call completes on the calling thread — reads on that thread's read-only
-connection, writes handed to the store's writer thread and awaited — with no event loop and no
-extra thread hop, which is what a loop calling ``learn``/``recall`` thousands of times wants. Results
+connection, writes run and committed by the calling thread too whenever the store's writer is
+idle (`SqliteStore.write_blocking`) — with no event loop and no thread hop, which is what a loop
+calling ``learn``/``recall`` thousands of times wants. Results
 are the dicts the MCP tools return (`experiences.views`); refusals raise the package's errors
 (`errors.InvalidInput`, `errors.NotFound` …). The instance is thread-safe.
 

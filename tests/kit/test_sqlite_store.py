@@ -159,6 +159,113 @@ async def test_an_awaited_definition_write_has_committed_when_it_returns(store: 
     assert await store.read(lambda c: c.execute("SELECT count(*) FROM notes").fetchone()[0]) == 1
 
 
+# ---------------------------------------------------------------------------- blocking writes run by their caller
+def test_a_blocking_write_runs_on_the_calling_thread_when_the_writer_is_idle(store: SqliteStore, trace: Trace) -> None:
+    store.write_blocking(insert_note("inline"))
+
+    me = threading.get_ident()
+    assert ran(trace, "BEGIN IMMEDIATE")[-1:] == [me]
+    assert ran(trace, "INSERT INTO notes") == [me]
+    assert ran(trace, "COMMIT")[-1:] == [me]
+    assert notes(store) == ["inline"]
+    assert store.stats.writes_done >= 1
+
+
+def test_a_blocking_write_while_the_writer_is_busy_waits_its_turn_and_runs_on_the_writer(
+    store: SqliteStore, trace: Trace
+) -> None:
+    done = threading.Event()
+
+    def write() -> None:
+        store.write_blocking(insert_note("queued"))
+        done.set()
+
+    caller = threading.Thread(target=write)
+    with writer_blocked(store) as writer:
+        caller.start()
+        # It must not run beside the writer's job on the one connection: it queues behind it.
+        assert not done.wait(0.3), "a blocking write ran while the writer was inside a job"
+        assert ran(trace, "INSERT INTO notes") == []
+    caller.join(WAIT)
+
+    assert done.is_set()
+    assert ran(trace, "INSERT INTO notes") == [writer]
+    assert notes(store) == ["queued"]
+
+
+def test_writes_from_many_threads_and_the_event_loop_all_commit_one_at_a_time(store: SqliteStore) -> None:
+    """Blocking callers on several threads (each running its own write whenever the writer is
+    idle), awaited writes and hot writes, all at once: every write commits exactly once, none
+    sees "database is locked", and no two transactions ever overlap on the connection."""
+    inside = threading.Lock()
+    overlaps: list[int] = []
+    ran_on: set[int] = set()
+
+    def guarded_bump(conn: sqlite3.Connection) -> None:
+        ran_on.add(threading.get_ident())
+        if not inside.acquire(blocking=False):
+            overlaps.append(threading.get_ident())
+            return
+        try:
+            bump(conn)
+        finally:
+            inside.release()
+
+    per_thread, threads = 150, 4
+
+    def blocking_writer() -> None:
+        for _ in range(per_thread):
+            store.write_blocking(guarded_bump)
+
+    async def awaited() -> None:
+        for _ in range(per_thread):
+            await store.write(guarded_bump)
+
+    workers = [threading.Thread(target=blocking_writer) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    asyncio.run(awaited())
+    hot = [store.hot(guarded_bump) for _ in range(2)]
+    for w in workers:
+        w.join(WAIT * 3)
+    store.flush(WAIT)
+
+    accepted_hot = sum(f is not None for f in hot)
+    assert overlaps == []
+    assert counter(store) == per_thread * (threads + 1) + accepted_hot
+    assert store.stats.writes_done == per_thread * (threads + 1) + 1  # + the flush
+    assert ran_on & {w.ident for w in workers}, "no blocking write ran on its caller's thread"
+    assert ran_on - {w.ident for w in workers}, "nothing ran on the writer thread"
+
+
+def test_closing_waits_for_a_blocking_write_in_progress_and_keeps_it(tmp_path: Path) -> None:
+    s = open_store(tmp_path / "index.db")
+    started, release = threading.Event(), threading.Event()
+
+    def slow(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO notes(id, text) VALUES ('in-flight', 'x')")
+        started.set()
+        release.wait(WAIT)
+
+    caller = threading.Thread(target=s.write_blocking, args=(slow,))
+    caller.start()
+    assert started.wait(WAIT)
+    closer = threading.Thread(target=s.close)
+    closer.start()
+    assert eventually(lambda: s._closed, WAIT)
+    with pytest.raises(StorageError):
+        s.write_blocking(insert_note("after-close"))  # refused: the store is closing
+    closer.join(0.3)
+    assert closer.is_alive(), "the store closed under a write in progress"
+    release.set()
+    caller.join(WAIT)
+    closer.join(WAIT)
+
+    assert not closer.is_alive()
+    with open_store(tmp_path / "index.db") as again:
+        assert notes(again) == ["in-flight"]
+
+
 def test_the_hot_queue_is_bounded_and_counts_what_it_drops(store: SqliteStore) -> None:
     assert store.hot_queue_max == 3
     with concurrent.futures.ThreadPoolExecutor(1) as pool, writer_blocked(store):

@@ -490,9 +490,10 @@ class ExperienceStore:
 
     Async by default: reads on the reader pool, writes on the writer thread. With
     ``blocking=True`` the same coroutines complete without ever suspending — reads run on the
-    calling thread's read-only connection and writes wait for the writer thread's commit — so
-    the Python API can drive `ExperienceService` synchronously, with no event loop and no extra
-    thread hop per call (see `api`)."""
+    calling thread's read-only connection and writes commit before they return (run by the
+    calling thread itself when the writer is idle, see `SqliteStore.write_blocking`) — so the
+    Python API can drive `ExperienceService` synchronously, with no event loop and no thread hop
+    per call (see `api`)."""
 
     def __init__(self, db: SqliteStore, *, blocking: bool = False) -> None:
         self.db = db

@@ -10,8 +10,8 @@ Here a second thread with its own connection runs ``PRAGMA wal_checkpoint(PASSIV
 `COMMITS_PER_CHECKPOINT` commits (at most every `min_interval` seconds). A passive checkpoint never blocks the writer or
 a reader, and SQLite releases the GIL while it copies and fsyncs, so it runs on another core.
 
-The connection is ``query_only``: it cannot change a row — the writer thread still owns every
-write. The writer keeps a high ``wal_autocheckpoint`` as the backstop SQLite needs: the WAL is
+The connection is ``query_only``: it cannot change a row — the store's read-write connection still
+makes every write. The writer keeps a high ``wal_autocheckpoint`` as the backstop SQLite needs: the WAL is
 only rewound when a write starts after a checkpoint caught up with it, which a passive checkpoint
 racing a busy writer may never do; the backstop's checkpoint then finds nearly everything copied
 and only rewinds (see `WRITER_AUTOCHECKPOINT`).
@@ -51,7 +51,7 @@ class Checkpointer:
 
     def committed(self) -> None:
         """The writer committed a transaction; every `COMMITS_PER_CHECKPOINT`-th one wakes the
-        checkpoint. Called from the writer thread only."""
+        checkpoint. Called only under the store's write lock (one caller at a time)."""
         self._commits += 1
         if self._commits >= COMMITS_PER_CHECKPOINT:
             self._commits = 0

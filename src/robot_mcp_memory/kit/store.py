@@ -1,8 +1,13 @@
 """SqliteStore: one writer thread, read-only readers, versioned open (the Datasette pattern).
 
-- The only read-write connection lives on one writer thread. Jobs arrive on a queue as
+- The only read-write connection is owned by one writer thread. Jobs arrive on a queue as
   ``(fn, future, context)`` and each runs in ``BEGIN IMMEDIATE … COMMIT`` (or ``ROLLBACK`` and the
   exception goes to the future). The caller's contextvars are copied so log fields survive the hop.
+- One departure, for callers that block anyway (`write_blocking`: the Python API, worker
+  threads): when the writer is idle, the caller runs its transaction itself — on the same
+  connection, holding the same lock the writer holds for each job — instead of paying two thread
+  wake-ups to hand it over and back. Transactions stay one at a time on one connection; the event
+  loop still never touches SQLite (async `write` always queues).
 - **Definition writes** (`write`, `write_blocking`) are never dropped: the caller waits for the
   commit, so an acknowledged write is a committed one.
 - **Hot record writes** (`hot`) are fire-and-forget from the caller's thread: bounded by
@@ -115,11 +120,16 @@ class _Waiter:
 
 @dataclass
 class _Job:
+    """One write: run by the writer thread (queued with the future its caller waits on) or by a
+    blocking caller itself (`SqliteStore.write_blocking`)."""
+
     fn: Callable[[sqlite3.Connection], Any]
-    future: concurrent.futures.Future[Any] | _Waiter
     context: contextvars.Context
     hot: bool
     transaction: bool = True
+
+
+_Future = concurrent.futures.Future[Any] | _Waiter
 
 
 _STOP = object()
@@ -184,6 +194,9 @@ class SqliteStore:
         self.hot_queue_max = hot_queue_max
         self.stats = StoreStats()
         self._lock = threading.Lock()
+        #: Held by whichever thread is running a write on the read-write connection: the writer
+        #: thread for a queued job, or a blocking caller running its own write (`write_blocking`).
+        self._writing = threading.Lock()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._conn: sqlite3.Connection | None = None
         self._readers_local = threading.local()
@@ -355,25 +368,36 @@ class SqliteStore:
             item = self._queue.get()
             if item is _STOP:
                 break
-            job: _Job = item
+            job: _Job
+            future: _Future
+            job, future = item
             # An accepted write commits even if its future was cancelled meanwhile (an awaiting
             # coroutine that gave up cancels it through `asyncio.wrap_future`): the caller cannot
             # tell how far a cancelled write got, so "accepted" has to mean "will commit".
-            abandoned = not job.future.set_running_or_notify_cancel()
-            try:
-                result = self._execute(conn, job)
-            except BaseException as exc:
+            abandoned = not future.set_running_or_notify_cancel()
+            failure: BaseException | None = None
+            result: Any = None
+            with self._writing:
+                try:
+                    result = self._execute(conn, job)
+                except BaseException as exc:
+                    failure = exc
                 self._job_done(job)  # counted before the caller wakes, so stats agree with what it saw
-                if not abandoned:
-                    job.future.set_exception(exc)
+                if failure is None:
+                    self._committed(job)
+            if abandoned:
+                continue
+            if failure is not None:
+                future.set_exception(failure)
             else:
-                self._job_done(job)
-                if not abandoned:
-                    job.future.set_result(result)
-                checkpointer = self._checkpointer
-                if checkpointer is not None and job.transaction:
-                    checkpointer.committed()
-        self._close_writer(conn)
+                future.set_result(result)
+        with self._writing:  # after a blocking caller's write in progress, if any
+            self._close_writer(conn)
+
+    def _committed(self, job: _Job) -> None:
+        checkpointer = self._checkpointer
+        if checkpointer is not None and job.transaction:
+            checkpointer.committed()
 
     def _close_writer(self, conn: sqlite3.Connection) -> None:
         """Fold the WAL back into the main file, then close: a closed store is one file, so a
@@ -411,28 +435,49 @@ class SqliteStore:
             else:
                 self.stats.writes_done += 1
 
-    def _enqueue(self, job: _Job) -> None:
+    def _enqueue(self, job: _Job, future: _Future) -> None:
         """Queue `job` for the writer unless the store is closing: checked and queued under one
         lock, so no job can land behind the writer's stop and wait for it forever."""
         with self._accepting:
             if self._closed:
                 raise StorageError("the store is closed; the server is shutting down")
-            self._queue.put(job)
+            self._queue.put((job, future))
 
     def _submit(
         self, fn: Callable[[sqlite3.Connection], T], *, hot: bool = False, transaction: bool = True
     ) -> concurrent.futures.Future[T]:
         fut: concurrent.futures.Future[T] = concurrent.futures.Future()
-        self._enqueue(_Job(fn, fut, contextvars.copy_context(), hot, transaction))
+        self._enqueue(_Job(fn, contextvars.copy_context(), hot, transaction), fut)
         return fut
 
     # ------------------------------------------------------------------ public API: writes
     def write_blocking(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run a definition write in one transaction and wait for its commit."""
+        """Run a definition write in one transaction and wait for its commit.
+
+        When the writer is idle the calling thread runs the transaction itself, on the same
+        read-write connection and holding the same lock the writer holds for each job, so writes
+        are serialised exactly as before. A write handed to the writer thread and back costs two
+        thread wake-ups (~65 µs of a ~320 µs `learn` on a 2-core VM: waking an idle vCPU); a
+        training loop calling ``learn`` one insight at a time pays them on every call. When the
+        writer is busy the job joins its queue as any other."""
+        if self._writing.acquire(blocking=False):
+            try:
+                conn = self._conn
+                if self._closed or conn is None:
+                    raise StorageError("the store is closed; the server is shutting down")
+                job = _Job(fn, contextvars.copy_context(), hot=False)
+                try:
+                    result: T = self._execute(conn, job)
+                finally:
+                    self._job_done(job)
+                self._committed(job)
+                return result
+            finally:
+                self._writing.release()
         waiter = _Waiter()
-        self._enqueue(_Job(fn, waiter, contextvars.copy_context(), False, True))
-        result: T = waiter.result()
-        return result
+        self._enqueue(_Job(fn, contextvars.copy_context(), hot=False), waiter)
+        queued: T = waiter.result()
+        return queued
 
     async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Await a definition write. If the awaiting coroutine is cancelled the write still commits."""
