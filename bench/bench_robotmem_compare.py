@@ -1,7 +1,7 @@
 """Side by side with robotmem 0.1.3, in the same run: learn throughput and recall latency, as ratios.
 
     python -m bench.bench_robotmem_compare [--sizes 1000,10000] [--big] [--queries 200]
-        [--mcp-calls 200] [--no-mcp] [--no-hybrid] [--robotmem-python PATH] [--append-doc]
+        [--mcp-calls 200] [--no-mcp] [--no-hybrid] [--ts-client] [--robotmem-python PATH] [--append-doc]
 
 robotmem runs from its **own** virtual environment (``python3 -m venv /tmp/robotmem-venv &&
 /tmp/robotmem-venv/bin/pip install "robotmem==0.1.3" "mcp<2"``; ``--robotmem-python`` or
@@ -24,6 +24,10 @@ Both get the same synthetic robot corpus (`bench.experience_corpus`, fixed by it
    servers, all started at once. ``ping`` is the transport's floor. The SDK client validates
    structured results against each tool's ``outputSchema``: measured stock, and with validators
    compiled once per tool (``Client``).
+3. ``--ts-client``: the same calls again from the **TypeScript SDK's** ``Client`` over
+   ``StdioClientTransport`` (``bench/ts_client``, ``@modelcontextprotocol/sdk`` pinned there; what most
+   MCP hosts are built on), which validates structured results with Ajv validators compiled once
+   per tool. Needs ``node`` and ``npm`` (the registry, once: npm's cache serves later runs).
 
 Ratios are ours ÷ robotmem for times (smaller is better) and ours ÷ robotmem for throughput
 (bigger is better). Targets (issue 5): at 10,000 memories in-process ≥ 5× robotmem's learn
@@ -43,6 +47,7 @@ import contextlib
 import json
 import os
 import platform
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -67,6 +72,7 @@ from robot_mcp_memory.api import RobotMemory
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "benchmarks.md"
 WORKER = Path(__file__).resolve().parent / "robotmem_worker.py"
+TS_CLIENT = Path(__file__).resolve().parent / "ts_client"
 DEFAULT_ROBOTMEM_PYTHON = Path(os.environ.get("ROBOTMEM_PYTHON", "/tmp/robotmem-venv/bin/python"))
 FILTER: dict[str, Any] = {"task.success": True}
 RANGE_FILTER: dict[str, Any] = {"task.success": True, "params.grip_force": {"$lt": 10}}
@@ -174,6 +180,8 @@ class Report:
     started: str
     command: str
     notes: list[str] = field(default_factory=list)
+    mcp_ts: list[McpResult] = field(default_factory=list)  # --ts-client: latencies keyed by TS_MODE
+    node_version: str = ""
 
 
 # ---------------------------------------------------------------------------- the two sides
@@ -536,6 +544,63 @@ def machine(robotmem_python: Path) -> tuple[str, str]:
     return text, their
 
 
+TS_MODE = "typescript"
+
+
+def _ts_client(work: Path) -> tuple[str, Path]:
+    """(node, directory): `bench/ts_client` installed under `work`."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        raise SystemExit("--ts-client needs node and npm (Debian: apt-get install nodejs npm)")
+    dest = work / "ts-client"
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("package.json", "mcp_rotate.mjs"):
+        shutil.copyfile(TS_CLIENT / name, dest / name)
+    installed = subprocess.run(
+        [npm, "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=dest, capture_output=True, text=True
+    )
+    if installed.returncode != 0:
+        raise SystemExit(f"npm could not install the TypeScript SDK client: {installed.stderr.strip()[-1000:]}")
+    return node, dest
+
+
+def over_mcp_ts(
+    specs: Sequence[ServerSpec], calls: int, learn_items: Sequence[tuple[str, dict[str, Any], str]], work: Path
+) -> tuple[str, list[McpResult]]:
+    """(node's version, a result per server): the same calls from the TypeScript SDK's client
+    (`bench/ts_client/mcp_rotate.mjs`), rotating between the servers, all started at once."""
+    node, dest = _ts_client(work)
+    spec = {
+        "servers": [
+            {"name": sp.name, "command": sp.params.command, "args": sp.params.args, "env": sp.params.env}
+            | {"hybrid": sp.hybrid}
+            for sp in specs
+        ],
+        "calls": calls,
+        "queries": list(QUERIES),
+        "learn": [list(item) for item in learn_items],
+    }
+    (dest / "spec.json").write_text(json.dumps(spec))
+    done = subprocess.run([node, "mcp_rotate.mjs", "spec.json"], cwd=dest, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"the TypeScript client failed: {done.stderr.strip()[-2000:]}")
+    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
+    results = []
+    for r in json.loads(done.stdout):
+        secs = {k: [ms / 1000 for ms in r[k]] for k in ("ping", "learn", "recall")}
+        results.append(
+            McpResult(
+                r["name"],
+                r["mode"],
+                r["init_s"],
+                Latency.of(secs["ping"], 0.0),
+                {TS_MODE: Latency.of(secs["learn"], 0.0, errors=r["errors"])},
+                {TS_MODE: Latency.of(secs["recall"], 0.0, r["empty"])},
+            )
+        )
+    return version, results
+
+
 def run(
     sizes: Sequence[int],
     queries: int,
@@ -545,6 +610,7 @@ def run(
     hybrid: bool = True,
     command: str = "",
     work_dir: Path | None = None,
+    ts_client: bool = False,
 ) -> Report:
     if not robotmem_python.exists():
         raise SystemExit(
@@ -571,6 +637,9 @@ def run(
             fresh = _items(len(MODES) * mcp_calls, seed=7)  # in neither database: every learn is a new memory
             specs = mcp_servers(robotmem_python, rm_dir / "memory.db", ours_dir, work, hybrid)
             report.mcp = asyncio.run(over_mcp(specs, mcp_calls, fresh, work))
+            if ts_client:
+                fresh_ts = _items(mcp_calls, seed=8)  # new to both databases again
+                report.node_version, report.mcp_ts = over_mcp_ts(specs, mcp_calls, fresh_ts, work)
     return report
 
 
@@ -630,6 +699,23 @@ def verdicts(report: Report) -> list[tuple[str, str, bool]]:
                     learn <= MCP_LEARN_TARGET,
                 )
             )
+    theirs_ts = next((m for m in report.mcp_ts if m.server.startswith("robotmem")), None)
+    ours_ts = next((m for m in report.mcp_ts if m.server == "ours, MEMORY_EMBEDDER=none"), None)
+    if theirs_ts is not None and ours_ts is not None and mcp_size(report) == TARGET_SIZE:
+        recall = ours_ts.recall[TS_MODE].p50_ms / theirs_ts.recall[TS_MODE].p50_ms
+        learn = ours_ts.learn[TS_MODE].p50_ms / theirs_ts.learn[TS_MODE].p50_ms
+        out += [
+            (
+                f"MCP stdio recall p50 ≤ {MCP_RECALL_TARGET:g}× robotmem's (TypeScript SDK client)",
+                f"{recall:.2f}×",
+                recall <= MCP_RECALL_TARGET,
+            ),
+            (
+                f"MCP stdio learn p50 ≤ {MCP_LEARN_TARGET:g}× robotmem's (TypeScript SDK client)",
+                f"{learn:.2f}×",
+                learn <= MCP_LEARN_TARGET,
+            ),
+        ]
     return out  # fmt: skip
 
 
@@ -716,6 +802,8 @@ def render(report: Report) -> str:
         errs = [f"{m.server}: {m.learn['stock'].errors}" for m in report.mcp if m.learn["stock"].errors]
         if errs:
             lines += ["", "Tool errors during the MCP run: " + ", ".join(errs) + "."]
+    if report.mcp_ts:
+        lines += _render_ts(report)
     checks = verdicts(report)
     if checks:
         lines += ["", "| target (issue 5) | measured | met |", "|---|---:|---|"]
@@ -731,6 +819,35 @@ def render(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _render_ts(report: Report) -> list[str]:
+    theirs = next((m for m in report.mcp_ts if m.server.startswith("robotmem")), report.mcp_ts[0])
+    lines = [
+        "",
+        f"**Over MCP stdio from the TypeScript SDK client** (`@modelcontextprotocol/sdk` "
+        f"{_ts_sdk_version()} `Client` over `StdioClientTransport`, Node {report.node_version}: "
+        f"`bench/ts_client/mcp_rotate.mjs`; {report.mcp_ts[0].recall[TS_MODE].n} calls of each kind per server, "
+        "rotating, after the Python client's; the same kinds of calls). It checks each structured result with "
+        "an Ajv validator compiled once per tool from `tools/list`.",
+        "",
+        "| server | recall mode | ping p50 ms (floor) | learn p50 / p95 ms | ratio | recall p50 / p95 ms | ratio "
+        "| empty recalls | tool errors |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]  # fmt: skip
+    for m in report.mcp_ts:
+        learn, recall = m.learn[TS_MODE], m.recall[TS_MODE]
+        lines.append(
+            f"| {m.server} | {m.mode} | {_r(m.floor.p50_ms)} | {_r(learn.p50_ms)} / {_r(learn.p95_ms)} | "
+            f"{learn.p50_ms / theirs.learn[TS_MODE].p50_ms:.2f}× | {_r(recall.p50_ms)} / {_r(recall.p95_ms)} | "
+            f"{recall.p50_ms / theirs.recall[TS_MODE].p50_ms:.2f}× | {_pct(recall.empty, recall.n)} | {learn.errors} |"
+        )
+    return lines
+
+
+def _ts_sdk_version() -> str:
+    package = json.loads((TS_CLIENT / "package.json").read_text())
+    return str(package["dependencies"]["@modelcontextprotocol/sdk"])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,10000")
@@ -739,6 +856,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--mcp-calls", type=int, default=200, help="learn and recall calls per MCP server (0: skip)")
     parser.add_argument("--no-mcp", action="store_true")
     parser.add_argument("--no-hybrid", action="store_true", help="skip our server with the default embedder")
+    parser.add_argument("--ts-client", action="store_true", help="also the TypeScript SDK client (node, npm)")
     parser.add_argument("--robotmem-python", type=Path, default=DEFAULT_ROBOTMEM_PYTHON)
     parser.add_argument("--work-dir", type=Path, help="keep the databases and server logs here")
     parser.add_argument("--append-doc", action="store_true", help=f"append the report to {DOC}")
@@ -756,6 +874,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         hybrid=not args.no_hybrid,
         command=command.replace(" --append-doc", ""),
         work_dir=args.work_dir,
+        ts_client=args.ts_client,
     )
     text = render(report)
     print(text)

@@ -3,6 +3,7 @@ is installed (speed is measured in bench/, never asserted here)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,19 @@ def test_the_comparison_runs_both_sides_and_reports_ratios(tmp_path: Path) -> No
     # instead of judging it.
     assert "MCP stdio recall p50" not in text
     assert "this run's MCP part ran at 60" in text
+
+
+@pytest.mark.skipif(not (shutil.which("node") and shutil.which("npm")), reason="node and npm are not installed")
+def test_the_typescript_sdk_client_makes_the_same_calls_and_its_rows_are_reported(tmp_path: Path) -> None:
+    report = compare.run([40], 3, 3, compare.DEFAULT_ROBOTMEM_PYTHON, hybrid=False, work_dir=tmp_path, ts_client=True)
+
+    assert [m.server for m in report.mcp_ts] == ["robotmem 0.1.3", "ours, MEMORY_EMBEDDER=none"]
+    for m in report.mcp_ts:
+        assert m.learn[compare.TS_MODE].n == m.recall[compare.TS_MODE].n == m.floor.n == 3
+        assert m.learn[compare.TS_MODE].errors == 0, f"{m.server} answered a learn or recall with an error"
+        assert m.recall[compare.TS_MODE].empty == 0, f"{m.server} recalled nothing"
+    assert report.mcp_ts[1].mode == "keyword"
+    assert report.node_version.startswith("v")
+    text = compare.render(report)
+    assert "**Over MCP stdio from the TypeScript SDK client**" in text
+    assert "| ours, MEMORY_EMBEDDER=none | keyword |" in text.split("TypeScript SDK client")[1]
