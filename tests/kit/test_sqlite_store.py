@@ -12,9 +12,11 @@ import concurrent.futures
 import hashlib
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -236,6 +238,51 @@ def test_writes_from_many_threads_and_the_event_loop_all_commit_one_at_a_time(st
     assert store.stats.writes_done == per_thread * (threads + 1) + 1  # + the flush
     assert ran_on & {w.ident for w in workers}, "no blocking write ran on its caller's thread"
     assert ran_on - {w.ident for w in workers}, "nothing ran on the writer thread"
+
+
+def test_ctrl_c_during_blocking_writes_never_leaves_the_store_stuck(tmp_path: Path) -> None:
+    """A training loop writing from the main thread while Ctrl-C arrives: wherever the
+    KeyboardInterrupt lands (taking the write lock included), the store keeps working — no lock
+    left held, no transaction left open, later writes from any thread commit, and close drains.
+    Interrupts come from a fast interval timer, so they land at many different points."""
+    s = open_store(tmp_path / "index.db")
+    armed = False
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        nonlocal armed
+        if armed:
+            armed = False
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    interrupted = 0
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.0002, 0.0002)
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            try:
+                armed = True
+                s.write_blocking(bump)
+                armed = False
+            except KeyboardInterrupt:
+                interrupted += 1
+                assert not s._writing.locked(), "an interrupt left the write lock held"
+    finally:
+        armed = False
+        signal.setitimer(signal.ITIMER_REAL, 0, 0)
+        signal.signal(signal.SIGALRM, previous)
+    try:
+        assert interrupted > 0, "no interrupt landed: the test proved nothing"
+        other = concurrent.futures.ThreadPoolExecutor(1)
+        other.submit(s.write_blocking, insert_note("after")).result(WAIT)
+        other.shutdown()
+        assert notes(s) == ["after"]
+    finally:
+        closer = threading.Thread(target=s.close, kwargs={"timeout": WAIT}, daemon=True)
+        closer.start()
+        closer.join(WAIT * 2)
+    assert not closer.is_alive(), "close hung: an interrupt left a lock of the store's threads held"
+    assert not s._thread.is_alive(), "the writer never stopped: a job was stuck behind a held lock"
 
 
 def test_closing_waits_for_a_blocking_write_in_progress_and_keeps_it(tmp_path: Path) -> None:
@@ -677,3 +724,17 @@ def test_a_read_only_directory_raises_store_not_writable_naming_the_path_not_sto
 def test_a_data_directory_that_cannot_be_created_raises_store_not_writable(read_only_dir: Path) -> None:
     with pytest.raises(StoreNotWritable):
         open_store(read_only_dir / "data" / "index.db")
+
+
+def test_a_transaction_left_open_on_the_connection_is_rolled_back_before_the_next_write(store: SqliteStore) -> None:
+    """An interrupt between a failed write and its rollback would leave the transaction open on
+    the connection; the next write rolls it back (nothing of it was committed) and goes on."""
+
+    def leave_open(conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO notes(id, text) VALUES ('stale', 'never committed')")
+
+    store.on_writer(leave_open)
+    store.write_blocking(insert_note("fresh"))
+
+    assert notes(store) == ["fresh"]

@@ -19,6 +19,8 @@ and only rewinds (see `WRITER_AUTOCHECKPOINT`).
 
 from __future__ import annotations
 
+import contextlib
+import queue
 import sqlite3
 import threading
 from pathlib import Path
@@ -44,7 +46,10 @@ class Checkpointer:
         self.runs = 0
         self.failures = 0
         self._commits = 0
-        self._wake = threading.Event()
+        # A doorbell, not an Event: `poke` may run on the main thread (a blocking caller's own
+        # write), where Ctrl-C can land anywhere; an Event's Python-level condition lock could be
+        # left held by it, SimpleQueue.put is one C call.
+        self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"sqlite-checkpoint-{path.name}", daemon=True)
         self._thread.start()
@@ -58,8 +63,8 @@ class Checkpointer:
             self.poke()
 
     def poke(self) -> None:
-        """Checkpoint soon. Cheap; safe from any thread."""
-        self._wake.set()
+        """Checkpoint soon. Cheap; safe from any thread, and from a signal handler's interrupt."""
+        self._wake.put(None)
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
@@ -76,10 +81,12 @@ class Checkpointer:
             return  # the writer's own autocheckpoint still keeps the WAL bounded
         try:
             while True:
-                self._wake.wait()
+                self._wake.get()
                 if self._stop.is_set():
                     return
-                self._wake.clear()
+                with contextlib.suppress(queue.Empty):
+                    while True:  # one checkpoint answers every ring so far
+                        self._wake.get_nowait()
                 try:
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                     self.runs += 1
@@ -95,7 +102,7 @@ class Checkpointer:
     def stop(self, timeout: float = 10.0) -> None:
         """Stop and close the connection (before the writer's final checkpoint on close)."""
         self._stop.set()
-        self._wake.set()
+        self._wake.put(None)
         self._thread.join(timeout)
 
 

@@ -412,6 +412,11 @@ class SqliteStore:
         if not job.transaction:
             return job.context.run(job.fn, conn)
         try:
+            if conn.in_transaction:
+                # Left open by an interrupt that landed between a failure and its rollback (a
+                # second Ctrl-C in a blocking caller's own write): nothing of it was committed.
+                _log.warning("store.stale_transaction_rolled_back", path=str(self.path))
+                conn.execute("ROLLBACK")
             conn.execute("BEGIN IMMEDIATE")
             result = job.context.run(job.fn, conn)
             conn.execute("COMMIT")
@@ -460,8 +465,11 @@ class SqliteStore:
         thread wake-ups (~65 µs of a ~320 µs `learn` on a 2-core VM: waking an idle vCPU); a
         training loop calling ``learn`` one insight at a time pays them on every call. When the
         writer is busy the job joins its queue as any other."""
-        if self._writing.acquire(blocking=False):
-            try:
+        if not self._writing.locked():
+            # `with`, not acquire() then try: a signal (Ctrl-C in a training loop) landing between
+            # the two would leave the lock held and every later write queued behind it forever.
+            # Should the writer take the lock first, this waits for its one job, then runs.
+            with self._writing:
                 conn = self._conn
                 if self._closed or conn is None:
                     raise StorageError("the store is closed; the server is shutting down")
@@ -472,8 +480,6 @@ class SqliteStore:
                     self._job_done(job)
                 self._committed(job)
                 return result
-            finally:
-                self._writing.release()
         waiter = _Waiter()
         self._enqueue(_Job(fn, contextvars.copy_context(), hot=False), waiter)
         queued: T = waiter.result()
