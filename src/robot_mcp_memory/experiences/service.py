@@ -503,20 +503,16 @@ class ExperienceService:
                     keyword = ranking_repo.weighed(c, scope, match, pool, cover)
                     known = {w.id: w for w in keyword}
                     extra = [m for m, cos in vec if m not in known and cos >= MIN_COSINE]
+                    known.update((w.id, w) for w in ranking_repo.weighed_ids(c, scope, extra, cover))
                 else:  # from the earlier snapshot: every candidate is checked again in this one
-                    keyword, known = early, {}
-                    extra = [*{w.id for w in early} | {m for m, cos in vec if cos >= MIN_COSINE}]
-                known.update((w.id, w) for w in ranking_repo.weighed_ids(c, scope, extra, cover))
-                keyword = [w for w in keyword if w.id in known]
+                    ids = {w.id for w in early} | {m for m, cos in vec if cos >= MIN_COSINE}
+                    known = {w.id: w for w in ranking_repo.weighed_ids(c, scope, ids, cover)}
+                    keyword = [replace(known[w.id], relevance=w.relevance) for w in early if w.id in known]
+                    known.update((w.id, w) for w in keyword)
                 fused = fuse([w.id for w in keyword], vec, {m: w.weight for m, w in known.items()})
                 best = sorted(((int(ref), value / top) for ref, value in fused.items()), key=lambda x: (-x[1], -x[0]))
                 rows = storage.rows_of(c, [m for m, _ in best[:n]], include_data)
-                relevance = {w.id: w.relevance for w in keyword}
-                return [
-                    (replace(known[m], relevance=relevance.get(m, 1.0)).ranked(rows[m]), s)
-                    for m, s in best[:n]
-                    if m in rows
-                ]
+                return [(known[m].ranked(rows[m]), s) for m, s in best[:n] if m in rows]
             # spatial_sort blends in each candidate's distance, read from its context
             ranked = ranking_repo.rank(c, scope, match, "score", pool, include_data, cover)
             rows_by = {r.memory.id: r for r in ranked}
