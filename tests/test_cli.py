@@ -142,6 +142,22 @@ def test_bad_configuration_exits_78_naming_the_variable(capsys: pytest.CaptureFi
     assert "MCP_PORT" in capsys.readouterr().err
 
 
+def test_without_a_command_the_flags_are_serves(capsys: pytest.CaptureFixture[str]) -> None:
+    """`scripts/serve --port …` runs `robot-mcp-memory --port …`: no command means serve, flags
+    included (a port of 0 is refused by the configuration, before anything is served)."""
+    assert cli.main(["--port", "0"]) == cli.EXIT_CONFIG
+    assert "MCP_PORT" in capsys.readouterr().err
+    assert cli.main(["--debug", "--host", "0.0.0.0", "--port", "0"]) == cli.EXIT_CONFIG
+    assert "MCP_PORT" in capsys.readouterr().err
+    assert cli._with_default_command([]) == ["serve"]
+    assert cli._with_default_command(["--debug"]) == ["--debug", "serve"]
+    assert cli._with_default_command(["stats", "--data-dir", "d"]) == ["stats", "--data-dir", "d"]
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--help"])
+    assert info.value.code == 0
+    assert "import-robotmem" in capsys.readouterr().out  # the program's own help, not serve's
+
+
 def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
     for command in ["serve", "dump", "load", "backup", "reindex", "reembed", "doctor", "stats", "token"]:
         with pytest.raises(SystemExit) as info:

@@ -27,6 +27,13 @@ def test_every_bad_setting_is_reported_at_once_naming_its_variable() -> None:
     assert len(info.value.problems) == 3
 
 
+def test_only_our_own_log_level_variable_counts() -> None:
+    """A platform's generic ``LOG_LEVEL`` (``warn``, ``TRACE`` …) is not ours to read: it neither
+    stops the server nor changes its logging."""
+    assert Settings.from_env({"LOG_LEVEL": "warn"}).log_level == "info"
+    assert Settings.from_env({"LOG_LEVEL": "error", "MEMORY_LOG_LEVEL": "debug"}).log_level == "debug"
+
+
 def test_a_non_numeric_port_names_the_variable() -> None:
     with pytest.raises(ConfigError) as info:
         Settings.from_env({"MCP_PORT": "http"})

@@ -110,15 +110,33 @@ def _settings(args: argparse.Namespace) -> Settings:
     return Settings.from_env({**os.environ, **overrides})
 
 
+#: Options of the program itself, which may come before a command.
+_TOP_LEVEL = ("--debug",)
+_HELP = ("-h", "--help", "--version")
+
+
+def _with_default_command(argv: Sequence[str]) -> list[str]:
+    """`argv` with ``serve`` put in where no command is named: without a command the program
+    serves, so ``robot-mcp-memory --port 9200`` (and ``scripts/serve --host 0.0.0.0``) means
+    ``robot-mcp-memory serve --port 9200``."""
+    args = list(argv)
+    i = 0
+    while i < len(args) and args[i] in _TOP_LEVEL:
+        i += 1
+    if i == len(args) or (args[i].startswith("-") and args[i] not in _HELP):
+        args.insert(i, "serve")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser().parse_args(_with_default_command(sys.argv[1:] if argv is None else argv))
     try:
         settings = _settings(args)
     except ConfigError as exc:
         # one line, not a log event and then the same message again (docs/operations.md)
         sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
         return EXIT_CONFIG
-    quiet = (args.command or "serve") not in ("serve", "web") and not args.debug
+    quiet = args.command not in ("serve", "web") and not args.debug
     logs.configure("warning" if quiet else settings.log_level)
     try:
         return _dispatch(args, settings)
@@ -135,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
-    command = args.command or "serve"
+    command = args.command
     if command == "serve":
         from robot_mcp_memory.serve import serve
 

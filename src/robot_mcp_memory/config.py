@@ -128,7 +128,7 @@ class Settings:
                 "starting with a letter or digit"
             )
 
-        log_level = (get("LOG_LEVEL") or get("MEMORY_LOG_LEVEL") or "info").lower()
+        log_level = (get("MEMORY_LOG_LEVEL") or "info").lower()
         if log_level not in _LOG_LEVELS:
             problems.append(f"MEMORY_LOG_LEVEL must be one of {', '.join(_LOG_LEVELS)}")
 

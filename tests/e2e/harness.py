@@ -52,7 +52,7 @@ PROCESS_TOOLS = frozenset(
 )
 
 _OUR_ENV_PREFIXES = ("MCP_", "MEMORY_")
-_OUR_ENV_NAMES = frozenset({"ROBOT_ID", "LOG_LEVEL"})
+_OUR_ENV_NAMES = frozenset({"ROBOT_ID"})
 
 
 def child_env(**overrides: str) -> dict[str, str]:

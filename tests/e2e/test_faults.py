@@ -269,7 +269,7 @@ def fsize_limited(limit: int) -> list[str]:
 def full_disk(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[ServerProcess, Mount | None]]:
     """A server whose writes will run out of room: under RLIMIT_FSIZE, or on a 1.5 MB tmpfs."""
     data = tmp_path / "data"
-    env = {**FLEET_ENV, "LOG_LEVEL": "warning"}  # stderr is a file of the server's too: keep it small
+    env = {**FLEET_ENV, "MEMORY_LOG_LEVEL": "warning"}  # stderr is a file of the server's too: keep it small
     if request.param == "file-size-limit":
         yield ServerProcess(data_dir=data, log_dir=tmp_path, env=env, command=fsize_limited(FSIZE_LIMIT)), None
         return
@@ -384,7 +384,7 @@ async def test_a_data_directory_that_turns_read_only_refuses_writes_clearly_and_
     """Permission bits do not stop root, so the files are made immutable (``chattr +i``) under the
     running server, as a read-only remount of a failing disk would. The ``-shm`` index stays
     writable: it is memory-mapped, and a write fault on an immutable mapping is SIGBUS."""
-    server = ServerProcess(data_dir=tmp_path / "data", log_dir=tmp_path, env={**FLEET_ENV, "LOG_LEVEL": "warning"})
+    server = ServerProcess(data_dir=tmp_path / "data", log_dir=tmp_path, env={**FLEET_ENV, "MEMORY_LOG_LEVEL": "warning"})
     ledger = Ledger()
     await server.start()
     try:
