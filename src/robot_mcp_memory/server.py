@@ -16,7 +16,7 @@ import pydantic_core
 import structlog
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.types import CallToolResult, ContentBlock, TextContent
 from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
@@ -35,6 +35,7 @@ from robot_mcp_memory.tools import experiences, fleet, lessons, processes
 from robot_mcp_memory.tools.adapter import PrincipalOf, make_principal_of
 from robot_mcp_memory.tools.results import Refusal
 from robot_mcp_memory.web import build_web
+from robot_mcp_memory.web.hosts import LOOPBACK
 
 _log = logs.get("robot_mcp_memory.server")
 
@@ -58,18 +59,33 @@ MAX_SSE_STREAMS = 1000
 
 
 class SseCap:
-    """Refuses new ``GET /sse`` streams beyond `limit` open ones with 503 (pure ASGI)."""
+    """Refuses new ``GET /sse`` streams beyond `limit` open ones with 503 (pure ASGI), and a
+    request that fails `security` (a foreign ``Host`` or ``Origin``) with mcp's own answer: mcp's
+    SSE endpoint answers it too, but then raises, and the server logs a traceback for every
+    refused request."""
 
-    def __init__(self, app: ASGIApp, limit: int = MAX_SSE_STREAMS, path: str = "/sse") -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        limit: int = MAX_SSE_STREAMS,
+        path: str = "/sse",
+        security: TransportSecuritySettings | None = None,
+    ) -> None:
         self.app = app
         self.limit = limit
         self.path = path
         self.open = 0
+        self.security = TransportSecurityMiddleware(security) if security is not None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path") != self.path:
             await self.app(scope, receive, send)
             return
+        if self.security is not None:
+            refusal = await self.security.validate_request(Request(scope, receive), is_post=False)
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
         if self.open >= self.limit:
             response = JSONResponse(
                 {"error": "busy", "detail": "too many open SSE streams; retry later or use /mcp"}, status_code=503
@@ -221,14 +237,25 @@ def _outcome(result: object) -> str:
 
 
 def transport_security(memory: Memory) -> TransportSecuritySettings:
-    """DNS-rebinding protection stays on: localhost names always, plus configured hosts."""
-    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
-    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
-    for h in memory.settings.allowed_hosts:
-        hosts.append(h if ":" in h else f"{h}:*")
-        origins.append(f"http://{h}" if ":" in h else f"http://{h}:*")
-        origins.append(f"https://{h}" if ":" in h else f"https://{h}:*")
+    """DNS-rebinding protection stays on: localhost names always, plus configured hosts — a
+    name listed without a port matches it on any port *and* without one (a ``Host`` header
+    omits the port for 80 and 443, as behind a reverse proxy), as the REST API's `HostGuard`
+    does."""
+    hosts: list[str] = []
+    origins: list[str] = []
+    for h in (*LOOPBACK, *memory.settings.allowed_hosts):
+        if _has_port(h):
+            hosts.append(h)
+            origins += [f"http://{h}", f"https://{h}"]
+        else:
+            hosts += [h, f"{h}:*"]
+            origins += [f"http://{h}", f"http://{h}:*", f"https://{h}", f"https://{h}:*"]
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def _has_port(host: str) -> bool:
+    """Whether ``host`` names a port: ``name:port`` or ``[v6]:port`` (``[::1]`` alone does not)."""
+    return ":" in host.rpartition("]")[2]
 
 
 def build_server(memory: Memory) -> MemoryMCP:
@@ -295,7 +322,7 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
         *streamable.routes,
         *sse.routes,
     ]
-    app = SseCap(Starlette(routes=routes, lifespan=lifespan))
+    app = SseCap(Starlette(routes=routes, lifespan=lifespan), security=mcp.settings.transport_security)
     return web.protect(app, auth)
 
 

@@ -384,7 +384,9 @@ async def test_a_data_directory_that_turns_read_only_refuses_writes_clearly_and_
     """Permission bits do not stop root, so the files are made immutable (``chattr +i``) under the
     running server, as a read-only remount of a failing disk would. The ``-shm`` index stays
     writable: it is memory-mapped, and a write fault on an immutable mapping is SIGBUS."""
-    server = ServerProcess(data_dir=tmp_path / "data", log_dir=tmp_path, env={**FLEET_ENV, "MEMORY_LOG_LEVEL": "warning"})
+    server = ServerProcess(
+        data_dir=tmp_path / "data", log_dir=tmp_path, env={**FLEET_ENV, "MEMORY_LOG_LEVEL": "warning"}
+    )
     ledger = Ledger()
     await server.start()
     try:

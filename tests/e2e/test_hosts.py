@@ -1,0 +1,61 @@
+"""DNS-rebinding protection on the real server: the names in ``MEMORY_ALLOWED_HOSTS`` reach MCP
+(SSE and Streamable HTTP) and the REST API alike, with or without a port in ``Host``, and a
+foreign name is refused on every one of them without a traceback in the log."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.harness import ServerProcess, initialize_request
+
+
+@pytest.fixture
+async def proxied(tmp_path: Path) -> AsyncIterator[ServerProcess]:
+    proc = ServerProcess(
+        data_dir=tmp_path / "data",
+        log_dir=tmp_path,
+        env={"MEMORY_ALLOWED_HOSTS": "memory-host", "MEMORY_EMBEDDER": "none"},
+    )
+    await proc.start()
+    try:
+        yield proc
+    finally:
+        await proc.stop()
+
+
+async def _status(http: httpx.AsyncClient, server: ServerProcess, path: str, host: str) -> int:
+    if path == "/mcp":
+        r = await http.post(
+            server.url(path),
+            json=initialize_request("hosts-test"),
+            headers={"host": host, "accept": "application/json, text/event-stream"},
+        )
+        return r.status_code
+    if path == "/messages/":
+        r = await http.post(server.url(path + "?session_id=" + "0" * 32), json={}, headers={"host": host})
+        return r.status_code
+    # /sse streams until closed: the status line is the answer
+    async with http.stream("GET", server.url(path), headers={"host": host}) as r:
+        return r.status_code
+
+
+@pytest.mark.parametrize("path", ["/mcp", "/sse", "/messages/", "/api/stats"])
+async def test_a_listed_name_is_served_with_or_without_a_port_and_a_foreign_one_is_refused(
+    proxied: ServerProcess, path: str
+) -> None:
+    """Behind a reverse proxy on 80 or 443 the ``Host`` header carries no port."""
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        for host in ("memory-host", f"memory-host:{proxied.port}", "localhost", f"127.0.0.1:{proxied.port}"):
+            assert await _status(http, proxied, path, host) != 421, host
+        for host in ("attacker.example", f"attacker.example:{proxied.port}", "memory-host.attacker.example"):
+            assert await _status(http, proxied, path, host) == 421, host
+    log = proxied.stderr()
+    assert "Traceback" not in log
+    assert "Exception in ASGI application" not in log
+    for line in log.splitlines():  # mcp's own refusal warnings too: one format for a collector
+        assert isinstance(json.loads(line), dict), line
