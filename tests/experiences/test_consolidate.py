@@ -8,8 +8,8 @@ from robot_mcp_memory.experiences.consolidate import Row, plan
 
 
 def row(i: int, content: str, *, category: str = "observation", conf: float = 0.8, ctx: dict[str, Any] | None = None,
-        type_: str = "fact", access: int = 0) -> Row:  # fmt: skip
-    return Row(i, type_, content, category, conf, ctx or {}, access, float(i))
+        type_: str = "fact", access: int = 0, collection: str = "default") -> Row:  # fmt: skip
+    return Row(i, type_, content, category, conf, ctx or {}, access, float(i), collection)
 
 
 def test_similar_memories_of_one_category_fold_into_the_most_confident() -> None:
@@ -31,6 +31,16 @@ def test_a_failure_is_never_merged_into_a_success() -> None:
     ]
     assert plan(rows) == [(1, 2)] or plan(rows) == [(2, 1)]
     assert all(3 not in pair for pair in plan(rows))
+
+
+def test_memories_of_other_collections_never_merge() -> None:
+    """One session may learn into several collections: each memory stays recallable in its own."""
+    rows = [
+        row(1, "the mug handle faces left on the shelf"),
+        row(2, "the mug handle faces left on the top shelf"),
+        row(3, "the mug handle faces left on the shelf", conf=0.9, collection="kitchen"),
+    ]
+    assert plan(rows) == [(1, 2)] or plan(rows) == [(2, 1)]
 
 
 def test_different_numbers_never_merge() -> None:

@@ -164,6 +164,31 @@ async def test_session_recall_and_related_memories(memory: Memory) -> None:
     assert [h.memory.id for h in ended.related] == [before.memory_id]  # the session's own are excluded
 
 
+async def test_an_episode_with_nothing_to_go_on_has_no_related_memories(memory: Memory) -> None:
+    svc = memory.experiences
+    await svc.learn(STDIO, "very confident fact about welding seams at 900 C")
+    s = await svc.start_session(STDIO)
+    assert (await svc.end_session(STDIO, s.id)).related == []
+
+
+async def test_consolidation_keeps_each_memory_in_its_own_collection(memory: Memory) -> None:
+    svc = memory.experiences
+    s = await svc.start_session(STDIO)
+    ids = [
+        (await svc.learn(STDIO, text, collection=coll, session_id=s.id)).memory_id
+        for text, coll in [
+            ("the red mug sits on the left side of the top shelf", "default"),
+            ("a red mug sits at the left end of the top shelf near the lamp", "default"),
+            ("the red mug sits on the left side of the top shelf today", "kitchen"),
+        ]
+    ]
+    ended = await svc.end_session(STDIO, s.id)
+    # the two in default fold together; the kitchen one, closest to the first, stays out
+    assert [set(pair) for pair in ended.consolidated] == [{ids[0], ids[1]}]
+    assert len((await svc.recall(STDIO, "red mug shelf", collection="default")).hits) == 1
+    assert [h.memory.id for h in (await svc.recall(STDIO, "red mug shelf", collection="kitchen")).hits] == [ids[2]]
+
+
 @pytest.mark.parametrize("score", [-0.1, 1.5, float("nan")])
 async def test_outcome_score_is_between_zero_and_one(memory: Memory, score: float) -> None:
     s = await memory.experiences.start_session(STDIO)

@@ -6,8 +6,9 @@ could be superseded by a successful one with the same wording):
 1. eligible: the session's active **facts** (never perceptions), whose category is not protected
    (``constraint``, ``postmortem``, ``gotcha``) and whose confidence is below 0.95;
 2. fewer than three → nothing to do;
-3. group by category **and** by the decisive facts (`dedup.Facts`: numbers, parameters, outcome,
-   negation, source) — so a failure is never merged into a success, nor 12 N into 15 N;
+3. group by collection, by category **and** by the decisive facts (`dedup.Facts`: numbers, parameters, outcome,
+   negation, source) — so a failure is never merged into a success, nor 12 N into 15 N, and a
+   memory learned into another collection under the same session never leaves it;
 4. within a group, greedy complete-link clustering on Jaccard similarity > 0.5 (every pair in a
    cluster clears the threshold);
 5. each cluster keeps one representative — highest confidence, then most accessed, then newest —
@@ -41,6 +42,7 @@ class Row:
     context: Mapping[str, Any]
     access_count: int
     created_at: float
+    collection: str = "default"
 
 
 def eligible(r: Row) -> bool:
@@ -52,9 +54,9 @@ def plan(rows: Sequence[Row]) -> list[tuple[int, int]]:
     pool = [r for r in rows if eligible(r)]
     if len(pool) < MIN_MEMORIES:
         return []
-    groups: dict[tuple[str, Facts], list[Row]] = {}
+    groups: dict[tuple[str, str, Facts], list[Row]] = {}
     for r in pool:
-        groups.setdefault((r.category, facts_of(r.content, r.context)), []).append(r)
+        groups.setdefault((r.collection, r.category, facts_of(r.content, r.context)), []).append(r)
     out: list[tuple[int, int]] = []
     for members in groups.values():
         if len(members) < 2:

@@ -629,9 +629,12 @@ class ExperienceService:
 
     async def _related(self, principal: Principal, s: Session, n: int) -> list[Hit]:
         """Proactive recall for the next episode: the collection's memories closest to this
-        session's context and learnings, outside the session itself."""
+        session's context and learnings, outside the session itself — none for an episode with
+        neither (not the collection's most confident memories, which relate to nothing)."""
         own = await self.store.read(lambda c: storage.session_text(c, s.id))
-        text = " ".join([*_values(s.context), own])
+        match = segment.match_phrases(" ".join([*_values(s.context), own]))
+        if not match:
+            return []
         scope = Scope(
             visible=self.policy.visible_robots(principal),
             collection=s.collection,
@@ -639,7 +642,6 @@ class ExperienceService:
             now=time.time(),
             exclude_session=s.id,
         )
-        match = (segment.match_phrases(text) or None) if text.strip() else None
         return await self._ranked(scope, match, n, False)
 
 

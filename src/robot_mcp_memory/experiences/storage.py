@@ -389,9 +389,10 @@ def end_session(
     if s is None or s.ended_at is not None:
         return None
     rows = [
-        consolidate.Row(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7])
+        consolidate.Row(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], r[8])
         for r in conn.execute(
-            "SELECT id, type, content, category, confidence, context, access_count, created_at FROM memories "
+            "SELECT id, type, content, category, confidence, context, access_count, created_at, collection "
+            "FROM memories "
             "WHERE session_id = ? AND status = 'active' ORDER BY id",
             (sid,),
         )
