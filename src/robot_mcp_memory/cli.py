@@ -37,6 +37,8 @@ from robot_mcp_memory.tokens import ROBOT_RE, generate_token
 
 EXIT_FAILED = 1
 EXIT_DATA = 65
+#: A resource is busy for now (a locked robotmem file): the same command may work in a moment (EX_TEMPFAIL).
+EXIT_TEMPFAIL = 75
 EXIT_CONFIG = 78
 
 _log = logs.get("robot_mcp_memory.cli")
@@ -176,6 +178,9 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         except robotmem_import.RobotmemUnreadable as exc:
             sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
             return EXIT_DATA
+        except robotmem_import.RobotmemBusy as exc:
+            sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
+            return EXIT_TEMPFAIL
     return asyncio.run(_with_memory(args, settings))
 
 
@@ -234,8 +239,11 @@ async def _with_memory(args: argparse.Namespace, settings: Settings) -> int:
             except robotmem_import.RobotmemUnreadable as exc:
                 sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
                 return EXIT_DATA
+            except robotmem_import.RobotmemBusy as exc:
+                sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
+                return EXIT_TEMPFAIL
             _out("\n".join(imported.lines()))
-            return 0
+            return EXIT_FAILED if imported.failed is not None else 0
     finally:
         memory.close()
     raise AssertionError(args.command)  # argparse rejects unknown commands

@@ -22,7 +22,15 @@ import pytest
 from robot_mcp_memory import cli
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import Forbidden, InvalidInput
-from robot_mcp_memory.experiences.robotmem_import import ImportReport, RobotmemFile, RobotmemUnreadable, epoch
+from robot_mcp_memory.experiences import robotmem_import
+from robot_mcp_memory.experiences.robotmem_import import (
+    ImportReport,
+    RobotmemBusy,
+    RobotmemFile,
+    RobotmemUnreadable,
+    epoch,
+    usable_collection,
+)
 from robot_mcp_memory.principal import ADMIN, Principal
 from robot_mcp_memory.services import operations
 
@@ -323,6 +331,121 @@ def test_a_newer_robotmem_schema_is_refused_before_anything_is_written(
     with pytest.raises(RobotmemUnreadable, match=message) as info:
         RobotmemFile(robotmem_db)
     assert "newer robotmem schema" in info.value.detail
+
+
+def test_our_own_database_is_named_as_such(memory: Memory) -> None:
+    with pytest.raises(RobotmemUnreadable, match="a robot-mcp-memory database, not robotmem's"):
+        RobotmemFile(memory.settings.index_path)
+
+
+def test_a_file_robotmem_holds_locked_is_busy_not_broken(robotmem_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(RobotmemFile, "busy_timeout_s", 0.05)
+    writer = sqlite3.connect(robotmem_db, isolation_level=None)
+    writer.execute("BEGIN EXCLUSIVE")  # robotmem in the middle of a write
+    try:
+        with pytest.raises(RobotmemBusy, match="locked by another process") as info:
+            RobotmemFile(robotmem_db)
+        assert "run the import again" in info.value.detail
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    RobotmemFile(robotmem_db).close()  # and once it is done, the file opens
+
+
+# ---------------------------------------------------------------------------- what robotmem never checked
+def test_collection_names_robotmem_accepts_are_mapped_not_dropped() -> None:
+    assert usable_collection("kitchen-lab") == "kitchen-lab"
+    lab, cjk, other = usable_collection("lab 2/grasp"), usable_collection("实验室"), usable_collection("lab 2 grasp")
+    assert lab.startswith("lab-2-grasp-")
+    assert cjk.startswith("c-")
+    assert len({lab, cjk, other}) == 3  # two names never fold into one
+    assert usable_collection("实验室") == cjk  # the same name maps the same way every time
+
+
+async def test_unusual_collections_and_binary_text_columns_come_across(memory: Memory, robotmem_db: Path) -> None:
+    conn = sqlite3.connect(robotmem_db)
+    conn.execute("UPDATE memories SET collection = '实验室' WHERE id IN (9, 10, 11)")
+    conn.execute("UPDATE sessions SET collection = '实验室' WHERE id = 2")
+    conn.execute("UPDATE memories SET collection = 'lab 2/grasp' WHERE id = 13")
+    conn.execute("UPDATE memories SET category = CAST(x'6f6273e9' AS BLOB) WHERE id = 14")  # not UTF-8
+    conn.execute("UPDATE memories SET content = CAST(content AS BLOB), context = CAST(context AS BLOB) WHERE id = 1")
+    conn.execute("UPDATE memories SET perception_type = CAST('tactile' AS BLOB) WHERE id = 7")
+    conn.commit()
+    conn.close()
+    report = await run_import(memory, robotmem_db)
+    assert report.memories == report.total_memories
+    assert not report.skipped_memories
+    assert not report.skipped_sessions
+    cjk, lab = usable_collection("实验室"), usable_collection("lab 2/grasp")
+    assert report.renamed == {"实验室": cjk, "lab 2/grasp": lab}
+    assert any("'实验室' is" in line for line in report.lines())
+    svc = memory.experiences
+    assert [h.memory.content for h in (await svc.recall(ADMIN, "倒水", collection=cjk)).hits]
+    assert (await svc.recall(ADMIN, "loading dock ramp", collection=lab)).hits
+    # every recall of the collection still works (a BLOB category once broke them all)
+    hits = (await svc.recall(ADMIN, "", n=50)).hits
+    by_id = {report.memory_ids[k]: k for k in report.memory_ids}
+    mugs = [h.memory for h in hits if by_id[h.memory.id] == 1]
+    assert mugs
+    assert mugs[0].content.startswith("grip_force=12.5N held the wet mug")
+    assert mugs[0].context.get("params")  # the BLOB context was read as JSON, not as its repr
+    assert all(isinstance(h.memory.category, str) for h in hits)
+    assert [h.memory.category for h in hits if by_id[h.memory.id] == 14] == ["obs\ufffd"]
+
+
+async def test_perception_data_far_too_large_is_never_read(memory: Memory, robotmem_db: Path) -> None:
+    conn = sqlite3.connect(robotmem_db)
+    conn.execute(
+        "UPDATE memories SET perception_data = randomblob(?) WHERE id = 8", (robotmem_import.MAX_DATA_READ + 1,)
+    )
+    conn.commit()
+    conn.close()
+    report = await run_import(memory, robotmem_db)
+    assert report.memories == report.total_memories
+    assert report.notes[robotmem_import.DATA_LEFT] == 1
+    got = await memory.experiences.get(ADMIN, report.memory_ids[8])
+    assert got.data is None
+    assert got.metadata["imported_from"]["data_left_behind"] is True
+
+
+async def test_robotmem_writing_during_the_import_does_not_skew_the_summary(memory: Memory, robotmem_db: Path) -> None:
+    conn = sqlite3.connect(robotmem_db, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")  # as robotmem runs: readers and its writer side by side
+    total = source(robotmem_db)["memories"]
+
+    def robotmem_learns(done: int, _total: int) -> None:
+        conn.execute(
+            "INSERT INTO memories(collection, type, content, context, category, confidence, status, created_at) "
+            "VALUES ('default', 'fact', ?, '{}', 'observation', 0.9, 'active', '2026-11-30T00:00:00.000')",
+            (f"learned while importing, after {done}",),
+        )
+
+    report = await robotmem_import.import_robotmem(memory.experiences, robotmem_db, progress=robotmem_learns, page=5)
+    assert report.total_memories == total
+    assert report.memories == total  # one moment's file, counted and read alike
+    again = await run_import(memory, robotmem_db)
+    assert again.memories == again.total_memories - total > 0  # the rest comes with the next import
+    conn.close()
+
+
+def test_a_damaged_page_midway_keeps_what_was_read_and_says_so(
+    tmp_path: Path, robotmem_db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pages = RobotmemFile.memories
+
+    def damaged(self: RobotmemFile, page: int = 500) -> Any:
+        it = pages(self, 20)
+        yield next(it)
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(RobotmemFile, "memories", damaged)
+    data = str(tmp_path / "data")
+    assert cli.main(["import-robotmem", "--data-dir", data, str(robotmem_db)]) == cli.EXIT_FAILED
+    out = capsys.readouterr().out
+    assert "memories: 20 imported of 37" in out
+    assert "stopped: reading" in out
+    assert "malformed" in out
+    assert "run the import again" in out
 
 
 # ---------------------------------------------------------------------------- the command

@@ -40,6 +40,8 @@ import base64
 import hashlib
 import json
 import math
+import os
+import re
 import sqlite3
 import time
 from collections import Counter
@@ -55,6 +57,7 @@ from robot_mcp_memory.experiences import classify, dedup, storage
 from robot_mcp_memory.experiences.lexicon import Analysis
 from robot_mcp_memory.experiences.model import (
     MAX_CONTEXT_BYTES,
+    MAX_DATA_BYTES,
     MAX_INSIGHT,
     MAX_METADATA_BYTES,
     REAL_WEIGHT,
@@ -73,6 +76,8 @@ SOURCE = "robotmem"
 PAGE = 500
 MAX_SESSION_ID = 64
 MAX_TAG = 64
+#: Perception data longer than this (bytes) is not even read: it would be left behind anyway.
+MAX_DATA_READ = 4 * MAX_DATA_BYTES
 
 #: robotmem 0.1.3's columns. Required ones must be there; a column outside the known set means a
 #: schema this importer has not been written for.
@@ -98,7 +103,6 @@ EMPTY = "empty content"
 TOO_LONG = f"content longer than {MAX_INSIGHT:,} characters"
 BAD_TYPE = "not a fact or a perception"
 BAD_STATUS = "unknown status"
-BAD_COLLECTION = "collection name not usable here"
 BAD_CONTEXT = "context not importable (over 64 KB, or NaN/Infinity in it)"
 BAD_PERCEPTION_TYPE = "perception type not usable here"
 # Notes: imported, with a caveat.
@@ -106,6 +110,17 @@ DATA_LEFT = "perception data over 256 KB left behind (memory imported without it
 DATA_BASE64 = "perception data not UTF-8 (imported as base64 text)"
 NO_TIME = "no readable creation time (import time used)"
 ORPHAN_SESSION = "sessions recreated from their memories (robotmem had no row for them)"
+
+
+class RobotmemBusy(StorageError):
+    """The file is a database another process holds locked (robotmem mid-write): try again."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"{path} is locked by another process (robotmem writing to it?); run the import again in a "
+            "moment. Nothing was written."
+        )
+        self.path = path
 
 
 class RobotmemUnreadable(StorageError):
@@ -140,6 +155,9 @@ class ImportReport:
     skipped_sessions: Counter[str] = field(default_factory=Counter)
     notes: Counter[str] = field(default_factory=Counter)
     memory_ids: dict[int, int] = field(default_factory=dict)  # robotmem id → our id (imported or found)
+    renamed: dict[str, str] = field(default_factory=dict)  # robotmem collection → the name used here
+    #: Why reading stopped partway (a damaged page): what was read before is imported.
+    failed: str | None = None
 
     def lines(self) -> list[str]:
         """The summary, for people."""
@@ -156,6 +174,14 @@ class ImportReport:
                     out.append(f"  skipped {n} {what}: {reason}")
         for note, n in sorted(self.notes.items()):
             out.append(f"  note: {n} × {note}")
+        for theirs, ours in sorted(self.renamed.items()):
+            out.append(f"  collection {theirs!r} is {ours!r} here (robotmem's name is not usable as a collection)")
+        if self.failed is not None:
+            out.append(
+                f"  stopped: {self.failed}. What was read before is imported; run the import again to "
+                "bring the rest (it skips what is here), after repairing the file (sqlite3 .recover) if it "
+                "fails at the same place"
+            )
         return out
 
 
@@ -181,6 +207,8 @@ class SourceMemory:
     access_count: int
     last_accessed: str | None
     tags: tuple[tuple[str, str], ...] = ()
+    #: The data was longer than `MAX_DATA_READ` and not read (``perception_data`` is then None).
+    data_too_large: bool = False
 
 
 @dataclass(frozen=True)
@@ -206,6 +234,30 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
+def _str(value: Any) -> str | None:
+    """A text column's value as text: robotmem never checks what it stores, so a column may hold
+    a BLOB (decoded as UTF-8 with replacement characters, as invalid TEXT is) or a number."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return _text(value)
+    return str(value)
+
+
+def usable_collection(name: str) -> str:
+    """A collection name this store accepts for a robotmem one (robotmem takes any string): the
+    name itself when it is usable; else its usable characters, runs of the others made ``-``,
+    with a digest of the original so two names never fold into one; a name with nothing usable
+    (``实验室``) becomes ``c-`` and the digest."""
+    try:
+        return check_collection(name)
+    except InvalidInput:
+        pass
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    kept = re.sub(r"[^A-Za-z0-9_.:-]+", "-", name).strip("-_.:")[:48]
+    return f"{kept}-{digest}" if kept else f"c-{digest}"
+
+
 class RobotmemFile:
     """A robotmem ``memory.db`` opened read-only, its schema checked."""
 
@@ -213,14 +265,30 @@ class RobotmemFile:
         self.path = path
         if not path.is_file():
             raise InvalidInput(f"no robotmem database at {path} (robotmem keeps it in ~/.robotmem/memory.db)")
+        self.conn = self._open("mode=ro")
         try:
-            self.conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
-        except sqlite3.Error as exc:
-            raise RobotmemUnreadable(str(path), f"cannot open it: {exc}") from exc
-        self.conn.text_factory = _text  # a robotmem file may hold invalid UTF-8; never fail on it
-        try:
-            self.conn.execute("PRAGMA query_only = 1")
-            self._check()
+            try:
+                self._check()
+            except sqlite3.OperationalError as exc:
+                if "unable to open" not in str(exc) or not self._read_only_place():
+                    raise
+                # A WAL database on a read-only mount: SQLite cannot make its -shm index there.
+                # Nothing can be writing it, so it is read as an immutable file — unless its WAL
+                # holds commits not yet in the file, which that would silently leave out.
+                self.close()
+                wal = path.with_name(path.name + "-wal")
+                if wal.exists() and wal.stat().st_size > 0:
+                    raise RobotmemUnreadable(
+                        str(path),
+                        "it is on a read-only location with an unmerged -wal file; copy both somewhere writable",
+                    ) from exc
+                self.conn = self._open("mode=ro&immutable=1")
+                self._check()
+        except sqlite3.OperationalError as exc:
+            self.close()
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise RobotmemBusy(str(path)) from exc
+            raise RobotmemUnreadable(str(path), f"cannot read it: {exc}") from exc
         except sqlite3.DatabaseError as exc:
             self.close()
             raise RobotmemUnreadable(str(path), f"not an SQLite database: {exc}") from exc
@@ -228,7 +296,26 @@ class RobotmemFile:
             self.close()
             raise
 
+    #: How long opening waits for robotmem to finish a write that holds the file locked.
+    busy_timeout_s = 5.0
+
+    def _open(self, mode: str) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                f"{self.path.resolve().as_uri()}?{mode}", uri=True, check_same_thread=False, timeout=self.busy_timeout_s
+            )
+        except sqlite3.Error as exc:
+            raise RobotmemUnreadable(str(self.path), f"cannot open it: {exc}") from exc
+        conn.text_factory = _text  # a robotmem file may hold invalid UTF-8; never fail on it
+        return conn
+
+    def _read_only_place(self) -> bool:
+        return not os.access(self.path.parent, os.W_OK)
+
     def _check(self) -> None:
+        self.conn.execute("PRAGMA query_only = 1")
+        if _columns(self.conn, "store_meta") is not None:
+            raise RobotmemUnreadable(str(self.path), "it is a robot-mcp-memory database, not robotmem's")
         version = self.conn.execute("PRAGMA user_version").fetchone()[0]
         if version:
             raise RobotmemUnreadable(
@@ -250,8 +337,8 @@ class RobotmemFile:
         if unknown:
             raise RobotmemUnreadable(
                 str(self.path),
-                f"{table} has columns robotmem 0.1.3 does not: {', '.join(sorted(unknown))} — a newer robotmem "
-                "schema; upgrade robot-mcp-memory",
+                f"{table} has columns robotmem 0.1.3 does not: {', '.join(sorted(unknown))} — another "
+                "application's database, or a newer robotmem schema than this importer reads",
             )
         return cols
 
@@ -261,6 +348,12 @@ class RobotmemFile:
 
     def close(self) -> None:
         self.conn.close()
+
+    def snapshot(self) -> None:
+        """Read everything from here on as of one moment (robotmem may keep writing): the counts
+        and every page agree."""
+        self.conn.execute("BEGIN")
+        self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the snapshot starts here
 
     # ------------------------------------------------------------------ counts and pages
     def count_memories(self) -> int:
@@ -272,11 +365,18 @@ class RobotmemFile:
         def col(name: str, default: str = "NULL") -> str:
             return name if name in self.memory_columns else default
 
+        # Data far over what a perception may hold here is never read: a page of 8 MB trajectories
+        # would otherwise be in memory at once, only to be left behind.
+        if "perception_data" in self.memory_columns:
+            data = f"CASE WHEN length(perception_data) > {MAX_DATA_READ} THEN NULL ELSE perception_data END"
+            too_large = f"coalesce(length(perception_data) > {MAX_DATA_READ}, 0)"
+        else:
+            data, too_large = "NULL", "0"
         sql = (
             "SELECT id, session_id, collection, type, content, context, "  # noqa: S608 - known column names
-            f"{col('perception_type')}, {col('perception_data')}, {col('perception_metadata')}, category, "
+            f"{col('perception_type')}, {data}, {col('perception_metadata')}, category, "
             f"confidence, status, {col('superseded_by')}, {col('invalidated_reason')}, created_at, "
-            f"{col('updated_at')}, {col('access_count', '0')}, {col('last_accessed')} "
+            f"{col('updated_at')}, {col('access_count', '0')}, {col('last_accessed')}, {too_large} "
             "FROM memories WHERE id > ? ORDER BY id LIMIT ?"
         )
         after = -1
@@ -289,23 +389,24 @@ class RobotmemFile:
             yield [
                 SourceMemory(
                     id=int(r[0]),
-                    session_id=None if r[1] is None else str(r[1]),
-                    collection=str(r[2] or "default"),
-                    type=str(r[3] or "fact"),
-                    content=str(r[4] or ""),
-                    context=None if r[5] is None else str(r[5]),
-                    perception_type=r[6],
+                    session_id=_str(r[1]),
+                    collection=_str(r[2]) or "default",
+                    type=_str(r[3]) or "fact",
+                    content=_str(r[4]) or "",
+                    context=_str(r[5]),
+                    perception_type=_str(r[6]),
                     perception_data=r[7],
-                    perception_metadata=None if r[8] is None else str(r[8]),
-                    category=r[9],
+                    perception_metadata=_str(r[8]),
+                    category=_str(r[9]),
                     confidence=r[10] if isinstance(r[10], int | float) else None,
-                    status=str(r[11] or "active"),
+                    status=_str(r[11]) or "active",
                     superseded_by=r[12] if isinstance(r[12], int) else None,
-                    reason=r[13],
-                    created_at=None if r[14] is None else str(r[14]),
-                    updated_at=None if r[15] is None else str(r[15]),
+                    reason=_str(r[13]),
+                    created_at=_str(r[14]),
+                    updated_at=_str(r[15]),
                     access_count=int(r[16]) if isinstance(r[16], int) else 0,
-                    last_accessed=None if r[17] is None else str(r[17]),
+                    last_accessed=_str(r[17]),
+                    data_too_large=bool(r[18]),
                     tags=tags.get(int(r[0]), ()),
                 )
                 for r in rows
@@ -322,8 +423,9 @@ class RobotmemFile:
             "ORDER BY memory_id",
             list(ids),
         ):
-            if isinstance(tag, str):
-                out.setdefault(int(mid), []).append((tag, str(src or "auto")))
+            text = _str(tag)
+            if text is not None:
+                out.setdefault(int(mid), []).append((text, _str(src) or "auto"))
         return {k: tuple(v) for k, v in out.items()}
 
     def sessions(self) -> list[SourceSession]:
@@ -336,7 +438,7 @@ class RobotmemFile:
                 f"SELECT session_id, score FROM session_outcomes ORDER BY {order}"  # noqa: S608
             ):
                 if isinstance(score, int | float) and math.isfinite(score):
-                    outcomes[str(sid)] = float(score)  # the last one recorded wins
+                    outcomes[_str(sid) or ""] = float(score)  # the last one recorded wins
 
         def col(name: str) -> str:
             return name if name in self.session_columns else "NULL"
@@ -347,18 +449,18 @@ class RobotmemFile:
         ).fetchall()
         out = []
         for r in rows:
-            ext = None if r[1] is None else str(r[1])
+            ext = _str(r[1])
             out.append(
                 SourceSession(
                     id=int(r[0]),
                     external_id=ext,
-                    collection=str(r[2] or "default"),
-                    context=None if r[3] is None else str(r[3]),
-                    status=None if r[4] is None else str(r[4]),
-                    created_at=None if r[5] is None else str(r[5]),
-                    updated_at=None if r[6] is None else str(r[6]),
+                    collection=_str(r[2]) or "default",
+                    context=_str(r[3]),
+                    status=_str(r[4]),
+                    created_at=_str(r[5]),
+                    updated_at=_str(r[6]),
                     session_count=r[7] if isinstance(r[7], int) else None,
-                    client_type=None if r[8] is None else str(r[8]),
+                    client_type=_str(r[8]),
                     outcome=outcomes.get(ext) if ext is not None else None,
                 )
             )
@@ -456,11 +558,7 @@ def prepare(src: SourceMemory, robot: str, prefix: str, now: float, notes: Count
     status = {"active": "active", "invalidated": "forgotten", "forgotten": "forgotten", "superseded": "superseded"}
     if src.status not in status:
         return BAD_STATUS
-    collection = prefix + src.collection
-    try:
-        check_collection(collection)
-    except InvalidInput:
-        return BAD_COLLECTION
+    collection = usable_collection(prefix + src.collection)
     marker: dict[str, Any] = {"source": SOURCE, "id": src.id, "created_at": src.created_at}
     if src.status == "superseded" and src.reason:
         marker["reason"] = src.reason
@@ -516,7 +614,10 @@ def prepare(src: SourceMemory, robot: str, prefix: str, now: float, notes: Count
                 notes[DATA_BASE64] += 1
         else:
             raw = src.perception_data
-        if raw is not None and raw.strip():
+        if src.data_too_large:
+            notes[DATA_LEFT] += 1
+            marker["data_left_behind"] = True
+        elif raw is not None and raw.strip():
             try:
                 payload = parse_data(raw)
             except InvalidInput:
@@ -557,11 +658,7 @@ def prepare(src: SourceMemory, robot: str, prefix: str, now: float, notes: Count
 
 
 def session_of(src: SourceSession, robot: str, prefix: str, now: float) -> Session | str:
-    collection = prefix + src.collection
-    try:
-        check_collection(collection)
-    except InvalidInput:
-        return BAD_COLLECTION
+    collection = usable_collection(prefix + src.collection)
     try:
         ctx = parse_object(context_of(src.context), "context", MAX_CONTEXT_BYTES)
     except InvalidInput:
@@ -665,10 +762,8 @@ async def import_robotmem(
     source = RobotmemFile(path)
     try:
         return await _run(svc, source, who, collection_prefix, progress, page)
-    except sqlite3.Error as exc:  # the file changed under us, or a page of it is damaged
-        raise RobotmemUnreadable(
-            str(path), f"reading it failed midway: {exc}; what was imported stays, run the import again"
-        ) from exc
+    except sqlite3.Error as exc:  # before any memory was read: a damaged page of its sessions
+        raise RobotmemUnreadable(str(path), f"reading it failed: {exc}") from exc
     finally:
         source.close()
 
@@ -677,6 +772,7 @@ async def _run(
     svc: ExperienceService, source: RobotmemFile, robot: str, prefix: str, progress: Progress | None, page: int
 ) -> ImportReport:
     now = time.time()
+    source.snapshot()
     report = ImportReport(str(source.path), robot, total_memories=source.count_memories())
     store = svc.store
 
@@ -690,6 +786,8 @@ async def _run(
             report.skipped_sessions[made] += 1
         else:
             sessions.append(made)
+            if made.collection != prefix + s.collection:
+                report.renamed[prefix + s.collection] = made.collection
     known = await store.read(lambda c: existing_sessions(c, [s.id for s in sessions]))
     if known:
         report.skipped_sessions[ALREADY] += sum(1 for s in sessions if s.id in known)
@@ -703,7 +801,15 @@ async def _run(
     links: list[tuple[int, int]] = []  # (our id, robotmem id it was superseded by)
     orphans: dict[str, Session] = {}
     seen = 0
-    for rows in source.memories(page):
+    pages = source.memories(page)
+    while True:
+        try:
+            rows = next(pages, None)
+        except sqlite3.DatabaseError as exc:  # a damaged page: keep what was read before it
+            report.failed = f"reading {source.path} failed after {seen} memories ({exc})"
+            break
+        if rows is None:
+            break
         batch: list[Prepared] = []
         for src in rows:
             created_of[src.id] = src.created_at
@@ -716,6 +822,8 @@ async def _run(
             if isinstance(p, str):
                 report.skipped_memories[p] += 1
                 continue
+            if p.new.collection != prefix + src.collection:
+                report.renamed[prefix + src.collection] = p.new.collection
             sid = p.new.session_id
             if sid is not None and sid not in session_ids and sid not in orphans:
                 marker = {"imported_from": {"source": SOURCE, "recreated": True}}
@@ -770,6 +878,7 @@ async def _run(
 
 __all__ = [
     "ImportReport",
+    "RobotmemBusy",
     "RobotmemFile",
     "RobotmemUnreadable",
     "context_of",
@@ -777,4 +886,5 @@ __all__ = [
     "import_robotmem",
     "prepare",
     "session_id_of",
+    "usable_collection",
 ]
