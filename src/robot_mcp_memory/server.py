@@ -123,6 +123,7 @@ class MemoryMCP(FastMCP):
         super().__init__(*args, **kwargs)
         self.metrics = Metrics()
         self.principal_of = principal_of
+        self._numeric: dict[str, frozenset[str]] = {}  # per tool: its number-typed arguments
 
     async def call_tool(  # type: ignore[override]  # returns CallToolResult, which the low-level server accepts
         self, name: str, arguments: dict[str, Any]
@@ -160,19 +161,50 @@ class MemoryMCP(FastMCP):
         return tools
 
     async def _call(self, name: str, arguments: dict[str, Any]) -> Sequence[ContentBlock] | dict[str, Any]:
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            numeric = self._numeric.get(name)
+            if numeric is None:
+                numeric = self._numeric[name] = _numbers_only(tool.parameters)
+            flag = next((k for k, v in arguments.items() if isinstance(v, bool) and k in numeric), None)
+            if flag is not None:
+                # pydantic takes true for 1: forget(memory_id=true) would forget memory 1
+                return self._refuse(tool, f"bad arguments for {name}: {flag}: a number is needed, not true/false")
         try:
             return _compact_text(await super().call_tool(name, arguments))
         except ToolError as exc:
             cause = exc.__cause__
-            tool = self._tool_manager.get_tool(name)
-            if tool is None or not isinstance(cause, ValidationError):
+            if tool is None:
+                raise
+            if isinstance(cause, RecursionError):  # FastMCP decoding a JSON-string argument
+                return self._refuse(tool, f"bad arguments for {name}: JSON nested too deeply; flatten it")
+            if not isinstance(cause, ValidationError):
                 raise
             detail = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in cause.errors()[:5]
             )
-            refusal = Refusal(error="invalid", detail=f"bad arguments for {name}: {detail}")
-            result: Sequence[ContentBlock] | dict[str, Any] = tool.fn_metadata.convert_result(refusal)
-            return result
+            return self._refuse(tool, f"bad arguments for {name}: {detail}")
+
+    @staticmethod
+    def _refuse(tool: Any, detail: str) -> Sequence[ContentBlock] | dict[str, Any]:
+        result: Sequence[ContentBlock] | dict[str, Any] = tool.fn_metadata.convert_result(
+            Refusal(error="invalid", detail=detail)
+        )
+        return result
+
+
+def _numbers_only(parameters: dict[str, Any]) -> frozenset[str]:
+    """The arguments a tool's input schema types as numbers and not as booleans."""
+
+    def types(schema: Any) -> set[str]:
+        if not isinstance(schema, dict):
+            return set()
+        t = schema.get("type")
+        own = {t} if isinstance(t, str) else set(t) if isinstance(t, list) else set()
+        return own.union(*(types(s) for s in schema.get("anyOf", [])))
+
+    props = parameters.get("properties", {})
+    return frozenset(k for k, v in props.items() if types(v) & {"integer", "number"} and "boolean" not in types(v))
 
 
 def nullable_as_type_lists(schema: Any) -> Any:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import stat
 import sys
@@ -20,10 +21,15 @@ from collections.abc import AsyncIterator
 from typing import BinaryIO
 
 import anyio
+import pydantic_core
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import types
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
+
+from robot_mcp_memory import logs
+
+_log = logs.get("robot_mcp_memory.stdio")
 
 #: The longest JSON-RPC line read (bytes). mcp's reader has no bound; the largest legitimate
 #: request (a 256k-character process document, escaped) is well under this.
@@ -34,6 +40,57 @@ Streams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObj
 
 class LineTooLong(ValueError):
     """A line longer than `MAX_LINE`: it is skipped, and the session logs it."""
+
+
+def _parse(line: bytes) -> types.JSONRPCMessage:
+    """One JSON-RPC message. NaN and Infinity are not JSON: mcp's parser takes them and its
+    session turns them into null before any tool sees them, so a number silently became null.
+    Checked strictly only when a line holds those words (a fast byte search)."""
+    if b"NaN" in line or b"Infinity" in line:
+        try:
+            pydantic_core.from_json(line, allow_inf_nan=False)
+        except ValueError as exc:
+            raise NotJson("NaN and Infinity are not JSON numbers") from exc
+    return types.JSONRPCMessage.model_validate_json(line.decode("utf-8", errors="replace"))
+
+
+class NotJson(ValueError):
+    """A line that only parses with JavaScript's number words."""
+
+
+def _refusal_for(line: bytes, exc: Exception) -> SessionMessage | None:
+    """A JSON-RPC error answering a request whose line did not validate (a lone surrogate in an
+    argument, NaN, nesting past the parser's limit), when its id can still be read; else None."""
+    try:
+        raw = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(raw, dict) or "method" not in raw or not isinstance(raw.get("id"), str | int):
+        return None
+    if isinstance(raw["id"], bool):
+        return None
+    lone = "a string holds a lone surrogate, or the message nests too deeply"
+    reason = str(exc) if isinstance(exc, NotJson) else lone
+    error = types.JSONRPCError(
+        jsonrpc="2.0",
+        id=raw["id"],
+        error=types.ErrorData(code=types.INVALID_REQUEST, message=f"invalid request: {reason}"),
+    )
+    return SessionMessage(types.JSONRPCMessage(error))
+
+
+def _unencodable(message: types.JSONRPCMessage) -> str | None:
+    """The error line sent in place of a response that could not be encoded (None for anything
+    but a response: a notification is dropped)."""
+    root = message.root
+    if not isinstance(root, types.JSONRPCResponse | types.JSONRPCError):
+        return None
+    error = types.JSONRPCError(
+        jsonrpc="2.0",
+        id=root.id,
+        error=types.ErrorData(code=types.INTERNAL_ERROR, message="internal error: the answer could not be encoded"),
+    )
+    return error.model_dump_json(by_alias=True, exclude_none=True)
 
 
 def _is_pipe(f: BinaryIO) -> bool:
@@ -106,14 +163,17 @@ async def pipe_stdio(
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
 
     async def read_lines() -> None:
-        async with read_writer:
+        async with read_writer, write_stream.clone() as replies:
             async for line in _lines(reader, max_line):
                 if isinstance(line, LineTooLong):
                     await read_writer.send(line)
                     continue
                 try:
-                    message = types.JSONRPCMessage.model_validate_json(line.decode("utf-8", errors="replace"))
+                    message = _parse(line)
                 except Exception as exc:  # the session logs it, as mcp's stdio reader does
+                    refusal = _refusal_for(line, exc)
+                    if refusal is not None:  # a request we can name: its caller gets an answer, not a hang
+                        await replies.send(refusal)
                     await read_writer.send(exc)
                     continue
                 await read_writer.send(SessionMessage(message))
@@ -121,7 +181,14 @@ async def pipe_stdio(
     async def write_lines() -> None:
         async with write_reader:
             async for session_message in write_reader:
-                text = session_message.message.model_dump_json(by_alias=True, exclude_none=True)
+                try:
+                    text = session_message.message.model_dump_json(by_alias=True, exclude_none=True)
+                except Exception as exc:  # one answer that cannot be encoded must not end the session
+                    _log.error("stdio.unencodable_message", error=type(exc).__name__)
+                    replacement = _unencodable(session_message.message)
+                    if replacement is None:
+                        continue
+                    text = replacement
                 writer.write(text.encode() + b"\n")
                 await writer.drain()
 

@@ -71,8 +71,9 @@ def _converse(
     phases: list[tuple[dict[str, Any] | bytes, ...]], env: dict[str, str]
 ) -> tuple[dict[int, dict[str, Any]], bytes]:
     """Send each phase's messages once every request sent before has been answered (the server
-    runs requests concurrently), then close stdin: the server exits at end of input, dropping
-    what it has not answered yet (mcp's behaviour too)."""
+    runs requests concurrently; a raw line counts as a request when it holds an ``"id"``), then
+    close stdin: the server exits at end of input, dropping what it has not answered yet (mcp's
+    behaviour too)."""
     proc = subprocess.Popen(
         server_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
     )
@@ -87,7 +88,7 @@ def _converse(
         # Written from a thread: a line longer than the pipe holds blocks until the server reads it.
         writer = threading.Thread(target=lambda p=phase: (stdin.write(_script(*p)), stdin.flush()))
         writer.start()
-        asked += sum(1 for m in phase if isinstance(m, dict) and "id" in m)
+        asked += sum(1 for m in phase if (isinstance(m, dict) and "id" in m) or (isinstance(m, bytes) and b'"id"' in m))
         while len(_responses(out.rpartition(b"\n")[0])) < asked and time.monotonic() < deadline:
             ready, _, _ = select.select([stdout], [], [], 1.0)
             if ready:
@@ -162,3 +163,24 @@ def test_the_pipes_are_blocking_again_for_whoever_shares_them_next(tmp_path: Pat
     assert proc.returncode == 0, err.decode()[-2000:]
     assert _responses(out)[1]["result"]["serverInfo"]["name"] == "memory"
     assert b"BLOCKING True True" in err
+
+
+def test_a_request_that_does_not_validate_gets_an_error_answer_not_silence(tmp_path: Path) -> None:
+    """A line that is JSON to Python but not valid JSON-RPC to the SDK — NaN (which mcp would
+    turn into null), a lone surrogate, nesting past the parser's limit — answers its request
+    with -32600 instead of leaving the client waiting; nothing is stored from it."""
+    learn = _call(5, "learn", insight="grip force reading", context={"params": {"f": 1}})
+    nan = json.dumps(learn).replace('"f": 1', '"f": NaN').encode() + b"\n"
+    surrogate = json.dumps(_call(6, "recall", query="x")).replace('"x"', '"\\udc00"').encode() + b"\n"
+    deep = _call(7, "learn", insight="deep", context="CTX")
+    deep_line = json.dumps(deep).replace('"CTX"', '{"a":' * 300 + "1" + "}" * 300).encode() + b"\n"
+    phases: list[tuple[dict[str, Any] | bytes, ...]] = [
+        (INIT, INITIALIZED, nan, surrogate, deep_line, _call(8, "recall", query="grip force reading")),
+        (_call(9, "recall", query="grip force reading"),),
+    ]
+    responses, _ = _converse(phases, _env(tmp_path))
+    for rid in (5, 6, 7):
+        assert responses[rid]["error"]["code"] == -32600, responses[rid]
+    assert "NaN" in responses[5]["error"]["message"]
+    for rid in (8, 9):  # the session went on, and nothing was stored from the refused lines
+        assert responses[rid]["result"]["structuredContent"]["result"]["memories"] == []

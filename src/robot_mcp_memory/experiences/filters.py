@@ -124,9 +124,17 @@ def _operators(path: str, test: Any) -> list[tuple[str, Any]]:
     return ops
 
 
-def _scalar(path: str, op: str, value: Any) -> None:
+_INT64 = 2**63
+
+
+def _scalar(path: str, op: str, value: Any) -> Any:
+    """`value` as SQLite can bind it: finite, and an integer beyond 64 bits as the real SQLite's
+    JSON functions make of such a stored number."""
     if isinstance(value, float) and not math.isfinite(value):
         raise InvalidInput(f"{op} on '{path}' needs a finite number")
+    if isinstance(value, int) and not -_INT64 <= value < _INT64:
+        return float(value)
+    return value
 
 
 def _eq(column: str, jp: str, path: str, value: Any) -> tuple[str, list[Any]]:
@@ -136,10 +144,9 @@ def _eq(column: str, jp: str, path: str, value: Any) -> tuple[str, list[Any]]:
     if isinstance(value, bool):
         return f"coalesce(json_type({column}, ?) = ?, 0)", [jp, "true" if value else "false"]
     if isinstance(value, int | float):
-        _scalar(path, "$eq", value)
         return (
             f"coalesce(json_extract({column}, ?) = ? AND json_type({column}, ?) IN ('integer', 'real'), 0)",
-            [jp, value, jp],
+            [jp, _scalar(path, "$eq", value), jp],
         )
     if isinstance(value, str):
         return f"coalesce(json_extract({column}, ?) = ? AND json_type({column}, ?) = 'text', 0)", [jp, value, jp]
@@ -178,11 +185,10 @@ def _clause(column: str, jp: str, path: str, op: str, operand: Any) -> tuple[str
     symbol = {"$lt": "<", "$lte": "<=", "$gt": ">", "$gte": ">="}[op]
     if isinstance(operand, bool) or not isinstance(operand, int | float | str):
         raise InvalidInput(f"{op} on '{path}' needs a number or a string")
-    _scalar(path, op, operand)
     types = "'text'" if isinstance(operand, str) else "'integer', 'real'"
     return (
         f"coalesce(json_extract({column}, ?) {symbol} ? AND json_type({column}, ?) IN ({types}), 0)",
-        [jp, operand, jp],
+        [jp, _scalar(path, op, operand), jp],
     )
 
 

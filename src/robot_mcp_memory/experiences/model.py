@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from robot_mcp_memory.errors import InvalidInput
+from robot_mcp_memory.kit import jsonvalue
 
 MAX_INSIGHT = 10_000
 MAX_QUERY = 4_000
@@ -150,17 +151,15 @@ def utf8(text: str, what: str) -> str:
     return text
 
 
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def parse_json(value: Any, what: str, max_bytes: int) -> Any:
-    """A JSON value given as itself or as a JSON string, re-encoded strictly and bounded."""
+    """A JSON value given as itself or as a JSON string, re-encoded strictly and bounded (size,
+    depth: `jsonvalue.check`)."""
     if isinstance(value, str):
         try:
-            value = json.loads(utf8(value, what), parse_constant=_no_constants)
+            value = jsonvalue.loads(utf8(value, what))
         except ValueError as exc:
             raise InvalidInput(f'{what} must be JSON (an object such as {{"force": 12.5}}) or an object') from exc
+    jsonvalue.check(value, what)
     try:
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
@@ -175,7 +174,9 @@ def parse_data(value: Any) -> Any:
     it is not (a caption, base64). Bounded like every blob."""
     if isinstance(value, str):
         try:
-            value = json.loads(utf8(value, "data"), parse_constant=_no_constants)
+            value = jsonvalue.loads(utf8(value, "data"))
+        except InvalidInput:
+            raise
         except ValueError:
             pass
         else:
@@ -198,11 +199,27 @@ def parse_object(value: Mapping[str, Any] | str | None, what: str, max_bytes: in
 
 def parse_context(value: Mapping[str, Any] | str | None) -> dict[str, Any]:
     """``context`` of learn/update: a JSON object (or its string), or free text kept as ``note``."""
-    if isinstance(value, str) and value.strip() and value.strip()[0] not in "{[":
+    if isinstance(value, str) and value.strip() and not _json_shaped(value):
         if len(utf8(value, "context").encode()) > MAX_CONTEXT_BYTES:
             raise InvalidInput(f"context is larger than {MAX_CONTEXT_BYTES // 1024} KB")
         return {"note": value.strip()}
     return parse_object(value, "context", MAX_CONTEXT_BYTES)
+
+
+def _json_shaped(text: str) -> bool:
+    """Whether a context string is meant as JSON: it opens an object, or it is a JSON array
+    (refused: a context is an object). Text that merely starts with ``[`` (``"[sim] wet mug"``)
+    is a note."""
+    t = text.strip()
+    if t.startswith("{"):
+        return True
+    if not t.startswith("["):
+        return False
+    try:
+        jsonvalue.loads(t)
+    except (ValueError, InvalidInput):
+        return False
+    return True
 
 
 def parse_spatial(value: Mapping[str, Any] | str | None) -> Spatial | None:

@@ -561,7 +561,8 @@ class ExperienceService:
         replaces its context, an empty one keeps it."""
         text = check_text(new_content, "new_content", MAX_INSIGHT)
         old = await self._active_own(principal, mid)
-        ctx = parse_context(context) if context else old.context
+        blank = not context or (isinstance(context, str) and not context.strip())
+        ctx = old.context if blank else parse_context(context)
         if old.type == "perception":
             c = classify.classify_perception(text, old.perception_type or "visual", ctx)
         else:

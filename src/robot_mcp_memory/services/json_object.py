@@ -12,23 +12,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from robot_mcp_memory.errors import InvalidInput
-
-
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
+from robot_mcp_memory.kit import jsonvalue
 
 
 def parse_json_object(value: Mapping[str, Any] | str, what: str, max_bytes: int) -> dict[str, Any]:
     """`value` as a dict, or `InvalidInput` naming `what`."""
     if isinstance(value, str):
         try:
-            value = json.loads(value, parse_constant=_no_constants)
+            value = jsonvalue.loads(value)
+        except InvalidInput:
+            raise
         except ValueError as exc:  # JSONDecodeError is a ValueError
             raise InvalidInput(
                 f'{what} must be a JSON object such as {{"force": 0.3}}; the string given is not valid JSON'
             ) from exc
     if not isinstance(value, Mapping):
         raise InvalidInput(f'{what} must be a JSON object such as {{"force": 0.3}}, not a {type(value).__name__}')
+    jsonvalue.check(value, what)
     try:
         encoded = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:

@@ -39,7 +39,7 @@ Collection = Annotated[
 SessionId = Annotated[
     str | None, Field(max_length=64, description="the session_id start_session returned; null for none")
 ]
-MemoryId = Annotated[int, Field(ge=1, description="the memory's id, as learn or recall returned it")]
+MemoryId = Annotated[int, Field(ge=1, le=2**63 - 1, description="the memory's id, as learn or recall returned it")]
 ContextArg = Annotated[
     dict[str, Any] | str,
     Field(
