@@ -6,9 +6,12 @@ table without one. Migrations are append-only: never edit a shipped step, add a 
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
+from robot_mcp_memory.experiences import dedup
 from robot_mcp_memory.experiences import storage as experiences
 from robot_mcp_memory.kit import Kind, Migration, Schema, SqliteStore, Table, fts5_table
 
@@ -145,6 +148,26 @@ def _lean_memory_indexes(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX idx_memories_session ON memories(session_id) WHERE session_id IS NOT NULL")
 
 
+def _facts_digests(conn: sqlite3.Connection) -> None:
+    """Migration 7: every fact's dedup digest as `dedup.facts_of` computes it now — numbers after a
+    letter (``M12``, Han text) and thousands separators count, an outcome written ``1`` or
+    ``"true"`` counts. A digest from before would keep a stored memory from ever being proposed
+    as the duplicate of the same experience learned again."""
+    rows = conn.execute("SELECT id, content, context FROM memories WHERE type = 'fact'").fetchall()
+    conn.executemany(
+        "UPDATE memories SET facts_hash = ? WHERE id = ?",
+        [(dedup.facts_hash(dedup.facts_of(text, _object(ctx))), mid) for mid, text, ctx in rows],
+    )
+
+
+def _object(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 #: Append-only. Step i brings a file from version i to version i + 1.
 MIGRATIONS: list[Migration] = [
     _create(STORE_META, PROCESSES, PROCESSES_FTS),
@@ -153,6 +176,7 @@ MIGRATIONS: list[Migration] = [
     _create(*experiences.TABLES),  # 4: the experience memory (issue 5)
     _fts_rowid,  # 5: processes remember their index entry (saves no longer scan the index)
     _lean_memory_indexes,  # 6: fewer index pages written per learn
+    _facts_digests,  # 7: dedup digests that count every number and outcome
 ]
 
 

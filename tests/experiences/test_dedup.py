@@ -23,6 +23,29 @@ def test_numbers_are_compared_exactly_after_canonicalisation() -> None:
     assert not same_facts("grip at 12 N", "grip at 15 N")
 
 
+def test_numbers_count_wherever_they_stand() -> None:
+    """Found by review: numbers after a letter (``M12``, ``v2``, Han text) were not numbers, and
+    ``1,000`` read as ``1.000``, so these pairs were merged as duplicates."""
+    assert dedup.numbers("wait 1,000 ms, then 1,234.5 mm; 1,5 m") == ("1000", "1234.5", "1.5")
+    assert dedup.numbers("mode M12, firmware v2, box 10x20, arm ur5-01") == ("12", "2", "10", "20", "5", "1")
+    for a, b in [
+        ("Wait 1,000 ms after closing the gripper", "Wait 1 ms after closing the gripper"),
+        ("Use gripper mode M12 for the wet mug", "Use gripper mode M15 for the wet mug"),
+        ("Firmware v2 fixes the gripper stall", "Firmware v3 fixes the gripper stall"),
+        ("Box size 10x20 fits the gripper", "Box size 10x30 fits the gripper"),
+        ("夹爪力12牛顿可以稳定抓住湿杯子", "夹爪力15牛顿可以稳定抓住湿杯子"),
+    ]:
+        assert not same_facts(a, b), (a, b)
+    assert same_facts("grip at 1,000 mN", "grip at 1000 mN")
+
+
+def test_an_outcome_counts_however_it_is_written() -> None:
+    t = "grip force on the wet mug"
+    for yes, no in [(True, False), (1, 0), ("true", "false"), ("success", "failed")]:
+        assert not same_facts(t, t, {"task": {"success": yes}}, {"task": {"success": no}}), (yes, no)
+        assert same_facts(t, t, {"task": {"success": yes}}, {"task": {"success": True}}), yes
+
+
 def test_parameters_outcome_and_source_in_the_context_decide() -> None:
     t = "grasp the mug by the handle"
     assert not same_facts(t, t, {"params": {"force": 12}}, {"params": {"force": 15}})
@@ -38,6 +61,7 @@ def test_a_negated_instruction_is_not_the_positive_one() -> None:
     assert not same_facts("don't pour fast", "pour fast")
     assert not same_facts("不要抓杯沿", "抓杯沿")
     assert same_facts("never grasp the rim", "do not grasp the rim")
+    assert not same_facts("der Greifer funktioniert gut", "der Greifer funktioniert nie gut")
 
 
 def test_success_and_failure_words_decide_too() -> None:

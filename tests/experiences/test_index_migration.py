@@ -51,3 +51,26 @@ def test_a_version_5_file_is_migrated_and_keeps_its_memories(tmp_path: Path) -> 
         assert "idx_memories_session" in plan
     finally:
         conn.close()
+
+
+def test_a_version_6_file_gets_the_digests_dedup_computes_now(tmp_path: Path) -> None:
+    """Migration 7: a memory stored under the old digest (numbers after a letter did not count)
+    is still found as the duplicate of the same experience learned again."""
+    mem = RobotMemory(tmp_path, robot_id="rap-1")
+    first = mem.learn("use gripper mode M12 for the wet mug", {"task": {"success": 1}})
+    mem.close()
+    path = tmp_path / "index.db"
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE memories SET facts_hash = 'digest-from-before'")
+    conn.execute("UPDATE store_meta SET value = '6' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+
+    mem = RobotMemory(tmp_path, robot_id="rap-1")
+    try:
+        again = mem.learn("use gripper mode M12 for the wet mug", {"task": {"success": 1}})
+        assert again["status"] == "duplicate"
+        assert again["existing_id"] == first["memory_id"]
+        assert mem.learn("use gripper mode M15 for the wet mug", {"task": {"success": 1}})["status"] == "created"
+    finally:
+        mem.close()

@@ -43,7 +43,10 @@ JACCARD_DUPLICATE = 0.8
 COSINE_DUPLICATE = 0.92
 Method = Literal["exact", "jaccard", "cosine"]
 
-_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,]\d+)?")
+#: A number, wherever it stands: after a letter too (``M12``, ``v2``, ``10x20``, ``夹爪力12牛顿`` —
+#: Han characters are letters to ``\w``), with a sign only where it cannot be a hyphen.
+_NUMBER = re.compile(r"(?:(?<![\w.])[-+])?(?<![\d.,])\d+(?:[.,]\d+)*")
+_THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _SPACE = re.compile(r"\s+")
 _REAL = frozenset({"real", "real_world", "real-world", "hardware", "physical"})
 
@@ -65,9 +68,11 @@ def perception_hash(description: str, perception_type: str, data: Any, metadata:
 
 
 def _canonical_number(raw: str) -> str:
-    """``+012.50`` → ``12.5``; ``-0`` → ``0``; a decimal comma reads as a point."""
+    """``+012.50`` → ``12.5``; ``-0`` → ``0``; ``1,000`` and ``1,234.5`` group thousands; any
+    other comma is a decimal one (``1,5`` → ``1.5``)."""
     sign = "-" if raw.startswith("-") else ""
-    body = raw.lstrip("+-").replace(",", ".")
+    body = raw.lstrip("+-")
+    body = body.replace(",", "") if _THOUSANDS.fullmatch(body) else body.replace(",", ".")
     whole, _, frac = body.partition(".")
     whole = whole.lstrip("0") or "0"
     frac = frac.rstrip("0")
@@ -99,6 +104,23 @@ def _leaves(value: Any, prefix: str = "") -> Iterable[tuple[str, Any]]:
             yield from _leaves(v, f"{prefix}[{i}]")
     else:
         yield prefix, value
+
+
+_YES = frozenset({"true", "yes", "y", "1", "success", "succeeded", "ok", "pass", "passed"})
+_NO = frozenset({"false", "no", "n", "0", "failure", "failed", "fail", "error"})
+
+
+def _success(v: Any) -> bool | None:
+    """``task.success`` as an outcome, however it was written: a boolean, ``1``/``0``, or
+    ``"true"``/``"false"`` (and their like); None when it says neither."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int | float) and v in (0, 1):
+        return v == 1
+    if isinstance(v, str):
+        word = v.strip().lower()
+        return True if word in _YES else False if word in _NO else None
+    return None
 
 
 def _number_key(v: Any) -> Any:
@@ -144,7 +166,7 @@ def facts_of(text: str, context: Mapping[str, Any], analysis: Analysis | None = 
     task = context.get("task")
     task = task if isinstance(task, Mapping) else {}
     outcome = (
-        task.get("success") if isinstance(task.get("success"), bool) else None,
+        _success(task.get("success")),
         str(task.get("outcome", "")).lower(),
         str(task.get("result", "")).lower(),
         text_outcome(a),

@@ -222,8 +222,8 @@ HEDGE = cue(
 )
 NEGATION = cue(
     "negation",
-    "not no never none nor without avoid cannot neither не нет никогда nicht kein keine keinen nunca jamais "
-    "pas sans sin",
+    "not no never none nor without avoid cannot neither не нет никогда nicht nie niemals kein keine keinen "
+    "nunca jamais pas sans sin",
     phrases=("don t", "doesn t", "didn t", "won t", "isn t", "aren t", "wasn t", "shouldn t", "mustn t", "can t"),
     cjk="不 没 别 未 勿 无 非",
 )
