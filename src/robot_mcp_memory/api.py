@@ -37,7 +37,7 @@ import structlog
 from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.errors import StorageError
+from robot_mcp_memory.errors import InvalidInput, StorageError
 from robot_mcp_memory.experiences.service import ExperienceService, JsonArg, run_sync
 from robot_mcp_memory.experiences.views import (
     EndSessionResult,
@@ -50,6 +50,8 @@ from robot_mcp_memory.experiences.views import (
 )
 from robot_mcp_memory.principal import LOCAL, Principal
 
+#: What a mapping item of `RobotMemory.learn_many` may hold: learn's keyword arguments.
+_ITEM_KEYS = frozenset({"insight", "context", "collection", "session_id"})
 #: One insight for `RobotMemory.learn_many`: its text, or (text, context), or learn's keyword arguments.
 LearnItem = str | tuple[str, JsonArg] | Mapping[str, Any]
 
@@ -117,16 +119,35 @@ class RobotMemory:
         """Learn many insights in one transaction (each still checked for duplicates, the batch
         included) — the fast way to load an episode's worth, or a dataset."""
         coll = self._coll(collection)
-        pairs: list[tuple[str, JsonArg]] = []
-        for item in items:
+        # Items in one transaction per (collection, session): a mapping may name its own, as
+        # robotmem's batch_learn passes each mapping to learn(**item).
+        groups: dict[tuple[str, str | None], list[tuple[int, tuple[str, JsonArg]]]] = {}
+        count = 0
+        for i, item in enumerate(items):
+            count += 1
+            key = (coll, session_id)
             if isinstance(item, str):
-                pairs.append((item, ""))
+                pair: tuple[str, JsonArg] = (item, "")
             elif isinstance(item, tuple):
-                pairs.append((item[0], item[1]))
+                pair = (item[0], item[1])
             else:
-                pairs.append((str(item["insight"]), item.get("context", "")))
-        learned = run_sync(self._svc.learn_many(self._principal, pairs, coll, session_id))
-        return [LearnResult.of(x).model_dump() for x in learned]
+                unknown = set(item) - _ITEM_KEYS
+                if unknown or "insight" not in item:
+                    raise InvalidInput(
+                        f"item {i}: a mapping takes learn's arguments ({', '.join(sorted(_ITEM_KEYS))}), "
+                        f"with an insight{'; not ' + ', '.join(sorted(map(str, unknown))) if unknown else ''}"
+                    )
+                pair = (str(item["insight"]), item.get("context", ""))
+                key = (self._coll(item.get("collection") or coll), item.get("session_id", session_id))
+            groups.setdefault(key, []).append((i, pair))
+        out: list[dict[str, Any]] = [{}] * count
+        for (group_coll, group_session), members in groups.items():
+            learned = run_sync(
+                self._svc.learn_many(self._principal, [p for _, p in members], group_coll, group_session)
+            )
+            for (i, _), x in zip(members, learned, strict=True):
+                out[i] = LearnResult.of(x).model_dump()
+        return out
 
     batch_learn = learn_many  # robotmem's name
 

@@ -63,3 +63,25 @@ def test_learn_many_accepts_text_pairs_and_keyword_dicts(tmp_path: Path) -> None
                                {"insight": "open the door slowly", "context": ""}])  # fmt: skip
         assert [o["status"] for o in out] == ["created", "created", "duplicate"]
         assert mem.get(out[1]["memory_id"])["task"] == {"success": False}
+
+
+def test_a_batch_item_may_name_its_own_collection_and_session(tmp_path: Path) -> None:
+    """robotmem's batch_learn passes each mapping to learn(**item): its collection and session
+    count (they were dropped, and the memory landed in the default collection)."""
+    with RobotMemory(tmp_path) as mem:
+        sid = mem.start_session(collection="lab-a")
+        out = mem.batch_learn(
+            [
+                {"insight": "the lab A door sticks", "collection": "lab-a", "session_id": sid},
+                "the default door opens inwards",
+                {"insight": "the lab B shelf wobbles", "collection": "lab-b"},
+            ]
+        )
+        assert [o["status"] for o in out] == ["created", "created", "created"]
+        assert [o["collection"] for o in out] == ["lab-a", "default", "lab-b"]
+        assert [m["content"] for m in mem.recall("door sticks", collection="lab-a", session_id=sid)] == [
+            "the lab A door sticks"
+        ]
+        assert [m["content"] for m in mem.recall("shelf", collection="lab-b")] == ["the lab B shelf wobbles"]
+        with pytest.raises(InvalidInput, match="not colection"):
+            mem.batch_learn([{"insight": "typo", "colection": "lab-a"}])

@@ -109,3 +109,11 @@ async def test_plain_text_context_that_starts_with_a_bracket_is_a_note(client: C
     assert found["memories"][0]["context"] == {"note": "[sim] wet mug run, gripper v2"}
     for not_an_object in ("[1, 2, 3]", '{"broken": '):
         assert (await client.call("learn", insight="another run", context=not_an_object))["error"] == "invalid"
+
+
+async def test_a_malformed_spatial_field_is_refused_naming_spatial_sort(client: Client) -> None:
+    await client.call("learn", insight="mug far away", context={"spatial": {"position": [9, 9, 9]}})
+    for query in ("mug", ""):
+        got = await client.call("recall", query=query, spatial_sort={"field": "spatial..position", "target": [0, 0, 0]})
+        assert got["error"] == "invalid"
+        assert got["detail"].startswith("spatial_sort.field")

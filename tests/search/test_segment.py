@@ -19,6 +19,7 @@ DOCS = {
     4: "マグカップを取っ手でつかむ",
     5: "컵을 손잡이로 잡으세요",
     6: "grasp the mug by the handle with grip_force 12.5 N",
+    7: "İstanbul depo kapısı ağır",
 }
 
 
@@ -54,6 +55,8 @@ def hits(c: sqlite3.Connection, query: str) -> set[int]:
         ("컵", 5),
         ("grip force", 6),
         ("grasping mugs", 6),  # porter stems both sides
+        ("İstanbul", 7),  # Turkish dotted capital I, as stored
+        ("istanbul kapısı", 7),
     ],
 )
 def test_every_script_is_recallable(fts: sqlite3.Connection, query: str, doc: int) -> None:

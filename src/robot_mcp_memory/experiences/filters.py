@@ -49,23 +49,23 @@ class Condition:
     params: list[Any] = field(default_factory=list)
 
 
-def json_path(dotted: str) -> str:
-    """``a.b.0.c`` → the SQLite JSON path ``$."a"."b"[0]."c"``, or `InvalidInput`."""
+def json_path(dotted: str, what: str = "context_filter path") -> str:
+    """``a.b.0.c`` → the SQLite JSON path ``$."a"."b"[0]."c"``, or `InvalidInput` naming `what`."""
     if not isinstance(dotted, str) or not dotted:
-        raise InvalidInput("a context_filter path must be a non-empty dot path such as 'params.force'")
+        raise InvalidInput(f"a {what} must be a non-empty dot path such as 'params.force'")
     segments = dotted.split(".")
     if len(segments) > MAX_DEPTH:
-        raise InvalidInput(f"context_filter path '{dotted[:80]}' is deeper than {MAX_DEPTH} levels")
+        raise InvalidInput(f"{what} '{dotted[:80]}' is deeper than {MAX_DEPTH} levels")
     out = ["$"]
     for i, seg in enumerate(segments):
         if not _SEGMENT.match(seg):
             raise InvalidInput(
-                f"context_filter path '{dotted[:80]}' has an invalid segment '{seg[:40]}': use letters, digits, "
+                f"{what} '{dotted[:80]}' has an invalid segment '{seg[:40]}': use letters, digits, "
                 "'_' and '-' (a number indexes a list)"
             )
         if seg.isdigit():
             if i == 0:
-                raise InvalidInput(f"context_filter path '{dotted[:80]}' must start with a key, not an index")
+                raise InvalidInput(f"{what} '{dotted[:80]}' must start with a key, not an index")
             out.append(f"[{int(seg)}]")
         else:
             out.append(f'."{seg}"')

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from robot_mcp_memory.errors import InvalidInput
+from robot_mcp_memory.experiences.filters import json_path
 from robot_mcp_memory.kit import jsonvalue
 
 MAX_INSIGHT = 10_000
@@ -233,6 +234,7 @@ def parse_spatial(value: Mapping[str, Any] | str | None) -> Spatial | None:
     target = spec.get("target")
     if not isinstance(path, str):
         raise InvalidInput("spatial_sort.field must be a dot path such as 'spatial.position'")
+    json_path(path, "spatial_sort.field")  # checked here, whichever recall (hybrid too) will use it
     if (
         not isinstance(target, list)
         or not 1 <= len(target) <= 4
@@ -243,7 +245,7 @@ def parse_spatial(value: Mapping[str, Any] | str | None) -> Spatial | None:
     if max_distance is not None and (
         isinstance(max_distance, bool) or not isinstance(max_distance, int | float) or not 0 < max_distance < 1e12
     ):
-        raise InvalidInput("spatial_sort.max_distance must be a positive number")
+        raise InvalidInput("spatial_sort.max_distance must be a positive number below 1e12")
     weight = spec.get("weight", 0.5)
     if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight <= 1:
         raise InvalidInput("spatial_sort.weight must be between 0 and 1")

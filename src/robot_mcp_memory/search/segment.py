@@ -97,17 +97,24 @@ def has_cjk(text: str) -> bool:
     return _CJK_RUN.search(text) is not None
 
 
+def _lower(text: str) -> str:
+    """Lower case as the index folds it: Python lowers Turkish ``İ`` to ``i`` plus a combining
+    dot, which is no letter, so ``İstanbul`` became ``i`` and ``stanbul``; the index (unicode61,
+    diacritics removed) holds ``istanbul``."""
+    return text.lower().replace("i\u0307", "i")
+
+
 def tokens(text: str) -> list[str]:
     """Every query token of `text`, in order, lower-cased (repeats kept)."""
     if not _CJK_RUN.search(text):
-        return _WORD.findall(text.lower())
+        return _WORD.findall(_lower(text))
     out: list[str] = []
     pos = 0
     for m in _CJK_RUN.finditer(text):
-        out.extend(_WORD.findall(text[pos : m.start()].lower()))
+        out.extend(_WORD.findall(_lower(text[pos : m.start()])))
         out.extend(cjk_tokens(m.group(0)))
         pos = m.end()
-    out.extend(_WORD.findall(text[pos:].lower()))
+    out.extend(_WORD.findall(_lower(text[pos:])))
     return out
 
 

@@ -68,10 +68,14 @@ DESCRIPTIONS: dict[int, str] = {
 NO_STORE = {"cache-control": "no-store"}
 
 
-def problem(code: str, detail: str, status: int | None = None, **extra: str) -> JSONResponse:
+def problem(
+    code: str, detail: str, status: int | None = None, retry_after: int | None = None, **extra: str
+) -> JSONResponse:
     headers = dict(NO_STORE)
     status = status if status is not None else STATUS.get(code, 400)
-    if status == 503:
+    if retry_after is not None:
+        headers["retry-after"] = str(max(1, retry_after))
+    elif status == 503:
         headers["retry-after"] = "5"
     elif status == 429:
         headers["retry-after"] = "60"
@@ -84,7 +88,8 @@ def from_error(exc: MemoryError_) -> JSONResponse:
         return internal(exc, code="storage", status=503, detail="the database is unavailable; retry shortly")
     if exc.code not in STATUS or exc.code == "internal":
         return internal(exc)
-    return problem(exc.code, exc.detail)
+    retry_after = getattr(exc, "retry_after", None)
+    return problem(exc.code, exc.detail, retry_after=retry_after if isinstance(retry_after, int) else None)
 
 
 def internal(

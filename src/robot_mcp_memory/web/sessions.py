@@ -16,6 +16,7 @@ SameSite=Strict`` cookie. The token itself never reaches a URL, the cookie jar o
 from __future__ import annotations
 
 import hashlib
+import math
 import secrets
 import threading
 import time
@@ -124,6 +125,17 @@ class LoginThrottle:
     def allows(self, client: str) -> bool:
         with self._lock:
             return len(self._recent(client, self.clock())) < self.max_failures
+
+    def retry_after(self, client: str) -> int:
+        """Whole seconds until `client` may try again: until enough of its counted failures
+        have left the window (0 when it may now)."""
+        with self._lock:
+            now = self.clock()
+            recent = sorted(self._recent(client, now))
+            if len(recent) < self.max_failures:
+                return 0
+            frees = recent[len(recent) - self.max_failures] + self.window_s
+            return math.ceil(frees - now)
 
     def failed(self, client: str) -> None:
         with self._lock:

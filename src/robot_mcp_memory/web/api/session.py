@@ -20,6 +20,10 @@ class Unauthorized(MemoryError_):
 class TooManyRequests(MemoryError_):
     code = "too_many_requests"
 
+    def __init__(self, detail: str, retry_after: int) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after  # seconds, sent as Retry-After
+
 
 def _cookie(value: str, max_age: int, secure: bool) -> str:
     parts = [f"{SESSION_COOKIE}={value}", "HttpOnly", "SameSite=Strict", "Path=/", f"Max-Age={max_age}"]
@@ -59,7 +63,10 @@ def register(api: Api, ctx: WebContext) -> None:
         client = call.request.client.host if call.request.client else "-"
         if not throttle.allows(client):
             _log.warning("web.login_throttled", client=client)
-            raise TooManyRequests("too many failed logins from this address; wait a few minutes and try again")
+            wait = throttle.retry_after(client)
+            raise TooManyRequests(
+                f"too many failed logins from this address; try again in {wait} seconds", retry_after=wait
+            )
         principal = ctx.auth.resolve(call.body.token)
         if principal is None:
             throttle.failed(client)
