@@ -307,3 +307,37 @@ def test_parse_refuses_any_text_with_document_parse_error_or_returns_a_renderabl
     except DocumentParseError:
         return
     assert parse(doc.render()) == doc
+
+
+# ---------------------------------------------------------------------------- hostile frontmatter (found by review)
+def test_yaml_aliases_are_refused_so_a_small_document_cannot_expand_to_millions_of_values() -> None:
+    levels = "".join(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 7))
+    bomb = f"---\ntitle: bomb\na0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n{levels}---\nbody\n"
+    with pytest.raises(DocumentParseError, match="aliases"):
+        parse(bomb)
+    assert parse("---\ntitle: anchored\nx: &only 5\n---\nbody\n").extra == {"x": 5}  # an anchor alone is harmless
+
+
+@pytest.mark.parametrize(
+    "frontmatter",
+    [
+        "created: 0001-01-01 00:00:00+01:00",  # before year 1 in UTC
+        "x: 9999-12-31 23:59:59-01:00",  # after year 9999 in UTC
+        "last_used: 2026-02-30",  # no such day
+        "x: {1: a, '1': b}",  # one key in JSON
+        "x: 1" + "0" * 5000,  # past Python's integer-string limit
+        'x: "\\udc00"',  # YAML's escape for a lone surrogate
+        'tags: ["\\ud800"]',
+    ],
+)
+def test_frontmatter_values_that_cannot_be_stored_are_parse_errors(frontmatter: str) -> None:
+    """Each was a 500 from save_process; it is the document's fault and says so."""
+    with pytest.raises(DocumentParseError):
+        parse(f"---\ntitle: t\n{frontmatter}\n---\nbody\n")
+
+
+def test_an_id_ending_in_a_newline_is_not_a_slug() -> None:
+    """``$`` matches before a final newline: ``"proc-b\\n"`` was saved and could then never be
+    read, changed or deleted."""
+    with pytest.raises(DocumentParseError, match="kebab-case"):
+        parse('---\ntitle: t\nid: "proc-b\\n"\n---\nbody\n')

@@ -258,6 +258,18 @@ async def test_saving_the_same_id_from_the_same_mission_updates_it_and_keeps_the
     assert "upper shelf" in stored.body
 
 
+async def test_a_fork_of_a_long_id_is_still_a_slug(processes: ProcessService) -> None:
+    """Cut to make room for ``-2``, the id must not end in a hyphen (``…a--2`` could then never be
+    read or deleted)."""
+    long_id = "a" * 113 + "-bbbbbb"
+    doc = f"---\ntitle: long\nid: {long_id}\nsource_mission_id: mission-1\n---\nbody\n"
+    await processes.save(ADMIN, doc)
+    forked = await processes.save(ADMIN, doc.replace("mission-1", "mission-2"))
+    assert forked.action == "forked"
+    assert "--" not in forked.doc.id
+    assert (await processes.get(ADMIN, forked.doc.id)).id == forked.doc.id
+
+
 async def test_saving_the_same_id_from_other_missions_forks_to_numbered_ids(processes: ProcessService) -> None:
     await processes.save(ADMIN, MAILROOM)
 

@@ -50,7 +50,7 @@ ENV_VARS: dict[str, str] = {
     "chosen by the evaluation in docs/search.md)",
 }
 
-_ROBOT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+_ROBOT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}\Z")
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 EmbedderName = Literal["use", "fastembed", "ollama", "openai", "hashing", "none"]
 EMBEDDERS: tuple[EmbedderName, ...] = ("use", "fastembed", "ollama", "openai", "hashing", "none")

@@ -24,7 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from robot_mcp_memory.errors import DocumentParseError
 
-SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+#: ``\Z``, not ``$``: ``$`` also matches before a final newline, which let ``"proc-b\n"`` in as an id.
+SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*\Z")
 MAX_ID = 120
 MAX_TITLE = 300
 MAX_BODY = 200_000
@@ -57,7 +58,19 @@ def _iso(value: Any) -> str:
 
 
 class _Loader(yaml.SafeLoader):
-    """`yaml.SafeLoader` with YAML 1.2 booleans: ``yes``/``no``/``on``/``off`` stay strings."""
+    """`yaml.SafeLoader` with YAML 1.2 booleans (``yes``/``no``/``on``/``off`` stay strings) and
+    without aliases: ``*name`` repeats an anchored value, so a few hundred characters of nested
+    aliases expand to millions of values (a "billion laughs"); a process document has no use for
+    them."""
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not accepted here: write the value out", event.start_mark
+            )
+        node: yaml.Node | None = super().compose_node(parent, index)
+        return node
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -222,8 +235,15 @@ def parse(text: str, *, default_robot: str = "unknown") -> ProcessDoc:
         line = first + 2 + mark.line if mark is not None else first + 1
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise DocumentParseError(f"the frontmatter is not valid YAML: {problem}", line=line) from exc
+    except (ValueError, OverflowError, RecursionError) as exc:  # a date like 2026-02-30, a 5,000-digit number
+        raise DocumentParseError(
+            "the frontmatter holds a value that cannot be read (an impossible date, a number too long, "
+            "nesting too deep): quote it to keep it as text",
+            line=first + 1,
+        ) from exc
     if not isinstance(raw, dict):
         raise DocumentParseError("the frontmatter must be a YAML mapping of keys to values", line=first + 2)
+    _check_text(raw)
     body = "\n".join(lines[end + 1 :]).strip("\n")
     body = body + "\n" if body else ""
     return from_frontmatter(raw, body, default_robot=default_robot)
@@ -242,7 +262,10 @@ def from_frontmatter(raw: dict[Any, Any], body: str, *, default_robot: str = "un
         if data.get(k) is None:
             data.pop(k, None)
         else:
-            data[k] = _iso(data[k])
+            try:
+                data[k] = _iso(data[k])
+            except (OverflowError, ValueError) as exc:  # 0001-01-01 00:00:00+01:00 is before year 1 in UTC
+                raise DocumentParseError("a date out of range; use years 1-9999 in UTC", field=k) from exc
     for k in ("title", "task_pattern", "robot", "source_mission_id"):
         if k in data and data[k] is not None and not isinstance(data[k], str):
             data[k] = _iso(data[k]) if isinstance(data[k], dt.date) else str(data[k])
@@ -286,11 +309,12 @@ def _explain(err: Any) -> str:
 
 def _plain(value: Any, key: str) -> Any:
     """Extra frontmatter values must survive JSON storage: normalise dates (at any depth — an
-    unquoted date inside a list is as common as one at the top), refuse the rest."""
-    value = _dates_to_iso(value)
+    unquoted date inside a list is as common as one at the top) and mapping keys (to strings, as
+    JSON has them), refuse the rest."""
     try:
-        json.dumps(value)
-    except (TypeError, ValueError) as exc:
+        value = _dates_to_iso(value)
+        json.dumps(value, sort_keys=True)
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise DocumentParseError("value cannot be stored; use plain strings, numbers and lists", field=key) from exc
     return value
 
@@ -301,8 +325,31 @@ def _dates_to_iso(value: Any) -> Any:
     if isinstance(value, list):
         return [_dates_to_iso(v) for v in value]
     if isinstance(value, dict):
-        return {(_iso(k) if isinstance(k, dt.date) else k): _dates_to_iso(v) for k, v in value.items()}
+        out = {(_iso(k) if isinstance(k, dt.date) else str(k)): _dates_to_iso(v) for k, v in value.items()}
+        if len(out) != len(value):  # {1: a, '1': b}: two keys that are one in JSON
+            raise ValueError("duplicate keys")
+        return out
     return value
+
+
+def _check_text(value: Any) -> None:
+    """`DocumentParseError` when a string anywhere in the frontmatter cannot be stored as UTF-8
+    (YAML's ``"\\udc00"`` escape makes a lone surrogate)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise DocumentParseError(
+                    "the frontmatter holds a lone surrogate (\\ud800-\\udfff): send UTF-8 text"
+                ) from exc
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
 
 
 def append_outcome(body: str, when: str, success: bool, note: str) -> str:

@@ -164,7 +164,7 @@ def save_doc(
     if not writable(existing.robot) or (doc.source_mission_id and doc.source_mission_id != existing.source_mission_id):
         n = 2
         while True:
-            candidate = f"{doc.id[: docmodel.MAX_ID - 6]}-{n}"
+            candidate = f"{doc.id[: docmodel.MAX_ID - 6].rstrip('-')}-{n}"  # cut at a hyphen: no "--"
             other = select_one(conn, candidate)
             if other is None:
                 stored = doc.model_copy(update={"id": candidate, "created": now, "updated": now})

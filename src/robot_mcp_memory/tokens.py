@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from robot_mcp_memory.principal import ADMIN, Principal
 
-ROBOT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+ROBOT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 MIN_TOKEN = 8
 
 

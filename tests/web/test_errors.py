@@ -138,3 +138,20 @@ def test_allowed_hosts_match_by_name_and_port() -> None:
     assert not guard.allows("10.0.0.5:9104")
     assert not guard.allows("memory.lan.evil.example")
     assert not guard.allows(None)
+
+
+async def test_a_body_nested_thousands_deep_is_invalid_not_internal(secured: Connect) -> None:
+    """json.loads raised RecursionError, which the body reader did not catch: a 500 (found by review)."""
+    deep = b'{"a":' * 5000 + b"1" + b"}" * 5000
+    async with secured(ADMIN) as c:
+        for path in ("/api/login", "/api/processes"):
+            r = await c.post(path, content=deep, headers={"content-type": "application/json"})
+            assert r.status_code == 400, (path, r.text[:200])
+            shape(r.json(), "invalid")
+
+
+async def test_a_refused_login_says_which_scheme_to_use(secured: Connect) -> None:
+    async with secured() as c:
+        r = await c.post("/api/login", json={"token": "wrong-token-xx"})
+    assert r.status_code == 401
+    assert r.headers["www-authenticate"] == "Bearer"

@@ -38,7 +38,7 @@ OPERATORS = ("$eq", "$ne", "$lt", "$lte", "$gt", "$gte", "$in", "$nin", "$exists
 MAX_CONDITIONS = 32
 MAX_DEPTH = 8
 MAX_IN = 100
-_SEGMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$|^[0-9]{1,6}$")
+_SEGMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}\Z|^[0-9]{1,6}\Z")
 
 
 @dataclass

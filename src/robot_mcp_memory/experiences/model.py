@@ -45,8 +45,8 @@ MAX_SOURCE_WEIGHT = max(REAL_WEIGHT, 1.0)
 
 MemoryType = Literal["fact", "perception"]
 Status = Literal["active", "forgotten", "superseded"]
-_COLLECTION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}$")
-_PERCEPTION_TYPE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+_COLLECTION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}\Z")
+_PERCEPTION_TYPE = re.compile(r"^[a-z][a-z0-9_]{0,31}\Z")
 
 
 def decay_factor(age_s: float) -> float:

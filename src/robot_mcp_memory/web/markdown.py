@@ -22,8 +22,11 @@ _BULLET = re.compile(r"^\s*[-*+]\s+(.*)$")
 _NUMBERED = re.compile(r"^\s*\d{1,9}[.)]\s+(.*)$")
 _RULE = re.compile(r"^\s*(?:-{3,}|\*{3,}|_{3,})\s*$")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
-_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
-_EM = re.compile(r"(?<![\w*])[*_](?=\S)(.+?)(?<=\S)[*_](?![\w*])")
+# Linear time: a span cannot hold its own closing marker, so from each opening marker the engine
+# scans only to the next one (with ``.+?`` it scanned to the end of the line from every opening,
+# and a 199k-character line of " **a" took 140 s, stalling the server).
+_BOLD = re.compile(r"\*\*(?=\S)((?:[^*]|\*(?!\*))+?)(?<=\S)\*\*")
+_EM = re.compile(r"(?<![\w*])[*_](?=\S)([^*_]+?)(?<=\S)[*_](?![\w*])")
 _LINK = re.compile(r"\[([^\]\n]{1,500})\]\((https?://[^\s()<>\"']{1,2000})\)")
 
 

@@ -79,6 +79,8 @@ def problem(
         headers["retry-after"] = "5"
     elif status == 429:
         headers["retry-after"] = "60"
+    if status == 401:
+        headers["www-authenticate"] = "Bearer"  # RFC 6750: say which scheme a retry should use
     return JSONResponse({"error": code, "detail": detail, **extra}, status_code=status, headers=headers)
 
 

@@ -238,6 +238,8 @@ async def _body(model: type[BaseModel], request: Request) -> BaseModel | Respons
         data = json.loads(b"".join(chunks), parse_constant=_no_constant)
     except ValueError:  # JSONDecodeError, UnicodeDecodeError, NaN/Infinity
         return problems.problem("invalid", "the body is not valid JSON")
+    except RecursionError:  # nested thousands deep; each field's own parser bounds depth further
+        return problems.problem("invalid", "the body nests too deeply to be read")
     if not isinstance(data, dict):
         return problems.problem("invalid", "the body must be a JSON object")
     try:
