@@ -341,3 +341,21 @@ def test_an_id_ending_in_a_newline_is_not_a_slug() -> None:
     read, changed or deleted."""
     with pytest.raises(DocumentParseError, match="kebab-case"):
         parse('---\ntitle: t\nid: "proc-b\\n"\n---\nbody\n')
+
+
+def test_the_outcome_log_keeps_the_body_within_its_limit() -> None:
+    """40 long notes on a 195 kB body grew it past what save_process accepts (found by review):
+    the oldest log lines give way, the newest is kept."""
+    body = "## Steps\n" + "x" * 195_000 + "\n"
+    for i in range(40):
+        body = append_outcome(body, f"2026-11-{i % 28 + 1:02d}", True, f"note {i} " + "n" * 2000)
+        assert len(body) <= docmodel.MAX_BODY
+    assert "note 39 " in body
+    assert "note 0 " not in body
+    assert body.startswith("## Steps\n" + "x" * 195_000)
+    near = "## Steps\n" + "x" * (docmodel.MAX_BODY - 120) + "\n"
+    shortened = append_outcome(near, "2026-11-30", False, "y" * 500)
+    assert len(shortened) <= docmodel.MAX_BODY
+    assert shortened.rstrip("\n").endswith("…")
+    full = "## Steps\n" + "x" * (docmodel.MAX_BODY - 20) + "\n"
+    assert append_outcome(full, "2026-11-30", False, "y" * 500) == full  # no room: the counters still count it

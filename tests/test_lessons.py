@@ -288,3 +288,14 @@ async def test_a_robot_token_always_acts_as_its_own_robot(fleet_on: Memory) -> N
 async def test_a_robot_token_whose_robot_is_not_registered_is_told_to_register(fleet_on: Memory) -> None:
     with pytest.raises(NotFound, match="register_robot"):
         await fleet_on.lessons.recall(Principal.robot("rap-9"), "", "grasp/mug")
+
+
+async def test_true_is_not_one_and_false_is_not_zero_in_params(tmp_path: Path) -> None:
+    """Python's == counted a report of {"use_suction": true} as the stored {"use_suction": 1}."""
+    from robot_mcp_memory.params import _same
+
+    assert not _same({"use_suction": 1}, {"use_suction": True})
+    assert not _same({"suction": 0.0}, {"suction": False})
+    assert _same({"force": 1}, {"force": 1.0})
+    assert _same({"a": [True, {"b": 2}]}, {"a": [True, {"b": 2.0}]})
+    assert not _same({"a": [1]}, {"a": [True]})

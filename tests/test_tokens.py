@@ -50,7 +50,13 @@ def test_the_parser_either_parses_or_raises_value_error(raw: str) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.dictionaries(st.from_regex(r"[a-z0-9][a-z0-9_.-]{0,10}", fullmatch=True), st.just(None), max_size=8))
+@given(
+    st.dictionaries(
+        st.from_regex(r"[a-z0-9][a-z0-9_.-]{0,10}", fullmatch=True).filter(lambda r: r not in ("shared", "unknown")),
+        st.just(None),
+        max_size=8,
+    )
+)
 def test_a_generated_map_round_trips(robots: dict[str, None]) -> None:
     tokens = {r: generate_token() for r in robots}
     raw = ",".join(f"{r}:{t}" for r, t in tokens.items())
@@ -84,3 +90,10 @@ def test_every_entry_is_compared_whichever_token_matches() -> None:
 
 def test_no_tokens_means_auth_is_disabled() -> None:
     assert not TokenAuth(None, {}).enabled
+
+
+@pytest.mark.parametrize("robot", ["shared", "unknown", "Shared"])
+def test_a_token_for_a_reserved_robot_id_is_refused(robot: str) -> None:
+    """A token for ``shared`` would let its holder write fleet-wide advice (found by review)."""
+    with pytest.raises(ValueError, match="reserved"):
+        parse_robot_tokens(f"r1:tok-r1-12345678,{robot}:tok-sh-12345678")

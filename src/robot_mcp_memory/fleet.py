@@ -28,16 +28,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from robot_mcp_memory import tokens
 from robot_mcp_memory.errors import Conflict, InvalidInput, NotFound
 from robot_mcp_memory.kit import SqliteStore
 from robot_mcp_memory.kit.store import now_iso
-from robot_mcp_memory.principal import SHARED
 from robot_mcp_memory.tokens import ROBOT_RE
 
 T = TypeVar("T")
 
 ID_RULE = "1-64 characters of letters, digits, '_', '.' or '-', starting with a letter or digit"
-RESERVED_ROBOT_IDS = frozenset({SHARED, "unknown"})
+RESERVED_ROBOT_IDS = tokens.RESERVED_ROBOT_IDS  # {SHARED, "unknown"}: a token for them is refused at startup
 GLOBAL_SELF_IMPROVE = "global_self_improve"
 MAX_TEXT = 200
 MAX_META_BYTES = 16_384

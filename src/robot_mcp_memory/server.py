@@ -8,6 +8,7 @@ builds one around a temporary database in one line. `http_app` puts SSE (``/sse`
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -24,12 +25,13 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from robot_mcp_memory import __version__, logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.metrics import Metrics
 from robot_mcp_memory.principal import OPEN, Principal
+from robot_mcp_memory.stdio import number_problem
 from robot_mcp_memory.tokens import TokenAuth
 from robot_mcp_memory.tools import experiences, fleet, lessons, processes
 from robot_mcp_memory.tools.adapter import PrincipalOf, make_principal_of
@@ -99,6 +101,62 @@ class SseCap:
             self.open -= 1
 
 
+class StrictNumbers:
+    """POSTed JSON-RPC whose numbers mcp would change — NaN, Infinity, ``1e400``, an integer of
+    thousands of digits, which its session turns into null — is answered with a JSON-RPC error
+    (400), as the stdio transport does (`stdio.number_problem`); every other body goes through
+    unchanged (pure ASGI: the body is read once and handed on)."""
+
+    def __init__(self, app: ASGIApp, paths: tuple[str, ...] = ("/mcp", "/messages/")) -> None:
+        self.app = app
+        self.paths = paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST" or scope.get("path") not in self.paths:
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":  # the client left: let the app see it
+                await self.app(scope, _replay([message], receive), send)
+                return
+            chunk = message.get("body", b"")
+            chunks.append(chunk)
+            size += len(chunk)
+            more = bool(message.get("more_body"))
+            if size > MAX_REQUEST_BODY:  # mcp's own limit answers this one
+                break
+        body = b"".join(chunks)
+        problem = None if more else number_problem(body)
+        if problem is not None:
+            error = {"jsonrpc": "2.0", "id": _request_id(body), "error": {"code": -32600, "message": problem}}
+            await JSONResponse(error, status_code=400)(scope, receive, send)
+            return
+        replay: list[Message] = [{"type": "http.request", "body": body, "more_body": more}]
+        await self.app(scope, _replay(replay, receive), send)
+
+
+def _replay(first: list[Message], receive: Receive) -> Receive:
+    pending = list(first)
+
+    async def again() -> Message:
+        return pending.pop(0) if pending else await receive()
+
+    return again
+
+
+def _request_id(body: bytes) -> str | int | None:
+    try:
+        raw = json.loads(body, parse_int=lambda d: int(d) if len(d) < 4000 else 0)
+    except (ValueError, RecursionError):
+        return None
+    rid = raw.get("id") if isinstance(raw, dict) else None
+    return rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
+
+
 ToolOutput = Sequence[ContentBlock] | dict[str, Any]
 
 #: The JSON Schema dialect our output schemas declare. mcp 1.x clients validate every tool result
@@ -166,10 +224,13 @@ class MemoryMCP(FastMCP):
             numeric = self._numeric.get(name)
             if numeric is None:
                 numeric = self._numeric[name] = _numbers_only(tool.parameters)
-            flag = next((k for k, v in arguments.items() if isinstance(v, bool) and k in numeric), None)
-            if flag is not None:
-                # pydantic takes true for 1: forget(memory_id=true) would forget memory 1
-                return self._refuse(tool, f"bad arguments for {name}: {flag}: a number is needed, not true/false")
+            for key, value in arguments.items():
+                if key not in numeric:
+                    continue
+                if isinstance(value, bool):  # pydantic takes true for 1: forget(memory_id=true) forgot memory 1
+                    return self._refuse(tool, f"bad arguments for {name}: {key}: a number is needed, not true/false")
+                if isinstance(value, int) and not -(2**63) <= value < 2**63:  # SQLite's integers are 64-bit
+                    return self._refuse(tool, f"bad arguments for {name}: {key}: out of range")
         try:
             return _compact_text(await super().call_tool(name, arguments))
         except ToolError as exc:
@@ -178,6 +239,9 @@ class MemoryMCP(FastMCP):
                 raise
             if isinstance(cause, RecursionError):  # FastMCP decoding a JSON-string argument
                 return self._refuse(tool, f"bad arguments for {name}: JSON nested too deeply; flatten it")
+            if isinstance(cause, ValueError) and not isinstance(cause, ValidationError):
+                # FastMCP decoding a JSON-string argument that holds a number of thousands of digits
+                return self._refuse(tool, f"bad arguments for {name}: a JSON string argument cannot be read")
             if not isinstance(cause, ValidationError):
                 raise
             detail = "; ".join(
@@ -354,7 +418,7 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
         *streamable.routes,
         *sse.routes,
     ]
-    app = SseCap(Starlette(routes=routes, lifespan=lifespan), security=mcp.settings.transport_security)
+    app = SseCap(StrictNumbers(Starlette(routes=routes, lifespan=lifespan)), security=mcp.settings.transport_security)
     return web.protect(app, auth)
 
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import os
+import re
 import stat
 import sys
 from collections.abc import AsyncIterator
@@ -42,27 +44,66 @@ class LineTooLong(ValueError):
     """A line longer than `MAX_LINE`: it is skipped, and the session logs it."""
 
 
+#: What a line must hold for a number in it to be something mcp would quietly change: JavaScript's
+#: number words, an exponent that may overflow a double (``1e400``), an integer of thousands of
+#: digits. Only such lines are parsed strictly (a byte search each, on every line).
+_SUSPECT = re.compile(rb"NaN|Infinity|[eE]\+?\d{3}|\d{4000}")
+
+
 def _parse(line: bytes) -> types.JSONRPCMessage:
-    """One JSON-RPC message. NaN and Infinity are not JSON: mcp's parser takes them and its
-    session turns them into null before any tool sees them, so a number silently became null.
-    Checked strictly only when a line holds those words (a fast byte search)."""
-    if b"NaN" in line or b"Infinity" in line:
-        try:
-            pydantic_core.from_json(line, allow_inf_nan=False)
-        except ValueError as exc:
-            raise NotJson("NaN and Infinity are not JSON numbers") from exc
+    """One JSON-RPC message, or `NotJson` for a line whose numbers mcp would change (see
+    `number_problem`)."""
+    problem = number_problem(line)
+    if problem is not None:
+        raise NotJson(problem)
     return types.JSONRPCMessage.model_validate_json(line.decode("utf-8", errors="replace"))
 
 
+def number_problem(body: bytes) -> str | None:
+    """Why mcp would read `body` with a number changed, or None. mcp's parser takes ``NaN``,
+    ``Infinity`` and numbers a double cannot hold (``1e400`` is infinity), and its session then
+    turns them into null before any tool sees them: a number silently became null (and
+    ``set_robot_meta`` deleted the key). Checked strictly only when a byte search finds a sign of
+    one (`_SUSPECT`); anything else wrong with `body` is left to mcp's own parser."""
+    if not _SUSPECT.search(body):
+        return None
+    try:
+        value = pydantic_core.from_json(body, allow_inf_nan=False)
+    except ValueError as exc:
+        if b"NaN" in body or b"Infinity" in body:
+            return "NaN and Infinity are not JSON numbers"
+        if "out of range" in str(exc):
+            return "a number is out of range (thousands of digits)"
+        return None
+    return None if _finite(value) else "a number is out of range (beyond what a double holds)"
+
+
+def _finite(value: object) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, float) and not math.isfinite(v):
+            return False
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return True
+
+
 class NotJson(ValueError):
-    """A line that only parses with JavaScript's number words."""
+    """A line mcp would read with a number changed: said to its caller instead."""
+
+
+def _id_int(digits: str) -> int:
+    return int(digits) if len(digits) < 4000 else 0  # only the request's id is wanted here
 
 
 def _refusal_for(line: bytes, exc: Exception) -> SessionMessage | None:
     """A JSON-RPC error answering a request whose line did not validate (a lone surrogate in an
     argument, NaN, nesting past the parser's limit), when its id can still be read; else None."""
     try:
-        raw = json.loads(line)
+        raw = json.loads(line, parse_int=_id_int)
     except (ValueError, RecursionError):
         return None
     if not isinstance(raw, dict) or "method" not in raw or not isinstance(raw.get("id"), str | int):

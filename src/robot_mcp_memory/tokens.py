@@ -31,6 +31,10 @@ ROBOT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 MIN_TOKEN = 8
 
 
+#: Robot ids no robot may hold (`fleet.RESERVED_ROBOT_IDS` is this set).
+RESERVED_ROBOT_IDS = frozenset({"shared", "unknown"})
+
+
 def parse_robot_tokens(raw: str | None, admin_token: str | None = None) -> dict[str, str]:
     """Parse the token map into ``{robot_id: token}``; returns a list of problems via ValueError."""
     if raw is None or not raw.strip():
@@ -53,6 +57,12 @@ def parse_robot_tokens(raw: str | None, admin_token: str | None = None) -> dict[
             continue
         if not ROBOT_RE.match(robot):
             problems.append(f"{where}: robot id must be letters, digits, '_', '.', '-' (max 64)")
+            continue
+        if robot.lower() in RESERVED_ROBOT_IDS:
+            problems.append(
+                f"{where}: '{robot}' is reserved ('shared' marks fleet-wide documents, 'unknown' no provenance); "
+                "a token for it would write fleet-wide advice"
+            )
             continue
         if not token:
             problems.append(f"{where} (robot {robot}) has an empty token")

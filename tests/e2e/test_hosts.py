@@ -59,3 +59,24 @@ async def test_a_listed_name_is_served_with_or_without_a_port_and_a_foreign_one_
     assert "Exception in ASGI application" not in log
     for line in log.splitlines():  # mcp's own refusal warnings too: one format for a collector
         assert isinstance(json.loads(line), dict), line
+
+
+async def test_numbers_mcp_would_turn_into_null_are_refused_over_http(proxied: ServerProcess) -> None:
+    """``1e400`` is infinity to mcp's parser and null to its session: set_robot_meta would delete
+    the key instead of storing a number (found by review). The same rule as over stdio."""
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        headers = {"accept": "application/json, text/event-stream"}
+        r = await http.post(proxied.url("/mcp"), json=initialize_request("numbers"), headers=headers)
+        headers["mcp-session-id"] = r.headers["mcp-session-id"]
+        init_done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        await http.post(proxied.url("/mcp"), json=init_done, headers=headers)
+        for number in ("1e400", "-1e400", "NaN", "9" * 5000):
+            call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "learn", "arguments": {}}}
+            args = {"insight": "a reading", "context": {"params": {"n": "N"}}}
+            body = json.dumps(call).replace("{}}}", json.dumps(args).replace('"N"', number) + "}}")
+            r = await http.post(
+                proxied.url("/mcp"), content=body, headers={**headers, "content-type": "application/json"}
+            )
+            assert r.status_code == 400, (number, r.text[:200])
+            assert r.json()["id"] == 3
+            assert r.json()["error"]["code"] == -32600

@@ -166,21 +166,29 @@ def test_the_pipes_are_blocking_again_for_whoever_shares_them_next(tmp_path: Pat
 
 
 def test_a_request_that_does_not_validate_gets_an_error_answer_not_silence(tmp_path: Path) -> None:
-    """A line that is JSON to Python but not valid JSON-RPC to the SDK — NaN (which mcp would
-    turn into null), a lone surrogate, nesting past the parser's limit — answers its request
-    with -32600 instead of leaving the client waiting; nothing is stored from it."""
+    """A line that is JSON to Python but not valid JSON-RPC to the SDK — NaN or 1e400 (which mcp
+    would turn into null), an integer of 5,000 digits, a lone surrogate, nesting past the
+    parser's limit — answers its request with -32600 instead of leaving the client waiting or
+    storing null; nothing is stored from it."""
     learn = _call(5, "learn", insight="grip force reading", context={"params": {"f": 1}})
     nan = json.dumps(learn).replace('"f": 1', '"f": NaN').encode() + b"\n"
     surrogate = json.dumps(_call(6, "recall", query="x")).replace('"x"', '"\\udc00"').encode() + b"\n"
+    big = json.dumps(_call(10, "learn", insight="big", context={"params": {"n": 1}})).replace('"n": 1', '"n": 1e400')
+    digits = json.dumps(_call(11, "learn", insight="long", context={"p": {"n": 1}})).replace(
+        '"n": 1', '"n": ' + "9" * 5000
+    )
     deep = _call(7, "learn", insight="deep", context="CTX")
     deep_line = json.dumps(deep).replace('"CTX"', '{"a":' * 300 + "1" + "}" * 300).encode() + b"\n"
     phases: list[tuple[dict[str, Any] | bytes, ...]] = [
-        (INIT, INITIALIZED, nan, surrogate, deep_line, _call(8, "recall", query="grip force reading")),
+        (INIT, INITIALIZED, nan, surrogate, deep_line, big.encode() + b"\n", digits.encode() + b"\n"),
+        (_call(8, "recall", query="grip force reading"),),
         (_call(9, "recall", query="grip force reading"),),
     ]
     responses, _ = _converse(phases, _env(tmp_path))
-    for rid in (5, 6, 7):
+    for rid in (5, 6, 7, 10, 11):
         assert responses[rid]["error"]["code"] == -32600, responses[rid]
     assert "NaN" in responses[5]["error"]["message"]
+    assert "out of range" in responses[10]["error"]["message"]  # 1e400: mcp made it null
+    assert "out of range" in responses[11]["error"]["message"]  # 5,000 digits: mcp answered nothing
     for rid in (8, 9):  # the session went on, and nothing was stored from the refused lines
         assert responses[rid]["result"]["structuredContent"]["result"]["memories"] == []

@@ -117,3 +117,15 @@ async def test_a_malformed_spatial_field_is_refused_naming_spatial_sort(client: 
         got = await client.call("recall", query=query, spatial_sort={"field": "spatial..position", "target": [0, 0, 0]})
         assert got["error"] == "invalid"
         assert got["detail"].startswith("spatial_sort.field")
+
+
+async def test_integers_beyond_64_bits_in_any_tool_are_invalid(client: Client) -> None:
+    got = await client.call("list_processes", offset=2**63)
+    assert got["error"] == "invalid"
+    assert "out of range" in got["detail"]
+
+
+async def test_a_json_string_argument_with_a_number_of_thousands_of_digits_is_invalid(client: Client) -> None:
+    got = await client.call("learn", insight="long number", context='{"p": {"n": ' + "9" * 5000 + "}}")
+    assert got["error"] == "invalid", got
+    assert "Error executing" not in got["detail"]
