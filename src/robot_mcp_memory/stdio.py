@@ -47,7 +47,9 @@ class LineTooLong(ValueError):
 #: What a line must hold for a number in it to be something mcp would quietly change: JavaScript's
 #: number words, an exponent that may overflow a double (``1e400``), an integer of thousands of
 #: digits. Only such lines are parsed strictly (a byte search each, on every line).
-_SUSPECT = re.compile(rb"NaN|Infinity|[eE]\+?\d{3}|\d{4000}")
+#: (The long-integer branch starts only where a run of digits does: tried at every digit, runs of
+#: 3,999 would cost 4,000 steps each — quadratic on a hostile line.)
+_SUSPECT = re.compile(rb"NaN|Infinity|[eE]\+?\d{3}|(?<!\d)\d{4000}")
 
 
 def _parse(line: bytes) -> types.JSONRPCMessage:
