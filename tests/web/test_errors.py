@@ -155,3 +155,20 @@ async def test_a_refused_login_says_which_scheme_to_use(secured: Connect) -> Non
         r = await c.post("/api/login", json={"token": "wrong-token-xx"})
     assert r.status_code == 401
     assert r.headers["www-authenticate"] == "Bearer"
+
+
+async def test_any_method_gets_a_json_405_naming_the_right_ones(secured: Connect) -> None:
+    """TRACE or PROPFIND got Starlette's plain-text 405 listing every method (found by review)."""
+    async with secured(ADMIN) as c:
+        for method, path, allow in [
+            ("TRACE", "/api/processes", "GET, POST"),
+            ("PROPFIND", "/api/stats", "GET"),
+            ("POST", "/api/openapi.json", "GET"),
+            ("DELETE", "/api/openapi.json", "GET"),
+        ]:
+            r = await c.request(method, path)
+            assert r.status_code == 405, (method, path, r.text[:200])
+            shape(r.json(), "method_not_allowed")
+            assert r.headers["allow"] == allow, (method, path)
+        assert (await c.head("/api/processes")).status_code == 200
+        assert (await c.get("/api/openapi.json")).status_code == 200

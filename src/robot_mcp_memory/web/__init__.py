@@ -24,7 +24,7 @@ from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences.browse import ExperienceBrowser
 from robot_mcp_memory.tenancy import TenantAuthMiddleware
 from robot_mcp_memory.tokens import TokenAuth
-from robot_mcp_memory.web import openapi
+from robot_mcp_memory.web import openapi, problems
 from robot_mcp_memory.web.api import experiences, fleet, operations, processes, session
 from robot_mcp_memory.web.context import WebContext
 from robot_mcp_memory.web.hosts import HostGuard
@@ -106,6 +106,10 @@ def build_web(memory: Memory, auth: TokenAuth, sessions: SessionStore | None = N
     spec: dict[str, Any] | None = None
 
     async def openapi_json(request: Request) -> Response:
+        if request.method not in ("GET", "HEAD"):
+            response = problems.problem("method_not_allowed", f"{request.url.path} accepts GET")
+            response.headers["allow"] = "GET"
+            return response
         nonlocal spec
         if not hosts.allows(request.headers.get("host")):
             return misdirected()

@@ -154,6 +154,10 @@ class Api:
         ]
         routes.extend(extra)
         routes.append(Route("/api/{rest:path}", _unknown, methods=ALL_METHODS))
+        for route in routes:
+            # Every method reaches the handler, which answers a wrong one with a JSON 405 naming
+            # the right ones — TRACE, PROPFIND … too (Starlette's own 405 is plain text).
+            route.methods = None
         return routes
 
     @property
@@ -173,7 +177,7 @@ def _dispatcher(methods: dict[str, Endpoint], hosts: HostGuard) -> Callable[[Req
     async def dispatch(request: Request) -> Response:
         if not hosts.allows(request.headers.get("host")):
             return misdirected()
-        ep = methods.get(request.method)
+        ep = methods.get(request.method) or (methods.get("GET") if request.method == "HEAD" else None)
         if ep is None:
             response = problems.problem("method_not_allowed", f"{request.url.path} accepts {allowed}")
             response.headers["allow"] = allowed
