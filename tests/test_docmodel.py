@@ -359,3 +359,10 @@ def test_the_outcome_log_keeps_the_body_within_its_limit() -> None:
     assert shortened.rstrip("\n").endswith("…")
     full = "## Steps\n" + "x" * (docmodel.MAX_BODY - 20) + "\n"
     assert append_outcome(full, "2026-11-30", False, "y" * 500) == full  # no room: the counters still count it
+
+
+@pytest.mark.parametrize("frontmatter", ["null: v", "1: a\n'1': b"])
+def test_frontmatter_keys_that_would_change_silently_are_refused(frontmatter: str) -> None:
+    """A null key was stored as "None"; two keys that are one in JSON kept only the last."""
+    with pytest.raises(DocumentParseError):
+        parse(f"---\ntitle: t\n{frontmatter}\n---\nbody\n")

@@ -252,8 +252,14 @@ def parse(text: str, *, default_robot: str = "unknown") -> ProcessDoc:
 def from_frontmatter(raw: dict[Any, Any], body: str, *, default_robot: str = "unknown") -> ProcessDoc:
     data: dict[str, Any] = {}
     extra: dict[str, Any] = {}
+    seen: set[str] = set()
     for key, value in raw.items():
-        k = str(key)
+        if key is None or isinstance(key, bool | list | dict):
+            raise DocumentParseError("frontmatter keys must be names (a key here is null or not text)")
+        k = _iso(key) if isinstance(key, dt.date) else str(key)
+        if k in seen:  # 1: a and '1': b are one key once stored
+            raise DocumentParseError("a frontmatter key appears twice", field=k)
+        seen.add(k)
         if k in _KNOWN:
             data[k] = value
         else:

@@ -213,11 +213,13 @@ async def pipe_stdio(
                     continue
                 try:
                     message = _parse(line)
-                except Exception as exc:  # the session logs it, as mcp's stdio reader does
+                except Exception as exc:
                     refusal = _refusal_for(line, exc)
                     if refusal is not None:  # a request we can name: its caller gets an answer, not a hang
                         await replies.send(refusal)
-                    await read_writer.send(exc)
+                        _log.warning("stdio.request_refused", reason=type(exc).__name__)
+                        continue
+                    await read_writer.send(exc)  # the session logs it, as mcp's stdio reader does
                     continue
                 await read_writer.send(SessionMessage(message))
 

@@ -184,7 +184,9 @@ def test_a_request_that_does_not_validate_gets_an_error_answer_not_silence(tmp_p
         (_call(8, "recall", query="grip force reading"),),
         (_call(9, "recall", query="grip force reading"),),
     ]
-    responses, _ = _converse(phases, _env(tmp_path))
+    responses, err = _converse(phases, _env(tmp_path))
+    assert b"stdio.request_refused" in err  # a warning of ours, not the session's "Internal Server Error"
+    assert b'"level": "error"' not in err
     for rid in (5, 6, 7, 10, 11):
         assert responses[rid]["error"]["code"] == -32600, responses[rid]
     assert "NaN" in responses[5]["error"]["message"]

@@ -37,6 +37,8 @@ def test_numbers_count_wherever_they_stand() -> None:
     ]:
         assert not same_facts(a, b), (a, b)
     assert same_facts("grip at 1,000 mN", "grip at 1000 mN")
+    assert not same_facts("rotate the wrist minus 5 degrees", "rotate the wrist plus 5 degrees")
+    assert same_facts("rotate the wrist plus 5 degrees", "rotate the wrist 5 degrees")
 
 
 def test_an_outcome_counts_however_it_is_written() -> None:

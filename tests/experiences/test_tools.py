@@ -111,3 +111,13 @@ async def test_forgotten_and_unknown_memories_are_not_found(client: Client) -> N
 )
 async def test_limits_are_enforced_as_invalid_arguments(client: Client, tool: str, args: dict[str, Any]) -> None:
     assert (await client.call(tool, **args))["error"] == "invalid"
+
+
+def test_times_before_year_1000_are_iso_8601() -> None:
+    """strftime's %Y wrote year 1 as "1": an imported robotmem row from year 1 read back unparseable."""
+    import datetime as dt
+
+    from robot_mcp_memory.experiences.views import iso
+
+    assert iso(-62135596800.0) == "0001-01-01T00:00:00.000Z"
+    assert dt.datetime.fromisoformat(str(iso(-62135596800.0)).replace("Z", "+00:00")).year == 1

@@ -80,9 +80,15 @@ def _canonical_number(raw: str) -> str:
     return out if out == "0" else sign + out
 
 
+#: A sign written as a word: "minus 5 degrees" is -5, "plus 5" +5.
+_SIGN_WORD = re.compile(r"\b(minus|negative|plus|positive)\s+(?=\d)", re.IGNORECASE)
+
+
 def numbers(text: str) -> tuple[str, ...]:
-    """The numbers written in `text`, in order, canonicalised (``12.50`` → ``12.5``)."""
-    return tuple(_canonical_number(m.group(0)) for m in _NUMBER.finditer(text))
+    """The numbers written in `text`, in order, canonicalised (``12.50`` → ``12.5``; ``minus 5``
+    → ``-5``)."""
+    signed = _SIGN_WORD.sub(lambda m: "-" if m.group(1).lower() in ("minus", "negative") else "+", text)
+    return tuple(_canonical_number(m.group(0)) for m in _NUMBER.finditer(signed))
 
 
 def negated(text: str | Analysis) -> bool:

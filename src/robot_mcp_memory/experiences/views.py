@@ -22,7 +22,8 @@ def iso(ts: float | None) -> str | None:
     if ts is None:
         return None
     whole = int(ts)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{int((ts - whole) * 1000):03d}Z"
+    t = time.gmtime(whole)  # the year padded to four digits: strftime's %Y writes year 1 as "1"
+    return f"{t.tm_year:04d}" + time.strftime("-%m-%dT%H:%M:%S", t) + f".{int((ts - whole) * 1000):03d}Z"
 
 
 class AutoInferred(BaseModel):
