@@ -8,6 +8,8 @@ when it is missing; these tests skip, saying why, only when ``/usr/bin/chromium`
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -319,3 +321,29 @@ async def test_a_scoped_robot_sees_only_its_groups_memories(server: ServerProces
     await expect(table).not_to_contain_text("blue mug")
     await page.goto(server.url("/#/sessions"))
     await expect(page.locator("#sessions-table")).to_contain_text("Nothing here yet")
+
+
+async def test_review_findings_in_the_browser(server: ServerProcess, browser: Browser) -> None:
+    """Found by review: "New process" with an existing process's title replaced it; the "to" date
+    left its own day out; a stray % in the address left the page loading forever."""
+    page = await open_page(browser)
+    await login(page, server, ADMIN)
+    # New process titled like an existing one: refused, the existing one untouched.
+    await page.goto(server.url("/#/processes/~new"))
+    editor = page.locator("#process-editor")
+    await editor.fill(
+        "---\nid: water-the-plants\ntitle: Water the lobby plants\n---\n\n1. a colleague's unrelated draft\n"
+    )
+    await page.click("#save-process")
+    await expect(page.locator("main")).to_contain_text("exists already")
+    async with httpx.AsyncClient(headers={"authorization": f"Bearer {ADMIN}"}) as http:
+        kept = (await http.get(server.url("/api/processes/water-the-plants"))).json()
+    assert "unrelated draft" not in kept["markdown"]
+    # "to" today includes today's memories.
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    await page.goto(server.url(f"/#/experiences?since={today}&until={today}"))
+    await expect(page.locator("#memories-table")).to_contain_text("the parts shelf")
+    # A stray % in the address is an ordinary page, not an endless "Loading…".
+    await page.goto(server.url("/#/processes/50%"))
+    await expect(page.locator("main")).to_contain_text(re.compile("invalid|not_found"))
+    await expect(page.locator("main")).not_to_contain_text("Loading…")

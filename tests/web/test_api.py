@@ -205,3 +205,17 @@ def test_every_endpoint_is_documented_in_docs_dashboard_md(secured_memory: Memor
         f"{ep.method} {ep.path}" for ep in web.api.endpoints if f"{ep.path}`" not in doc and f"{ep.path}?" not in doc
     ]
     assert not missing, f"document these in docs/dashboard.md: {missing}"
+
+
+async def test_creating_never_replaces_a_process_with_the_same_id(secured: Connect) -> None:
+    """The dashboard's "New process" sends ``create``: a draft whose id (or title) matches an
+    existing process is refused (409), not saved over it (found by review)."""
+    async with secured(ADMIN) as c:
+        first = await c.post("/api/processes", json={"markdown": doc("fetch-parcel", "Fetch parcel")})
+        assert first.json()["action"] == "created"
+        again = await c.post("/api/processes", json={"markdown": doc("fetch-parcel", "Fetch parcel"), "create": True})
+        assert again.status_code == 409
+        assert again.json()["error"] == "conflict"
+        assert "exists already" in again.json()["detail"]
+        other = await c.post("/api/processes", json={"markdown": doc("fetch-box", "Fetch box"), "create": True})
+        assert other.json()["action"] == "created"

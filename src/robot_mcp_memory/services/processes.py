@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from robot_mcp_memory import docmodel
 from robot_mcp_memory.docmodel import ProcessDoc
-from robot_mcp_memory.errors import InvalidInput, NotFound
+from robot_mcp_memory.errors import Conflict, InvalidInput, NotFound
 from robot_mcp_memory.principal import Principal
 from robot_mcp_memory.services.policy import Policy
 from robot_mcp_memory.store import Hit, ProcessStore, Progress, Saved
@@ -40,8 +40,16 @@ class ProcessService:
             raise NotFound(f"no process with id '{pid}'; find_processes or list_processes shows what exists")
         return doc
 
-    async def save(self, principal: Principal, markdown: str) -> Saved:
+    async def save(self, principal: Principal, markdown: str, *, create_only: bool = False) -> Saved:
+        """save_process: create, update or fork (`store.save_doc`). `create_only` (the dashboard's
+        "New process"): `Conflict` when a process with the document's id exists, instead of
+        updating it — a new draft whose title matches an existing process must not replace it."""
         doc = docmodel.parse(markdown, default_robot="unknown")
+        if create_only and await self.store.get(doc.id) is not None:
+            raise Conflict(
+                f"a process with id '{doc.id}' exists already: open it to change it, or give the new one "
+                "another title (or id)"
+            )
         author = self.policy.pin_author(principal, doc.robot, self.default_robot)
         doc = doc.model_copy(update={"robot": author})
         return await self.store.save(doc, writable=lambda owner: self.policy.may_overwrite(principal, owner))

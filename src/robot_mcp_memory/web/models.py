@@ -112,6 +112,7 @@ class SearchResult(BaseModel):
 
 class SaveBody(Body):
     markdown: str = Field(min_length=1, max_length=MAX_DOCUMENT, description="a whole process document")
+    create: bool = Field(default=False, description="only create: 409 when a process with this id exists")
 
 
 class SavedProcess(ProcessSummary):

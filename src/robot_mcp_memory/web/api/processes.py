@@ -231,7 +231,7 @@ def register(api: Api, ctx: WebContext) -> None:
     async def save_process(call: Call[NoArgs, SaveBody]) -> SavedProcess:
         """save_process over REST: the whole markdown document (edit = re-save). The same id from
         the same mission updates it; from another mission (or someone else's document) forks it."""
-        saved = await service.save(call.principal, call.body.markdown)
+        saved = await service.save(call.principal, call.body.markdown, create_only=call.body.create)
         return SavedProcess(**ProcessSummary._fields(saved.doc), action=saved.action, requested_id=saved.requested_id)
 
     @api.route(

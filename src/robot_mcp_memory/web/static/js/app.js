@@ -81,7 +81,8 @@ async function main() {
   async function render() {
     const mine = ++latest; // a slower, older render must not replace a newer page
     const [pathPart, query] = location.hash.replace(/^#\/?/, "").split("?");
-    const [first, ...rest] = pathPart.split("/").map((x) => decodeURIComponent(x));
+    const decode = (x) => { try { return decodeURIComponent(x); } catch { return x; } }; // "50%" is not an escape
+    const [first, ...rest] = pathPart.split("/").map(decode);
     const target = list.find((p) => p.path === (first || "")) || list[0];
     for (const a of nav.querySelectorAll("a")) a.classList.toggle("active", a.dataset.path === target.path);
     clear(view).append(h("p", { class: "muted" }, "Loading…"));

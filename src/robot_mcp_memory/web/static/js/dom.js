@@ -2,6 +2,10 @@
 // (textContent) or an attribute value. The one exception is `trustedHtml`, used only for the
 // markdown the server rendered after escaping every character of the source.
 
+/** Explicit direction controls (U+202A–202E, U+2066–2069): shown as stored, one unclosed U+202E in
+ * a memory reversed the robot id and time printed after it. Text shown is text in logical order. */
+const BIDI_CONTROLS = /[\u202A-\u202E\u2066-\u2069]/g;
+
 export function h(tag, props, ...children) {
   const el = document.createElement(tag);
   setProps(el, props);
@@ -34,7 +38,7 @@ function setProps(el, props) {
 function append(el, children) {
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
-    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    el.append(child instanceof Node ? child : document.createTextNode(String(child).replace(BIDI_CONTROLS, "")));
   }
 }
 

@@ -17,11 +17,19 @@ function successCell(task) {
   return h("span", { class: "muted" }, "—");
 }
 
+/** The day after a YYYY-MM-DD date: the API's `until` is exclusive, the "to" field includes its day. */
+function dayAfter(day) {
+  const t = new Date(`${day}T00:00:00Z`);
+  if (Number.isNaN(t.getTime())) return day;
+  t.setUTCDate(t.getUTCDate() + 1);
+  return t.toISOString().slice(0, 10);
+}
+
 async function list(ctx) {
   const offset = Number(ctx.params.get("offset") || 0);
   const args = Object.fromEntries(FILTERS.map((k) => [k, ctx.params.get(k) || ""]));
   const [page, collections, categories] = await Promise.all([
-    get("/api/memories", { ...args, limit: LIMIT, offset }),
+    get("/api/memories", { ...args, until: args.until ? dayAfter(args.until) : "", limit: LIMIT, offset }),
     get("/api/collections"),
     get("/api/categories"),
   ]);

@@ -96,7 +96,8 @@ async function editor(ctx, markdown, current) {
   const status = h("span", { class: "muted" });
   const save = async () => {
     try {
-      const saved = await post("/api/processes", { markdown: area.value });
+      // A new document never replaces one whose id its title happens to give (409 instead).
+      const saved = await post("/api/processes", current ? { markdown: area.value } : { markdown: area.value, create: true });
       ctx.toast(`Saved (${saved.action}) as ${saved.id}`);
       if (!current || saved.id !== current.id) location.hash = route("processes", saved.id);
       else window.dispatchEvent(new HashChangeEvent("hashchange"));
