@@ -285,3 +285,13 @@ async def test_saving_the_same_id_from_other_missions_forks_to_numbered_ids(proc
     assert "lower shelf" in original.body
     _, total = await processes.list(ADMIN)
     assert total == 3
+
+
+async def test_a_chinese_word_inside_a_title_or_body_is_found(processes: ProcessService, store: ProcessStore) -> None:
+    """Keyword search only found a Chinese title whole: the index held the run as one token
+    (found by review). Now both sides split runs into words, as memory recall does."""
+    await processes.save(ADMIN, "---\nid: cjk-process\ntitle: 把包裹从收发室取来\n---\n\n1. 去收发室\n")
+    await processes.save(ADMIN, "---\nid: other\ntitle: Water the plants\n---\n\n1. go\n")
+    for query in ("收发室", "包裹", "把包裹从收发室取来"):
+        hits = await store.find(query, 3)  # the keyword list alone
+        assert [h.doc.id for h in hits] == ["cjk-process"], query

@@ -14,6 +14,7 @@ from typing import Any
 from robot_mcp_memory.experiences import dedup
 from robot_mcp_memory.experiences import storage as experiences
 from robot_mcp_memory.kit import Kind, Migration, Schema, SqliteStore, Table, fts5_table
+from robot_mcp_memory.search.segment import index_text
 
 PROCESSES = Table(
     name="processes",
@@ -122,12 +123,15 @@ def _create(*tables: Table) -> Migration:
 
 
 def rebuild_process_index(conn: sqlite3.Connection) -> int:
-    """Rebuild `processes_fts` from the rows; each row's `fts_rowid` points at its entry."""
+    """Rebuild `processes_fts` from the rows; each row's `fts_rowid` points at its entry. Text is
+    indexed as `store` indexes it (`segment.index_text`: CJK runs as words)."""
+    conn.create_function("index_text", 1, index_text, deterministic=True)
     conn.execute("DELETE FROM processes_fts")
     conn.execute(
         "INSERT INTO processes_fts(rowid, id, title, task_pattern, tags, body) "
-        "SELECT rowid, id, title, task_pattern, "
-        "(SELECT group_concat(value, ' ') FROM json_each(processes.tags)), body FROM processes"
+        "SELECT rowid, id, index_text(title), index_text(task_pattern), "
+        "index_text((SELECT coalesce(group_concat(value, ' '), '') FROM json_each(processes.tags))), "
+        "index_text(body) FROM processes"
     )
     conn.execute("UPDATE processes SET fts_rowid = rowid")
     n: int = conn.execute("SELECT count(*) FROM processes").fetchone()[0]
@@ -168,6 +172,12 @@ def _object(text: str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _segmented_process_index(conn: sqlite3.Connection) -> None:
+    """Migration 8: the process index rebuilt with CJK runs as words — a Chinese title was one
+    token, so only the whole title found it in keyword search."""
+    rebuild_process_index(conn)
+
+
 #: Append-only. Step i brings a file from version i to version i + 1.
 MIGRATIONS: list[Migration] = [
     _create(STORE_META, PROCESSES, PROCESSES_FTS),
@@ -177,6 +187,7 @@ MIGRATIONS: list[Migration] = [
     _fts_rowid,  # 5: processes remember their index entry (saves no longer scan the index)
     _lean_memory_indexes,  # 6: fewer index pages written per learn
     _facts_digests,  # 7: dedup digests that count every number and outcome
+    _segmented_process_index,  # 8: process text indexed with CJK runs as words (as memories are)
 ]
 
 

@@ -24,6 +24,7 @@ from robot_mcp_memory.kit import SqliteStore
 from robot_mcp_memory.kit.store import now_iso
 from robot_mcp_memory.search import fts, fusion
 from robot_mcp_memory.search.resilient import ResilientEmbedder
+from robot_mcp_memory.search.segment import index_text
 from robot_mcp_memory.search.vectors import Vector
 from robot_mcp_memory.vectorstore import Backfiller, VectorCache
 
@@ -99,7 +100,7 @@ def _index(conn: sqlite3.Connection, doc: ProcessDoc) -> None:
     _unindex(conn, doc.id)
     cur = conn.execute(
         "INSERT INTO processes_fts(id, title, task_pattern, tags, body) VALUES (?, ?, ?, ?, ?)",
-        (doc.id, doc.title, doc.task_pattern, " ".join(doc.tags), doc.body),
+        (doc.id, *(index_text(t) for t in (doc.title, doc.task_pattern, " ".join(doc.tags), doc.body))),
     )
     conn.execute("UPDATE processes SET fts_rowid = ? WHERE id = ?", (cur.lastrowid, doc.id))
 

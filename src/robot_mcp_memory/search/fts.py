@@ -21,7 +21,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
-from robot_mcp_memory.search.segment import STOPWORDS
+from robot_mcp_memory.search.segment import STOPWORDS, query_text
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 MAX_TERMS = 32
@@ -39,7 +39,9 @@ def terms(text: str) -> list[str]:
     indexed text. Lower-casing here with Python's newer Unicode tables would miss letters that
     sqlite's unicode61 (Unicode 6.1) does not fold, such as Georgian Mtavruli or Greek Yot."""
     seen: dict[str, str] = {}
-    for m in _WORD.finditer(text):
+    # CJK runs become words as the index stores them (`segment.index_text`): "把包裹从收发室取来"
+    # would otherwise be one token, matching only the whole title.
+    for m in _WORD.finditer(query_text(text)):
         tok = m.group(0).strip("_")
         if tok:
             seen.setdefault(tok.casefold(), tok)

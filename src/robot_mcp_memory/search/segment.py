@@ -93,6 +93,13 @@ def index_text(text: str) -> str:
     return _CJK_RUN.sub(lambda m: " " + " ".join(cjk_tokens(m.group(0), for_index=True)) + " ", text)
 
 
+def query_text(text: str) -> str:
+    """`text` with its CJK runs split into the words a query looks for (`index_text`'s query side)."""
+    if not _CJK_RUN.search(text):
+        return text
+    return _CJK_RUN.sub(lambda m: " " + " ".join(cjk_tokens(m.group(0))) + " ", text)
+
+
 def has_cjk(text: str) -> bool:
     return _CJK_RUN.search(text) is not None
 
