@@ -311,13 +311,17 @@ def _search(
     return hits
 
 
+#: How `list_docs` orders: most recently updated first, or most used (outcomes recorded) first.
+ORDERS = {"updated": "updated DESC, id", "used": "success_count + failure_count DESC, updated DESC, id"}
+
+
 def list_docs(
-    conn: sqlite3.Connection, limit: int, offset: int, visible: Collection[str] | None
+    conn: sqlite3.Connection, limit: int, offset: int, visible: Collection[str] | None, order: str = "updated"
 ) -> tuple[list[ProcessDoc], int]:
     where, params = _visible_clause(visible)
     total = conn.execute(f"SELECT count(*) FROM processes WHERE {where}", params).fetchone()[0]  # noqa: S608
     rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM processes WHERE {where} ORDER BY updated DESC, id LIMIT ? OFFSET ?",  # noqa: S608
+        f"SELECT {_COLUMNS} FROM processes WHERE {where} ORDER BY {ORDERS[order]} LIMIT ? OFFSET ?",  # noqa: S608
         [*params, limit, offset],
     ).fetchall()
     return [_row_to_doc(r) for r in rows], int(total)
@@ -738,9 +742,9 @@ class ProcessStore:
         return await self._write_then(job, lambda _ok: self.vectors.after_write("process", removes=[pid]))
 
     async def list(
-        self, limit: int = 50, offset: int = 0, visible: Collection[str] | None = None
+        self, limit: int = 50, offset: int = 0, visible: Collection[str] | None = None, order: str = "updated"
     ) -> tuple[list[ProcessDoc], int]:
-        return await self.db.read(lambda c: list_docs(c, limit, offset, visible))
+        return await self.db.read(lambda c: list_docs(c, limit, offset, visible, order))
 
     async def count(self) -> int:
         return await self.db.read(count)

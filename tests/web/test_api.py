@@ -219,3 +219,19 @@ async def test_creating_never_replaces_a_process_with_the_same_id(secured: Conne
         assert "exists already" in again.json()["detail"]
         other = await c.post("/api/processes", json={"markdown": doc("fetch-box", "Fetch box"), "create": True})
         assert other.json()["action"] == "created"
+
+
+async def test_processes_can_be_listed_most_used_first(secured: Connect) -> None:
+    """The Overview's "most used 15" read the 200 most recently updated and sorted those: an old,
+    much-used process never showed (found by review)."""
+    async with secured(ADMIN) as c:
+        await c.post("/api/processes", json={"markdown": doc("old-popular", "Old popular")})
+        for _ in range(3):
+            await c.post("/api/processes/old-popular/outcomes", json={"success": True})
+        for i in range(3):
+            await c.post("/api/processes", json={"markdown": doc(f"newer-{i}", f"Newer {i}")})
+        newest = (await c.get("/api/processes", params={"limit": 1})).json()["processes"]
+        used = (await c.get("/api/processes", params={"limit": 1, "sort": "used"})).json()["processes"]
+        assert [p["id"] for p in newest] != ["old-popular"]
+        assert [p["id"] for p in used] == ["old-popular"]
+        assert (await c.get("/api/processes", params={"sort": "popular"})).status_code == 400

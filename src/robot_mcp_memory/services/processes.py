@@ -9,7 +9,7 @@ from robot_mcp_memory.docmodel import ProcessDoc
 from robot_mcp_memory.errors import Conflict, InvalidInput, NotFound
 from robot_mcp_memory.principal import Principal
 from robot_mcp_memory.services.policy import Policy
-from robot_mcp_memory.store import Hit, ProcessStore, Progress, Saved
+from robot_mcp_memory.store import ORDERS, Hit, ProcessStore, Progress, Saved
 
 MAX_K = 50
 MAX_LIMIT = 500
@@ -69,13 +69,15 @@ class ProcessService:
         return doc
 
     async def list(
-        self, principal: Principal, limit: int = 50, offset: int = 0, robot: str = ""
+        self, principal: Principal, limit: int = 50, offset: int = 0, robot: str = "", order: str = "updated"
     ) -> tuple[list[ProcessDoc], int]:
         if not 1 <= limit <= MAX_LIMIT:
             raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}")
         if offset < 0:
             raise InvalidInput("offset must be 0 or more")
-        return await self.store.list(limit, offset, self.policy.visible_robots(principal, robot))
+        if order not in ORDERS:
+            raise InvalidInput(f"order must be one of {', '.join(ORDERS)}")
+        return await self.store.list(limit, offset, self.policy.visible_robots(principal, robot), order)
 
     async def reembed(self, principal: Principal, progress: Progress | None = None, *, force: bool = False) -> int:
         """Embed every process lacking a vector of the current model (all of them after a model

@@ -7,6 +7,7 @@ import datetime as dt
 import math
 import re
 from collections import Counter
+from typing import Literal
 
 from pydantic import Field
 
@@ -42,6 +43,7 @@ TIMELINE_SCAN = 2000
 class ListArgs(Args):
     limit: int = Field(default=50, ge=1, le=MAX_LIMIT)
     offset: int = Field(default=0, ge=0, le=10_000_000)
+    sort: Literal["updated", "used"] = Field(default="updated", description="most recently updated, or most used first")
     robot: str = Field(default="", max_length=64, description="what this robot would see (unscoped callers)")
 
 
@@ -137,9 +139,10 @@ def register(api: Api, ctx: WebContext) -> None:
         "GET", "/api/processes", args=ListArgs, body=NoBody, response=ProcessPage, summary="List processes", tag=tag
     )
     async def list_processes(call: Call[ListArgs, NoBody]) -> ProcessPage:
-        """Frontmatter summaries, most recently updated first, paged with limit/offset."""
+        """Frontmatter summaries, most recently updated (or with ``sort=used`` most used) first,
+        paged with limit/offset."""
         a = call.args
-        docs, total = await service.list(call.principal, a.limit, a.offset, a.robot)
+        docs, total = await service.list(call.principal, a.limit, a.offset, a.robot, a.sort)
         return ProcessPage(processes=[ProcessSummary.of(d) for d in docs], total=total, limit=a.limit, offset=a.offset)
 
     @api.route(

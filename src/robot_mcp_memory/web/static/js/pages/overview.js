@@ -7,7 +7,7 @@ import { card, h, link, route, when } from "../dom.js";
 export async function render(ctx) {
   const [stats, page, outcomes] = await Promise.all([
     get("/api/stats"),
-    get("/api/processes", { limit: 200 }),
+    get("/api/processes", { limit: 15, sort: "used" }), // the most used of all, not of the newest 200
     get("/api/charts/outcomes", { days: 30 }),
   ]);
   const hasExperiences = ctx.session.features.includes("experiences");
