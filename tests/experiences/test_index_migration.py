@@ -18,6 +18,18 @@ def _indexes(path: Path) -> dict[str, str]:
         conn.close()
 
 
+def _back_to(path: Path, version: int, *statements: str) -> None:
+    """Turn a closed `index.db` back into what `version` had: `statements`, then its version number."""
+    conn = sqlite3.connect(path)
+    try:
+        for sql in statements:
+            conn.execute(sql)
+        conn.execute("UPDATE store_meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+        conn.commit()
+    finally:
+        conn.close()
+
+
 def test_a_version_5_file_is_migrated_and_keeps_its_memories(tmp_path: Path) -> None:
     mem = RobotMemory(tmp_path, robot_id="rap-1")
     sid = mem.start_session(context={"task": "sorting"})
@@ -25,13 +37,13 @@ def test_a_version_5_file_is_migrated_and_keeps_its_memories(tmp_path: Path) -> 
     mem.learn("the red bin opens at 12 N", {"params": {"force": 12}})
     mem.close()
     path = tmp_path / "index.db"
-    conn = sqlite3.connect(path)  # back to what version 5 had
-    conn.execute("DROP INDEX idx_memories_session")
-    conn.execute("CREATE INDEX idx_memories_session ON memories(session_id)")
-    conn.execute("CREATE INDEX idx_memory_tags_tag ON memory_tags(tag)")
-    conn.execute("UPDATE store_meta SET value = '5' WHERE key = 'schema_version'")
-    conn.commit()
-    conn.close()
+    _back_to(
+        path,
+        5,
+        "DROP INDEX idx_memories_session",
+        "CREATE INDEX idx_memories_session ON memories(session_id)",
+        "CREATE INDEX idx_memory_tags_tag ON memory_tags(tag)",
+    )
 
     mem = RobotMemory(tmp_path, robot_id="rap-1")
     try:
@@ -59,12 +71,7 @@ def test_a_version_6_file_gets_the_digests_dedup_computes_now(tmp_path: Path) ->
     mem = RobotMemory(tmp_path, robot_id="rap-1")
     first = mem.learn("use gripper mode M12 for the wet mug", {"task": {"success": 1}})
     mem.close()
-    path = tmp_path / "index.db"
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE memories SET facts_hash = 'digest-from-before'")
-    conn.execute("UPDATE store_meta SET value = '6' WHERE key = 'schema_version'")
-    conn.commit()
-    conn.close()
+    _back_to(tmp_path / "index.db", 6, "UPDATE memories SET facts_hash = 'digest-from-before'")
 
     mem = RobotMemory(tmp_path, robot_id="rap-1")
     try:
