@@ -366,3 +366,18 @@ def test_frontmatter_keys_that_would_change_silently_are_refused(frontmatter: st
     """A null key was stored as "None"; two keys that are one in JSON kept only the last."""
     with pytest.raises(DocumentParseError):
         parse(f"---\ntitle: t\n{frontmatter}\n---\nbody\n")
+
+
+def test_the_outcome_log_gives_way_with_a_blank_line_under_its_heading() -> None:
+    """The usual markdown style puts a blank line after a heading: the oldest entry still goes."""
+    head = "## Steps\n" + "x" * (docmodel.MAX_BODY - 200) + "\n\n## Outcome log\n\n"
+    body = head + "- 2026-11-01 success: first\n"
+    for i in range(20):
+        body = append_outcome(body, f"2026-11-{i + 2:02d}", True, f"run {i} " + "n" * 60)
+        assert len(body) <= docmodel.MAX_BODY
+        assert f"run {i} " in body  # every outcome is logged, the oldest give way
+
+
+def test_keys_json_would_rename_are_refused_at_any_depth() -> None:
+    with pytest.raises(DocumentParseError):
+        parse("---\ntitle: t\nx: {null: 1, true: 2}\n---\nbody\n")

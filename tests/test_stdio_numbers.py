@@ -19,6 +19,8 @@ from robot_mcp_memory.stdio import number_problem
         (b'{"n": 1e400}', "out of range"),
         (b'{"n": 1E+309}', "out of range"),
         (b'{"n": ' + b"9" * 5000 + b"}", "out of range"),
+        (b'{"n": 1' + b"0" * 400 + b".0}", "out of range"),  # a plain decimal past a double
+        (b'{"n": 1' + b"0" * 300 + b"e99}", "out of range"),  # a long mantissa, a short exponent
     ],
 )
 def test_numbers_mcp_would_change_are_named(body: bytes, problem: str) -> None:
@@ -34,6 +36,8 @@ def test_numbers_mcp_would_change_are_named(body: bytes, problem: str) -> None:
         b'{"text": "NaN is not a number, Infinity is far, model e100"}',  # the words inside strings
         b'{"digits": "' + b"9" * 5000 + b'"}',  # a long digit string is text
         b"not json at all",  # left to mcp's own parser
+        b'{"insight": "sensor read NaN after caf\xe9 spill"}',  # one bad byte: mcp reads it with a replacement
+        b'{"n": 1e-10, "m": 2.5E+10}',
     ],
 )
 def test_everything_else_passes(body: bytes) -> None:

@@ -331,6 +331,8 @@ def _dates_to_iso(value: Any) -> Any:
     if isinstance(value, list):
         return [_dates_to_iso(v) for v in value]
     if isinstance(value, dict):
+        if any(k is None or isinstance(k, bool | float | list | dict) for k in value):
+            raise ValueError("keys must be names")  # null:, true:, 1.5: would each be renamed
         out = {(_iso(k) if isinstance(k, dt.date) else str(k)): _dates_to_iso(v) for k, v in value.items()}
         if len(out) != len(value):  # {1: a, '1': b}: two keys that are one in JSON
             raise ValueError("duplicate keys")
@@ -386,8 +388,11 @@ def _within_limit(lines: list[str], start: int, new: int, before: str) -> str:
     one at `new`) and then shortening the new one until the body fits `MAX_BODY`; `before`, the
     body as it was, when not even a shortened line fits (the counters still count the outcome)."""
     size = sum(len(ln) + 1 for ln in lines)
-    while size > MAX_BODY and new > start + 1 and lines[start + 1].startswith("- "):
-        size -= len(lines.pop(start + 1)) + 1
+    while size > MAX_BODY:
+        oldest = next((i for i in range(start + 1, new) if lines[i].startswith("- ")), None)
+        if oldest is None:  # blank lines may sit between the heading and the entries
+            break
+        size -= len(lines.pop(oldest)) + 1
         new -= 1
     if size > MAX_BODY:
         keep = len(lines[new]) - (size - MAX_BODY) - 1

@@ -339,7 +339,8 @@ def transport_security(memory: Memory) -> TransportSecuritySettings:
     does."""
     hosts: list[str] = []
     origins: list[str] = []
-    for h in (*LOOPBACK, *memory.settings.allowed_hosts):
+    for entry in (*LOOPBACK, *memory.settings.allowed_hosts):
+        h = entry.strip().lower().removesuffix(":*")  # as HostGuard reads an entry: name:* is the name
         if _has_port(h):
             hosts.append(h)
             origins += [f"http://{h}", f"https://{h}"]

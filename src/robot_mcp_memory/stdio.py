@@ -49,7 +49,7 @@ class LineTooLong(ValueError):
 #: digits. Only such lines are parsed strictly (a byte search each, on every line).
 #: (The long-integer branch starts only where a run of digits does: tried at every digit, runs of
 #: 3,999 would cost 4,000 steps each — quadratic on a hostile line.)
-_SUSPECT = re.compile(rb"NaN|Infinity|[eE]\+?\d{3}|(?<!\d)\d{4000}")
+_SUSPECT = re.compile(rb"NaN|Infinity|[eE][+-]?\d{2}|(?<!\d)\d{300}")
 
 
 def _parse(line: bytes) -> types.JSONRPCMessage:
@@ -69,14 +69,17 @@ def number_problem(body: bytes) -> str | None:
     one (`_SUSPECT`); anything else wrong with `body` is left to mcp's own parser."""
     if not _SUSPECT.search(body):
         return None
+    text = body.decode("utf-8", errors="replace")  # as mcp reads it: one bad byte is not our business
     try:
-        value = pydantic_core.from_json(body, allow_inf_nan=False)
+        value = pydantic_core.from_json(text, allow_inf_nan=False)
     except ValueError as exc:
-        if b"NaN" in body or b"Infinity" in body:
-            return "NaN and Infinity are not JSON numbers"
         if "out of range" in str(exc):
             return "a number is out of range (thousands of digits)"
-        return None
+        try:
+            pydantic_core.from_json(text, allow_inf_nan=True)
+        except ValueError:
+            return None  # not JSON for another reason: mcp's parser says so
+        return "NaN and Infinity are not JSON numbers"
     return None if _finite(value) else "a number is out of range (beyond what a double holds)"
 
 
@@ -105,7 +108,7 @@ def _refusal_for(line: bytes, exc: Exception) -> SessionMessage | None:
     """A JSON-RPC error answering a request whose line did not validate (a lone surrogate in an
     argument, NaN, nesting past the parser's limit), when its id can still be read; else None."""
     try:
-        raw = json.loads(line, parse_int=_id_int)
+        raw = json.loads(line.decode("utf-8", errors="replace"), parse_int=_id_int)
     except (ValueError, RecursionError):
         return None
     if not isinstance(raw, dict) or "method" not in raw or not isinstance(raw.get("id"), str | int):

@@ -37,6 +37,8 @@ def test_numbers_count_wherever_they_stand() -> None:
     ]:
         assert not same_facts(a, b), (a, b)
     assert same_facts("grip at 1,000 mN", "grip at 1000 mN")
+    assert dedup.numbers("offsets:x,12,y,15") == ("12", "15")  # after a comma that follows a letter
+    assert not same_facts("the gripper slipped at force,12 N", "the gripper slipped at force,15 N")
     assert not same_facts("rotate the wrist minus 5 degrees", "rotate the wrist plus 5 degrees")
     assert same_facts("rotate the wrist plus 5 degrees", "rotate the wrist 5 degrees")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -172,3 +173,18 @@ async def test_any_method_gets_a_json_405_naming_the_right_ones(secured: Connect
             assert r.headers["allow"] == allow, (method, path)
         assert (await c.head("/api/processes")).status_code == 200
         assert (await c.get("/api/openapi.json")).status_code == 200
+
+
+def test_the_mcp_transports_read_allowed_hosts_as_the_rest_api_does(tmp_path: Path) -> None:
+    """``memory-host:*`` and ``Memory-Host`` let /api in but not /mcp (found by review)."""
+    from robot_mcp_memory.config import Settings
+    from robot_mcp_memory.server import transport_security
+
+    memory = Memory.open(
+        Settings.from_env({"MEMORY_DATA_DIR": str(tmp_path), "MEMORY_ALLOWED_HOSTS": "memory-host:*,Other-Host"})
+    )
+    try:
+        hosts = transport_security(memory).allowed_hosts
+    finally:
+        memory.close()
+    assert {"memory-host", "memory-host:*", "other-host", "other-host:*"} <= set(hosts)

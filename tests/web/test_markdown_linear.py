@@ -13,7 +13,7 @@ import pytest
 
 from robot_mcp_memory.web import markdown
 
-HOSTILE = [" **a" * 49_750, " *a" * 60_000, " _a" * 60_000, "**" * 100_000, "[x](" * 40_000]
+HOSTILE = [" **a" * 49_750, " *a" * 60_000, " _a" * 60_000, " _a_b" * 50_000, "**" * 100_000, "[x](" * 40_000]
 
 
 @pytest.mark.parametrize("index", range(len(HOSTILE)))
@@ -23,6 +23,11 @@ def test_hostile_lines_render_without_stalling(index: int) -> None:
         f"from tests.web.test_markdown_linear import HOSTILE; markdown.inline(HOSTILE[{index}])"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_identifiers_keep_their_underscores_inside_emphasis() -> None:
+    got = markdown.inline("Set *max_force* to 12 N; _snake_case names_; x_y_z stays")
+    assert got == "Set <em>max_force</em> to 12 N; <em>snake_case names</em>; x_y_z stays"
 
 
 def test_spans_still_render() -> None:

@@ -45,7 +45,7 @@ Method = Literal["exact", "jaccard", "cosine"]
 
 #: A number, wherever it stands: after a letter too (``M12``, ``v2``, ``10x20``, ``夹爪力12牛顿`` —
 #: Han characters are letters to ``\w``), with a sign only where it cannot be a hyphen.
-_NUMBER = re.compile(r"(?:(?<![\w.])[-+])?(?<![\d.,])\d+(?:[.,]\d+)*")
+_NUMBER = re.compile(r"(?:(?<![\w.])[-+])?(?<!\d)(?<!\d[.,])\d+(?:[.,]\d+)*")
 _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _SPACE = re.compile(r"\s+")
 _REAL = frozenset({"real", "real_world", "real-world", "hardware", "physical"})

@@ -26,7 +26,10 @@ _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 # scans only to the next one (with ``.+?`` it scanned to the end of the line from every opening,
 # and a 199k-character line of " **a" took 140 s, stalling the server).
 _BOLD = re.compile(r"\*\*(?=\S)((?:[^*]|\*(?!\*))+?)(?<=\S)\*\*")
-_EM = re.compile(r"(?<![\w*])[*_](?=\S)([^*_]+?)(?<=\S)[*_](?![\w*])")
+_EM_STAR = re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])")
+# An underscore inside a word (snake_case) neither opens nor closes: the scan from an opening still
+# stops at the next underscore that could close, so it stays linear.
+_EM_UNDERSCORE = re.compile(r"(?<![\w_])_(?=\S)((?:[^_]|(?<=\w)_(?=\w))+?)(?<=\S)_(?![\w_])")
 _LINK = re.compile(r"\[([^\]\n]{1,500})\]\((https?://[^\s()<>\"']{1,2000})\)")
 
 
@@ -58,7 +61,8 @@ def _spans(raw: str) -> str:
 
     text = escape(_LINK.sub(keep_link, raw.replace("\x00", "")))
     text = _BOLD.sub(r"<strong>\1</strong>", text)
-    text = _EM.sub(r"<em>\1</em>", text)
+    text = _EM_STAR.sub(r"<em>\1</em>", text)  # *max_force* keeps its underscore
+    text = _EM_UNDERSCORE.sub(r"<em>\1</em>", text)
     return re.sub(r"\x00(\d+)\x00", lambda m: links[int(m.group(1))], text)
 
 
