@@ -56,3 +56,22 @@ def test_a_client_hanging_up_is_not_logged_as_a_server_error(monkeypatch: pytest
     handler.handle(_record("robot_mcp_memory.x", logging.ERROR, "ours", hangup))
     handler.handle(_record("mcp.server.streamable_http", logging.ERROR, "theirs", _raised(ValueError("v"))))
     assert [json.loads(x)["event"] for x in out.getvalue().splitlines()] == ["ours", "theirs"]
+
+
+def test_streams_cut_by_a_shutdown_are_not_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A graceful SIGTERM logged an error with a traceback for every connected SSE or Streamable
+    HTTP client (found by review); once stopping, uvicorn's such lines are warnings."""
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", out)
+    handler = logs._stdlib_handler()
+    failure = _raised(RuntimeError("Expected ASGI message 'http.response.body'"))
+    handler.handle(_record("uvicorn.error", logging.ERROR, "Exception in ASGI application", failure))
+    monkeypatch.setattr(logs, "_STOPPING", True)
+    handler.handle(_record("uvicorn.error", logging.ERROR, "Exception in ASGI application", failure))
+    handler.handle(_record("robot_mcp_memory.x", logging.ERROR, "ours", None))
+    before, after, ours = (json.loads(x) for x in out.getvalue().splitlines())
+    assert before["level"] == "error"
+    assert after["level"] == "warning"
+    assert "exception" not in after
+    assert "cut by the shutdown" in after["event"]
+    assert ours["level"] == "error"  # our own errors stay errors

@@ -57,11 +57,31 @@ def _not_a_hangup(record: logging.LogRecord) -> bool:
     return not (record.name.startswith("mcp.") and isinstance(exc, _HANGUPS))
 
 
+_STOPPING = False
+
+
+def stopping() -> None:
+    """The server is shutting down: uvicorn's errors about the streams it cuts (an open SSE
+    stream, a Streamable HTTP GET) are the shutdown itself, logged as one warning each."""
+    global _STOPPING
+    _STOPPING = True
+
+
+def _expected_at_shutdown(record: logging.LogRecord) -> bool:
+    """Demote uvicorn's errors once the shutdown began (see `stopping`); always True (keep)."""
+    if _STOPPING and record.name.startswith("uvicorn") and record.levelno >= logging.ERROR:
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        record.msg, record.args = f"a connection was cut by the shutdown: {record.getMessage()}", ()
+        record.exc_info, record.exc_text = None, None
+    return True
+
+
 def _stdlib_handler() -> logging.Handler:
     """What the libraries underneath log (mcp's refusals, uvicorn's errors) as the same JSON
     lines as ours, with the logger's name, so a log collector reads one format."""
     handler = _StderrHandler()
     handler.addFilter(_not_a_hangup)
+    handler.addFilter(_expected_at_shutdown)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=[

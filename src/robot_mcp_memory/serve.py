@@ -47,7 +47,14 @@ def run_http(app: ASGIApp, settings: Settings, lifespan: Literal["auto", "on", "
     # (Not under stdio: there the stdin reader thread would keep a terminated process alive.)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _stop_on_sigterm)
-    uvicorn.Server(config).run()
+    _Server(config).run()
+
+
+class _Server(uvicorn.Server):
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # From here on, a stream cut by the shutdown is expected, not an error (`logs.stopping`).
+        logs.stopping()
+        super().handle_exit(sig, frame)
 
 
 async def run_stdio(mcp: MemoryMCP) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from robot_mcp_memory.app import Memory
@@ -231,3 +233,36 @@ async def test_a_rephrasing_is_found_among_many_memories_with_the_same_facts(mem
     # …and the exact stage asks the content-hash index (below 32 it reads the fetched rows' hashes).
     repeat = await svc.learn(STDIO, "THE heavy kettle is stored near the oven.")
     assert (repeat.status, repeat.method, repeat.memory_id) == ("duplicate", "exact", first.memory_id)
+
+
+async def test_an_ended_session_takes_no_more_memories(memory: Memory) -> None:
+    """Learns into an ended session were stored: never consolidated, and its summary was wrong
+    (found by review)."""
+    svc = memory.experiences
+    s = await svc.start_session(STDIO)
+    await svc.learn(STDIO, "the door sticks in the cold", session_id=s.id)
+    await svc.end_session(STDIO, s.id)
+    with pytest.raises(Conflict, match="has ended"):
+        await svc.learn(STDIO, "the door sticks less when warm", session_id=s.id)
+    with pytest.raises(Conflict, match="has ended"):
+        await svc.save_perception(STDIO, "door seen", session_id=s.id)
+
+
+async def test_keeping_the_context_keeps_the_one_stored_now(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """update(context="") read the context before queueing its write and wrote that back, undoing
+    a concurrent update's context (found by review). Here the memory is read stale on purpose."""
+    svc = memory.experiences
+    learned = await svc.learn(STDIO, "push the cart slowly", {"params": {"v": 1}})
+    stale = await svc.get(STDIO, learned.memory_id)
+    await svc.update(STDIO, learned.memory_id, "push the cart slowly please", {"params": {"v": 2}})
+    original = svc._active_own
+
+    async def read_before_the_other_update(principal: Any, mid: int) -> Any:
+        await original(principal, mid)
+        return stale  # as if read before the concurrent update committed
+
+    monkeypatch.setattr(svc, "_active_own", read_before_the_other_update)
+    await svc.update(STDIO, learned.memory_id, "push the cart quite slowly", "")
+    final = await svc.get(STDIO, learned.memory_id)
+    assert final.content == "push the cart quite slowly"
+    assert final.context == {"params": {"v": 2}}

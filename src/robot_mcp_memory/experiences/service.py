@@ -563,28 +563,41 @@ class ExperienceService:
         old = await self._active_own(principal, mid)
         blank = not context or (isinstance(context, str) and not context.strip())
         ctx = old.context if blank else parse_context(context)
-        if old.type == "perception":
-            c = classify.classify_perception(text, old.perception_type or "visual", ctx)
-        else:
-            c = classify.classify(text, ctx)
-        new = NewMemory(
-            robot=old.robot,
-            collection=old.collection,
-            type=old.type,
-            content=text,
-            category=c.category,
-            confidence=c.confidence,
-            context=ctx,
-            content_hash=dedup.content_hash(text)
-            if old.type == "fact"
-            else dedup.perception_hash(text, old.perception_type or "", old.data, ctx),
-            source_weight=_source_weight(ctx),
-            facts_hash=dedup.facts_hash(dedup.facts_of(text, ctx)) if old.type == "fact" else "",
-            tags=tuple((t, "auto") for t in c.tags) + tuple((t, "user") for t in c.user_tags),
-        )
+
+        def build(ctx: dict[str, Any]) -> NewMemory:
+            if old.type == "perception":
+                c = classify.classify_perception(text, old.perception_type or "visual", ctx)
+            else:
+                c = classify.classify(text, ctx)
+            return NewMemory(
+                robot=old.robot,
+                collection=old.collection,
+                type=old.type,
+                content=text,
+                category=c.category,
+                confidence=c.confidence,
+                context=ctx,
+                content_hash=dedup.content_hash(text)
+                if old.type == "fact"
+                else dedup.perception_hash(text, old.perception_type or "", old.data, ctx),
+                source_weight=_source_weight(ctx),
+                facts_hash=dedup.facts_hash(dedup.facts_of(text, ctx)) if old.type == "fact" else "",
+                tags=tuple((t, "auto") for t in c.tags) + tuple((t, "user") for t in c.user_tags),
+            )
+
+        new = build(ctx)
+
+        def write(c: Any) -> list[int | dedup.Duplicate]:
+            target = new
+            if blank:  # "keep the context" means the context as it is now, in this transaction:
+                current = storage.select_one(c, mid)  # a concurrent update may have changed it
+                if current is not None and current.context != ctx:
+                    target = build(dict(current.context))
+            return [mid] if storage.update(c, mid, target, now) else []
+
         (vec,) = await self._embed([text])
         now = time.time()
-        outs = await self._write_memories(lambda c: [mid] if storage.update(c, mid, new, now) else [], old.robot, [vec])
+        outs = await self._write_memories(write, old.robot, [vec])
         if not outs:
             raise NotFound(f"memory {mid} is no longer active")
         return Updated(await self._visible_memory(principal, mid), old.content)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from robot_mcp_memory.errors import NotFound, StorageError
+from robot_mcp_memory.errors import Conflict, NotFound, StorageError
 from robot_mcp_memory.experiences import consolidate
 from robot_mcp_memory.experiences.dedup import Candidate, Duplicate, candidate_expression
 from robot_mcp_memory.experiences.model import (
@@ -221,9 +221,11 @@ def insert_memory(conn: sqlite3.Connection, new: NewMemory, now: float) -> int:
 
 
 def _session_for_write(conn: sqlite3.Connection, session_id: str, robot: str) -> None:
-    row = conn.execute("SELECT robot FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    row = conn.execute("SELECT robot, ended_at FROM sessions WHERE id = ?", (session_id,)).fetchone()
     if row is None or row[0] != robot:
         raise NotFound(f"no session '{session_id}' of robot {robot}; start_session returns a session_id to use")
+    if row[1] is not None:  # its summary is written and its memories consolidated: the episode is over
+        raise Conflict(f"session '{session_id}' has ended; start_session for the next episode")
 
 
 def _candidates(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[Candidate]:
