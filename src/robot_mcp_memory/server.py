@@ -8,7 +8,6 @@ builds one around a temporary database in one line. `http_app` puts SSE (``/sse`
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -31,13 +30,13 @@ from robot_mcp_memory import __version__, logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.metrics import Metrics
 from robot_mcp_memory.principal import OPEN, Principal
-from robot_mcp_memory.stdio import number_problem
+from robot_mcp_memory.stdio import message_id, number_problem
 from robot_mcp_memory.tokens import TokenAuth
 from robot_mcp_memory.tools import experiences, fleet, lessons, processes
 from robot_mcp_memory.tools.adapter import PrincipalOf, make_principal_of
 from robot_mcp_memory.tools.results import Refusal
 from robot_mcp_memory.web import build_web
-from robot_mcp_memory.web.hosts import LOOPBACK
+from robot_mcp_memory.web.hosts import LOOPBACK, split_host
 
 _log = logs.get("robot_mcp_memory.server")
 
@@ -132,7 +131,7 @@ class StrictNumbers:
         body = b"".join(chunks)
         problem = None if more else number_problem(body)
         if problem is not None:
-            error = {"jsonrpc": "2.0", "id": _request_id(body), "error": {"code": -32600, "message": problem}}
+            error = {"jsonrpc": "2.0", "id": message_id(body), "error": {"code": -32600, "message": problem}}
             await JSONResponse(error, status_code=400)(scope, receive, send)
             return
         replay: list[Message] = [{"type": "http.request", "body": body, "more_body": more}]
@@ -146,15 +145,6 @@ def _replay(first: list[Message], receive: Receive) -> Receive:
         return pending.pop(0) if pending else await receive()
 
     return again
-
-
-def _request_id(body: bytes) -> str | int | None:
-    try:
-        raw = json.loads(body, parse_int=lambda d: int(d) if len(d) < 4000 else 0)
-    except (ValueError, RecursionError):
-        return None
-    rid = raw.get("id") if isinstance(raw, dict) else None
-    return rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
 
 
 ToolOutput = Sequence[ContentBlock] | dict[str, Any]
@@ -340,19 +330,15 @@ def transport_security(memory: Memory) -> TransportSecuritySettings:
     hosts: list[str] = []
     origins: list[str] = []
     for entry in (*LOOPBACK, *memory.settings.allowed_hosts):
-        h = entry.strip().lower().removesuffix(":*")  # as HostGuard reads an entry: name:* is the name
-        if _has_port(h):
+        h, port = split_host(entry)  # as HostGuard reads an entry: lower case, name:* is the name
+        if port not in (None, "*"):
+            h = f"{h}:{port}"
             hosts.append(h)
             origins += [f"http://{h}", f"https://{h}"]
         else:
             hosts += [h, f"{h}:*"]
             origins += [f"http://{h}", f"http://{h}:*", f"https://{h}", f"https://{h}:*"]
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
-
-
-def _has_port(host: str) -> bool:
-    """Whether ``host`` names a port: ``name:port`` or ``[v6]:port`` (``[::1]`` alone does not)."""
-    return ":" in host.rpartition("]")[2]
 
 
 def build_server(memory: Memory) -> MemoryMCP:

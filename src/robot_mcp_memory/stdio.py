@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import math
 import os
 import re
 import stat
@@ -30,6 +29,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
 from robot_mcp_memory import logs
+from robot_mcp_memory.kit import jsonvalue
 
 _log = logs.get("robot_mcp_memory.stdio")
 
@@ -80,20 +80,7 @@ def number_problem(body: bytes) -> str | None:
         except ValueError:
             return None  # not JSON for another reason: mcp's parser says so
         return "NaN and Infinity are not JSON numbers"
-    return None if _finite(value) else "a number is out of range (beyond what a double holds)"
-
-
-def _finite(value: object) -> bool:
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, float) and not math.isfinite(v):
-            return False
-        if isinstance(v, dict):
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
-    return True
+    return None if jsonvalue.finite(value) else "a number is out of range (beyond what a double holds)"
 
 
 class NotJson(ValueError):
@@ -101,25 +88,33 @@ class NotJson(ValueError):
 
 
 def _id_int(digits: str) -> int:
-    return int(digits) if len(digits) < 4000 else 0  # only the request's id is wanted here
+    return int(digits) if len(digits) < 4000 else 0  # only the message's id is wanted here
+
+
+def message_id(body: bytes, *, of_request: bool = False) -> str | int | None:
+    """The id of the JSON-RPC message in `body` (with `of_request`, only a request's), read as
+    leniently as Python's json allows — the body did not validate — or None."""
+    try:
+        raw = json.loads(body.decode("utf-8", errors="replace"), parse_int=_id_int)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(raw, dict) or (of_request and "method" not in raw):
+        return None
+    rid = raw.get("id")
+    return rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
 
 
 def _refusal_for(line: bytes, exc: Exception) -> SessionMessage | None:
     """A JSON-RPC error answering a request whose line did not validate (a lone surrogate in an
     argument, NaN, nesting past the parser's limit), when its id can still be read; else None."""
-    try:
-        raw = json.loads(line.decode("utf-8", errors="replace"), parse_int=_id_int)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(raw, dict) or "method" not in raw or not isinstance(raw.get("id"), str | int):
-        return None
-    if isinstance(raw["id"], bool):
+    rid = message_id(line, of_request=True)
+    if rid is None:
         return None
     lone = "a string holds a lone surrogate, or the message nests too deeply"
     reason = str(exc) if isinstance(exc, NotJson) else lone
     error = types.JSONRPCError(
         jsonrpc="2.0",
-        id=raw["id"],
+        id=rid,
         error=types.ErrorData(code=types.INVALID_REQUEST, message=f"invalid request: {reason}"),
     )
     return SessionMessage(types.JSONRPCMessage(error))

@@ -47,4 +47,19 @@ def check(value: Any, what: str) -> Any:
     return value
 
 
-__all__ = ["MAX_DEPTH", "check", "loads"]
+def finite(value: Any) -> bool:
+    """Whether every number in `value` is finite (any depth: for whole messages, which `check`'s
+    depth bound is not meant for)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, float) and not math.isfinite(v):
+            return False
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return True
+
+
+__all__ = ["MAX_DEPTH", "check", "finite", "loads"]

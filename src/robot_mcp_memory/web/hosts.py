@@ -10,7 +10,8 @@ from collections.abc import Iterable
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
-def _split(value: str) -> tuple[str, str | None]:
+def split_host(value: str) -> tuple[str, str | None]:
+    """``Name:8080`` → (``name``, ``8080``); ``[::1]`` → (``[::1]``, None)."""
     value = value.strip().lower()
     if value.startswith("["):
         end = value.find("]")
@@ -24,11 +25,11 @@ class HostGuard:
     def __init__(self, allowed: Iterable[str] = ()) -> None:
         self.rules: list[tuple[str, str | None]] = [(h, None) for h in LOOPBACK]
         for entry in allowed:
-            host, port = _split(entry)
+            host, port = split_host(entry)
             self.rules.append((host, None if port in (None, "*") else port))
 
     def allows(self, header: str | None) -> bool:
         if not header:
             return False
-        host, port = _split(header)
+        host, port = split_host(header)
         return any(host == h and (p is None or p == port) for h, p in self.rules)
