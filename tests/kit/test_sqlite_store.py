@@ -414,6 +414,53 @@ def test_a_closed_store_refuses_writes_with_storage_error(tmp_path: Path) -> Non
     assert s.stats.hot_pending == 0
 
 
+# ---------------------------------------------------------------------------- another process holding the write lock
+@contextmanager
+def lock_held_elsewhere(path: Path) -> Iterator[Callable[[], None]]:
+    """Another connection (as another process would) holds SQLite's write lock on `path` until the
+    yielded release is called (or the block exits)."""
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO notes(id, text) VALUES ('theirs', 'held')")
+
+    def release() -> None:
+        if other.in_transaction:
+            other.execute("COMMIT")
+
+    try:
+        yield release
+    finally:
+        release()
+        other.close()
+
+
+def test_a_write_waits_past_one_busy_timeout_for_a_lock_another_process_holds_and_commits(tmp_path: Path) -> None:
+    """SQLite's busy handler polls: a waiter can sleep through every short gap in another
+    process's stream of batches and, after one busy timeout, its write failed. The store tries
+    `BEGIN IMMEDIATE` again until its patience runs out; nothing of the write has run before."""
+    path = tmp_path / "index.db"
+    with SqliteStore.open(path, SCHEMA, MIGRATIONS, busy_timeout_ms=20, write_patience_s=WAIT) as s:
+        begins: list[str] = []
+        s.on_writer(lambda c: c.set_trace_callback(lambda sql: begins.append(sql) if "IMMEDIATE" in sql else None))
+        with lock_held_elsewhere(path) as release, concurrent.futures.ThreadPoolExecutor(1) as pool:
+            done = pool.submit(s.write_blocking, insert_note("ours"))
+            assert eventually(lambda: len(begins) >= 3), "the write never tried again"
+            assert not done.done(), "the write gave up while the lock was held"
+            release()
+            done.result(WAIT)
+        assert notes(s) == ["ours", "theirs"]
+
+
+def test_a_write_whose_patience_runs_out_is_refused_as_busy_and_stores_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "index.db"
+    with SqliteStore.open(path, SCHEMA, MIGRATIONS, busy_timeout_ms=20, write_patience_s=0.2) as s:
+        with lock_held_elsewhere(path), pytest.raises(StorageError, match=r"busy.*Retry"):
+            s.write_blocking(insert_note("ours"))
+        assert notes(s) == ["theirs"]
+        s.write_blocking(insert_note("later"))  # the connection is usable again
+        assert notes(s) == ["later", "theirs"]
+
+
 # ---------------------------------------------------------------------------- readers
 def test_readers_are_read_only(store: SqliteStore) -> None:
     with pytest.raises(StorageError) as caught:

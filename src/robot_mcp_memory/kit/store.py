@@ -3,6 +3,8 @@
 - The only read-write connection is owned by one writer thread. Jobs arrive on a queue as
   ``(fn, future, context)`` and each runs in ``BEGIN IMMEDIATE … COMMIT`` (or ``ROLLBACK`` and the
   exception goes to the future). The caller's contextvars are copied so log fields survive the hop.
+  A ``BEGIN IMMEDIATE`` that finds the lock held by another process is tried again for up to
+  `WRITE_PATIENCE_S` (`SqliteStore._begin`): SQLite's own wait polls, and loses to a busy neighbour.
 - One departure, for callers that block anyway (`write_blocking`: the Python API, worker
   threads): when the writer is idle, the caller runs its transaction itself — on the same
   connection, holding the same lock the writer holds for each job — instead of paying two thread
@@ -49,6 +51,15 @@ Migration = Callable[[sqlite3.Connection], None]
 
 _log = logs.get("robot_mcp_memory.store")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+#: How long one attempt to take SQLite's write lock waits (its busy handler), in milliseconds.
+BUSY_TIMEOUT_MS = 5_000
+#: How long a write keeps trying for the lock, in seconds, across attempts. Another process on the
+#: same data directory (a training loop's `RobotMemory`, the CLI) may hold it for a big batch, and
+#: SQLite's waiting is polling, not a queue: a waiter that sleeps through each short gap between
+#: that process's transactions loses the race, and after one `BUSY_TIMEOUT_MS` its write failed
+#: with "busy". Nothing of the write has run when `BEGIN IMMEDIATE` fails, so it is simply tried
+#: again until this patience runs out (measured: see docs/experiences.md, "Python API").
+WRITE_PATIENCE_S = 30.0
 _META_DDL = "CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 
 
@@ -187,8 +198,12 @@ class SqliteStore:
         *,
         hot_queue_max: int = 10_000,
         readers: int = 4,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        write_patience_s: float = WRITE_PATIENCE_S,
     ) -> None:
         self.path = Path(path)
+        self.busy_timeout_ms = busy_timeout_ms
+        self.write_patience_s = write_patience_s
         self.schema = schema
         self.migrations = list(migrations)
         self.hot_queue_max = hot_queue_max
@@ -223,8 +238,18 @@ class SqliteStore:
         *,
         hot_queue_max: int = 10_000,
         readers: int = 4,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        write_patience_s: float = WRITE_PATIENCE_S,
     ) -> SqliteStore:
-        store = cls(path, schema, migrations, hot_queue_max=hot_queue_max, readers=readers)
+        store = cls(
+            path,
+            schema,
+            migrations,
+            hot_queue_max=hot_queue_max,
+            readers=readers,
+            busy_timeout_ms=busy_timeout_ms,
+            write_patience_s=write_patience_s,
+        )
         try:
             store.report = store._ready.result()
         except BaseException:
@@ -249,7 +274,7 @@ class SqliteStore:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute("PRAGMA busy_timeout=5000")
+            conn.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
             conn.execute(f"PRAGMA wal_autocheckpoint={WRITER_AUTOCHECKPOINT}")  # kit/checkpoint.py
         except sqlite3.DatabaseError as exc:
             raise StoreUnreadable(spath, _short(exc)) from exc
@@ -417,7 +442,7 @@ class SqliteStore:
                 # second Ctrl-C in a blocking caller's own write): nothing of it was committed.
                 _log.warning("store.stale_transaction_rolled_back", path=str(self.path))
                 conn.execute("ROLLBACK")
-            conn.execute("BEGIN IMMEDIATE")
+            self._begin(conn)
             result = job.context.run(job.fn, conn)
             conn.execute("COMMIT")
             return result
@@ -431,6 +456,25 @@ class SqliteStore:
                 _log.error("store.write_failed", error=_short(exc), hot=job.hot)
                 raise translate(exc, "the write") from exc
             raise
+
+    def _begin(self, conn: sqlite3.Connection) -> None:
+        """``BEGIN IMMEDIATE``, tried again while another connection holds the write lock, for up
+        to `write_patience_s` in all (`WRITE_PATIENCE_S`); then the last "busy" is raised."""
+        deadline = time.monotonic() + self.write_patience_s
+        waits = 0
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                busy = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF == sqlite3.SQLITE_BUSY
+                if not busy or time.monotonic() >= deadline:
+                    raise
+                waits += 1
+                _log.warning("store.write_lock_busy", attempt=waits, path=str(self.path))
+                continue
+            if waits:
+                _log.info("store.write_lock_taken", attempts=waits + 1, path=str(self.path))
+            return
 
     def _job_done(self, job: _Job) -> None:
         with self._lock:
@@ -528,7 +572,7 @@ class SqliteStore:
                 check_same_thread=False,
             )
             conn.execute("PRAGMA query_only=1")
-            conn.execute("PRAGMA busy_timeout=5000")
+            conn.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
             self._readers_local.conn = conn
             with self._lock:
                 self._reader_conns.append(conn)
