@@ -50,6 +50,8 @@ from robot_mcp_memory.experiences.views import (
 )
 from robot_mcp_memory.principal import LOCAL, Principal
 
+_log = logs.get("robot_mcp_memory.api")
+
 #: What a mapping item of `RobotMemory.learn_many` may hold: learn's keyword arguments.
 _ITEM_KEYS = frozenset({"insight", "context", "collection", "session_id"})
 #: One insight for `RobotMemory.learn_many`: its text, or (text, context), or learn's keyword arguments.
@@ -66,7 +68,11 @@ class RobotMemory:
         robot_id: str = "unknown",
         collection: str = "default",
         embedder: str = "none",
+        wait_for_model: float = 60.0,
     ) -> None:
+        """With an `embedder`, wait up to `wait_for_model` seconds for its model to load (``0``:
+        do not wait), so the first recalls are already hybrid; a model that did not load in time
+        (or failed) leaves recall keyword-only until it does, and a warning says so."""
         if not structlog.is_configured():
             logs.configure("warning")  # a library stays quiet unless its host configured logging
         settings = Settings.from_env(
@@ -75,6 +81,15 @@ class RobotMemory:
         self._memory: Memory | None = Memory.open(settings)
         self._owned = True
         self._init(self._memory.experiences, collection)
+        model = self._memory.embedder
+        if model is not None and model.mode != "off" and wait_for_model > 0 and not model.wait_settled(wait_for_model):
+            _log.warning(
+                "api.embedder_not_ready",
+                embedder=embedder,
+                waited_s=wait_for_model,
+                reason=model.last_error or "still loading",
+                search="keyword-only until the model loads",
+            )
 
     @classmethod
     def attach(cls, memory: Memory, *, collection: str = "default", principal: Principal = LOCAL) -> RobotMemory:

@@ -205,7 +205,7 @@ async def _with_memory(args: argparse.Namespace, settings: Settings) -> int:
             if (
                 embedder is None
                 or embedder.mode == "off"
-                or not await asyncio.to_thread(embedder.wait_ready, args.wait)
+                or not await asyncio.to_thread(embedder.wait_settled, args.wait)
             ):
                 sys.stderr.write(
                     "robot-mcp-memory: the embedder is off or did not load (MEMORY_EMBEDDER); nothing re-embedded\n"

@@ -92,6 +92,11 @@ class EmbedderUnavailable(MemoryError_):
     code = "unavailable"
 
 
+class DimensionChanged(EmbedderUnavailable):
+    """The model answered vectors of another size than it loaded with (re-pulled under the same
+    name, or another server behind the URL): it is loaded again, under an id with the new size."""
+
+
 class StorageError(MemoryError_):
     code = "storage"
 

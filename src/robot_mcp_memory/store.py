@@ -498,7 +498,7 @@ def hybrid_candidates(
     """Keyword top-`n` and cosine top-`n` (the robot filter applied before ranking, in both),
     in one read snapshot. None when no vector of this model exists yet."""
     index = cache.index(conn, "process", model_id)
-    if index is None:
+    if index is None or index.dim != qvec.shape[0]:  # no vector of this model (of this size) yet
         return None
     keyword = keyword_candidates(conn, query, n, visible)
     vector = index.search(qvec, n, visible)

@@ -10,6 +10,7 @@ import pytest
 
 from robot_mcp_memory.api import RobotMemory
 from robot_mcp_memory.errors import InvalidInput, NotFound, StorageError
+from robot_mcp_memory.experiences.vector_repo import MemoryVectorIndex
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "experiences.md"
 
@@ -85,3 +86,16 @@ def test_a_batch_item_may_name_its_own_collection_and_session(tmp_path: Path) ->
         assert [m["content"] for m in mem.recall("shelf", collection="lab-b")] == ["the lab B shelf wobbles"]
         with pytest.raises(InvalidInput, match="not colection"):
             mem.batch_learn([{"insight": "typo", "colection": "lab-a"}])
+
+
+def test_with_a_model_the_first_recall_already_runs_hybrid(tmp_path: Path) -> None:
+    """A training loop opening `RobotMemory(embedder="use")` recalled at once, while the model
+    was still loading: keyword-only, silently, so a paraphrase found nothing."""
+    with RobotMemory(tmp_path, robot_id="ur5-01", embedder="use") as mem:
+        mem.learn("the lab door opens with a badge, then push the handle")
+        vectors = mem.memory.experiences.vectors
+        assert isinstance(vectors, MemoryVectorIndex)
+        assert vectors.backfiller.wait_idle(60)
+    with RobotMemory(tmp_path, robot_id="ur5-01", embedder="use") as mem:  # a new process, as a loop starts
+        found = mem.recall("entering the laboratory")
+    assert [m["content"] for m in found] == ["the lab door opens with a badge, then push the handle"]

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import concurrent.futures
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.errors import ConfigError, EmbedderUnavailable
+from robot_mcp_memory.errors import ConfigError, DimensionChanged, EmbedderUnavailable
 from robot_mcp_memory.search.embedders import (
     Embedder,
     FastEmbedEmbedder,
@@ -20,6 +21,7 @@ from robot_mcp_memory.search.embedders import (
     from_settings,
 )
 from robot_mcp_memory.search.resilient import ResilientEmbedder
+from tests.conftest import eventually
 from tests.search.stub_http import stub_server
 
 
@@ -299,3 +301,83 @@ def test_the_use_model_is_loaded_once_per_process_and_shared(monkeypatch: pytest
     second.load()
     assert second.embed(["grasp the red mug"]).shape == (1, USEEmbedder.dim)
     np.testing.assert_array_equal(first.embed(["door"]), second.embed(["door"]))
+
+
+def test_callers_failing_together_count_as_one_failure_of_the_backoff() -> None:
+    """Four calls in flight when the model goes down all fail; that is one outage (60 s), not
+    four (which jumped the backoff to its 300 s step after a blip)."""
+    clock = FakeClock()
+    backend = Flaky()
+    r = ResilientEmbedder(backend, clock=clock, background=False)
+    r.start()
+    backend.fail_embed = True
+    inside: list[int] = []
+    go = threading.Event()
+    original = backend.embed
+
+    def together(texts: Sequence[str]) -> Vectors:
+        inside.append(1)  # all four get inside embed() while the model is still "ready"
+        go.wait(10)
+        return original(texts)
+
+    backend.embed = together  # type: ignore[method-assign]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        calls = [pool.submit(r.embed, ["x"]) for _ in range(4)]
+        assert eventually(lambda: len(inside) == 4)
+        go.set()
+        assert [c.result(10) for c in calls] == [None] * 4
+    assert r.failures == 1
+    assert r.retry_in() == 60.0
+
+
+def test_waiting_for_the_model_ends_when_its_load_fails() -> None:
+    """`reembed` waited its whole --wait (120 s) on a load that had failed at once."""
+    backend = Flaky()
+    backend.fail_load = True
+    r = ResilientEmbedder(backend)
+    answers: list[bool] = []
+    waiter = threading.Thread(target=lambda: answers.append(r.wait_settled(None)), daemon=True)  # no timeout
+    r.start()
+    waiter.start()
+    waiter.join(60)
+    assert answers == [False]  # it returned (a failed load settles the wait), and says: not ready
+    assert r.mode == "unavailable"
+    good = ResilientEmbedder(Flaky())
+    good.start()
+    assert good.wait_settled(60) is True
+
+
+def test_a_model_answering_another_size_is_loaded_again_under_a_new_id() -> None:
+    clock = FakeClock()
+
+    class Resized(Flaky):
+        def __init__(self) -> None:
+            super().__init__()
+            self.size = 16
+
+        def load(self) -> None:
+            super().load()
+            self.model_id = f"stub@{self.size}"
+            self.dim = self.size
+
+        def embed(self, texts: Sequence[str]) -> Vectors:
+            if self.size != self.dim:
+                raise DimensionChanged(f"changed dimension ({self.size} ≠ {self.dim})")
+            return HashingEmbedder(self.size).embed(texts)
+
+    backend = Resized()
+    r = ResilientEmbedder(backend, clock=clock, background=False)
+    ready: list[str | None] = []
+    r.on_ready(lambda: ready.append(r.model_id))
+    r.start()
+    assert r.model_id == "stub@16"
+    backend.size = 32  # re-pulled under the same name
+    assert r.embed(["x"]) is None
+    assert r.mode == "unavailable"
+    assert r.model_id is None  # no vector is made or searched under the old id meanwhile
+    clock.advance(60)
+    out = r.embed(["x"])  # due: loaded again (inline here), then embeds at the new size
+    assert out is not None
+    assert out.shape == (1, 32)
+    assert r.model_id == "stub@32"
+    assert ready == ["stub@16", "stub@32"]  # the backfill hangs here: it re-embeds under the new id

@@ -260,6 +260,43 @@ async def test_http_embedder_failures_degrade_back_off_recover_and_backfill(
             memory.close()
 
 
+async def test_a_model_that_changes_size_under_its_name_is_re_embedded_never_mixed(tmp_path: Path) -> None:
+    """An Ollama model re-pulled under the same name answers vectors of another size. Its id
+    carries the size, so the stored vectors count as another model's: search never ranks a
+    query against vectors of another size (every find_processes failed, for good) and the
+    backfill re-embeds them, at once while serving and after a restart alike."""
+    with stub_server("ollama", dim=64) as stub:
+        memory, clock = _http_memory(tmp_path, stub, "ollama", MEMORY_EMBED_MODEL="nomic")
+        try:
+            emb = memory.embedder
+            assert emb is not None
+            assert emb.model_id == "ollama:nomic@64"
+            await save_all(memory, MAILROOM, *DISTRACTORS)
+            assert memory.processes.store.backfiller.wait_idle(60)
+            assert (await memory.processes.find(STDIO, "mailroom package")).mode == "hybrid"
+            stub.embedder = HashingEmbedder(32)  # while serving
+            found = await memory.processes.find(STDIO, "mailroom package")
+            assert (found.mode, found.hits[0].doc.id) == ("keyword", "fetch-package-mailroom")
+            clock.advance(60)
+            await memory.processes.find(STDIO, "mailroom package")  # due: loaded again
+            assert eventually(lambda: emb.model_id == "ollama:nomic@32", 60)
+            assert eventually(lambda: memory.processes.store.backfiller.wait_idle(0), 60)
+            assert (await memory.processes.search_status())["stored"] == {"ollama:nomic@32": 7}
+            found = await memory.processes.find(STDIO, "mailroom package")
+            assert (found.mode, found.hits[0].doc.id) == ("hybrid", "fetch-package-mailroom")
+        finally:
+            memory.close()
+        stub.embedder = HashingEmbedder(48)  # and across a restart
+        memory, _ = _http_memory(tmp_path, stub, "ollama", MEMORY_EMBED_MODEL="nomic")
+        try:
+            assert memory.processes.store.backfiller.wait_idle(60)
+            assert (await memory.processes.search_status())["stored"] == {"ollama:nomic@48": 7}
+            found = await memory.processes.find(STDIO, "mailroom package")
+            assert (found.mode, found.hits[0].doc.id) == ("hybrid", "fetch-package-mailroom")
+        finally:
+            memory.close()
+
+
 async def test_an_http_embedder_down_at_startup_loads_later(tmp_path: Path) -> None:
     stub = StubEmbedServer("ollama")  # answers HTTP 500 until told otherwise
     stub.mode = "500"

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.errors import EmbedderUnavailable
+from robot_mcp_memory.errors import DimensionChanged, EmbedderUnavailable
 
 Vectors = npt.NDArray[np.float32]
 
@@ -214,7 +214,13 @@ class _HttpEmbedder:
         self._client = httpx.Client(timeout=timeout, headers=headers or {}, trust_env=False)
 
     def load(self) -> None:
+        self.dim = 0  # a reload (after a failure) learns it again: the model may have changed
         self.dim = int(self.embed(["warm up"]).shape[1])
+        # The name alone does not pin the model: a model re-pulled under the same name, or another
+        # server behind the same URL, can answer vectors of another size. The id carries the size,
+        # so stored vectors of the old size count as another model's: re-embedded by the
+        # backfill, never mixed with the new ones (a mismatch broke every process search).
+        self.model_id = f"{self.backend}:{self.model}@{self.dim}"
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         raise NotImplementedError
@@ -245,8 +251,9 @@ class _HttpEmbedder:
         if arr.ndim != 2 or arr.shape[0] != n or arr.shape[1] == 0:
             raise EmbedderUnavailable(f"the {self.backend} embedder answered {arr.shape}, expected {n} vectors")
         if self.dim and arr.shape[1] != self.dim:
-            raise EmbedderUnavailable(
-                f"the {self.backend} embedder changed dimension ({arr.shape[1]} ≠ {self.dim}); restart to re-embed"
+            raise DimensionChanged(
+                f"the {self.backend} embedder changed dimension ({arr.shape[1]} ≠ {self.dim}); "
+                "it is loaded again and what is stored is re-embedded"
             )
         return normalise(arr)
 

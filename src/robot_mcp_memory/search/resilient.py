@@ -11,6 +11,9 @@ States (`mode`)::
 - A failure (load or embed) makes it ``unavailable`` for 60 s, then 120, 240, and 300 s at most
   between attempts. When due, exactly one caller probes (or one background reload starts);
   everyone else keeps getting None meanwhile. Success resets the backoff.
+- A model that starts answering vectors of another size (`DimensionChanged`: re-pulled under
+  the same name) is loaded again when due, under an id carrying the new size; stored vectors of
+  the old size then count as missing and the backfill re-embeds them.
 - Each transition to ``ready`` calls the `on_ready` listeners (the backfill of rows written
   while it was down hangs there). Listeners run on the thread that made the transition and
   must not block.
@@ -28,7 +31,7 @@ from typing import Literal
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.errors import EmbedderUnavailable
+from robot_mcp_memory.errors import DimensionChanged, EmbedderUnavailable
 from robot_mcp_memory.search import embedders
 from robot_mcp_memory.search.embedders import Loadable, Vectors
 
@@ -59,6 +62,7 @@ class ResilientEmbedder:
         self._busy = False  # a probe or a (re)load is in flight
         self._lock = threading.Lock()
         self._ready = threading.Event()
+        self._settled = threading.Event()  # the first load has succeeded or failed
         self._listeners: list[Callable[[], None]] = []
         self._started = False
 
@@ -93,6 +97,13 @@ class ResilientEmbedder:
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Block until the first successful load (for tests, benchmarks and CLI commands)."""
         return self._ready.wait(timeout)
+
+    def wait_settled(self, timeout: float | None = None) -> bool:
+        """Block until the first load has succeeded *or failed*; then whether it is ready. A
+        command waiting for the model does not sit out its whole timeout on a load that failed
+        at once (an unreachable URL, a missing file)."""
+        self._settled.wait(timeout)
+        return self._ready.is_set()
 
     # ------------------------------------------------------------------ loading
     def start(self) -> None:
@@ -137,6 +148,7 @@ class ResilientEmbedder:
             self.last_error = None
             self._busy = False
         self._ready.set()
+        self._settled.set()
         if was != "ready":
             if was == "unavailable":
                 _log.info("embedder.recovered", model_id=self.model_id)
@@ -147,14 +159,24 @@ class ResilientEmbedder:
                     _log.exception("embedder.listener_failed")
 
     def _fail(self, exc: BaseException, during: str) -> None:
+        """Count a failure and back off. `during`: ``load``, ``probe`` (the one caller trying a
+        model that was unavailable) or ``embed`` (a caller while it was ready). Callers in flight
+        when an outage begins all fail together: only the first counts, or one blip would jump
+        the backoff straight to its longest step."""
         reason = exc.detail if isinstance(exc, EmbedderUnavailable) else f"{type(exc).__name__}"
         with self._lock:
+            if during == "embed" and self._mode == "unavailable":
+                return  # this outage is counted already; the probe in flight (if any) is not ours
+            if isinstance(exc, DimensionChanged):
+                self._loaded = False  # the next due try loads it again, under an id with the new size
             self.failures += 1
             delay = self.backoff[min(self.failures, len(self.backoff)) - 1]
             self._retry_at = self.clock() + delay
             self._mode = "unavailable"
             self._busy = False
             self.last_error = reason
+        if during == "load":
+            self._settled.set()
         _log.warning(
             "embedder.unavailable",
             during=during,
@@ -198,7 +220,7 @@ class ResilientEmbedder:
         try:
             out = self.backend.embed(texts)
         except Exception as exc:
-            self._fail(exc, "embed")
+            self._fail(exc, "probe" if probe else "embed")
             return None
         if probe:
             self._succeed()
