@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from robot_mcp_memory.fleet import check_group_id, check_robot_id
 from robot_mcp_memory.kit import Kind
 from robot_mcp_memory.principal import ADMIN, Principal
 from robot_mcp_memory.services.fleet import FleetService
+from tests.conftest import eventually
 
 RAP1 = Principal.robot("rap-1")
 
@@ -326,3 +328,45 @@ async def test_fleet_administration_is_forbidden_to_a_robot_token(fleet: FleetSe
     with pytest.raises(Forbidden):
         await fleet.set_self_improve(RAP1, True, group="line-a")
     assert fleet.registry.group_mates("rap-1") == {"rap-1", "rap-2"}
+
+
+# ---------------------------------------------------------------------------- another process, same data dir
+async def test_a_fleet_change_made_by_another_process_reaches_this_ones_tenancy(memory: Memory) -> None:
+    """`web` beside `serve` on one data directory: a robot moved out of a group through one kept
+    seeing that group's documents through the other until it restarted."""
+    await _line(memory.fleet)
+    other = Memory.open(memory.settings)  # another process's connections and registry
+    try:
+        assert other.fleet.registry.group_mates("rap-1") == {"rap-1", "rap-2"}
+        await other.fleet.set_group(ADMIN, "rap-2", "")
+        await other.fleet.set_self_improve(ADMIN, True)
+        registry = memory.fleet.registry
+        assert registry.group_mates("rap-1") == {"rap-1", "rap-2"}  # not looked yet
+        registry.refresh()
+        assert registry.group_mates("rap-1") == {"rap-1"}
+        assert registry.self_improve_for("rap-3") is True
+        await other.fleet.register_robot(ADMIN, "rap-9", group="line-a")  # and the background look
+        assert eventually(lambda: registry.group_mates("rap-1") == {"rap-1", "rap-9"}, 30)
+    finally:
+        other.close()
+
+
+async def test_a_look_never_replaces_a_snapshot_this_process_installed_after_it_read(memory: Memory) -> None:
+    await _line(memory.fleet)
+    registry = memory.fleet.registry
+    stale = registry.snapshot
+    read = registry.db.read_blocking
+
+    def slow_read(fn: Any) -> Any:  # this process writes between the look's read and its install
+        got = read(fn)
+        registry._install(replace(stale, generation=stale.generation + 100, global_self_improve=True))
+        return got
+
+    registry.db.read_blocking = slow_read  # type: ignore[method-assign]
+    try:
+        with sqlite3.connect(memory.settings.index_path) as conn:  # another process's write
+            conn.execute("UPDATE fleet_robots SET group_id = NULL WHERE robot_id = 'rap-2'")
+        registry.refresh()
+    finally:
+        registry.db.read_blocking = read  # type: ignore[method-assign]
+    assert registry.snapshot.generation == stale.generation + 100

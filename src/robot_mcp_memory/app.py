@@ -83,5 +83,6 @@ class Memory:
         if self.embedder is not None:
             self.embedder.close()
         self.lessons.store.close()
+        self.fleet.registry.close()
         self.experiences.store.access.flush()  # pending access counts, before the writer drains
         self.index.close()

@@ -9,6 +9,10 @@ propagates: every write goes through this object, on the store's writer thread. 
 `group_mates` on **every** read, so membership is answered from an in-process `Snapshot` that is
 rebuilt inside the same transaction as each fleet write and installed as soon as it commits —
 a regrouping is visible to the very next call of every client, and no read touches SQLite.
+Another process on the same data directory (``web`` beside ``serve``, a second server, the CLI)
+writes the same tables: a background thread looks every `REFRESH_S` seconds whether anyone
+committed (``PRAGMA data_version``) and, if the tables now say something else, installs them —
+unless a write of this process installed a newer snapshot meanwhile.
 
 Ids (robots and groups): 1-64 characters of letters, digits, ``_``, ``.``, ``-``, starting with a
 letter or digit — the robot grammar of ``MEMORY_ROBOT_TOKENS``, so every token's robot can register.
@@ -24,6 +28,7 @@ import asyncio
 import itertools
 import json
 import sqlite3
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -342,13 +347,54 @@ def set_global_self_improve(conn: sqlite3.Connection, enabled: bool) -> bool:
 
 
 # ---------------------------------------------------------------------------- the registry
+#: How often (seconds) the registry looks for fleet writes by another process on its data directory.
+REFRESH_S = 2.0
+
+
 class FleetRegistry:
     """Async façade over the SQL above, plus the membership snapshot (implements `Membership`)."""
 
-    def __init__(self, db: SqliteStore) -> None:
+    def __init__(self, db: SqliteStore, refresh_s: float = REFRESH_S) -> None:
         self.db = db
         self._generations = itertools.count(1)  # advanced only on the writer thread
+        self._swap = threading.Lock()  # installing a snapshot: this process's writes vs the refresher
         self._snap: Snapshot = db.read_blocking(lambda c: load_snapshot(c, 0))
+        self._stop = threading.Event()
+        self._refresher = threading.Thread(
+            target=self._refresh_loop, args=(refresh_s,), name="fleet-refresh", daemon=True
+        )
+        self._refresher.start()
+
+    def close(self) -> None:
+        """Stop looking for other processes' fleet writes."""
+        self._stop.set()
+        self._refresher.join(5)
+
+    def _refresh_loop(self, every: float) -> None:
+        seen: int | None = None
+        while not self._stop.wait(every):
+            try:
+                seen = self.refresh(seen)
+            except Exception:  # a closed or unreadable store: the next look tries again
+                seen = None
+
+    def refresh(self, seen: int | None = None) -> int:
+        """Install what the tables say now if another process changed them: ``seen`` is the
+        ``data_version`` of the last look (None: look anyway). Returns this look's version."""
+        before = self._snap.generation
+
+        def read(c: sqlite3.Connection) -> tuple[int, Snapshot | None]:
+            version = int(c.execute("PRAGMA data_version").fetchone()[0])
+            return version, None if version == seen else load_snapshot(c, before)
+
+        version, snap = self.db.read_blocking(read)
+        if snap is not None:
+            with self._swap:
+                current = self._snap
+                # Newer than this read if a write of ours installed one meanwhile: keep that.
+                if current.generation == before and _membership(current) != _membership(snap):
+                    self._snap = snap
+        return version
 
     # ------------------------------------------------------------------ membership (no I/O)
     @property
@@ -455,8 +501,13 @@ class FleetRegistry:
             self._install(task.result()[1])
 
     def _install(self, snap: Snapshot) -> None:
-        if snap.generation > self._snap.generation:
-            self._snap = snap
+        with self._swap:
+            if snap.generation > self._snap.generation:
+                self._snap = snap
+
+
+def _membership(s: Snapshot) -> tuple[Any, ...]:
+    return (s.robot_groups, s.group_settings, s.members, s.global_self_improve)
 
 
 __all__ = [
