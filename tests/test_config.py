@@ -64,3 +64,27 @@ def test_every_environment_variable_is_documented_in_the_readme() -> None:
     text = README.read_text()
     missing = [name for name in ENV_VARS if f"`{name}`" not in text]
     assert not missing, f"document these in README.md: {missing}"
+
+
+@pytest.mark.parametrize(
+    ("env", "variable"),
+    [
+        # both weights 0: accepted, and then every search came back empty, labelled "hybrid"
+        ({"MEMORY_FUSION_WEIGHTS": "keyword:0,vector:0"}, "MEMORY_FUSION_WEIGHTS"),
+        # a URL: accepted, and then every request to that name got 421
+        ({"MEMORY_ALLOWED_HOSTS": "memory-host, https://memory.fleet.example/"}, "MEMORY_ALLOWED_HOSTS"),
+        ({"MEMORY_ALLOWED_HOSTS": "memory host"}, "MEMORY_ALLOWED_HOSTS"),
+        # ':' was accepted here, then refused by tokens, the fleet registry and import-robotmem
+        ({"ROBOT_ID": "site:rap-1"}, "ROBOT_ID"),
+    ],
+)
+def test_settings_the_server_could_not_use_stop_it_at_startup(env: dict[str, str], variable: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env(env)
+    assert [p.split(" ")[0] for p in info.value.problems] == [variable]
+
+
+def test_allowed_hosts_take_names_ports_wildcards_and_addresses() -> None:
+    hosts = "memory-host,memory-host:9103,other:*,10.0.0.2,[::1]:9103,Name.Example"
+    assert len(Settings.from_env({"MEMORY_ALLOWED_HOSTS": hosts}).allowed_hosts) == 6
+    assert Settings.from_env({"MEMORY_FUSION_WEIGHTS": "keyword:0,vector:1"}).fusion_weights == (0.0, 1.0)

@@ -143,6 +143,12 @@ async def test_out_of_range_arguments_are_refused_as_invalid_not_as_a_traceback(
     assert "Traceback" not in result["detail"]
     result = await client.call("list_processes", limit=0)
     assert result["error"] == "invalid"
+    for tool, args in (("find_processes", {"query": "x", "k": 0}), ("get_process", {})):
+        raw = await client.session.call_tool(tool, args)
+        block = raw.content[0]
+        assert isinstance(block, TextContent)
+        assert "\n" not in block.text  # compact JSON, as every other result (it was indented)
+        assert json.loads(block.text) == raw.structuredContent["result"]  # type: ignore[index]
 
 
 async def test_hostile_queries_never_fail(client: Client) -> None:

@@ -50,12 +50,15 @@ ENV_VARS: dict[str, str] = {
     "chosen by the evaluation in docs/search.md)",
 }
 
-_ROBOT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}\Z")
+_ROBOT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 EmbedderName = Literal["use", "fastembed", "ollama", "openai", "hashing", "none"]
 EMBEDDERS: tuple[EmbedderName, ...] = ("use", "fastembed", "ollama", "openai", "hashing", "none")
 #: (keyword, vector) fusion weights; chosen by eval/ (docs/search.md).
 DEFAULT_FUSION_WEIGHTS = (1.0, 1.0)
+#: One MEMORY_ALLOWED_HOSTS entry: a DNS name or IPv4 address, or a bracketed IPv6 address, with
+#: an optional ``:port`` or ``:*``.
+_ALLOWED_HOST = re.compile(r"^(?:[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252})|\[[0-9A-Fa-f:.]+\])(?::(?:[0-9]{1,5}|\*))?\Z")
 
 
 @dataclass(frozen=True)
@@ -123,9 +126,10 @@ class Settings:
 
         robot_id = get("ROBOT_ID") or "unknown"
         if not _ROBOT_ID.match(robot_id):
+            # The robot-id grammar of tokens, the fleet registry and import-robotmem's --robot: a
+            # ROBOT_ID with ':' was accepted here and then refused by each of them.
             problems.append(
-                "ROBOT_ID must be 1-64 characters of letters, digits, '_', '.', ':' or '-', "
-                "starting with a letter or digit"
+                "ROBOT_ID must be 1-64 characters of letters, digits, '_', '.' or '-', starting with a letter or digit"
             )
 
         log_level = (get("MEMORY_LOG_LEVEL") or "info").lower()
@@ -143,6 +147,12 @@ class Settings:
             problems.extend(exc.args[0])
 
         hosts = tuple(h.strip() for h in (get("MEMORY_ALLOWED_HOSTS") or "").split(",") if h.strip())
+        wrong = [h for h in hosts if not _ALLOWED_HOST.match(h)]
+        if wrong:
+            problems.append(
+                "MEMORY_ALLOWED_HOSTS takes host names as a Host header carries them (name, name:port or "
+                f"name:* — no scheme, no path), comma-separated; not {', '.join(repr(h) for h in wrong[:3])}"
+            )
 
         search = _search_settings(get, problems)
 
@@ -226,5 +236,7 @@ def _search_settings(get: Callable[[str], str | None], problems: list[str]) -> d
             problems.append("MEMORY_FUSION_WEIGHTS must look like 'keyword:1,vector:1' with weights from 0 to 100")
             break
         weights[label] = weight
+    if not any(weights.values()):  # both 0: fusion would rank nothing, and every search came back empty
+        problems.append("MEMORY_FUSION_WEIGHTS needs a weight above 0 for keyword or vector")
     out["fusion_weights"] = (weights["keyword"], weights["vector"])
     return out

@@ -21,6 +21,7 @@ from mcp.types import CallToolResult, ContentBlock, TextContent
 from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
@@ -36,7 +37,8 @@ from robot_mcp_memory.tools import experiences, fleet, lessons, processes
 from robot_mcp_memory.tools.adapter import PrincipalOf, make_principal_of
 from robot_mcp_memory.tools.results import Refusal
 from robot_mcp_memory.web import build_web
-from robot_mcp_memory.web.hosts import LOOPBACK, split_host
+from robot_mcp_memory.web.hosts import LOOPBACK, HostGuard, split_host
+from robot_mcp_memory.web.routing import misdirected
 
 _log = logs.get("robot_mcp_memory.server")
 
@@ -98,6 +100,28 @@ class SseCap:
             await self.app(scope, receive, send)
         finally:
             self.open -= 1
+
+
+class McpHosts:
+    """The MCP transports' ``Host`` check, made as the REST API makes it (pure ASGI): a foreign
+    name gets the same JSON 421 naming ``MEMORY_ALLOWED_HOSTS`` (mcp's own answer is a bare
+    "Invalid Host header"), and names compare case-insensitively, as DNS names do — an allowed
+    ``Host`` is passed on lower-cased, since mcp's own check (kept, with the origins) compares
+    exactly, and ``MEMORY-HOST`` got 421 on /mcp and 200 on /api."""
+
+    def __init__(self, app: ASGIApp, hosts: HostGuard) -> None:
+        self.app = app
+        self.hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path in ("/sse", "/mcp") or path.startswith(("/messages/", "/mcp/")):
+            if not self.hosts.allows(Headers(scope=scope).get("host")):
+                await misdirected()(scope, receive, send)
+                return
+            headers = [(k, v.lower()) if k == b"host" else (k, v) for k, v in scope["headers"]]
+            scope = {**scope, "headers": headers}
+        await self.app(scope, receive, send)
 
 
 class StrictNumbers:
@@ -244,7 +268,7 @@ class MemoryMCP(FastMCP):
         result: Sequence[ContentBlock] | dict[str, Any] = tool.fn_metadata.convert_result(
             Refusal(error="invalid", detail=detail)
         )
-        return result
+        return _compact_text(result)  # as every other result: the text block was indented JSON
 
 
 def _numbers_only(parameters: dict[str, Any]) -> frozenset[str]:
@@ -406,7 +430,7 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
         *sse.routes,
     ]
     app = SseCap(StrictNumbers(Starlette(routes=routes, lifespan=lifespan)), security=mcp.settings.transport_security)
-    return web.protect(app, auth)
+    return web.protect(McpHosts(app, HostGuard(memory.settings.allowed_hosts)), auth)
 
 
 __all__ = ["MemoryMCP", "Mount", "build_server", "http_app"]

@@ -50,10 +50,14 @@ async def test_a_listed_name_is_served_with_or_without_a_port_and_a_foreign_one_
 ) -> None:
     """Behind a reverse proxy on 80 or 443 the ``Host`` header carries no port."""
     async with httpx.AsyncClient(timeout=10.0) as http:
-        for host in ("memory-host", f"memory-host:{proxied.port}", "localhost", f"127.0.0.1:{proxied.port}"):
+        # Names compare as DNS names do, case-insensitively, on MCP as on the REST API.
+        for host in ("memory-host", f"MEMORY-HOST:{proxied.port}", "localhost", f"127.0.0.1:{proxied.port}"):
             assert await _status(http, proxied, path, host) != 421, host
         for host in ("attacker.example", f"attacker.example:{proxied.port}", "memory-host.attacker.example"):
             assert await _status(http, proxied, path, host) == 421, host
+            r = await http.get(proxied.url(path if path != "/sse" else "/mcp"), headers={"host": host})
+            assert r.json()["error"] == "misdirected"  # the same actionable answer everywhere
+            assert "MEMORY_ALLOWED_HOSTS" in r.json()["detail"]
     log = proxied.stderr()
     assert "Traceback" not in log
     assert "Exception in ASGI application" not in log

@@ -381,3 +381,14 @@ def test_a_model_answering_another_size_is_loaded_again_under_a_new_id() -> None
     assert out.shape == (1, 32)
     assert r.model_id == "stub@32"
     assert ready == ["stub@16", "stub@32"]  # the backfill hangs here: it re-embeds under the new id
+
+
+def test_credentials_in_the_embedder_url_never_reach_a_message() -> None:
+    """``MEMORY_EMBED_URL=http://user:pass@host`` put the password into the log and into a robot
+    token's /api/stats (the embedder's last error)."""
+    e = OllamaEmbedder("http://embeduser:pa55word@127.0.0.1:1/base", "m", timeout=0.5)
+    with pytest.raises(EmbedderUnavailable) as info:
+        e.load()
+    assert "pa55word" not in info.value.detail
+    assert "embeduser" not in info.value.detail
+    assert "http://***@127.0.0.1:1/base" in info.value.detail

@@ -144,6 +144,31 @@ def test_terms_are_capped() -> None:
     assert fts.terms(" ".join(words)) == words[: fts.MAX_TERMS]
 
 
+def test_function_words_do_not_use_up_the_cap_before_the_last_content_words(fts5: sqlite3.Connection) -> None:
+    """31 function words then "fetch the parcel": "parcel" was cut, and keyword find_processes
+    ranked another process first. Each kind has its own cap, so the query stays bounded."""
+    filler = "the a an of to in on at by for from and or is are be been it this that then so if as than"
+    filler += " about again also any being can could did do does each had has have"
+    text = f"{filler} {filler.upper()} fetch the parcel"
+    assert len(set(filler.split())) > fts.MAX_TERMS
+    assert fts.terms(text)[-2:] == ["fetch", "parcel"]
+    assert "parcel" in fts.content_terms(text)
+    many = " ".join(f"w{i}" for i in range(100)) + " " + filler
+    assert len(fts.terms(many)) <= 2 * fts.MAX_TERMS
+    expr = fts.match_expression(text)
+    assert expr is not None
+    assert _matches(fts5, expr)[0] == "Fetch a package from the mailroom"
+
+
+def test_a_lone_cjk_character_matches_the_words_it_starts(fts5: sqlite3.Connection) -> None:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute("CREATE VIRTUAL TABLE docs USING fts5(title, body, tokenize='porter unicode61')")
+    conn.execute("INSERT INTO docs(title, body) VALUES (?, '')", (index_text("把包裹从收发室取来"),))
+    expr = fts.match_expression("包")
+    assert expr is not None
+    assert len(_matches(conn, expr)) == 1
+
+
 def test_adjacent_words_are_also_offered_joined(fts5: sqlite3.Connection) -> None:
     expr = fts.match_expression("mail room")
     assert expr == '"mail" OR "room" OR "mailroom"'

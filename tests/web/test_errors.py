@@ -188,3 +188,13 @@ def test_the_mcp_transports_read_allowed_hosts_as_the_rest_api_does(tmp_path: Pa
     finally:
         memory.close()
     assert {"memory-host", "memory-host:*", "other-host", "other-host:*"} <= set(hosts)
+
+
+async def test_a_post_that_needs_no_body_takes_an_empty_one_but_still_only_as_json(secured: Connect) -> None:
+    """`curl -X POST -H 'Content-Type: application/json' /api/reindex` got "the body is not
+    valid JSON"; the JSON content type stays required (a cross-site form cannot send it)."""
+    async with secured(ADMIN) as c:
+        r = await c.post("/api/reindex", headers={"content-type": "application/json"})
+        assert r.status_code == 200, r.text
+        r = await c.post("/api/reindex")
+        assert r.status_code == 415

@@ -200,6 +200,17 @@ class FastEmbedEmbedder:
 
 
 # ---------------------------------------------------------------------------- HTTP backends
+def _without_userinfo(url: str) -> str:
+    """`url` with any ``user:password@`` replaced by ``***@`` (credentials never reach a message)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = "***@" + authority.rsplit("@", 1)[1]
+    return f"{scheme}://{authority}{slash}{path}"
+
+
 class _HttpEmbedder:
     """Shared plumbing: one pooled httpx client, bounded timeout, every failure → unavailable."""
 
@@ -207,6 +218,8 @@ class _HttpEmbedder:
 
     def __init__(self, url: str, model: str, timeout: float, headers: dict[str, str] | None = None) -> None:
         self.url = url.rstrip("/")
+        #: The URL as messages show it (logs, /api/stats): without ``user:password@``.
+        self.shown_url = _without_userinfo(self.url)
         self.model = model
         self.timeout = timeout
         self.dim = 0
@@ -230,18 +243,22 @@ class _HttpEmbedder:
             response = self._client.post(self.url + path, json=payload)
         except httpx.TimeoutException as exc:
             raise EmbedderUnavailable(
-                f"the {self.backend} embedder at {self.url} did not answer within {self.timeout:g} s"
+                f"the {self.backend} embedder at {self.shown_url} did not answer within {self.timeout:g} s"
             ) from exc
         except httpx.HTTPError as exc:
             raise EmbedderUnavailable(
-                f"the {self.backend} embedder at {self.url} is unreachable ({type(exc).__name__})"
+                f"the {self.backend} embedder at {self.shown_url} is unreachable ({type(exc).__name__})"
             ) from exc
         if response.status_code != 200:
-            raise EmbedderUnavailable(f"the {self.backend} embedder at {self.url} answered HTTP {response.status_code}")
+            raise EmbedderUnavailable(
+                f"the {self.backend} embedder at {self.shown_url} answered HTTP {response.status_code}"
+            )
         try:
             return response.json()
         except ValueError as exc:
-            raise EmbedderUnavailable(f"the {self.backend} embedder at {self.url} answered malformed JSON") from exc
+            raise EmbedderUnavailable(
+                f"the {self.backend} embedder at {self.shown_url} answered malformed JSON"
+            ) from exc
 
     def _check(self, rows: Any, n: int) -> Vectors:
         try:

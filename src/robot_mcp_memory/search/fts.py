@@ -21,7 +21,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
-from robot_mcp_memory.search.segment import STOPWORDS, query_text
+from robot_mcp_memory.search.segment import STOPWORDS, has_cjk, query_text
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 MAX_TERMS = 32
@@ -33,19 +33,35 @@ BM25_K1 = 1.2
 
 
 def terms(text: str) -> list[str]:
-    """Distinct word tokens of `text` (compared case-insensitively), in order, at most `MAX_TERMS`.
+    """Distinct word tokens of `text` (compared case-insensitively), in order: the first
+    `MAX_TERMS` content words and the first `MAX_TERMS` function words among them (a long
+    instruction's function words no longer use up the cap before its last content words, as
+    recall's `segment.match_phrases` never let them).
 
     Tokens keep their case: FTS5 folds case itself, with the same tables for the query as for the
     indexed text. Lower-casing here with Python's newer Unicode tables would miss letters that
     sqlite's unicode61 (Unicode 6.1) does not fold, such as Georgian Mtavruli or Greek Yot."""
     seen: dict[str, str] = {}
+    content = function = 0
     # CJK runs become words as the index stores them (`segment.index_text`): "把包裹从收发室取来"
     # would otherwise be one token, matching only the whole title.
     for m in _WORD.finditer(query_text(text)):
         tok = m.group(0).strip("_")
-        if tok:
-            seen.setdefault(tok.casefold(), tok)
-    return list(seen.values())[:MAX_TERMS]
+        key = tok.casefold()
+        if not tok or key in seen:
+            continue
+        if key in STOPWORDS:
+            if function == MAX_TERMS:
+                continue
+            function += 1
+        else:
+            if content == MAX_TERMS:
+                continue
+            content += 1
+        seen[key] = tok
+        if content == function == MAX_TERMS:
+            break
+    return list(seen.values())
 
 
 def content_terms(text: str) -> list[str]:
@@ -128,4 +144,7 @@ def restricted_phrases(essential: Sequence[str], rest: Sequence[str]) -> str:
 
 
 def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
+    """`term` as an FTS5 phrase; a lone CJK character as a prefix query (it matches the words and
+    bigrams it starts, as recall's `segment.match_phrases` does: "包" finds 包裹)."""
+    quoted = '"' + term.replace('"', '""') + '"'
+    return quoted + " *" if len(term) == 1 and has_cjk(term) else quoted

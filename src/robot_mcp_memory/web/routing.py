@@ -238,8 +238,11 @@ async def _body(model: type[BaseModel], request: Request) -> BaseModel | Respons
         if size > MAX_BODY:
             return problems.problem("too_large", f"the body is larger than {MAX_BODY} bytes", 413)
         chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():  # `curl -X POST -H 'Content-Type: application/json'` with nothing to say
+        raw = b"{}"
     try:
-        data = json.loads(b"".join(chunks), parse_constant=_no_constant)
+        data = json.loads(raw, parse_constant=_no_constant)
     except ValueError:  # JSONDecodeError, UnicodeDecodeError, NaN/Infinity
         return problems.problem("invalid", "the body is not valid JSON")
     except RecursionError:  # nested thousands deep; each field's own parser bounds depth further

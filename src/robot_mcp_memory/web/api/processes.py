@@ -48,7 +48,7 @@ class ListArgs(Args):
 
 
 class SearchArgs(Args):
-    q: str = Field(max_length=2000, description="an instruction, in any language")
+    q: str = Field(max_length=4000, description="an instruction, in any language")
     k: int = Field(default=10, ge=1, le=MAX_K)
     robot: str = Field(default="", max_length=64)
 
