@@ -591,7 +591,7 @@ class ProcessStore:
         self.db = db
         self.embedder = embedder
         self.fuse = fuse or Fusion()
-        self.vectors = VectorCache()
+        self.vectors = VectorCache(db.instance)
         self.backfiller = Backfiller(vectorstore.backfill_job(db, lambda: self.embedder, self.vectors, VECTOR_SOURCE))
 
     # ------------------------------------------------------------------ vectors

@@ -9,12 +9,21 @@ never meets a dimension mismatch — the backfill replaces the old rows instead.
 `VectorCache` keeps one `ExactIndex` per domain for the current model. It loads lazily on the
 first search (inside that search's read snapshot) and is patched after each committed write;
 a load that overlapped a write is used once and not kept (a generation counter decides).
-Writes from another process are not seen until restart — this server is the only writer.
+
+Other processes may write the same file (a training loop's `RobotMemory` beside a server). Every
+change to a domain's vectors replaces its *stamp* (a ``store_meta`` row) in the same transaction,
+with a value only the writing store makes (`SqliteStore.instance`, ``store_stamp()``), and this
+process remembers which stamp each of its own writes replaced. A search reads the stamp in its
+snapshot: if the chain of replacements leads back to the stamp the cached index was loaded or
+last checked at through this store's own writes only, the index is current (its own writes patch
+it); if another process's stamp is on the way, the index is loaded again in that snapshot — a
+memory another process updated was ranked by its old vector, and its new ones were never found.
 """
 
 from __future__ import annotations
 
 import functools
+import secrets
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable
@@ -54,14 +63,69 @@ def upsert(conn: sqlite3.Connection, domain: Domain, ref: str, model_id: str, ve
         "ON CONFLICT(domain, ref) DO UPDATE SET model_id = excluded.model_id, dim = excluded.dim, vec = excluded.vec",
         (domain, ref, model_id, int(vec.shape[0]), encode(vec)),
     )
+    _restamp(conn, domain)
 
 
 def delete(conn: sqlite3.Connection, domain: Domain, ref: str) -> None:
-    conn.execute("DELETE FROM vectors WHERE domain = ? AND ref = ?", (domain, ref))
+    if conn.execute("DELETE FROM vectors WHERE domain = ? AND ref = ?", (domain, ref)).rowcount:
+        _restamp(conn, domain)  # only a real change: a learn without vectors deletes nothing
 
 
 def clear(conn: sqlite3.Connection, domain: Domain) -> int:
-    return conn.execute("DELETE FROM vectors WHERE domain = ?", (domain,)).rowcount
+    n: int = conn.execute("DELETE FROM vectors WHERE domain = ?", (domain,)).rowcount
+    if n:
+        _restamp(conn, domain)
+    return n
+
+
+#: own stamp → the stamp it replaced, for every vector write of this process (stamps are unique
+#: across stores, so one map serves them all). Bounded: past the bound it is emptied, and each
+#: cache then loads once more.
+_REPLACED: dict[str, str | None] = {}
+_REPLACED_LOCK = threading.Lock()
+MAX_REMEMBERED = 100_000
+
+
+def _stamp_key(domain: Domain) -> str:
+    return f"vectors_stamp:{domain}"
+
+
+def stamp_of(conn: sqlite3.Connection, domain: Domain) -> str | None:
+    """The stamp of `domain`'s vectors as `conn`'s snapshot holds it (None: never written)."""
+    row = conn.execute("SELECT value FROM store_meta WHERE key = ?", (_stamp_key(domain),)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _restamp(conn: sqlite3.Connection, domain: Domain) -> None:
+    """Replace `domain`'s stamp in the writing transaction, remembering which one it replaced."""
+    before = stamp_of(conn, domain)
+    try:
+        (stamp,) = conn.execute("SELECT store_stamp()").fetchone()
+    except sqlite3.OperationalError:  # a connection no SqliteStore opened: a write no cache owns
+        stamp = f"-:{secrets.token_hex(8)}"
+    conn.execute(
+        "INSERT INTO store_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (_stamp_key(domain), stamp),
+    )
+    with _REPLACED_LOCK:
+        if len(_REPLACED) >= MAX_REMEMBERED:
+            _REPLACED.clear()
+        _REPLACED[str(stamp)] = before
+
+
+def _own_since(instance: str, checked: str | None, now: str | None) -> bool:
+    """Whether every vector write between stamps `checked` and `now` was made by the store
+    `instance` (this process's, whose writes patch its index), walking `now`'s replacements."""
+    mine = f"{instance}:"
+    stamp = now
+    with _REPLACED_LOCK:
+        for _ in range(MAX_REMEMBERED):
+            if stamp == checked:
+                return True
+            if stamp is None or not stamp.startswith(mine) or stamp not in _REPLACED:
+                return False
+            stamp = _REPLACED[stamp]
+    return False
 
 
 def load(conn: sqlite3.Connection, domain: Domain, model_id: str) -> tuple[list[str], list[str], Vector, int]:
@@ -91,28 +155,39 @@ def counts(conn: sqlite3.Connection, domain: Domain) -> dict[str, int]:
 
 # ---------------------------------------------------------------------------- the cache
 class VectorCache:
-    """One in-RAM `ExactIndex` per domain, for the model currently in use."""
+    """One in-RAM `ExactIndex` per domain, for the model currently in use, kept current with the
+    writes of the store `instance` (`SqliteStore.instance`) and loaded again after anyone else's."""
 
-    def __init__(self) -> None:
+    def __init__(self, instance: str = "") -> None:
+        self.instance = instance or secrets.token_hex(6)
         self._lock = threading.Lock()
         self._indexes: dict[str, ExactIndex] = {}
         self._generation: dict[str, int] = {}
+        self._checked: dict[str, str | None] = {}  # the stamp each index is known current at
+        self.loads = 0  # how many times an index was read from the table
 
     def index(self, conn: sqlite3.Connection, domain: Domain, model_id: str) -> ExactIndex | None:
         """The index for `model_id`, loading it through `conn` (the caller's read snapshot) when
-        absent or built for another model. None when no vector of that model exists yet."""
+        absent, built for another model, or behind another process's writes. None when no vector
+        of that model exists yet."""
+        stamp = stamp_of(conn, domain)
         with self._lock:
             idx = self._indexes.get(domain)
-            if idx is not None and idx.model_id == model_id:
-                return idx
             generation = self._generation.get(domain, 0)
+            if idx is not None and idx.model_id == model_id:
+                if _own_since(self.instance, self._checked.get(domain), stamp):
+                    self._checked[domain] = stamp
+                    return idx
+                del self._indexes[domain]  # another process wrote vectors: read them again
         refs, parts, matrix, dim = load(conn, domain, model_id)
+        self.loads += 1
         if not refs:
             return None
         idx = ExactIndex.build(model_id, dim, refs, parts, matrix)
         with self._lock:
             if self._generation.get(domain, 0) == generation:
                 self._indexes[domain] = idx
+                self._checked[domain] = stamp
         return idx
 
     def after_write(

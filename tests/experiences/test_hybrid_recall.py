@@ -220,3 +220,28 @@ async def test_a_memory_forgotten_after_the_keyword_list_was_read_is_not_returne
     assert calls == [1]
     assert after.mode == "hybrid"
     assert [h.memory.id for h in after.hits] == [kept.memory_id]
+
+
+async def test_vectors_another_process_writes_are_searched_and_its_stale_ones_never(memory: Memory) -> None:
+    """A training loop's `RobotMemory` beside a server, on one data directory: the server ranked
+    a memory the loop had updated by its old vector (score 1.0 for the wrong text), and never
+    found the loop's new memories by meaning, until it restarted."""
+    svc = memory.experiences
+    door = await svc.learn(STDIO, "the lab door opens with a badge")
+    assert [h.memory.id for h in (await svc.recall(STDIO, "badge door")).hits] == [door.memory_id]
+    cache = memory.experiences.vectors.cache  # type: ignore[union-attr]
+    loads = cache.loads
+    other = Memory.open(memory.settings)  # another process: its own store, its own stamps
+    try:
+        await other.experiences.update(STDIO, door.memory_id, "wheels slipped")
+        slipped = await other.experiences.learn(STDIO, "gripper slipped")
+    finally:
+        other.close()
+    found = await svc.recall(STDIO, QUERY, n=5)
+    assert found.mode == "hybrid"
+    assert {h.memory.id for h in found.hits} == {door.memory_id, slipped.memory_id}  # by meaning, both
+    assert cache.loads == loads + 1  # read again once, for the other process's writes
+    own = await svc.learn(STDIO, "pallet slipped")
+    found = await svc.recall(STDIO, QUERY, n=5)
+    assert own.memory_id in {h.memory.id for h in found.hits}
+    assert cache.loads == loads + 1  # its own writes patch the index: no reload

@@ -76,7 +76,7 @@ class MemoryVectorIndex:
         self.embedder = embedder
         self.weights = weights  # keyword, vector
         self.k = k
-        self.cache = VectorCache()
+        self.cache = VectorCache(db.instance)
         self.backfiller = Backfiller(
             vectorstore.backfill_job(db, lambda: self.embedder, self.cache, SOURCE), name="memory-vector-backfill"
         )

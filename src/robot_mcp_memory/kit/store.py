@@ -31,8 +31,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import itertools
 import os
 import queue
+import secrets
 import sqlite3
 import threading
 import time
@@ -204,6 +206,10 @@ class SqliteStore:
         self.path = Path(path)
         self.busy_timeout_ms = busy_timeout_ms
         self.write_patience_s = write_patience_s
+        #: This open store's own mark, unlike any other process's (or any other store's in this
+        #: one): ``store_stamp()`` on the read-write connection returns it with a serial number.
+        self.instance = secrets.token_hex(6)
+        self._stamps = itertools.count(1)
         self.schema = schema
         self.migrations = list(migrations)
         self.hot_queue_max = hot_queue_max
@@ -271,6 +277,9 @@ class SqliteStore:
             raise SchemaTooNew(spath, from_version, len(self.migrations))
         try:
             conn = sqlite3.connect(spath, isolation_level=None, check_same_thread=False)
+            # A value no other writer of the file produces, for rows that let a reader tell this
+            # store's writes from another process's (`vectorstore`'s freshness stamps).
+            conn.create_function("store_stamp", 0, self._stamp)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
@@ -456,6 +465,9 @@ class SqliteStore:
                 _log.error("store.write_failed", error=_short(exc), hot=job.hot)
                 raise translate(exc, "the write") from exc
             raise
+
+    def _stamp(self) -> str:
+        return f"{self.instance}:{next(self._stamps)}"
 
     def _begin(self, conn: sqlite3.Connection) -> None:
         """``BEGIN IMMEDIATE``, tried again while another connection holds the write lock, for up
