@@ -270,3 +270,23 @@ def test_a_dump_carries_the_fleet_memories_sessions_and_lessons_and_loads_back_i
         asyncio.run(check())
     finally:
         loaded.close()
+
+
+@pytest.mark.parametrize("robots", [["rap-1", "rap-1"], ["shared"], ["Unknown"], ["a:b"], ["a,b"]])
+def test_token_generate_refuses_ids_the_server_would_refuse(
+    robots: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["token", "generate", *robots]) == cli.EXIT_FAILED
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("robot-mcp-memory:")
+
+
+def test_token_generate_does_not_read_unrelated_settings(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMORY_TOKEN", "short")
+    monkeypatch.setenv("MCP_PORT", "not-a-port")
+    assert cli.main(["token", "generate", "rap-1"]) == 0
+    lines = dict(line.split("=", 1) for line in capsys.readouterr().out.splitlines())
+    assert set(parse_robot_tokens(lines["MEMORY_ROBOT_TOKENS"], lines["MEMORY_TOKEN"])) == {"rap-1"}

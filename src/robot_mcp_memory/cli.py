@@ -33,7 +33,7 @@ from robot_mcp_memory.experiences import robotmem_import
 from robot_mcp_memory.experiences.vector_repo import MemoryVectorIndex
 from robot_mcp_memory.principal import LOCAL
 from robot_mcp_memory.services import operations
-from robot_mcp_memory.tokens import ROBOT_RE, generate_token
+from robot_mcp_memory.tokens import ROBOT_RE, generate_token, parse_robot_tokens
 
 EXIT_FAILED = 1
 EXIT_DATA = 65
@@ -132,6 +132,8 @@ def _with_default_command(argv: Sequence[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(_with_default_command(sys.argv[1:] if argv is None else argv))
+    if args.command == "token":  # needs no settings: a bad unrelated variable must not block it
+        return _token(args)
     try:
         settings = _settings(args)
     except ConfigError as exc:
@@ -166,8 +168,6 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
         serve_web(settings)
         return 0
-    if command == "token":
-        return _token(args)
     if command == "backup":
         written = operations.backup(settings.data_dir, Path(args.dest), _progress("backup"))
         _out("\n".join(str(p) for p in written))
@@ -250,14 +250,22 @@ async def _with_memory(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _token(args: argparse.Namespace) -> int:
-    robots = list(args.robots)
-    bad = [r for r in robots if not ROBOT_RE.match(r)]
+    """Print lines the server accepts: the map is checked by the server's own parser before printing."""
+    bad = [r for r in args.robots if not ROBOT_RE.match(r)]  # before joining: ',' or ':' would re-split
     if bad:
         sys.stderr.write(f"robot-mcp-memory: not valid robot ids: {', '.join(bad)}\n")
         return EXIT_FAILED
-    _out(f"MEMORY_TOKEN={generate_token()}")
+    admin = generate_token()
+    robots = ",".join(f"{r}:{generate_token()}" for r in args.robots)
+    try:
+        parse_robot_tokens(robots, admin)
+    except ValueError as exc:
+        problems = exc.args[0] if exc.args and isinstance(exc.args[0], list) else [str(exc)]
+        sys.stderr.write(f"robot-mcp-memory: not valid robot ids: {'; '.join(map(str, problems))}\n")
+        return EXIT_FAILED
+    _out(f"MEMORY_TOKEN={admin}")
     if robots:
-        _out("MEMORY_ROBOT_TOKENS=" + ",".join(f"{r}:{generate_token()}" for r in robots))
+        _out(f"MEMORY_ROBOT_TOKENS={robots}")
     return 0
 
 
