@@ -13,6 +13,7 @@ from robot_mcp_memory import cli
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.principal import ADMIN
+from robot_mcp_memory.services import operations
 from robot_mcp_memory.tokens import parse_robot_tokens
 from tests.conftest import MAILROOM, doc
 
@@ -290,3 +291,52 @@ def test_token_generate_does_not_read_unrelated_settings(
     assert cli.main(["token", "generate", "rap-1"]) == 0
     lines = dict(line.split("=", 1) for line in capsys.readouterr().out.splitlines())
     assert set(parse_robot_tokens(lines["MEMORY_ROBOT_TOKENS"], lines["MEMORY_TOKEN"])) == {"rap-1"}
+
+
+def test_load_skips_and_names_files_it_cannot_read_as_documents(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "good.md").write_text(MAILROOM, encoding="utf-8")
+    (src / "latin1.md").write_bytes(b"---\ntitle: caf\xe9\n---\nx\n")
+    (src / ".#good.md").symlink_to("root@host.4242:1700000000")  # an editor's lock: a dangling symlink
+    (src / "folder.md").mkdir()
+    with (src / "huge.md").open("wb") as fh:  # sparse: the size is known without writing it
+        fh.truncate(operations.MAX_DOCUMENT_BYTES + 1)
+    assert cli.main(["load", "--data-dir", str(tmp_path / "d"), str(src)]) == cli.EXIT_FAILED
+    captured = capsys.readouterr()
+    assert "loaded 1 processes, skipped 4" in captured.out
+    skipped = [line for line in captured.err.splitlines() if line.startswith("skipped ")]
+    assert sorted(line.split(":", 1)[0] for line in skipped) == [
+        "skipped .#good.md",
+        "skipped folder.md",
+        "skipped huge.md",
+        "skipped latin1.md",
+    ]
+    assert "Traceback" not in captured.err
+
+
+def test_load_refuses_two_files_with_one_id_naming_both(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "a.md").write_text("---\ntitle: Make coffee\n---\nfirst version\n", encoding="utf-8")
+    (src / "b.md").write_text("---\ntitle: Make coffee\n---\nsecond, different\n", encoding="utf-8")
+    assert cli.main(["load", "--data-dir", str(tmp_path / "d"), str(src)]) == cli.EXIT_FAILED
+    captured = capsys.readouterr()
+    assert "loaded 1 processes, skipped 1" in captured.out
+    line = next(line for line in captured.err.splitlines() if line.startswith("skipped "))
+    assert "a.md" in line
+    assert "b.md" in line
+
+
+def test_a_file_system_refusal_is_one_line_and_exit_74(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _fill(tmp_path / "a", 1)
+    (tmp_path / "afile").write_text("x")
+    capsys.readouterr()
+    assert cli.main(["dump", "--data-dir", str(tmp_path / "a"), str(tmp_path / "afile" / "sub")]) == cli.EXIT_IOERR
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("robot-mcp-memory:")
+    assert str(tmp_path / "afile") in err
+    assert "Errno" not in err

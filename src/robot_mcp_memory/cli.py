@@ -5,7 +5,8 @@ Errors are one clear line on stderr and a non-zero exit; ``--debug`` shows a tra
 
 Exit codes: 0 ok · 1 command failed · 2 usage · 65 the database cannot be used (unreadable,
 foreign, newer schema, or not writable: restarting will not help; for ``import-robotmem``, the
-robotmem file is not a robotmem database this version can read) · 78 bad configuration.
+robotmem file is not a robotmem database this version can read) · 74 a file or directory could not be
+read or written (the message names it) · 75 a resource is busy for now · 78 bad configuration.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from robot_mcp_memory.tokens import ROBOT_RE, generate_token, parse_robot_tokens
 
 EXIT_FAILED = 1
 EXIT_DATA = 65
+#: The file system refused a read or write (a path that is a file, no permission, a full disk) (EX_IOERR).
+EXIT_IOERR = 74
 #: A resource is busy for now (a locked robotmem file): the same command may work in a moment (EX_TEMPFAIL).
 EXIT_TEMPFAIL = 75
 EXIT_CONFIG = 78
@@ -152,8 +155,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
         return EXIT_FAILED
+    except OSError as exc:
+        # a file system refusal (a path that is a file, no permission, a full disk): one line;
+        # the servers report their own (a port in use is not an I/O error of a file)
+        if args.debug or args.command in ("serve", "web"):
+            raise
+        sys.stderr.write(f"robot-mcp-memory: {_os_error(exc)}\n")
+        return EXIT_IOERR
     except KeyboardInterrupt:
         return 130
+
+
+def _os_error(exc: OSError) -> str:
+    """`exc` for an operator: what failed and on which path, without Python's ``[Errno n]``."""
+    reason = exc.strerror or type(exc).__name__
+    paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
+    where = f" ({' -> '.join(paths)})" if paths else ""
+    return f"{reason}{where}; check the path and its permissions"
 
 
 def _dispatch(args: argparse.Namespace, settings: Settings) -> int:

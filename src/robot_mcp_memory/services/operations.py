@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,12 +110,22 @@ async def load(memory: Memory, principal: Principal, src: Path, progress: Progre
     files = sorted(folder.glob("*.md"))
     report = LoadReport()
     batch: list[docmodel.ProcessDoc] = []
+    seen: dict[str, str] = {}  # id -> the file that carried it
     for n, path in enumerate(files, start=1):
+        if progress:
+            progress(n, len(files))
         try:
-            doc = docmodel.parse(path.read_text(encoding="utf-8"))
+            doc = docmodel.parse(_read_document(path))
         except InvalidInput as exc:
             report.skipped.append(f"{path.name}: {exc.detail}")
             continue
+        if doc.id in seen:
+            report.skipped.append(
+                f"{path.name}: has the id '{doc.id}' of {seen[doc.id]}, which was loaded instead "
+                "(two documents titled the same?); give one of them its own 'id:' in the frontmatter"
+            )
+            continue
+        seen[doc.id] = path.name
         if not doc.created or not doc.updated:
             now = doc.updated or doc.created or _now()
             doc = doc.model_copy(update={"created": doc.created or now, "updated": now})
@@ -122,12 +133,39 @@ async def load(memory: Memory, principal: Principal, src: Path, progress: Progre
         if len(batch) >= PAGE:
             report.processes += await memory.processes.store.restore(batch)
             batch = []
-        if progress:
-            progress(n, len(files))
     if batch:
         report.processes += await memory.processes.store.restore(batch)
     report.archived = await _unarchive(memory, src)
     return report
+
+
+#: The largest .md file `load` reads: a document's character limit at 4 bytes a character.
+MAX_DOCUMENT_BYTES = 4 * docmodel.MAX_DOCUMENT
+
+
+def _read_document(path: Path) -> str:
+    """The text of one document file, or `InvalidInput` saying why it cannot be loaded: not a
+    regular file (a directory, a dangling symlink such as an editor's lock), unreadable, too big
+    (checked before reading), or not UTF-8."""
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise InvalidInput(f"cannot be read ({exc.strerror or type(exc).__name__})") from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise InvalidInput("is not a regular file")
+    if info.st_size > MAX_DOCUMENT_BYTES:
+        raise InvalidInput(f"is {info.st_size} bytes; a document is at most {MAX_DOCUMENT_BYTES} bytes")
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_DOCUMENT_BYTES + 1)  # the file may have grown since the stat
+    except OSError as exc:
+        raise InvalidInput(f"cannot be read ({exc.strerror or type(exc).__name__})") from exc
+    if len(raw) > MAX_DOCUMENT_BYTES:
+        raise InvalidInput(f"is over {MAX_DOCUMENT_BYTES} bytes; a document is at most {MAX_DOCUMENT_BYTES} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"is not UTF-8 text (byte {exc.start}); re-save it as UTF-8") from exc
 
 
 def _now() -> str:
