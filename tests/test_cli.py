@@ -340,3 +340,67 @@ def test_a_file_system_refusal_is_one_line_and_exit_74(tmp_path: Path, capsys: p
     assert err.startswith("robot-mcp-memory:")
     assert str(tmp_path / "afile") in err
     assert "Errno" not in err
+
+
+def test_a_dump_is_one_snapshot_even_while_documents_are_updated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fill(tmp_path / "a", 5)  # 6 documents
+    monkeypatch.setattr(operations, "PAGE", 2)  # the old paging read 2 at a time
+    writer = sqlite3.connect(tmp_path / "a" / "index.db", isolation_level=None, check_same_thread=False)
+    last = writer.execute("SELECT id FROM processes ORDER BY updated, id DESC LIMIT 1").fetchone()[0]
+    calls: list[int] = []
+
+    def update_during_the_dump(done: int, total: int) -> None:
+        if not calls:  # another process makes the least recently updated document the newest
+            writer.execute("UPDATE processes SET updated = '2999-01-01T00:00:00Z', title = 'new' WHERE id = ?", (last,))
+        calls.append(done)
+
+    monkeypatch.setattr(cli, "_progress", lambda _label: update_during_the_dump)
+    try:
+        assert cli.main(["dump", "--data-dir", str(tmp_path / "a"), str(tmp_path / "d")]) == 0
+    finally:
+        writer.close()
+    dumped = {p.stem: p.read_text(encoding="utf-8") for p in (tmp_path / "d" / "processes").iterdir()}
+    assert len(dumped) == 6
+    assert "title: new" not in dumped[last]  # the document as it was when the dump began
+
+
+def test_a_dump_replaces_a_symlink_instead_of_writing_through_it(tmp_path: Path) -> None:
+    _fill(tmp_path / "a", 1)
+    precious = tmp_path / "precious.txt"
+    precious.write_text("operator notes")
+    (tmp_path / "d" / "processes").mkdir(parents=True)
+    (tmp_path / "d" / "archive").mkdir()
+    (tmp_path / "d" / "processes" / "task-0.md").symlink_to(precious)
+    (tmp_path / "d" / "archive" / "memories.jsonl").symlink_to(precious)
+    assert cli.main(["dump", "--data-dir", str(tmp_path / "a"), str(tmp_path / "d")]) == 0
+    assert precious.read_text() == "operator notes"
+    for path in (tmp_path / "d" / "processes" / "task-0.md", tmp_path / "d" / "archive" / "memories.jsonl"):
+        assert not path.is_symlink()
+        assert path.is_file()
+    assert not [p for p in (tmp_path / "d").rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_a_dump_into_an_earlier_dump_removes_the_files_it_did_not_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fill(tmp_path / "a", 2)
+    dest = tmp_path / "d"
+    assert cli.main(["dump", "--data-dir", str(tmp_path / "a"), str(dest)]) == 0
+    (dest / "processes" / "deleted-since.md").write_text(MAILROOM.replace("fetch-package-mailroom", "deleted-since"))
+    (dest / "archive" / "lessons.lessons.jsonl").write_text("")
+    (dest / "processes" / "notes.txt").write_text("kept: not a dump file")
+    capsys.readouterr()
+    assert cli.main(["dump", "--data-dir", str(tmp_path / "a"), str(dest)]) == 0
+    assert "removed 2 files" in capsys.readouterr().out
+    assert sorted(p.name for p in (dest / "processes").iterdir()) == [
+        "fetch-package-mailroom.md",
+        "notes.txt",
+        "task-0.md",
+        "task-1.md",
+    ]
+    assert not (dest / "archive" / "lessons.lessons.jsonl").exists()
+    assert cli.main(["load", "--data-dir", str(tmp_path / "b"), str(dest)]) == 0
+    assert cli.main(["stats", "--data-dir", str(tmp_path / "b")]) == 0
+    assert '"processes": 3' in capsys.readouterr().out

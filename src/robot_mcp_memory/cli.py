@@ -207,7 +207,8 @@ async def _with_memory(args: argparse.Namespace, settings: Settings) -> int:
     try:
         if args.command == "dump":
             dumped = await operations.dump(memory, LOCAL, Path(args.dest), _progress("dump"))
-            _out(f"dumped {dumped.processes} processes to {args.dest}")
+            stale = f" (removed {len(dumped.removed)} files of an earlier dump)" if dumped.removed else ""
+            _out(f"dumped {dumped.processes} processes to {args.dest}{stale}")
             return 0
         if args.command == "load":
             loaded = await operations.load(memory, LOCAL, Path(args.src), _progress("load"))

@@ -13,7 +13,7 @@ import heapq
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -325,6 +325,12 @@ def list_docs(
         [*params, limit, offset],
     ).fetchall()
     return [_row_to_doc(r) for r in rows], int(total)
+
+
+def each_doc(conn: sqlite3.Connection) -> Iterator[ProcessDoc]:
+    """Every document, in id order, streamed (not held in memory at once)."""
+    for row in conn.execute(f"SELECT {_COLUMNS} FROM processes ORDER BY id"):  # noqa: S608 - our columns
+        yield _row_to_doc(row)
 
 
 def count(conn: sqlite3.Connection) -> int:
@@ -748,6 +754,21 @@ class ProcessStore:
 
     async def count(self) -> int:
         return await self.db.read(count)
+
+    async def snapshot(
+        self, each: Callable[[ProcessDoc, int, int], None], also: Callable[[sqlite3.Connection], T]
+    ) -> tuple[int, T]:
+        """Hand every document to `each` (with its position and the total), then run `also`, all
+        in one read transaction: one consistent snapshot of the file while writers go on (`dump`).
+        Returns (documents, what `also` returned)."""
+
+        def job(c: sqlite3.Connection) -> tuple[int, T]:
+            total, n = count(c), 0
+            for n, doc in enumerate(each_doc(c), start=1):
+                each(doc, n, total)
+            return n, also(c)
+
+        return await self.db.read(job)
 
     async def reindex(self) -> int:
         return await self.db.write(rebuild_index)

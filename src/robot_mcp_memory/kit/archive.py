@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from robot_mcp_memory.errors import InvalidInput
+from robot_mcp_memory.kit import files
 from robot_mcp_memory.kit.kinds import Kind
 from robot_mcp_memory.kit.store import SqliteStore
 
@@ -31,11 +32,12 @@ def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
     return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]  # declared names only
 
 
-def export_tables(store: SqliteStore, tables: Sequence[str], dest: Path, prefix: str = "") -> dict[str, int]:
-    """Write ``<prefix><table>.jsonl`` for each table; returns rows per table."""
-    dest.mkdir(parents=True, exist_ok=True)
+def exporter(tables: Sequence[str], dest: Path, prefix: str = "") -> Callable[[sqlite3.Connection], dict[str, int]]:
+    """A read job writing ``<prefix><table>.jsonl`` for each table into `dest` and returning rows
+    per table: run it inside a larger read transaction to archive the same snapshot."""
 
     def dump(conn: sqlite3.Connection) -> dict[str, int]:
+        dest.mkdir(parents=True, exist_ok=True)
         counts: dict[str, int] = {}
         for table in tables:
             cols = _columns(conn, table)
@@ -43,7 +45,7 @@ def export_tables(store: SqliteStore, tables: Sequence[str], dest: Path, prefix:
                 f"SELECT {', '.join(cols)} FROM {table} ORDER BY {', '.join(cols)}"  # noqa: S608 - declared
             )
             n = 0
-            with (dest / f"{prefix}{table}.jsonl").open("w", encoding="utf-8") as fh:
+            with files.replacing(dest / f"{prefix}{table}.jsonl") as fh:
                 for row in rows:
                     fh.write(json.dumps(dict(zip(cols, row, strict=True)), ensure_ascii=False, sort_keys=True))
                     fh.write("\n")
@@ -51,7 +53,12 @@ def export_tables(store: SqliteStore, tables: Sequence[str], dest: Path, prefix:
             counts[table] = n
         return counts
 
-    return store.read_blocking(dump)
+    return dump
+
+
+def export_tables(store: SqliteStore, tables: Sequence[str], dest: Path, prefix: str = "") -> dict[str, int]:
+    """Write ``<prefix><table>.jsonl`` for each table, from one snapshot; returns rows per table."""
+    return store.read_blocking(exporter(tables, dest, prefix))
 
 
 def import_tables(store: SqliteStore, tables: Sequence[str], src: Path, prefix: str = "") -> dict[str, int]:

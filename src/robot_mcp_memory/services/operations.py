@@ -19,7 +19,7 @@ from robot_mcp_memory import db, docmodel
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import InvalidInput
 from robot_mcp_memory.experiences import index_repo, robotmem_import
-from robot_mcp_memory.kit import archive, maintenance
+from robot_mcp_memory.kit import archive, files, maintenance
 from robot_mcp_memory.principal import Principal
 
 Progress = Callable[[int, int], None]
@@ -31,6 +31,8 @@ class DumpReport:
     processes: int = 0
     files: list[str] = field(default_factory=list)
     archived: dict[str, int] = field(default_factory=dict)
+    #: Files of an earlier dump in the same directory that this one did not write, now removed.
+    removed: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -44,20 +46,6 @@ class LoadReport:
 _NOT_ARCHIVED = ("processes", "store_meta")
 ARCHIVE = "archive"
 LESSONS_PREFIX = "lessons."
-
-
-async def _archive(memory: Memory, dest: Path) -> dict[str, int]:
-    """Everything but the processes, as JSON lines: fleet, memories, tags, sessions, lessons."""
-    out = dest / ARCHIVE
-    counts = await asyncio.to_thread(
-        archive.export_tables, memory.index, archive.archivable(memory.index, _NOT_ARCHIVED), out
-    )
-    lessons = await memory.lessons.store.readable()
-    if lessons is not None:
-        tables = archive.archivable(lessons, _NOT_ARCHIVED)
-        got = await asyncio.to_thread(archive.export_tables, lessons, tables, out, LESSONS_PREFIX)
-        counts.update({LESSONS_PREFIX + k: v for k, v in got.items()})
-    return counts
 
 
 async def _unarchive(memory: Memory, src: Path) -> dict[str, int]:
@@ -78,26 +66,56 @@ async def _unarchive(memory: Memory, src: Path) -> dict[str, int]:
 
 
 async def dump(memory: Memory, principal: Principal, dest: Path, progress: Progress | None = None) -> DumpReport:
+    """Write ``processes/<id>.md`` and ``archive/*.jsonl`` into `dest`. The processes and the other
+    tables of index.db come from one snapshot (one read transaction), lessons.db from its own.
+    Each file is replaced whole (never written through a symlink); the ``.md``/``.jsonl`` files of
+    an earlier dump that this one did not write are removed, so a later `load` cannot bring back
+    what was deleted since."""
     memory.policy.require_admin(principal, "dump")
-    out = dest / "processes"
-    out.mkdir(parents=True, exist_ok=True)
+    out, folder = await asyncio.to_thread(_prepare, dest)
     report = DumpReport()
-    _, total = await memory.processes.store.list(1, 0)
-    offset = 0
-    while True:
-        docs, _ = await memory.processes.store.list(PAGE, offset)
-        if not docs:
-            break
-        for d in docs:
-            path = out / f"{d.id}.md"
-            path.write_text(d.render(), encoding="utf-8")
-            report.files.append(str(path))
-        offset += len(docs)
-        report.processes = offset
+    written: set[Path] = set()
+
+    def each(doc: docmodel.ProcessDoc, n: int, total: int) -> None:
+        path = out / f"{doc.id}.md"
+        files.replace_text(path, doc.render())
+        written.add(path)
+        report.files.append(str(path))
         if progress:
-            progress(offset, total)
-    report.archived = await _archive(memory, dest)
+            progress(n, total)
+
+    tables = archive.archivable(memory.index, _NOT_ARCHIVED)
+    report.processes, report.archived = await memory.processes.store.snapshot(each, archive.exporter(tables, folder))
+    lessons = await memory.lessons.store.readable()
+    if lessons is not None:
+        got = await asyncio.to_thread(
+            archive.export_tables, lessons, archive.archivable(lessons, _NOT_ARCHIVED), folder, LESSONS_PREFIX
+        )
+        report.archived.update({LESSONS_PREFIX + k: v for k, v in got.items()})
+    written.update(folder / f"{name}.jsonl" for name in report.archived)
+    report.removed = await asyncio.to_thread(_remove_stale, [(out, "*.md"), (folder, "*.jsonl")], written)
     return report
+
+
+def _prepare(dest: Path) -> tuple[Path, Path]:
+    """The dump's ``processes/`` and ``archive/`` folders, made if missing."""
+    if dest.exists() and not dest.is_dir():
+        raise InvalidInput(f"{dest} is not a directory; choose a directory (or a new path) for the dump")
+    out, folder = dest / "processes", dest / ARCHIVE
+    out.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(exist_ok=True)
+    return out, folder
+
+
+def _remove_stale(patterns: list[tuple[Path, str]], keep: set[Path]) -> list[str]:
+    """Remove the files (or symlinks) matching `patterns` that are not in `keep`; their paths."""
+    removed: list[str] = []
+    for folder, pattern in patterns:
+        for path in sorted(folder.glob(pattern)):
+            if path not in keep and (path.is_symlink() or path.is_file()):
+                path.unlink()
+                removed.append(str(path))
+    return removed
 
 
 async def load(memory: Memory, principal: Principal, src: Path, progress: Progress | None = None) -> LoadReport:
