@@ -404,3 +404,45 @@ def test_a_dump_into_an_earlier_dump_removes_the_files_it_did_not_write(
     assert cli.main(["load", "--data-dir", str(tmp_path / "b"), str(dest)]) == 0
     assert cli.main(["stats", "--data-dir", str(tmp_path / "b")]) == 0
     assert '"processes": 3' in capsys.readouterr().out
+
+
+def _archive_dir(tmp_path: Path, robots: bytes) -> Path:
+    src = tmp_path / "dump"
+    (src / "processes").mkdir(parents=True)
+    (src / "archive").mkdir()
+    (src / "archive" / "fleet_groups.jsonl").write_text(
+        '{"created": "2026-01-01T00:00:00Z", "group_id": "lab", "updated": "2026-01-01T00:00:00Z"}\n\n'
+    )
+    (src / "archive" / "fleet_robots.jsonl").write_bytes(robots)
+    return src
+
+
+ROBOT = (
+    b'{"created": "2026-01-01T00:00:00Z", "group_id": "lab", "robot_id": "rap-1", "updated": "2026-01-01T00:00:00Z"}\n'
+)
+
+
+def test_an_archive_with_blank_lines_loads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = _archive_dir(tmp_path, b"\n" + ROBOT + b"\n\n")
+    assert cli.main(["load", "--data-dir", str(tmp_path / "d"), str(src)]) == 0
+    assert cli.main(["stats", "--data-dir", str(tmp_path / "d")]) == 0
+    assert '"fleet_robots": 1' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ROBOT.replace(b'"lab"', b'"nope"'),  # a group that does not exist
+        ROBOT.replace(b'"created": "2026-01-01T00:00:00Z", ', b""),  # a required field missing
+        ROBOT.replace(b'"lab"', b'"caf\xe9"'),  # not UTF-8
+    ],
+)
+def test_a_bad_archive_row_is_refused_naming_the_file_and_line(
+    bad: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = _archive_dir(tmp_path, ROBOT.replace(b"rap-1", b"rap-0") + bad)
+    assert cli.main(["load", "--data-dir", str(tmp_path / "d"), str(src)]) == cli.EXIT_FAILED
+    err = capsys.readouterr().err
+    line = next(ln for ln in err.splitlines() if ln.startswith("robot-mcp-memory:"))
+    assert "fleet_robots.jsonl line 2 " in line
+    assert "Traceback" not in err

@@ -61,36 +61,85 @@ def export_tables(store: SqliteStore, tables: Sequence[str], dest: Path, prefix:
     return store.read_blocking(exporter(tables, dest, prefix))
 
 
+def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, row) of each non-blank line of a ``.jsonl`` file."""
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for n, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"{path} line {n} is not UTF-8 (byte {exc.start}); re-save the file as UTF-8") from exc
+        if not line.strip():
+            continue  # an editor's trailing newline or a blank line: nothing to load
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise InvalidInput(f"{path} line {n} is not JSON") from exc
+        if not isinstance(row, dict):
+            raise InvalidInput(f"{path} line {n} is not a JSON object")
+        rows.append((n, row))
+    return rows
+
+
+def _refusal(conn: sqlite3.Connection, table: str, row: dict[str, Any], exc: sqlite3.IntegrityError) -> str:
+    """Why the database refused `row`, in the archive's terms (a missing field, a dangling reference)."""
+    text = str(exc)
+    if "NOT NULL" in text:
+        return f"misses the required field {text.rsplit('.', 1)[-1]}"
+    if "FOREIGN KEY" in text:
+        for fk in conn.execute(f"PRAGMA foreign_key_list({table})"):  # declared names only
+            target, column, key = fk[2], fk[3], fk[4]
+            value = row.get(column)
+            found = conn.execute(
+                f"SELECT 1 FROM {target} WHERE {key} = ?",  # noqa: S608 - declared names
+                (value,),
+            ).fetchone()
+            if value is not None and found is None:
+                return f"has {column} {json.dumps(value, ensure_ascii=False)}, which names no row of {target}"
+        return "names a row of another table that does not exist"
+    if "UNIQUE" in text:
+        return f"repeats a value that must be unique ({text.split(':', 1)[-1].strip()})"
+    if "CHECK" in text:
+        return "has a value the table does not accept"
+    return "is refused by the database"
+
+
 def import_tables(store: SqliteStore, tables: Sequence[str], src: Path, prefix: str = "") -> dict[str, int]:
-    """Insert-or-replace the rows of each ``<prefix><table>.jsonl`` present in `src`."""
+    """Insert-or-replace the rows of each ``<prefix><table>.jsonl`` present in `src`. Blank lines
+    are skipped; a row that cannot be loaded is refused naming the file, the line and why."""
     loaded: dict[str, int] = {}
     for table in tables:
         path = src / f"{prefix}{table}.jsonl"
         if not path.exists():
             continue
-        rows: list[dict[str, Any]] = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                raise InvalidInput(f"{path.name} line {n} is not JSON") from exc
-            if not isinstance(row, dict):
-                raise InvalidInput(f"{path.name} line {n} is not a JSON object")
-            rows.append(row)
+        rows = _rows(path)
 
-        def load(conn: sqlite3.Connection, table: str = table, rows: list[dict[str, Any]] = rows) -> int:
+        def load(
+            conn: sqlite3.Connection,
+            table: str = table,
+            rows: list[tuple[int, dict[str, Any]]] = rows,
+            path: Path = path,
+        ) -> int:
             cols = _columns(conn, table)
-            for n, row in enumerate(rows, start=1):
+            for n, row in rows:
                 unknown = set(row) - set(cols)
                 if unknown:
-                    raise InvalidInput(f"{table}.jsonl row {n} has unknown columns: {', '.join(sorted(unknown))}")
-            if rows:
-                names = sorted({k for row in rows for k in row})
-                conn.executemany(
-                    f"INSERT OR REPLACE INTO {table} ({', '.join(names)}) "  # noqa: S608 - checked names
-                    f"VALUES ({', '.join('?' * len(names))})",
-                    [[row.get(k) for k in names] for row in rows],
-                )
+                    raise InvalidInput(f"{path} line {n} has unknown columns: {', '.join(sorted(unknown))}")
+            for n, row in rows:  # one by one, each with its own columns: a refusal names its line
+                if not row:
+                    raise InvalidInput(f"{path} line {n} is an empty JSON object")
+                names = sorted(row)
+                try:
+                    conn.execute(
+                        f"INSERT OR REPLACE INTO {table} ({', '.join(names)}) "  # noqa: S608 - checked names
+                        f"VALUES ({', '.join('?' * len(names))})",
+                        [row[k] for k in names],
+                    )
+                except sqlite3.IntegrityError as exc:
+                    why = _refusal(conn, table, row, exc)
+                    raise InvalidInput(f"{path} line {n} {why}; nothing of that file was loaded") from exc
+                except (sqlite3.InterfaceError, sqlite3.ProgrammingError) as exc:  # a list or object as a value
+                    raise InvalidInput(f"{path} line {n} has a value that is not a string, number or null") from exc
             return len(rows)
 
         loaded[table] = store.write_blocking(load)
