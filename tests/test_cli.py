@@ -446,3 +446,58 @@ def test_a_bad_archive_row_is_refused_naming_the_file_and_line(
     line = next(ln for ln in err.splitlines() if ln.startswith("robot-mcp-memory:"))
     assert "fleet_robots.jsonl line 2 " in line
     assert "Traceback" not in err
+
+
+def _with_lessons_db(data: Path, content: bytes | None = None) -> None:
+    if content is not None:
+        (data / "lessons.db").write_bytes(content)
+        return
+    conn = sqlite3.connect(data / "lessons.db")
+    conn.execute("CREATE TABLE t (x)")
+    conn.close()
+
+
+def test_backup_checks_every_target_before_writing_anything(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _fill(tmp_path / "a", 1)
+    _with_lessons_db(tmp_path / "a")
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "lessons.db").write_text("an older lessons.db")
+    assert cli.main(["backup", "--data-dir", str(tmp_path / "a"), str(tmp_path / "old")]) == cli.EXIT_FAILED
+    assert [p.name for p in (tmp_path / "old").iterdir()] == ["lessons.db"]
+    assert (tmp_path / "old" / "lessons.db").read_text() == "an older lessons.db"
+
+
+def test_a_failed_backup_removes_what_it_wrote_and_the_directory_it_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fill(tmp_path / "a", 1)
+    _with_lessons_db(tmp_path / "a", b"not a database" * 512)  # index.db copies, then lessons.db fails
+    dest = tmp_path / "new" / "bk"
+    assert cli.main(["backup", "--data-dir", str(tmp_path / "a"), str(dest)]) == cli.EXIT_FAILED
+    assert not (tmp_path / "new").exists()
+
+
+def test_an_interrupted_backup_leaves_nothing_that_blocks_a_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fill(tmp_path / "a", 1)
+    dest = tmp_path / "bk"
+
+    def interrupt(_done: int, _total: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_progress", lambda _label: interrupt)
+    assert cli.main(["backup", "--data-dir", str(tmp_path / "a"), str(dest)]) == 130
+    assert not dest.exists()
+    monkeypatch.undo()
+    assert cli.main(["backup", "--data-dir", str(tmp_path / "a"), str(dest)]) == 0
+    assert [p.name for p in dest.iterdir()] == ["index.db"]
+
+
+def test_backup_into_a_path_that_is_a_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _fill(tmp_path / "a", 1)
+    (tmp_path / "afile").write_text("x")
+    assert cli.main(["backup", "--data-dir", str(tmp_path / "a"), str(tmp_path / "afile")]) == cli.EXIT_FAILED
+    err = capsys.readouterr().err
+    assert err.startswith("robot-mcp-memory:")
+    assert err.count("\n") == 1

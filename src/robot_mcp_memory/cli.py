@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from robot_mcp_memory import __version__, logs
@@ -187,7 +189,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         serve_web(settings)
         return 0
     if command == "backup":
-        written = operations.backup(settings.data_dir, Path(args.dest), _progress("backup"))
+        with _terminate_as_interrupt():  # a stopped backup removes what it wrote, as on Ctrl-C
+            written = operations.backup(settings.data_dir, Path(args.dest), _progress("backup"))
         _out("\n".join(str(p) for p in written))
         return 0
     if command == "import-robotmem":
@@ -286,6 +289,25 @@ def _token(args: argparse.Namespace) -> int:
     if robots:
         _out(f"MEMORY_ROBOT_TOKENS={robots}")
     return 0
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt inside this block (in the main thread), so ``finally`` and
+    ``except`` clauses clean up instead of the process vanishing mid-write."""
+
+    def stop(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread: leave the signal alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _out(text: str) -> None:

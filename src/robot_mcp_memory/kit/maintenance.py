@@ -6,12 +6,14 @@ file (WAL lets readers and the writer proceed together).
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from robot_mcp_memory.errors import StorageError, StoreUnreadable
+from robot_mcp_memory.kit import files
 
 Progress = Callable[[int, int], None]
 
@@ -29,12 +31,14 @@ def _ro(path: Path) -> sqlite3.Connection:
 
 def backup(src: Path, dest: Path, progress: Progress | None = None) -> int:
     """Copy `src` to `dest` with SQLite's online backup API: a consistent snapshot even while
-    another process writes. Returns the number of pages copied. `dest` must not exist."""
-    if dest.exists():
+    another process writes. Returns the number of pages copied. `dest` must not exist. The copy is
+    made under a temporary name beside `dest` and renamed to `dest` once it passed its check, so
+    a failed or interrupted backup leaves no `dest` (and nothing that blocks a retry)."""
+    if dest.exists() or dest.is_symlink():
         raise StorageError(f"{dest} already exists; choose a new backup location")
     dest.parent.mkdir(parents=True, exist_ok=True)
     source = _ro(src)
-    target = sqlite3.connect(str(dest), isolation_level=None)
+    tmp = files.temp_beside(dest)
     copied = 0
 
     def step(status: int, remaining: int, total: int) -> None:
@@ -44,20 +48,24 @@ def backup(src: Path, dest: Path, progress: Progress | None = None) -> int:
             progress(copied, total)
 
     try:
-        # pages=-1: one step under one read transaction, so the copy is one consistent snapshot
-        # (a multi-step backup restarts whenever another connection writes meanwhile).
-        source.backup(target, pages=-1, progress=step)
-        target.execute("PRAGMA journal_mode=DELETE")
-        check = target.execute("PRAGMA quick_check").fetchone()
+        target = sqlite3.connect(str(tmp), isolation_level=None)
+        try:
+            # pages=-1: one step under one read transaction, so the copy is one consistent snapshot
+            # (a multi-step backup restarts whenever another connection writes meanwhile).
+            source.backup(target, pages=-1, progress=step)
+            target.execute("PRAGMA journal_mode=DELETE")
+            check = target.execute("PRAGMA quick_check").fetchone()
+        finally:
+            target.close()
+        if not check or check[0] != "ok":
+            raise StorageError(f"the backup of {src.name} failed its integrity check; nothing was kept")
+        os.replace(tmp, dest)
     except sqlite3.Error as exc:
-        target.close()
-        dest.unlink(missing_ok=True)
         raise StorageError(f"the backup of {src.name} failed: {str(exc).splitlines()[0]}") from exc
     finally:
         source.close()
-    target.close()
-    if not check or check[0] != "ok":
-        raise StorageError(f"the backup at {dest} failed its integrity check")
+        for leftover in (tmp, tmp.with_name(tmp.name + "-journal")):
+            leftover.unlink(missing_ok=True)
     return copied
 
 

@@ -9,6 +9,8 @@ them back exactly: a dump of a loaded dump is byte-identical.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import shutil
 import stat
 from collections.abc import Callable
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from robot_mcp_memory import db, docmodel
 from robot_mcp_memory.app import Memory
-from robot_mcp_memory.errors import InvalidInput
+from robot_mcp_memory.errors import InvalidInput, StorageError
 from robot_mcp_memory.experiences import index_repo, robotmem_import
 from robot_mcp_memory.kit import archive, files, maintenance
 from robot_mcp_memory.principal import Principal
@@ -193,17 +195,40 @@ def _now() -> str:
 
 
 def backup(memory_dir: Path, dest: Path, progress: Progress | None = None) -> list[Path]:
-    """Online, consistent copies of index.db (and lessons.db when it exists) into `dest`."""
-    written = []
-    for name in ("index.db", "lessons.db"):
-        src = memory_dir / name
-        if src.exists():
-            target = dest / name
-            maintenance.backup(src, target, progress)
-            written.append(target)
-    if not written:
+    """Online, consistent copies of index.db (and lessons.db when it exists) into `dest`.
+
+    Every target is checked before anything is written (an existing file is never overwritten);
+    the copies are made under temporary names and renamed into place together at the end. A
+    failed or interrupted run removes what it wrote, and the directories it created."""
+    sources = [memory_dir / name for name in ("index.db", "lessons.db") if (memory_dir / name).exists()]
+    if not sources:
         raise InvalidInput(f"no database in {memory_dir}; check MEMORY_DATA_DIR")
-    return written
+    if dest.exists() and not dest.is_dir():
+        raise InvalidInput(f"{dest} is not a directory; choose a new directory for the backup")
+    targets = [dest / src.name for src in sources]
+    taken = [str(t) for t in targets if t.exists() or t.is_symlink()]
+    if taken:
+        raise StorageError(f"{', '.join(taken)} already exists; choose a new backup location (nothing was written)")
+    made = [d for d in (dest, *dest.parents) if not d.exists()]
+    dest.mkdir(parents=True, exist_ok=True)
+    staged: list[tuple[Path, Path]] = []
+    placed: list[Path] = []
+    try:
+        for src, target in zip(sources, targets, strict=True):
+            tmp = files.temp_beside(target)
+            staged.append((tmp, target))
+            maintenance.backup(src, tmp, progress)
+        for tmp, target in staged:
+            os.replace(tmp, target)
+            placed.append(target)
+    except BaseException:  # Ctrl-C and SIGTERM too: leave nothing that blocks a retry
+        for path in [*(tmp for tmp, _ in staged), *placed]:
+            path.unlink(missing_ok=True)
+        for d in made:  # deepest first
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
+    return targets
 
 
 @dataclass
