@@ -169,6 +169,8 @@ def _read_document(path: Path) -> str:
     (checked before reading), or not UTF-8."""
     try:
         info = path.stat()
+    except FileNotFoundError as exc:
+        raise InvalidInput("is a symlink to nothing (an editor's lock file?)") from exc
     except OSError as exc:
         raise InvalidInput(f"cannot be read ({exc.strerror or type(exc).__name__})") from exc
     if not stat.S_ISREG(info.st_mode):
