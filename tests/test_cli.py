@@ -138,6 +138,20 @@ def test_an_unusable_database_is_one_line_and_exit_65(tmp_path: Path, capsys: py
     assert (data / "index.db").read_bytes() == b"this is not sqlite" * 100
 
 
+def test_an_index_db_that_is_a_directory_is_one_line_and_exit_65(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "d"
+    (data / "index.db").mkdir(parents=True)
+    assert cli.main(["stats", "--data-dir", str(data)]) == cli.EXIT_DATA
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    line = next(ln for ln in err.splitlines() if ln.startswith("robot-mcp-memory:"))
+    assert str(data / "index.db") in line
+    assert "directory" in line
+    assert (data / "index.db").is_dir()
+
+
 def test_bad_configuration_exits_78_naming_the_variable(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["serve", "--port", "0"]) == cli.EXIT_CONFIG
     assert "MCP_PORT" in capsys.readouterr().err

@@ -680,6 +680,44 @@ def test_a_foreign_sqlite_database_raises_store_unreadable_and_is_left_untouched
     assert sha256(path) == before
 
 
+@pytest.mark.parametrize("value", ["-1", "-7"])
+def test_a_negative_schema_version_raises_store_unreadable_and_is_left_untouched(tmp_path: Path, value: str) -> None:
+    """No migration leads from a negative version: run, its step indexes counted from the end of
+    the list, re-ran the last migrations over the file and left it unopenable."""
+    path = tmp_path / "index.db"
+    open_store(path).close()
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE store_meta SET value = ? WHERE key = 'schema_version'", (value,))
+    conn.close()
+    before = sha256(path)
+
+    with pytest.raises(StoreUnreadable) as caught:
+        open_store(path)
+
+    _assert_unreadable(path, caught)
+    assert "negative" in caught.value.reason
+    assert sha256(path) == before
+
+
+@pytest.mark.parametrize("empty", [True, False])
+def test_a_directory_where_the_file_belongs_raises_store_unreadable_and_is_left_alone(
+    tmp_path: Path, empty: bool
+) -> None:
+    path = tmp_path / "index.db"
+    path.mkdir()
+    if not empty:
+        (path / "x").write_text("kept")
+
+    with pytest.raises(StoreUnreadable) as caught:
+        open_store(path)
+
+    _assert_unreadable(path, caught)
+    assert "directory" in caught.value.reason
+    assert path.is_dir()
+    assert sorted(p.name for p in path.iterdir()) == ([] if empty else ["x"])
+
+
 def test_a_zero_byte_file_is_opened_as_a_new_empty_database(tmp_path: Path) -> None:
     """An empty file holds nothing to lose (a `touch`, or a crash before sqlite wrote its first
     page), and SQLite itself treats it as an empty database: refusing it would turn a harmless

@@ -269,6 +269,8 @@ class SqliteStore:
         path = self.path
         spath = str(path)
         self._check_writable(path)
+        if path.is_dir():  # (an empty one can have a size of 0, which would read as "create it")
+            raise StoreUnreadable(spath, "it is a directory, not a file")
         existed = path.exists() and path.stat().st_size > 0
         from_version = 0
         if existed:
@@ -362,8 +364,11 @@ class SqliteStore:
     def _inspect(self, path: Path) -> int:
         """Read-only look at an existing file: is it ours, is it whole, which version is it?"""
         spath = str(path)
-        with path.open("rb") as fh:
-            head = fh.read(16)
+        try:
+            with path.open("rb") as fh:
+                head = fh.read(16)
+        except OSError as exc:
+            raise StoreUnreadable(spath, f"it cannot be read: {exc.strerror or type(exc).__name__}") from exc
         if head != _SQLITE_MAGIC:
             raise StoreUnreadable(spath, "it is not an SQLite database")
         try:
@@ -381,9 +386,12 @@ class SqliteStore:
                 return 0
             row = ro.execute("SELECT value FROM store_meta WHERE key='schema_version'").fetchone()
             try:
-                return int(row[0]) if row else 0
+                version = int(row[0]) if row else 0
             except ValueError as exc:
                 raise StoreUnreadable(spath, "its schema version is not a number") from exc
+            if version < 0:  # no migration leads from it: step indexes would count from the end
+                raise StoreUnreadable(spath, f"its schema version is negative ({version})")
+            return version
         except sqlite3.DatabaseError as exc:
             raise StoreUnreadable(spath, _short(exc)) from exc
         finally:
