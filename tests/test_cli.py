@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import threading
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
-from robot_mcp_memory import cli
+from robot_mcp_memory import cli, db
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.principal import ADMIN
+from robot_mcp_memory.errors import StorageError
+from robot_mcp_memory.principal import ADMIN, LOCAL
 from robot_mcp_memory.services import operations
 from robot_mcp_memory.tokens import parse_robot_tokens
 from tests.conftest import MAILROOM, doc
+
+T = TypeVar("T")
 
 
 def _fill(data: Path, n: int) -> None:
@@ -117,6 +123,118 @@ def test_doctor_passes_on_a_healthy_store_and_fails_when_index_and_rows_disagree
     assert "FAIL process index" in capsys.readouterr().out
     assert cli.main(["reindex", "--data-dir", str(tmp_path / "a")]) == 0
     assert cli.main(["doctor", "--data-dir", str(tmp_path / "a")]) == 0
+
+
+def _sql(data: Path, *statements: str) -> None:
+    conn = sqlite3.connect(data / "index.db")
+    try:
+        with conn:
+            for stmt in statements:
+                conn.execute(stmt)
+    finally:
+        conn.close()
+
+
+def _learn(data: Path, *insights: str) -> None:
+    memory = Memory.open(Settings.from_env({"MEMORY_DATA_DIR": str(data), "MEMORY_EMBEDDER": "none"}))
+    try:
+
+        async def go() -> None:
+            for text in insights:
+                await memory.experiences.learn(LOCAL, text)
+
+        asyncio.run(go())
+    finally:
+        memory.close()
+
+
+def _in_memory(data: Path, fn: Callable[[Memory], Coroutine[Any, Any, T]]) -> T:
+    memory = Memory.open(Settings.from_env({"MEMORY_DATA_DIR": str(data), "MEMORY_EMBEDDER": "none"}), backfill=False)
+    try:
+        return asyncio.run(fn(memory))
+    finally:
+        memory.close()
+
+
+def _recall(data: Path, query: str) -> list[str]:
+    async def go(memory: Memory) -> list[str]:
+        return [h.memory.content for h in (await memory.experiences.recall(LOCAL, query)).hits]
+
+    return _in_memory(data, go)
+
+
+def _find(data: Path, query: str) -> list[str]:
+    async def go(memory: Memory) -> list[str]:
+        return [h.doc.id for h in (await memory.processes.find(LOCAL, query)).hits]
+
+    return _in_memory(data, go)
+
+
+def test_doctor_fails_on_a_damaged_process_index_and_reindex_rebuilds_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Garbage in the index's pages passes SQLite's quick_check (they are well-formed b-tree
+    pages) while every search fails; a ``DELETE`` of the index's rows could not repair it."""
+    data = tmp_path / "a"
+    _fill(data, 3)
+    _sql(data, "UPDATE processes_fts_data SET block = CAST(printf('%.50c', 'z') AS BLOB) WHERE id > 10")
+    with pytest.raises(StorageError):
+        _find(data, "package mailroom")
+    capsys.readouterr()
+
+    assert cli.main(["doctor", "--data-dir", str(data)]) == cli.EXIT_FAILED
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if "process index" in ln)
+    assert line.startswith("FAIL")
+    assert "run robot-mcp-memory reindex" in line
+    assert "ok   integrity" in out  # SQLite's own check sees nothing wrong: that was the trap
+
+    assert cli.main(["reindex", "--data-dir", str(data)]) == 0
+    assert json.loads(capsys.readouterr().out) == {"indexed": 4, "memories_indexed": 0}
+    assert _find(data, "package mailroom")[0] == "fetch-package-mailroom"
+    assert _find(data, "取包裹")  # CJK segmentation kept
+    assert cli.main(["doctor", "--data-dir", str(data)]) == 0
+
+
+def test_doctor_checks_the_memory_index_and_reindex_rebuilds_it_with_cjk_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "a"
+    _learn(data, "door in lab 3 sticks, push hard", "仓库的门卡住了，需要用力推")
+    assert cli.main(["doctor", "--data-dir", str(data)]) == 0
+    assert "ok   memory index: 2 rows, 2 index entries" in capsys.readouterr().out
+    expected = {q: _recall(data, q) for q in ("door", "仓库")}
+    assert all(expected.values())
+
+    _sql(data, "DELETE FROM memories_fts")
+    assert _recall(data, "door") == []
+    assert cli.main(["doctor", "--data-dir", str(data)]) == cli.EXIT_FAILED
+    assert "FAIL memory index: 2 rows, 0 index entries: run robot-mcp-memory reindex" in capsys.readouterr().out
+
+    assert cli.main(["reindex", "--data-dir", str(data)]) == 0
+    assert json.loads(capsys.readouterr().out) == {"indexed": 0, "memories_indexed": 2}
+    assert {q: _recall(data, q) for q in expected} == expected
+    assert cli.main(["doctor", "--data-dir", str(data)]) == 0
+
+
+def test_doctor_fails_on_a_damaged_memory_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "a"
+    _learn(data, *(f"gripper {i} slipped on the wet mug number {i}" for i in range(40)))
+    _sql(data, "UPDATE memories_fts_data SET block = CAST(printf('%.50c', 'z') AS BLOB) WHERE id > 10")
+    assert cli.main(["doctor", "--data-dir", str(data)]) == cli.EXIT_FAILED
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if "memory index" in ln)
+    assert line.startswith("FAIL")
+    assert "damaged" in line
+    assert "run robot-mcp-memory reindex" in line
+    assert cli.main(["reindex", "--data-dir", str(data)]) == 0
+    assert cli.main(["doctor", "--data-dir", str(data)]) == 0
+    assert _recall(data, "wet mug")
+
+
+def test_every_full_text_index_is_checked_and_rebuilt() -> None:
+    declared = {t.name for t in db.schema().tables if t.is_fts5}
+    assert declared == {"processes_fts", "memories_fts"}
+    assert set(db.TEXT_INDEXES) == declared
 
 
 def test_token_generate_prints_a_map_the_server_accepts(capsys: pytest.CaptureFixture[str]) -> None:

@@ -82,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     cmd("backup", "online, consistent copy of index.db (and lessons.db), safe while serving").add_argument(
         "dest", help="a new directory for the copies"
     )
-    cmd("reindex", "rebuild the search index from the stored rows")
+    cmd("reindex", "rebuild the full-text indexes (processes and memories) from the stored rows")
     reembed = cmd(
         "reembed", "embed processes and memories lacking a vector of the current model (after a model change)"
     )
@@ -205,6 +205,12 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     return asyncio.run(_with_memory(args, settings))
 
 
+def _doctor_lines(report: operations.Doctor) -> int:
+    for check, detail, ok in report.lines:
+        _out(f"{'ok  ' if ok else 'FAIL'} {check}: {detail}")
+    return 0 if report.ok else EXIT_FAILED
+
+
 async def _with_memory(args: argparse.Namespace, settings: Settings) -> int:
     memory = Memory.open(settings, backfill=False)  # a command does its own work, in the foreground
     try:
@@ -220,7 +226,8 @@ async def _with_memory(args: argparse.Namespace, settings: Settings) -> int:
                 sys.stderr.write(f"skipped {line}\n")
             return 0 if not loaded.skipped else EXIT_FAILED
         if args.command == "reindex":
-            _out(json.dumps({"indexed": await memory.processes.reindex(LOCAL)}))
+            indexed = await operations.reindex(memory, LOCAL)
+            _out(json.dumps({"indexed": indexed["processes_fts"], "memories_indexed": indexed["memories_fts"]}))
             return 0
         if args.command == "reembed":
             embedder = memory.embedder
@@ -241,10 +248,7 @@ async def _with_memory(args: argparse.Namespace, settings: Settings) -> int:
             _out(json.dumps({"embedded": done, "memories_embedded": memories}))
             return 0
         if args.command == "doctor":
-            report = await operations.doctor(memory, full=args.full)
-            for check, detail, ok in report.lines:
-                _out(f"{'ok  ' if ok else 'FAIL'} {check}: {detail}")
-            return 0 if report.ok else EXIT_FAILED
+            return _doctor_lines(await operations.doctor(memory, full=args.full))
         if args.command == "stats":
             _out(json.dumps(await operations.stats(memory), indent=2, sort_keys=True))
             return 0

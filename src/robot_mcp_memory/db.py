@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robot_mcp_memory.experiences import dedup
+from robot_mcp_memory.experiences import dedup, index_repo
 from robot_mcp_memory.experiences import storage as experiences
-from robot_mcp_memory.kit import Kind, Migration, Schema, SqliteStore, Table, fts5_table
+from robot_mcp_memory.kit import Kind, Migration, Schema, SqliteStore, Table, fts5_problem, fts5_table, recreate
 from robot_mcp_memory.search.segment import index_text
 
 PROCESSES = Table(
@@ -123,10 +125,11 @@ def _create(*tables: Table) -> Migration:
 
 
 def rebuild_process_index(conn: sqlite3.Connection) -> int:
-    """Rebuild `processes_fts` from the rows; each row's `fts_rowid` points at its entry. Text is
-    indexed as `store` indexes it (`segment.index_text`: CJK runs as words)."""
+    """Rebuild `processes_fts` from the rows, in a freshly created index (a damaged one is not
+    reused); each row's `fts_rowid` points at its entry. Text is indexed as `store` indexes it
+    (`segment.index_text`: CJK runs as words)."""
     conn.create_function("index_text", 1, index_text, deterministic=True)
-    conn.execute("DELETE FROM processes_fts")
+    recreate(conn, PROCESSES_FTS)
     conn.execute(
         "INSERT INTO processes_fts(rowid, id, title, task_pattern, tags, body) "
         "SELECT rowid, id, index_text(title), index_text(task_pattern), "
@@ -136,6 +139,51 @@ def rebuild_process_index(conn: sqlite3.Connection) -> int:
     conn.execute("UPDATE processes SET fts_rowid = rowid")
     n: int = conn.execute("SELECT count(*) FROM processes").fetchone()[0]
     return n
+
+
+#: Every full-text index of index.db and how it is rebuilt from its source rows (`reindex`).
+TEXT_INDEXES: dict[str, Callable[[sqlite3.Connection], int]] = {
+    PROCESSES_FTS.name: rebuild_process_index,
+    experiences.MEMORIES_FTS.name: index_repo.rebuild_memory_index,
+}
+
+
+@dataclass(frozen=True)
+class TextIndexHealth:
+    """One full-text index as `doctor` sees it."""
+
+    table: str
+    source: str
+    rows: int  # rows of the source table
+    entries: int  # entries in the index
+    problem: str | None  # FTS5's integrity check, when it failed
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None and self.rows == self.entries
+
+
+def text_index_health(conn: sqlite3.Connection) -> list[TextIndexHealth]:
+    """Rows vs entries and FTS5's integrity check, for every index in `TEXT_INDEXES`. Needs the
+    read-write connection (the check is an ``INSERT`` that writes nothing)."""
+    found = []
+    for name in TEXT_INDEXES:
+        table = schema().table(name)
+        source = table.source or name
+        rows: int = conn.execute(f"SELECT count(*) FROM {source}").fetchone()[0]  # noqa: S608 - declared
+        problem = fts5_problem(conn, table)
+        try:
+            entries: int = conn.execute(f"SELECT count(*) FROM {name}").fetchone()[0]  # noqa: S608 - declared
+        except sqlite3.DatabaseError as exc:
+            entries, problem = -1, problem or str(exc).splitlines()[0]
+        found.append(TextIndexHealth(name, source, rows, entries, problem))
+    return found
+
+
+def rebuild_text_indexes(conn: sqlite3.Connection) -> dict[str, int]:
+    """Rebuild every full-text index from its rows (one transaction: the caller's). Returns the
+    entries made, by index."""
+    return {name: rebuild(conn) for name, rebuild in TEXT_INDEXES.items()}
 
 
 def _fts_rowid(conn: sqlite3.Connection) -> None:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from robot_mcp_memory.experiences.storage import context_text
+from robot_mcp_memory.experiences.storage import MEMORIES_FTS, context_text
+from robot_mcp_memory.kit import recreate
 from robot_mcp_memory.search import segment
 
 
 def rebuild_memory_index(conn: sqlite3.Connection) -> int:
-    """Re-create every memory's full-text entry exactly as a write makes it."""
-    conn.execute("DELETE FROM memories_fts")
+    """Re-create every memory's full-text entry exactly as a write makes it (CJK runs segmented,
+    user tags in the context text), in a freshly created index: a damaged one is not reused."""
+    recreate(conn, MEMORIES_FTS)
     user_tags: dict[int, list[str]] = {}
     for mid, tag in conn.execute("SELECT memory_id, tag FROM memory_tags WHERE source = 'user' ORDER BY tag"):
         user_tags.setdefault(mid, []).append(tag)

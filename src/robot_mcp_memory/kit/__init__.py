@@ -4,7 +4,7 @@ It knows nothing of processes, fleets or memories — only tables, their kinds, 
 thread, read-only readers, versioned opening and retention. Shaped so it could be lifted out.
 """
 
-from robot_mcp_memory.kit.kinds import Kind, Retention, Schema, Table, fts5_table
+from robot_mcp_memory.kit.kinds import Kind, Retention, Schema, Table, fts5_problem, fts5_table, recreate
 from robot_mcp_memory.kit.store import Migration, OpenReport, SqliteStore, StoreStats
 
 __all__ = [
@@ -16,5 +16,7 @@ __all__ = [
     "SqliteStore",
     "StoreStats",
     "Table",
+    "fts5_problem",
     "fts5_table",
+    "recreate",
 ]

@@ -61,6 +61,11 @@ class Table:
         if self.shadow_suffixes and self.kind is not Kind.DERIVED:
             raise ValueError(f"table {self.name}: only a derived table has shadow tables")
 
+    @property
+    def is_fts5(self) -> bool:
+        """Whether this is an FTS5 index declared with `fts5_table`."""
+        return self.kind is Kind.DERIVED and self.shadow_suffixes == _FTS5_SHADOWS
+
 
 def fts5_table(name: str, source: str, columns: str, tokenize: str = "porter unicode61") -> Table:
     """Declare a contentful FTS5 index as a ``derived`` projection of `source`."""
@@ -71,6 +76,32 @@ def fts5_table(name: str, source: str, columns: str, tokenize: str = "porter uni
         shadow_suffixes=_FTS5_SHADOWS,
         source=source,
     )
+
+
+def fts5_problem(conn: sqlite3.Connection, table: Table) -> str | None:
+    """FTS5's own integrity check of `table` (index vs stored text), or None when it passes.
+
+    ``PRAGMA quick_check`` (and, before SQLite 3.44, ``integrity_check``) never looks inside an
+    FTS5 index: its pages are well-formed b-tree pages whatever they hold. The check is an
+    ``INSERT`` that writes nothing, so it needs a read-write connection."""
+    if not table.is_fts5:
+        raise ValueError(f"{table.name} is not an FTS5 index")
+    try:
+        conn.execute(f"INSERT INTO {table.name}({table.name}) VALUES('integrity-check')")
+    except sqlite3.DatabaseError as exc:
+        return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    return None
+
+
+def recreate(conn: sqlite3.Connection, table: Table) -> None:
+    """Drop a ``derived`` table and create it again, empty, from its declaration (the caller
+    holds the transaction and refills it from the source). A damaged FTS5 index cannot be
+    emptied with ``DELETE``: that removes each row's tokens through the damaged pages."""
+    if table.kind is not Kind.DERIVED:
+        raise PermissionError(f"refusing to recreate {table.name!r}: it is a {table.kind.value}, not derived")
+    conn.execute(f"DROP TABLE IF EXISTS {table.name}")
+    for stmt in table.ddl:
+        conn.execute(stmt)
 
 
 @dataclass(frozen=True)

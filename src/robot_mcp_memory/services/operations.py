@@ -239,19 +239,38 @@ class Doctor:
     lines: list[tuple[str, str, bool]]  # (check, detail, ok)
 
 
+#: The doctor's name for each full-text index (`db.TEXT_INDEXES`).
+_INDEX_CHECKS = {"processes_fts": "process index", "memories_fts": "memory index"}
+REINDEX = "run robot-mcp-memory reindex"
+
+
 async def doctor(memory: Memory, full: bool = False) -> Doctor:
     lines: list[tuple[str, str, bool]] = []
     h = maintenance.health(memory.settings.index_path, full=full)
     lines.append(("integrity", "ok" if not h.integrity else "; ".join(h.integrity[:5]), not h.integrity))
     supported = len(db.MIGRATIONS)
     lines.append(("schema", f"version {h.schema_version} (this server: {supported})", h.schema_version == supported))
-    rows, indexed = await memory.processes.store.index_counts()
-    lines.append(("process index", f"{rows} rows, {indexed} index entries", rows == indexed))
+    # FTS5's integrity check is a write-shaped statement: it runs on the writer's connection.
+    for ix in await memory.index.write(db.text_index_health):
+        detail = f"{ix.rows} rows, {ix.entries} index entries"
+        if ix.problem is not None:
+            detail += f"; the index is damaged ({ix.problem})"
+        lines.append((_INDEX_CHECKS.get(ix.table, ix.table), detail if ix.ok else f"{detail}: {REINDEX}", ix.ok))
     lines.append(("size", f"index.db {h.size_bytes} bytes, WAL {h.wal_bytes} bytes", True))
-    usage = shutil.disk_usage(memory.settings.data_dir)
-    free_ok = usage.free > 100 * 1024 * 1024
-    lines.append(("disk", f"{usage.free // (1024 * 1024)} MiB free of {usage.total // (1024 * 1024)} MiB", free_ok))
+    lines.append(_disk(memory.settings.data_dir))
     return Doctor(ok=all(ok for _, _, ok in lines), lines=lines)
+
+
+def _disk(data_dir: Path) -> tuple[str, str, bool]:
+    usage = shutil.disk_usage(data_dir)
+    free_ok = usage.free > 100 * 1024 * 1024
+    return ("disk", f"{usage.free // (1024 * 1024)} MiB free of {usage.total // (1024 * 1024)} MiB", free_ok)
+
+
+async def reindex(memory: Memory, principal: Principal) -> dict[str, int]:
+    """Rebuild every full-text index of index.db from its rows, in one transaction: entries made, by index."""
+    memory.policy.require_admin(principal, "reindex")
+    return await memory.index.write(db.rebuild_text_indexes)
 
 
 async def stats(memory: Memory) -> dict[str, int]:
