@@ -237,6 +237,40 @@ def test_every_full_text_index_is_checked_and_rebuilt() -> None:
     assert set(db.TEXT_INDEXES) == declared
 
 
+def test_doctor_on_a_database_that_cannot_be_opened_reports_a_fail_line_and_leaves_it_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "a"
+    _fill(data, 40)
+    path = data / "index.db"
+    with path.open("r+b") as fh:
+        fh.truncate(path.stat().st_size // 2)
+    before = path.read_bytes()
+    capsys.readouterr()
+
+    assert cli.main(["doctor", "--data-dir", str(data)]) == cli.EXIT_FAILED
+    captured = capsys.readouterr()
+    line = next(ln for ln in captured.out.splitlines() if ln.startswith("FAIL integrity:"))
+    assert "index.db" in line
+    assert "Restore it from a backup" in line
+    assert captured.err == ""
+    assert path.read_bytes() == before
+
+
+def test_doctor_on_a_database_from_a_newer_version_reports_a_fail_line_and_leaves_it_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "a"
+    _fill(data, 1)
+    _sql(data, "UPDATE store_meta SET value = '99' WHERE key = 'schema_version'")
+    before = (data / "index.db").read_bytes()
+    capsys.readouterr()
+
+    assert cli.main(["doctor", "--data-dir", str(data)]) == cli.EXIT_FAILED
+    assert f"FAIL schema: version 99 (this server: {len(db.MIGRATIONS)})" in capsys.readouterr().out
+    assert (data / "index.db").read_bytes() == before
+
+
 def test_token_generate_prints_a_map_the_server_accepts(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["token", "generate", "rap-1", "rap-2"]) == 0
     lines = dict(line.split("=", 1) for line in capsys.readouterr().out.splitlines())

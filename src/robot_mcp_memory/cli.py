@@ -202,6 +202,11 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         except robotmem_import.RobotmemBusy as exc:
             sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
             return EXIT_TEMPFAIL
+    if command == "doctor":
+        try:
+            return asyncio.run(_with_memory(args, settings))
+        except (StoreUnreadable, SchemaTooNew) as exc:  # raised before anything was modified
+            return _doctor_lines(operations.doctor_unopenable(settings.data_dir, exc))
     return asyncio.run(_with_memory(args, settings))
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from robot_mcp_memory import db, docmodel
 from robot_mcp_memory.app import Memory
-from robot_mcp_memory.errors import InvalidInput, StorageError
+from robot_mcp_memory.errors import InvalidInput, SchemaTooNew, StorageError, StoreUnreadable
 from robot_mcp_memory.experiences import index_repo, robotmem_import
 from robot_mcp_memory.kit import archive, files, maintenance
 from robot_mcp_memory.principal import Principal
@@ -265,6 +265,18 @@ def _disk(data_dir: Path) -> tuple[str, str, bool]:
     usage = shutil.disk_usage(data_dir)
     free_ok = usage.free > 100 * 1024 * 1024
     return ("disk", f"{usage.free // (1024 * 1024)} MiB free of {usage.total // (1024 * 1024)} MiB", free_ok)
+
+
+def doctor_unopenable(data_dir: Path, exc: StoreUnreadable | SchemaTooNew) -> Doctor:
+    """The doctor's report on a database that could not be opened (nothing was modified):
+    the reason and the remedy as a failed check, instead of the server's exit 65."""
+    if isinstance(exc, SchemaTooNew):
+        lines = [("schema", f"version {exc.found} (this server: {exc.supported}): upgrade robot-mcp-memory", False)]
+    else:
+        lines = [("integrity", f"{Path(exc.path).name}: {exc.reason}. {exc.remedy}", False)]
+    if data_dir.is_dir():
+        lines.append(_disk(data_dir))
+    return Doctor(ok=False, lines=lines)
 
 
 async def reindex(memory: Memory, principal: Principal) -> dict[str, int]:
