@@ -667,3 +667,15 @@ def test_backup_into_a_path_that_is_a_file_is_one_line(tmp_path: Path, capsys: p
     err = capsys.readouterr().err
     assert err.startswith("robot-mcp-memory:")
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", ["doctor", "stats", "reindex", "reembed", "dump"])
+def test_a_command_on_a_directory_without_a_database_says_so_and_creates_none(
+    tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mistyped --data-dir made an empty index.db that passed doctor ("all ok") and dumped 0."""
+    typo = tmp_path / "dta"
+    extra = [str(tmp_path / "out")] if command == "dump" else []
+    assert cli.main([command, *extra, "--data-dir", str(typo)]) == cli.EXIT_FAILED
+    assert "no database in" in capsys.readouterr().err
+    assert not (typo / "index.db").exists()

@@ -202,12 +202,24 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         except robotmem_import.RobotmemBusy as exc:
             sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
             return EXIT_TEMPFAIL
+    if command in _READS_A_DATABASE and not settings.index_path.exists():
+        # A mistyped --data-dir made an empty database that "passed" doctor and dumped nothing.
+        sys.stderr.write(
+            f"robot-mcp-memory: no database in {settings.data_dir} (no index.db): nothing to {command}. "
+            "--data-dir (or MEMORY_DATA_DIR) names the directory the server keeps index.db in\n"
+        )
+        return EXIT_FAILED
     if command == "doctor":
         try:
             return asyncio.run(_with_memory(args, settings))
         except (StoreUnreadable, SchemaTooNew) as exc:  # raised before anything was modified
             return _doctor_lines(operations.doctor_unopenable(settings.data_dir, exc))
     return asyncio.run(_with_memory(args, settings))
+
+
+#: Commands that only read or rework what a database holds: on a directory without one they say
+#: so instead of creating an empty database (``load`` and ``import-robotmem`` fill a new one).
+_READS_A_DATABASE = frozenset({"doctor", "dump", "stats", "reindex", "reembed"})
 
 
 def _doctor_lines(report: operations.Doctor) -> int:
