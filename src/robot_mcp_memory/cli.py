@@ -267,7 +267,7 @@ async def _with_memory(args: argparse.Namespace, settings: Settings) -> int:
         if args.command == "doctor":
             return _doctor_lines(await operations.doctor(memory, full=args.full))
         if args.command == "stats":
-            _out(json.dumps(await operations.stats(memory), indent=2, sort_keys=True))
+            _out(json.dumps(await operations.stats(memory, serving=False), indent=2, sort_keys=True))
             return 0
         if args.command == "import-robotmem":
             try:

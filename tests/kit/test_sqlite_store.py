@@ -811,6 +811,16 @@ def test_a_data_directory_that_cannot_be_created_raises_store_not_writable(read_
         open_store(read_only_dir / "data" / "index.db")
 
 
+def test_a_data_directory_that_is_a_file_says_so(tmp_path: Path) -> None:
+    """`--data-dir notes.txt` said "its directory cannot be created: File exists", then to grant
+    write access — the wrong remedy."""
+    (tmp_path / "notes.txt").write_text("keep me")
+    with pytest.raises(StoreNotWritable) as caught:
+        open_store(tmp_path / "notes.txt" / "index.db")
+    assert "notes.txt is a file, not a directory" in caught.value.detail
+    assert (tmp_path / "notes.txt").read_text() == "keep me"
+
+
 def test_a_transaction_left_open_on_the_connection_is_rolled_back_before_the_next_write(store: SqliteStore) -> None:
     """An interrupt between a failed write and its rollback would leave the transaction open on
     the connection; the next write rolls it back (nothing of it was committed) and goes on."""

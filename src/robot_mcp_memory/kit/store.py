@@ -350,6 +350,9 @@ class SqliteStore:
         ``-wal`` and ``-shm`` files go) or the file cannot be written. Otherwise SQLite reports
         "unable to open database file", which reads as a broken database — and whose remedy,
         restoring a backup or starting empty, would be the wrong thing to do to a good file."""
+        for folder in (path.parent, *path.parent.parents):
+            if folder.exists() and not folder.is_dir():  # the data directory given is a file
+                raise StoreNotWritable(str(path), f"{folder} is a file, not a directory")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
