@@ -507,7 +507,7 @@ def hybrid_candidates(
     if index is None or index.dim != qvec.shape[0]:  # no vector of this model (of this size) yet
         return None
     keyword = keyword_candidates(conn, query, n, visible)
-    vector = index.search(qvec, n, visible)
+    vector = [(ref, cos) for ref, cos in index.search(qvec, n, visible) if cos >= fusion.MIN_COSINE]
     # Filtered by robot again: the index's partitions may trail a robot change by one write.
     reliability = select_reliability(conn, {r for r, _ in keyword} | {r for r, _ in vector}, visible)
     return Candidates(keyword, vector, reliability)

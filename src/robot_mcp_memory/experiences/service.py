@@ -66,9 +66,7 @@ HYBRID_POOL = 30
 #: at 10,000 memories and ~80 ms at 100,000 with a `context_filter` (bench_recall_hybrid); a filter
 #: passed by one memory in ten is answered by the second probe.
 PROBE_FACTORS = (4, 32)
-#: A vector candidate below this cosine shares no meaning with the query, only noise: not proposed
-#: (keyword recall returns only matches; hybrid recall should not pad every answer with noise).
-MIN_COSINE = 0.2
+MIN_COSINE = fusion.MIN_COSINE
 #: Semantic dedup: how many nearest same-facts memories are compared.
 DEDUP_NEIGHBOURS = 5
 

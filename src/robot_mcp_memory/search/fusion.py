@@ -14,6 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 DEFAULT_K = 60
+#: A vector candidate below this cosine shares no meaning with the query, only noise: it is not
+#: proposed to fusion (keyword search returns only matches; hybrid search should not pad every
+#: answer with noise — "zzqx gibberish" returned three processes at ~0.5).
+MIN_COSINE = 0.2
 
 
 def rrf(lists: Sequence[Sequence[str]], weights: Sequence[float] | None = None, k: int = DEFAULT_K) -> dict[str, float]:
