@@ -534,6 +534,74 @@ def test_the_checkpointer_connection_cannot_change_a_row(tmp_path: Path) -> None
         cp.stop()
 
 
+def test_close_waits_for_the_reads_in_progress_and_refuses_new_ones(tmp_path: Path) -> None:
+    """`close` closed the connections of reads still running on other threads: the process died
+    (SIGSEGV) — a training loop closing its RobotMemory while a worker thread recalled."""
+    s = open_store(tmp_path / "index.db")
+    inside, release = threading.Event(), threading.Event()
+
+    def slow(conn: sqlite3.Connection) -> int:
+        inside.set()
+        release.wait(WAIT)
+        n: int = conn.execute("SELECT count(*) FROM notes").fetchone()[0]
+        return n
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        reading = pool.submit(s.read_blocking, slow)
+        assert inside.wait(WAIT)
+        closing = threading.Thread(target=s.close)
+        closing.start()
+        assert eventually(lambda: s._closed)
+        with pytest.raises(StorageError, match="closed"):
+            s.read_blocking(lambda c: None)  # a read starting now is refused
+        assert closing.is_alive()  # close waits for the read in progress
+        release.set()
+        assert reading.result(WAIT) == 0  # which finished on its open connection
+        closing.join(WAIT)
+        assert not closing.is_alive()
+
+
+def test_reader_connections_of_ended_threads_are_closed(tmp_path: Path) -> None:
+    """Each thread that read kept its connection (two file descriptors) until close: a loop
+    starting a thread per episode ran out of descriptors at ~120 threads."""
+    with open_store(tmp_path / "index.db") as s:
+        for _ in range(20):
+            t = threading.Thread(target=s.read_blocking, args=(lambda c: c.execute("SELECT 1").fetchone(),))
+            t.start()
+            t.join(WAIT)
+        s.read_blocking(lambda c: None)
+        assert len(s._reader_conns) <= 2  # this thread's, and at most one not yet noticed
+
+
+def test_a_forked_child_is_told_to_open_its_own_store_instead_of_hanging(tmp_path: Path) -> None:
+    """A store inherited through fork: its writer thread stayed in the parent and its write
+    lock could be copied while held, so the child's first write waited forever."""
+    s = open_store(tmp_path / "index.db")
+    try:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: answer through the pipe, then leave without cleanup
+            try:
+                s.write_blocking(insert_note("child"))
+                os.write(w, b"wrote")
+            except StorageError as exc:
+                os.write(w, b"refused: " + exc.detail.encode())
+            s.close()  # leaves the parent's connections alone
+            os._exit(0)
+        os.close(w)
+        _, status = os.waitpid(pid, 0)
+        answer = os.read(r, 4096).decode()
+        os.close(r)
+        assert os.WEXITSTATUS(status) == 0
+        assert answer.startswith("refused: ")
+        assert "forked" in answer
+        assert "new RobotMemory" in answer
+        s.write_blocking(insert_note("parent"))  # the parent's store is untouched
+        assert notes(s) == ["parent"]
+    finally:
+        s.close()
+
+
 # ---------------------------------------------------------------------------- versioned open
 class Steps:
     """Injected migrations: step i creates table t<i> and records that it ran."""

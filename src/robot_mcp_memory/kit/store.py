@@ -38,6 +38,7 @@ import secrets
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -189,6 +190,28 @@ def translate(exc: sqlite3.Error, action: str) -> StorageError:
     return StorageError(f"the database refused {action}.")
 
 
+#: Every store opened in this process, so that a forked child can disown them (`_after_fork`).
+_OPEN: weakref.WeakSet[SqliteStore] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    """In a forked child: the stores the parent opened are unusable here — their writer and
+    reader threads did not cross the fork, their locks may have been copied while held (a first
+    write then waited forever), and SQLite connections must not cross one. Each refuses every
+    call with a message saying so, and its close leaves the parent's connections alone."""
+    for store in list(_OPEN):
+        store._forked = True
+        store._closed = True
+        store._accepting = threading.Lock()
+        store._writing = threading.Lock()
+        store._lock = threading.Lock()
+        store._reads_idle = threading.Condition(threading.Lock())
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
 class SqliteStore:
     """One SQLite file with one writer thread. Build it with `SqliteStore.open`."""
 
@@ -221,7 +244,11 @@ class SqliteStore:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._conn: sqlite3.Connection | None = None
         self._readers_local = threading.local()
-        self._reader_conns: list[sqlite3.Connection] = []
+        self._reader_conns: list[tuple[threading.Thread, sqlite3.Connection]] = []
+        self._reads = 0  # reads in progress (`read_blocking`), which `close` waits for
+        self._reads_idle = threading.Condition(threading.Lock())
+        self._forked = False  # this process is a fork of the one that opened the store
+        _OPEN.add(self)
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=readers, thread_name_prefix=f"sqlite-read-{self.path.name}"
         )
@@ -512,7 +539,7 @@ class SqliteStore:
         lock, so no job can land behind the writer's stop and wait for it forever."""
         with self._accepting:
             if self._closed:
-                raise StorageError("the store is closed; the server is shutting down")
+                raise self._closed_error()
             self._queue.put((job, future))
 
     def _submit(
@@ -539,7 +566,7 @@ class SqliteStore:
             with self._writing:
                 conn = self._conn
                 if self._closed or conn is None:
-                    raise StorageError("the store is closed; the server is shutting down")
+                    raise self._closed_error()
                 job = _Job(fn, contextvars.copy_context(), hot=False)
                 try:
                     result: T = self._execute(conn, job)
@@ -561,7 +588,7 @@ class SqliteStore:
         """Enqueue a hot record write without waiting. Returns None when the queue is full and
         the write was dropped (counted in `stats.hot_dropped` and logged)."""
         if self._closed:
-            raise StorageError("the store is closed; the server is shutting down")
+            raise self._closed_error()
         with self._lock:
             if self.stats.hot_pending >= self.hot_queue_max:
                 self.stats.hot_dropped += 1
@@ -586,6 +613,10 @@ class SqliteStore:
 
     # ------------------------------------------------------------------ public API: reads
     def _reader(self) -> sqlite3.Connection:
+        """This thread's read-only connection. Each thread that reads gets one (a training loop
+        may read from many); those of threads that have ended are closed when a new one is made,
+        so the open connections follow the live threads (each held ~2 file descriptors until
+        `close`: a loop starting a thread per episode ran out of them)."""
         conn: sqlite3.Connection | None = getattr(self._readers_local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(
@@ -598,15 +629,22 @@ class SqliteStore:
             conn.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
             self._readers_local.conn = conn
             with self._lock:
-                self._reader_conns.append(conn)
+                ended = [(t, c) for t, c in self._reader_conns if not t.is_alive()]
+                self._reader_conns = [(t, c) for t, c in self._reader_conns if t.is_alive()]
+                self._reader_conns.append((threading.current_thread(), conn))
+            for _t, old in ended:
+                old.close()
         return conn
 
     def read_blocking(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `fn` on this thread's read-only connection, in one read transaction (a snapshot)."""
-        if self._closed:
-            raise StorageError("the store is closed; the server is shutting down")
-        conn = self._reader()
+        """Run `fn` on this thread's read-only connection, in one read transaction (a snapshot).
+        `close` waits for the reads in progress before it closes their connections."""
+        with self._reads_idle:
+            if self._closed:
+                raise self._closed_error()
+            self._reads += 1
         try:
+            conn = self._reader()
             conn.execute("BEGIN")
             try:
                 return fn(conn)
@@ -615,6 +653,19 @@ class SqliteStore:
         except sqlite3.Error as exc:
             _log.error("store.read_failed", error=_short(exc))
             raise translate(exc, "the read") from exc
+        finally:
+            with self._reads_idle:
+                self._reads -= 1
+                if not self._reads:
+                    self._reads_idle.notify_all()
+
+    def _closed_error(self) -> StorageError:
+        if self._forked:
+            return StorageError(
+                "this database was opened before the process forked, and a connection cannot cross a "
+                "fork: open a new RobotMemory in the child process (or start it with the 'spawn' method)"
+            )
+        return StorageError("the store is closed; the server is shutting down")
 
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         loop = asyncio.get_running_loop()
@@ -628,11 +679,19 @@ class SqliteStore:
             if self._closed:
                 return
             self._closed = True
+        if self._forked:  # the threads and connections are the parent's: leave them alone
+            return
         # Readers first: the writer's connection must be the last one open, or sqlite leaves the
         # WAL beside the file instead of checkpointing it (a read-only connection cannot).
         self._pool.shutdown(wait=True)
+        with self._reads_idle:
+            # A read another thread is running keeps its connection (closing it under the read
+            # crashed the process); reads that start from now on are refused.
+            if not self._reads_idle.wait_for(lambda: not self._reads, timeout):
+                _log.warning("store.reads_still_running", reads=self._reads, path=str(self.path))
+                return
         with self._lock:
-            for conn in self._reader_conns:
+            for _thread, conn in self._reader_conns:
                 conn.close()
             self._reader_conns.clear()
         if self._checkpointer is not None:
