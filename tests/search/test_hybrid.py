@@ -3,6 +3,7 @@ their rows, degradation to keyword-only and recovery, re-embedding on a model ch
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from pathlib import Path
 from typing import Any
@@ -290,7 +291,11 @@ async def test_a_model_that_changes_size_under_its_name_is_re_embedded_never_mix
             clock.advance(60)
             await memory.processes.find(STDIO, "mailroom package")  # due: loaded again
             assert eventually(lambda: emb.model_id == "ollama:nomic@32", 60)
-            assert eventually(lambda: memory.processes.store.backfiller.wait_idle(0), 60)
+            # The backfill starts once the reload has told its listeners: wait for its result.
+            for _ in range(600):
+                if (await memory.processes.search_status())["stored"] == {"ollama:nomic@32": 7}:
+                    break
+                await asyncio.sleep(0.1)
             assert (await memory.processes.search_status())["stored"] == {"ollama:nomic@32": 7}
             found = await memory.processes.find(STDIO, "mailroom package")
             assert (found.mode, found.hits[0].doc.id) == ("hybrid", "fetch-package-mailroom")
@@ -299,7 +304,10 @@ async def test_a_model_that_changes_size_under_its_name_is_re_embedded_never_mix
         stub.embedder = HashingEmbedder(48)  # and across a restart
         memory, _ = _http_memory(tmp_path, stub, "ollama", MEMORY_EMBED_MODEL="nomic")
         try:
-            assert memory.processes.store.backfiller.wait_idle(60)
+            for _ in range(600):
+                if (await memory.processes.search_status())["stored"] == {"ollama:nomic@48": 7}:
+                    break
+                await asyncio.sleep(0.1)
             assert (await memory.processes.search_status())["stored"] == {"ollama:nomic@48": 7}
             found = await memory.processes.find(STDIO, "mailroom package")
             assert (found.mode, found.hits[0].doc.id) == ("hybrid", "fetch-package-mailroom")
