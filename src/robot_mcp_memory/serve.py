@@ -8,6 +8,7 @@ from types import FrameType
 from typing import Literal
 
 import anyio
+import anyio.abc
 import uvicorn
 from starlette.types import ASGIApp
 
@@ -50,6 +51,14 @@ def run_http(app: ASGIApp, settings: Settings, lifespan: Literal["auto", "on", "
     _Server(config).run()
 
 
+def _ignore_stop_signals() -> None:
+    """From here the store closes: a client's second SIGTERM (or a second Ctrl-C) would kill the
+    process mid-drain, losing the queued writes the first one was waiting for."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class _Server(uvicorn.Server):
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         # From here on, a stream cut by the shutdown is expected, not an error (`logs.stopping`).
@@ -58,10 +67,32 @@ class _Server(uvicorn.Server):
 
 
 async def run_stdio(mcp: MemoryMCP) -> None:
-    """`FastMCP.run_stdio_async`, on `pipe_stdio`'s thread-free pipes."""
-    async with pipe_stdio() as (read_stream, write_stream):
-        server = mcp._mcp_server
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    """`FastMCP.run_stdio_async`, on `pipe_stdio`'s thread-free pipes, until end of input or
+    SIGTERM/SIGINT. A signal stops the reading; the requests being answered get
+    GRACEFUL_SHUTDOWN_S, then the session ends and this returns (the caller closes the store). A
+    second signal cancels what is left at once."""
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        await tg.start(_stop_on_signals, stop, tg.cancel_scope)
+        async with pipe_stdio(stop=stop, grace=GRACEFUL_SHUTDOWN_S) as (read_stream, write_stream):
+            server = mcp._mcp_server
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+        tg.cancel_scope.cancel()
+
+
+async def _stop_on_signals(
+    stop: anyio.Event, everything: anyio.CancelScope, *, task_status: anyio.abc.TaskStatus[None]
+) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        task_status.started()
+        async for signum in signals:
+            if stop.is_set():
+                _log.warning("serve.stopping_now", signal=signal.Signals(signum).name)
+                everything.cancel()
+                return
+            logs.stopping()
+            _log.info("serve.stopping", signal=signal.Signals(signum).name)
+            stop.set()
 
 
 def serve(settings: Settings) -> None:
@@ -71,6 +102,7 @@ def serve(settings: Settings) -> None:
         if settings.transport == "stdio":
             _log.info("serve.stdio", data_dir=str(settings.data_dir))
             anyio.run(run_stdio, mcp)
+            _ignore_stop_signals()
             return
         if not settings.auth_enabled:
             _log.warning(

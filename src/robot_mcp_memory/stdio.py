@@ -5,8 +5,12 @@ every write and flush is a trip to a worker thread and back — three per call, 
 on both sides (~0.2 ms of a 0.7 ms ping on a 2-core VM). When stdin and stdout are pipes
 (how MCP clients start a server) `pipe_stdio` hands them to asyncio's pipe transports
 instead: the same memory streams and the same JSON lines, with no thread in between. Anything else
-(a terminal, a regular file, a socket) keeps mcp's transport, which is right for those and never
-changes their blocking mode.
+(a terminal, a regular file, a socket) is read and written by blocking calls on daemon threads
+(`_DaemonThread`), never changing its blocking mode: unlike mcp's worker threads, a read still
+blocked on a terminal when the server stops does not keep the process alive.
+
+Given a `stop` event (SIGTERM/SIGINT, see ``serve.run_stdio``), the transport stops reading once
+it is set, gives the requests already read a bounded time to be answered, then ends the session.
 """
 
 from __future__ import annotations
@@ -15,17 +19,19 @@ import asyncio
 import contextlib
 import json
 import os
+import queue
 import re
+import select
 import stat
 import sys
-from collections.abc import AsyncIterator
-from typing import BinaryIO
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, BinaryIO, Protocol, TypeVar
 
 import anyio
 import pydantic_core
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import types
-from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
 from robot_mcp_memory import logs
@@ -33,9 +39,14 @@ from robot_mcp_memory.kit import jsonvalue
 
 _log = logs.get("robot_mcp_memory.stdio")
 
+#: Seconds the requests read before a `stop` get to be answered before the session ends.
+STOP_GRACE_S = 5.0
+
 #: The longest JSON-RPC line read (bytes). mcp's reader has no bound; the largest legitimate
 #: request (a 256k-character process document, escaped) is well under this.
 MAX_LINE = 4 * 1024 * 1024
+
+_T = TypeVar("_T")
 
 Streams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 
@@ -137,7 +148,7 @@ def _unencodable(message: types.JSONRPCMessage) -> str | None:
 def _is_pipe(f: BinaryIO) -> bool:
     """A FIFO only. A socket is not: asyncio's write-pipe transport takes a readable socket for a
     closed one (the same socket on both ends, as inetd or socat hand over, or a peer that shut
-    down its writing side) and drops every answer; mcp's transport serves those."""
+    down its writing side) and drops every answer; `_thread_ends` serves those."""
     try:
         mode = os.fstat(f.fileno()).st_mode
     except (OSError, ValueError):
@@ -149,7 +160,7 @@ def _too_long(max_line: int) -> LineTooLong:
     return LineTooLong(f"a message longer than {max_line} bytes was skipped")
 
 
-async def _lines(reader: asyncio.StreamReader, max_line: int) -> AsyncIterator[bytes | LineTooLong]:
+async def _lines(reader: _Reader, max_line: int) -> AsyncIterator[bytes | LineTooLong]:
     """Each non-blank line of `reader` without its newline (the last one may lack it), or a
     `LineTooLong` in place of a line longer than `max_line` bytes, dropped up to its newline."""
     buf = bytearray()
@@ -176,17 +187,139 @@ async def _lines(reader: asyncio.StreamReader, max_line: int) -> AsyncIterator[b
         yield bytes(buf)
 
 
+class _Reader(Protocol):
+    async def read(self, n: int) -> bytes: ...
+
+
+class _Stopped(Exception):
+    """Raised by `_StoppableReader.read` once `stop` was called: no more input is read."""
+
+
+class _StoppableReader:
+    """`reader`, until `stop`: then a read waiting for input gives up (`_Stopped`), and so does
+    every later one. (Only the wait for input is cancelled: a line already read is never cut.)"""
+
+    def __init__(self, reader: _Reader) -> None:
+        self._reader = reader
+        self._waiting: anyio.CancelScope | None = None
+        self.stopped = False
+
+    async def read(self, n: int) -> bytes:
+        if not self.stopped:
+            with anyio.CancelScope() as self._waiting:
+                return await self._reader.read(n)
+        raise _Stopped
+
+    def stop(self) -> None:
+        self.stopped = True
+        if self._waiting is not None:
+            self._waiting.cancel()
+
+
+class _InFlight:
+    """The ids of the requests read and not answered yet."""
+
+    def __init__(self) -> None:
+        self._ids: set[str | int] = set()
+        self._changed: anyio.Event | None = None
+
+    def read(self, message: types.JSONRPCMessage) -> None:
+        if isinstance(message.root, types.JSONRPCRequest):
+            self._ids.add(message.root.id)
+
+    def written(self, message: types.JSONRPCMessage) -> None:
+        root = message.root
+        if isinstance(root, types.JSONRPCResponse | types.JSONRPCError) and root.id is not None:
+            self._ids.discard(root.id)
+            if self._changed is not None:
+                self._changed.set()
+
+    async def answered(self) -> None:
+        """Returns once every request read has been answered."""
+        while self._ids:
+            self._changed = anyio.Event()
+            await self._changed.wait()
+
+
+class _DaemonThread:
+    """Blocking calls run one at a time on a daemon thread, for the event loop to await. A call
+    still blocked when the server stops (a read of a terminal nobody types into, of a socket whose
+    peer is silent) does not hold up the process's exit — anyio's worker threads, which mcp's
+    transport reads with, are joined by the interpreter, so Ctrl-C left the server running."""
+
+    def __init__(self, name: str) -> None:
+        self._calls: queue.SimpleQueue[tuple[Callable[[], Any], asyncio.Future[Any]] | None] = queue.SimpleQueue()
+        self._loop = asyncio.get_running_loop()
+        threading.Thread(target=self._serve, name=name, daemon=True).start()
+
+    async def call(self, fn: Callable[[], _T]) -> _T:
+        future: asyncio.Future[_T] = self._loop.create_future()
+        self._calls.put((fn, future))
+        return await future
+
+    def close(self) -> None:
+        """Ends the thread once it is done with its current call (if that ever returns)."""
+        self._calls.put(None)
+
+    def _serve(self) -> None:
+        while (call := self._calls.get()) is not None:
+            fn, future = call
+            try:
+                result = fn()
+            except BaseException as exc:  # handed to the awaiting task, which decides
+                settle = _settler(future, None, exc)
+            else:
+                settle = _settler(future, result, None)
+            try:
+                self._loop.call_soon_threadsafe(settle)
+            except RuntimeError:  # the loop is closed: nobody is waiting any more
+                return
+
+
+def _settler(future: asyncio.Future[Any], result: Any, exc: BaseException | None) -> Callable[[], None]:
+    def settle() -> None:
+        if future.done():  # its awaiting task was cancelled (the server is stopping)
+            return
+        if exc is not None:
+            future.set_exception(exc)
+        else:
+            future.set_result(result)
+
+    return settle
+
+
+def _read_blocking(fd: int, n: int) -> bytes:
+    while True:
+        try:
+            return os.read(fd, n)
+        except BlockingIOError:  # someone else made the shared descriptor non-blocking: wait for input
+            select.select([fd], [], [])
+
+
+def _write_blocking(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            select.select([], [fd], [])
+
+
+class _ThreadReader:
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self.thread = _DaemonThread("stdio-reader")
+
+    async def read(self, n: int) -> bytes:
+        return await self.thread.call(lambda: _read_blocking(self._fd, n))
+
+
+Write = Callable[[bytes], Awaitable[None]]
+
+
 @contextlib.asynccontextmanager
-async def pipe_stdio(
-    stdin: BinaryIO | None = None, stdout: BinaryIO | None = None, max_line: int = MAX_LINE
-) -> AsyncIterator[Streams]:
-    """`(read_stream, write_stream)` for ``Server.run``, like mcp's ``stdio_server``."""
-    stdin = stdin or sys.stdin.buffer
-    stdout = stdout or sys.stdout.buffer
-    if not (_is_pipe(stdin) and _is_pipe(stdout)):
-        async with stdio_server() as streams:
-            yield streams
-        return
+async def _pipe_ends(stdin: BinaryIO, stdout: BinaryIO) -> AsyncIterator[tuple[_Reader, Write]]:
+    """Two pipes, read and written by asyncio's pipe transports on the event loop."""
     loop = asyncio.get_running_loop()
     blocking = [(fd, os.get_blocking(fd)) for fd in (stdin.fileno(), stdout.fileno())]
     reader = asyncio.StreamReader(loop=loop)
@@ -200,48 +333,111 @@ async def pipe_stdio(
     wtransport.set_write_buffer_limits(high=0)  # `drain` returns once a line is all in the pipe
     writer = asyncio.StreamWriter(wtransport, wprotocol, None, loop)
 
-    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
-
-    async def read_lines() -> None:
-        async with read_writer, write_stream.clone() as replies:
-            async for line in _lines(reader, max_line):
-                if isinstance(line, LineTooLong):
-                    await read_writer.send(line)
-                    continue
-                try:
-                    message = _parse(line)
-                except Exception as exc:
-                    refusal = _refusal_for(line, exc)
-                    if refusal is not None:  # a request we can name: its caller gets an answer, not a hang
-                        await replies.send(refusal)
-                        _log.warning("stdio.request_refused", reason=type(exc).__name__)
-                        continue
-                    await read_writer.send(exc)  # the session logs it, as mcp's stdio reader does
-                    continue
-                await read_writer.send(SessionMessage(message))
-
-    async def write_lines() -> None:
-        async with write_reader:
-            async for session_message in write_reader:
-                try:
-                    text = session_message.message.model_dump_json(by_alias=True, exclude_none=True)
-                except Exception as exc:  # one answer that cannot be encoded must not end the session
-                    _log.error("stdio.unencodable_message", error=type(exc).__name__)
-                    replacement = _unencodable(session_message.message)
-                    if replacement is None:
-                        continue
-                    text = replacement
-                writer.write(text.encode() + b"\n")
-                await writer.drain()
+    async def write(data: bytes) -> None:
+        writer.write(data)
+        await writer.drain()
 
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(read_lines)
-            tg.start_soon(write_lines)
-            yield read_stream, write_stream
+        yield reader, write
     finally:
         rtransport.close()
         wtransport.close()
         for fd, was in blocking:  # the pipes' other holders (a wrapper script, a shell) get them back as they were
             os.set_blocking(fd, was)
+
+
+@contextlib.asynccontextmanager
+async def _thread_ends(stdin: BinaryIO, stdout: BinaryIO) -> AsyncIterator[tuple[_Reader, Write]]:
+    """A terminal, a regular file or a socket: blocking reads and writes on daemon threads."""
+    stdin_fd, stdout_fd = stdin.fileno(), stdout.fileno()
+    reader = _ThreadReader(stdin_fd)
+    writer = _DaemonThread("stdio-writer")
+
+    async def write(data: bytes) -> None:
+        await writer.call(lambda: _write_blocking(stdout_fd, data))
+
+    try:
+        yield reader, write
+    finally:
+        reader.thread.close()
+        writer.close()
+
+
+@contextlib.asynccontextmanager
+async def pipe_stdio(
+    stdin: BinaryIO | None = None,
+    stdout: BinaryIO | None = None,
+    max_line: int = MAX_LINE,
+    *,
+    stop: anyio.Event | None = None,
+    grace: float = STOP_GRACE_S,
+) -> AsyncIterator[Streams]:
+    """`(read_stream, write_stream)` for ``Server.run``, like mcp's ``stdio_server``.
+
+    Once `stop` is set no more input is read; the requests already read get `grace` seconds to
+    be answered, then the read stream ends (and with it the session, which cancels what is left).
+    At end of input the read stream ends at once, as mcp's does."""
+    stdin = stdin or sys.stdin.buffer
+    stdout = stdout or sys.stdout.buffer
+    ends = _pipe_ends if _is_pipe(stdin) and _is_pipe(stdout) else _thread_ends
+    async with ends(stdin, stdout) as (raw_reader, write):
+        reader = _StoppableReader(raw_reader)
+        in_flight = _InFlight()
+        read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+
+        async def read_lines() -> None:
+            async with read_writer, write_stream.clone() as replies:
+                try:
+                    async for line in _lines(reader, max_line):
+                        if isinstance(line, LineTooLong):
+                            await read_writer.send(line)
+                            continue
+                        try:
+                            message = _parse(line)
+                        except Exception as exc:
+                            refusal = _refusal_for(line, exc)
+                            if refusal is not None:  # a request we can name: its caller gets an answer, not a hang
+                                await replies.send(refusal)
+                                _log.warning("stdio.request_refused", reason=type(exc).__name__)
+                                continue
+                            await read_writer.send(exc)  # the session logs it, as mcp's stdio reader does
+                            continue
+                        in_flight.read(message)
+                        await read_writer.send(SessionMessage(message))
+                except _Stopped:
+                    with anyio.move_on_after(grace) as waited:
+                        await in_flight.answered()
+                    if waited.cancelled_caught:
+                        _log.warning("stdio.stop_unanswered", grace_s=grace)
+
+        async def write_lines() -> None:
+            async with write_reader:
+                async for session_message in write_reader:
+                    try:
+                        text = session_message.message.model_dump_json(by_alias=True, exclude_none=True)
+                    except Exception as exc:  # one answer that cannot be encoded must not end the session
+                        _log.error("stdio.unencodable_message", error=type(exc).__name__)
+                        replacement = _unencodable(session_message.message)
+                        if replacement is None:
+                            continue
+                        text = replacement
+                    await write(text.encode() + b"\n")
+                    in_flight.written(session_message.message)
+
+        watching = anyio.CancelScope()
+
+        async def stop_reading(stop: anyio.Event) -> None:
+            with watching:
+                await stop.wait()
+                reader.stop()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_lines)
+            tg.start_soon(write_lines)
+            if stop is not None:
+                tg.start_soon(stop_reading, stop)
+            try:
+                yield read_stream, write_stream
+            finally:
+                watching.cancel()

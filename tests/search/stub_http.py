@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from robot_mcp_memory.search.embedders import HashingEmbedder
 
-Mode = Literal["ok", "500", "malformed", "hang", "wrong-shape"]
+Mode = Literal["ok", "500", "malformed", "hang", "hold", "wrong-shape"]
 
 
 class StubEmbedServer:
@@ -36,6 +36,8 @@ class StubEmbedServer:
                 if stub.mode == "hang":
                     stub.release.wait(30)
                     return
+                if stub.mode == "hold":  # answers, once released
+                    stub.release.wait(30)
                 if stub.mode == "500":
                     self._send(500, b'{"error": "boom"}')
                     return

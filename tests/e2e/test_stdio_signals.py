@@ -1,0 +1,230 @@
+"""Stopping the stdio server the way MCP clients and operators do: SIGTERM (how a client stops
+the server it started), SIGINT, Ctrl-C in a terminal. Each ends with exit 0, the writer queue
+drained and the WAL checkpointed (docs/operations.md, "Exit codes and restarts"); a request
+being answered when the signal arrives is still answered."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.harness import child_env, initialize_request, json_lines, server_command
+from tests.search.stub_http import stub_server
+
+pytestmark = pytest.mark.e2e
+
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+INSIGHT = "the lab 3 door sticks: push hard"
+
+
+def _call(rid: int, tool: str, **args: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": tool, "arguments": args}}
+
+
+class _Stdio:
+    """The server over stdin/stdout pipes, as an MCP client starts it."""
+
+    def __init__(self, data: Path, **env: str) -> None:
+        self.data = data
+        self.proc = subprocess.Popen(
+            server_command(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=child_env(MEMORY_DATA_DIR=str(data), **env),
+        )
+        self._out = b""
+
+    def send(self, message: dict[str, Any]) -> None:
+        stdin = self.proc.stdin
+        assert stdin is not None
+        stdin.write(json.dumps(message).encode() + b"\n")
+        stdin.flush()
+
+    def answer(self, rid: int, timeout: float = 60) -> dict[str, Any]:
+        stdout = self.proc.stdout
+        assert stdout is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            for line in self._out.split(b"\n")[:-1]:
+                message: dict[str, Any] = json.loads(line)
+                if message.get("id") == rid:
+                    return message
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"no answer to request {rid}"
+            ready, _, _ = select.select([stdout], [], [], min(remaining, 1.0))
+            if ready:
+                chunk = os.read(stdout.fileno(), 1 << 16)
+                assert chunk, f"stdout closed before the answer to request {rid}"
+                self._out += chunk
+
+    def start(self) -> None:
+        self.send(initialize_request("signals"))
+        assert self.answer(1)["result"]["serverInfo"]["name"] == "memory"
+        self.send(INITIALIZED)
+
+    def stop_with(self, sig: signal.Signals) -> tuple[int, str]:
+        self.proc.send_signal(sig)
+        return self.exited()
+
+    def exited(self) -> tuple[int, str]:
+        try:
+            code = self.proc.wait(timeout=60)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+        stderr = self.proc.stderr
+        assert stderr is not None
+        err = stderr.read().decode()
+        for pipe in (self.proc.stdin, self.proc.stdout, stderr):
+            assert pipe is not None
+            pipe.close()
+        return code, err
+
+
+def _access_counts(data: Path) -> list[int]:
+    db = sqlite3.connect(f"file:{data / 'index.db'}?mode=ro", uri=True)
+    try:
+        return [row[0] for row in db.execute("SELECT access_count FROM memories")]
+    finally:
+        db.close()
+
+
+def _assert_closed_cleanly(data: Path, code: int, err: str) -> None:
+    assert code == 0, err[-2000:]
+    events = [e.get("event") for e in json_lines(err)]
+    assert "serve.stopping" in events
+    assert "serve.stopped" in events
+    # Closed: the WAL was checkpointed and removed (a killed process leaves it behind).
+    assert not (data / "index.db-wal").exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_stops_the_stdio_server_with_exit_0_and_the_recall_counts_kept(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """A recall's access count is a hot write, queued for the writer thread: killed by SIGTERM the
+    server lost it (and left its WAL); SIGINT exited 130."""
+    data = tmp_path / "data"
+    server = _Stdio(data, MEMORY_EMBEDDER="none")
+    server.start()
+    server.send(_call(2, "learn", insight=INSIGHT))
+    assert server.answer(2)["result"]["structuredContent"]["result"]["status"] == "created"
+    server.send(_call(3, "recall", query="door lab"))
+    assert len(server.answer(3)["result"]["structuredContent"]["result"]["memories"]) == 1
+    code, err = server.stop_with(sig)
+    _assert_closed_cleanly(data, code, err)
+    assert _access_counts(data) == [1]
+
+
+def test_a_request_being_answered_at_sigterm_is_answered_before_the_server_exits(tmp_path: Path) -> None:
+    """The recall waits on its query's embedding (a stub embedding server holds it) when SIGTERM
+    arrives: the server stops reading, answers it once the embedding comes, then exits 0."""
+    data = tmp_path / "data"
+    with stub_server("ollama") as stub:
+        server = _Stdio(data, MEMORY_EMBEDDER="ollama", MEMORY_EMBED_URL=stub.url)
+        server.start()
+        server.send(_call(2, "learn", insight=INSIGHT))
+        assert server.answer(2)["result"]["structuredContent"]["result"]["status"] == "created"
+
+        def embeds_of(query: str) -> int:
+            return sum(1 for _, _, body in list(stub.requests) if query in json.dumps(body))
+
+        # Until the model is loaded a recall is keyword-only: ask until one embeds its query.
+        rid = 3
+        deadline = time.monotonic() + 60
+        while True:
+            query = f"door lab {rid}"
+            server.send(_call(rid, "recall", query=query))
+            server.answer(rid)
+            if embeds_of(query):
+                break
+            assert time.monotonic() < deadline, "the embedding model never loaded"
+            rid += 1
+            time.sleep(0.2)
+
+        stub.mode = "hold"
+        rid += 1
+        query = f"door lab {rid}"
+        server.send(_call(rid, "recall", query=query))
+        deadline = time.monotonic() + 60
+        while not embeds_of(query):  # the recall is in flight, waiting for its embedding
+            assert time.monotonic() < deadline, "the recall never asked for its embedding"
+            time.sleep(0.05)
+        server.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.5)  # the server sees the signal while the recall is still held
+        stub.release.set()
+        answered = server.answer(rid)
+        code, err = server.exited()
+    assert answered["result"]["structuredContent"]["result"]["memories"][0]["content"] == INSIGHT
+    _assert_closed_cleanly(data, code, err)
+
+
+def test_ctrl_c_in_a_terminal_stops_the_server_with_exit_0(tmp_path: Path) -> None:
+    """Started from a terminal, the server answers what is typed; Ctrl-C stops it (it kept
+    running: mcp's stdin reader thread sat in a read of the terminal until Ctrl-D)."""
+    data = tmp_path / "data"
+    env = child_env(MEMORY_DATA_DIR=str(data), MEMORY_EMBEDDER="none")
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the server, on the terminal
+        os.execve(server_command()[0], server_command(), env)
+    out = bytearray()
+    code: int | None = None
+    try:
+        os.write(fd, json.dumps(initialize_request("tty")).encode() + b"\n")
+        deadline = time.monotonic() + 60
+        while b'"serverInfo"' not in out:  # answered over the terminal
+            assert time.monotonic() < deadline, out.decode(errors="replace")[-2000:]
+            out += _read_some(fd)
+        os.write(fd, b"\x03")  # Ctrl-C
+        code = _wait(pid, fd, out, timeout=60)
+        out += _drain(fd)
+    finally:
+        if code is None:  # still running (the bug) or never got that far
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(fd)
+    text = bytes(out).decode(errors="replace")
+    assert code == 0, text[-2000:]
+    assert "serve.stopped" in text
+    assert not (data / "index.db-wal").exists()
+
+
+def _read_some(fd: int) -> bytes:
+    ready, _, _ = select.select([fd], [], [], 0.5)
+    if not ready:
+        return b""
+    try:
+        return os.read(fd, 1 << 16)
+    except OSError:  # EIO: the other end of the terminal is closed
+        return b""
+
+
+def _drain(fd: int) -> bytes:
+    out = b""
+    while chunk := _read_some(fd):
+        out += chunk
+    return out
+
+
+def _wait(pid: int, fd: int, out: bytearray, timeout: float) -> int | None:
+    """The exit code, or None if the process is still running after `timeout` seconds; what
+    the terminal shows meanwhile is added to `out`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        out += _read_some(fd)
+    return None
