@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import sqlite3
 import threading
 from collections.abc import Callable, Coroutine
@@ -309,6 +310,24 @@ def test_an_index_db_that_is_a_directory_is_one_line_and_exit_65(
 def test_bad_configuration_exits_78_naming_the_variable(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["serve", "--port", "0"]) == cli.EXIT_CONFIG
     assert "MCP_PORT" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["serve", "web"])
+def test_a_port_in_use_exits_69_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    monkeypatch.setenv("MCP_TRANSPORT", "sse")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        args = [command, "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(tmp_path / "d")]
+        assert cli.main(args) == cli.EXIT_UNAVAILABLE
+    err = capsys.readouterr().err
+    assert f"cannot listen on 127.0.0.1:{port}: the address is already in use" in err
+    assert "serve.http" not in err
+    assert "serve.web" not in err
+    assert not (tmp_path / "d").exists()
 
 
 def test_without_a_command_the_flags_are_serves(capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,7 +5,8 @@ Errors are one clear line on stderr and a non-zero exit; ``--debug`` shows a tra
 
 Exit codes: 0 ok · 1 command failed · 2 usage · 65 the database cannot be used (unreadable,
 foreign, newer schema, or not writable: restarting will not help; for ``import-robotmem``, the
-robotmem file is not a robotmem database this version can read) · 74 a file or directory could not be
+robotmem file is not a robotmem database this version can read) · 69 ``serve``/``web`` cannot listen
+on the host:port (in use, host does not resolve) · 74 a file or directory could not be
 read or written (the message names it) · 75 a resource is busy for now · 78 bad configuration.
 """
 
@@ -25,6 +26,7 @@ from robot_mcp_memory import __version__, logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.errors import (
+    CannotListen,
     ConfigError,
     MemoryError_,
     MigrationFailed,
@@ -42,6 +44,8 @@ EXIT_FAILED = 1
 EXIT_DATA = 65
 #: The file system refused a read or write (a path that is a file, no permission, a full disk) (EX_IOERR).
 EXIT_IOERR = 74
+#: ``serve``/``web`` cannot listen on the host:port: in use, or the host does not resolve (EX_UNAVAILABLE).
+EXIT_UNAVAILABLE = 69
 #: A resource is busy for now (a locked robotmem file): the same command may work in a moment (EX_TEMPFAIL).
 EXIT_TEMPFAIL = 75
 EXIT_CONFIG = 78
@@ -152,6 +156,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (StoreUnreadable, StoreNotWritable, SchemaTooNew, MigrationFailed) as exc:
         sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
         return EXIT_DATA
+    except CannotListen as exc:
+        sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
+        return EXIT_UNAVAILABLE
     except MemoryError_ as exc:
         if args.debug:
             raise

@@ -10,6 +10,7 @@
      ├── Conflict                   conflict
      ├── Busy                       busy      (overloaded: retry later, nothing was stored)
      ├── ConfigError                config    (lists every bad setting)
+     ├── CannotListen               unavailable (serve/web: the host:port cannot be bound; names it and why)
      ├── EmbedderUnavailable        unavailable (search degrades to keyword-only; never reaches a tool)
      └── StorageError               storage
           ├── SchemaTooNew          storage
@@ -83,6 +84,13 @@ class ConfigError(MemoryError_):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("invalid configuration: " + "; ".join(problems))
         self.problems = problems
+
+
+class CannotListen(MemoryError_):
+    """The HTTP server cannot listen on its host:port: the port is in use, the host does not
+    resolve or is not an address of this machine. Raised before anything says it is serving."""
+
+    code = "unavailable"
 
 
 class EmbedderUnavailable(MemoryError_):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import signal
+import socket
 import threading
 from types import FrameType
 from typing import Literal
@@ -15,6 +17,7 @@ from starlette.types import ASGIApp
 from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
+from robot_mcp_memory.errors import CannotListen
 from robot_mcp_memory.server import MemoryMCP, build_server, http_app
 from robot_mcp_memory.stdio import pipe_stdio
 
@@ -28,9 +31,57 @@ def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(0)
 
 
-def run_http(app: ASGIApp, settings: Settings, lifespan: Literal["auto", "on", "off"] = "auto") -> None:
-    """Run `app` under uvicorn until SIGTERM/SIGINT; returns (never kills the process) so the
-    caller's ``finally`` closes the store: drains the writer queue and checkpoints the WAL."""
+def listen(host: str, port: int) -> list[socket.socket]:
+    """Sockets bound to `host`:`port` — every address the host resolves to, as asyncio's
+    ``create_server`` binds them — for `run_http`. Bound before anything says the server is serving:
+    a port in use or a host that does not resolve is one `CannotListen` naming both and why
+    (uvicorn logged its bare OSError after ``serve.http`` and exited 3)."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise CannotListen(
+            f"cannot listen on {where}: the host {host!r} does not resolve ({exc.strerror}). "
+            "Check MCP_HOST (--host): an address of this machine, or a name that resolves to one."
+        ) from None
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:  # as asyncio: the IPv4 address gets its own socket
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+    except OSError as exc:
+        for sock in sockets:
+            sock.close()
+        raise CannotListen(f"cannot listen on {where}: {_why(exc, host, port)}") from None
+    return sockets
+
+
+def _why(exc: OSError, host: str, port: int) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return (
+            f"the address is already in use (another server on port {port}, or this one still "
+            "stopping). Stop it, or choose another MCP_PORT (--port)."
+        )
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{host} is not an address of this machine. Check MCP_HOST (--host)."
+    if exc.errno == errno.EACCES:
+        return f"permission denied (port {port} needs privileges). Choose a port above 1023."
+    return f"{exc.strerror or exc}."
+
+
+def run_http(
+    app: ASGIApp,
+    settings: Settings,
+    sockets: list[socket.socket],
+    lifespan: Literal["auto", "on", "off"] = "auto",
+) -> None:
+    """Run `app` under uvicorn on `sockets` (from `listen`) until SIGTERM/SIGINT; returns (never
+    kills the process) so the caller's ``finally`` closes the store: drains the writer queue and
+    checkpoints the WAL."""
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -48,7 +99,11 @@ def run_http(app: ASGIApp, settings: Settings, lifespan: Literal["auto", "on", "
     # (Not under stdio: there the stdin reader thread would keep a terminated process alive.)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _stop_on_sigterm)
-    _Server(config).run()
+    try:
+        _Server(config).run(sockets=sockets)
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 def _ignore_stop_signals() -> None:
@@ -96,7 +151,13 @@ async def _stop_on_signals(
 
 
 def serve(settings: Settings) -> None:
-    memory = Memory.open(settings)
+    sockets = [] if settings.transport == "stdio" else listen(settings.host, settings.port)
+    try:
+        memory = Memory.open(settings)
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
     try:
         mcp = build_server(memory)
         if settings.transport == "stdio":
@@ -110,14 +171,14 @@ def serve(settings: Settings) -> None:
                 message="no MEMORY_TOKEN or MEMORY_ROBOT_TOKENS set: the HTTP transports accept anyone "
                 "who can reach this port. Only run this way on a trusted network.",
             )
-        _log.info(
+        _log.info(  # the sockets are bound: it is serving
             "serve.http",
             host=settings.host,
             port=settings.port,
             sse=f"http://{settings.host}:{settings.port}/sse",
             streamable_http=f"http://{settings.host}:{settings.port}/mcp",
         )
-        run_http(http_app(memory, mcp), settings, lifespan="on")
+        run_http(http_app(memory, mcp), settings, sockets, lifespan="on")
     finally:
         memory.close()
         _log.info("serve.stopped")

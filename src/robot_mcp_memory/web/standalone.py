@@ -15,7 +15,7 @@ from starlette.types import ASGIApp
 from robot_mcp_memory import __version__, logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.serve import run_http
+from robot_mcp_memory.serve import listen, run_http
 from robot_mcp_memory.tokens import TokenAuth
 from robot_mcp_memory.web import build_web
 
@@ -39,7 +39,13 @@ def web_app(memory: Memory) -> ASGIApp:
 
 
 def serve(settings: Settings) -> None:
-    memory = Memory.open(settings)
+    sockets = listen(settings.host, settings.port)
+    try:
+        memory = Memory.open(settings)
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
     try:
         if not settings.auth_enabled:
             _log.warning(
@@ -48,6 +54,6 @@ def serve(settings: Settings) -> None:
                 "who can reach this port. Only run this way on a trusted network.",
             )
         _log.info("serve.web", host=settings.host, port=settings.port, url=f"http://{settings.host}:{settings.port}/")
-        run_http(web_app(memory), settings)
+        run_http(web_app(memory), settings, sockets)
     finally:
         memory.close()
