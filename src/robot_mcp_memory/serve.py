@@ -96,7 +96,7 @@ def run_http(
     # uvicorn shuts down gracefully on SIGTERM (systemd, docker stop) and then re-raises it, which
     # with the default disposition kills the process before the caller's `finally` (no drain of
     # queued hot writes, no checkpoint, exit -15 instead of 0). Made an exception, it unwinds.
-    # (Not under stdio: there the stdin reader thread would keep a terminated process alive.)
+    # (Under stdio, `run_stdio` takes SIGTERM and SIGINT on its event loop instead.)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.harness import child_env, initialize_request, json_lines, server_command
-from tests.search.stub_http import stub_server
+from tests.search.stub_http import StubEmbedServer, stub_server
 
 pytestmark = pytest.mark.e2e
 
@@ -44,6 +44,7 @@ class _Stdio:
             env=child_env(MEMORY_DATA_DIR=str(data), **env),
         )
         self._out = b""
+        self.stderr_seen = b""
 
     def send(self, message: dict[str, Any]) -> None:
         stdin = self.proc.stdin
@@ -86,7 +87,7 @@ class _Stdio:
                 self.proc.wait()
         stderr = self.proc.stderr
         assert stderr is not None
-        err = stderr.read().decode()
+        err = (self.stderr_seen + stderr.read()).decode()
         for pipe in (self.proc.stdin, self.proc.stdout, stderr):
             assert pipe is not None
             pipe.close()
@@ -128,46 +129,84 @@ def test_a_signal_stops_the_stdio_server_with_exit_0_and_the_recall_counts_kept(
     assert _access_counts(data) == [1]
 
 
+def _hold_a_recall(server: _Stdio, stub: StubEmbedServer) -> int:
+    """Sends a recall that waits on its query's embedding, held by `stub` until released; returns
+    its id once the stub has the request (the recall is in flight)."""
+    server.start()
+    server.send(_call(2, "learn", insight=INSIGHT))
+    assert server.answer(2)["result"]["structuredContent"]["result"]["status"] == "created"
+
+    def embeds_of(query: str) -> int:
+        return sum(1 for _, _, body in list(stub.requests) if query in json.dumps(body))
+
+    # Until the model is loaded a recall is keyword-only: ask until one embeds its query.
+    rid = 3
+    deadline = time.monotonic() + 60
+    while True:
+        query = f"door lab {rid}"
+        server.send(_call(rid, "recall", query=query))
+        server.answer(rid)
+        if embeds_of(query):
+            break
+        assert time.monotonic() < deadline, "the embedding model never loaded"
+        rid += 1
+        time.sleep(0.2)
+
+    stub.mode = "hold"
+    rid += 1
+    query = f"door lab {rid}"
+    server.send(_call(rid, "recall", query=query))
+    deadline = time.monotonic() + 60
+    while not embeds_of(query):
+        assert time.monotonic() < deadline, "the recall never asked for its embedding"
+        time.sleep(0.05)
+    return rid
+
+
+def _wait_for_event(server: _Stdio, event: str) -> None:
+    """Until the server's stderr holds `event` (read without blocking past a deadline)."""
+    stderr = server.proc.stderr
+    assert stderr is not None
+    seen = b""
+    deadline = time.monotonic() + 60
+    while f'"event": "{event}"'.encode() not in seen:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, seen.decode(errors="replace")[-2000:]
+        ready, _, _ = select.select([stderr], [], [], min(remaining, 1.0))
+        if ready:
+            chunk = os.read(stderr.fileno(), 1 << 16)
+            assert chunk, seen.decode(errors="replace")[-2000:]
+            seen += chunk
+    server.stderr_seen += seen
+
+
 def test_a_request_being_answered_at_sigterm_is_answered_before_the_server_exits(tmp_path: Path) -> None:
     """The recall waits on its query's embedding (a stub embedding server holds it) when SIGTERM
     arrives: the server stops reading, answers it once the embedding comes, then exits 0."""
     data = tmp_path / "data"
     with stub_server("ollama") as stub:
         server = _Stdio(data, MEMORY_EMBEDDER="ollama", MEMORY_EMBED_URL=stub.url)
-        server.start()
-        server.send(_call(2, "learn", insight=INSIGHT))
-        assert server.answer(2)["result"]["structuredContent"]["result"]["status"] == "created"
-
-        def embeds_of(query: str) -> int:
-            return sum(1 for _, _, body in list(stub.requests) if query in json.dumps(body))
-
-        # Until the model is loaded a recall is keyword-only: ask until one embeds its query.
-        rid = 3
-        deadline = time.monotonic() + 60
-        while True:
-            query = f"door lab {rid}"
-            server.send(_call(rid, "recall", query=query))
-            server.answer(rid)
-            if embeds_of(query):
-                break
-            assert time.monotonic() < deadline, "the embedding model never loaded"
-            rid += 1
-            time.sleep(0.2)
-
-        stub.mode = "hold"
-        rid += 1
-        query = f"door lab {rid}"
-        server.send(_call(rid, "recall", query=query))
-        deadline = time.monotonic() + 60
-        while not embeds_of(query):  # the recall is in flight, waiting for its embedding
-            assert time.monotonic() < deadline, "the recall never asked for its embedding"
-            time.sleep(0.05)
+        rid = _hold_a_recall(server, stub)
         server.proc.send_signal(signal.SIGTERM)
-        time.sleep(0.5)  # the server sees the signal while the recall is still held
+        _wait_for_event(server, "serve.stopping")  # the signal is taken while the recall is held
         stub.release.set()
         answered = server.answer(rid)
         code, err = server.exited()
     assert answered["result"]["structuredContent"]["result"]["memories"][0]["content"] == INSIGHT
+    _assert_closed_cleanly(data, code, err)
+
+
+def test_a_second_sigterm_cancels_the_requests_in_flight_and_still_closes_cleanly(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with stub_server("ollama") as stub:
+        server = _Stdio(data, MEMORY_EMBEDDER="ollama", MEMORY_EMBED_URL=stub.url)
+        _hold_a_recall(server, stub)
+        server.proc.send_signal(signal.SIGTERM)
+        _wait_for_event(server, "serve.stopping")
+        server.proc.send_signal(signal.SIGTERM)
+        _wait_for_event(server, "serve.stopping_now")
+        stub.release.set()  # the embedding call itself runs on in a thread until answered
+        code, err = server.exited()
     _assert_closed_cleanly(data, code, err)
 
 
