@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
+import operator
 import re
 import time
 from collections.abc import Mapping
@@ -154,15 +156,18 @@ def utf8(text: str, what: str) -> str:
 
 def parse_json(value: Any, what: str, max_bytes: int) -> Any:
     """A JSON value given as itself or as a JSON string, re-encoded strictly and bounded (size,
-    depth: `jsonvalue.check`)."""
+    depth, plain values: `jsonvalue.check` — tuples and numpy numbers made plain, non-string keys
+    refused)."""
     if isinstance(value, str):
         try:
             value = jsonvalue.loads(utf8(value, what))
         except ValueError as exc:
             raise InvalidInput(f'{what} must be JSON (an object such as {{"force": 12.5}}) or an object') from exc
-    jsonvalue.check(value, what)
+    value = jsonvalue.check(value, what)
     try:
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except RecursionError as exc:  # `check` bounds the depth; never let the interpreter's limit escape
+        raise InvalidInput(f"{what} nests more than {jsonvalue.MAX_DEPTH} levels deep; flatten it") from exc
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"{what} must contain only JSON values (no NaN or Infinity)") from exc
     if len(utf8(encoded, what).encode()) > max_bytes:
@@ -200,14 +205,14 @@ def parse_object(value: Mapping[str, Any] | str | None, what: str, max_bytes: in
 
 def parse_context(value: Mapping[str, Any] | str | None) -> dict[str, Any]:
     """``context`` of learn/update: a JSON object (or its string), or free text kept as ``note``."""
-    if isinstance(value, str) and value.strip() and not _json_shaped(value):
+    if isinstance(value, str) and value.strip() and not json_shaped(value):
         if len(utf8(value, "context").encode()) > MAX_CONTEXT_BYTES:
             raise InvalidInput(f"context is larger than {MAX_CONTEXT_BYTES // 1024} KB")
         return {"note": value.strip()}
     return parse_object(value, "context", MAX_CONTEXT_BYTES)
 
 
-def _json_shaped(text: str) -> bool:
+def json_shaped(text: str) -> bool:
     """Whether a context string is meant as JSON: it opens an object, or it is a JSON array
     (refused: a context is an object). Text that merely starts with ``[`` (``"[sim] wet mug"``)
     is a note."""
@@ -254,6 +259,68 @@ def parse_spatial(value: Mapping[str, Any] | str | None) -> Spatial | None:
     )
 
 
+#: The largest memory id SQLite can hold (its INTEGER is 64-bit signed).
+MAX_ID = 2**63 - 1
+
+
+def _is_bool(value: object) -> bool:
+    """True/false, Python's or numpy's (``numpy.bool_`` is no ``bool``, nor a number)."""
+    return isinstance(value, bool) or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"))
+
+
+def as_int(value: object, what: str) -> int:
+    """A whole-number argument (an id, a count) as a Python ``int``: an ``int``, a numpy integer or
+    anything else with ``__index__``, or a float with no fractional part (``5.0``, as robotmem's
+    validation took it) — never true/false, text or None (`InvalidInput` naming `what`)."""
+    if _is_bool(value):
+        raise InvalidInput(f"{what} must be a whole number, not true/false")
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+        f = float(value)
+        if math.isfinite(f) and f.is_integer():
+            return int(f)
+        raise InvalidInput(f"{what} must be a whole number, not {f!r}")
+    if hasattr(type(value), "__index__"):
+        try:
+            return operator.index(value)  # type: ignore[arg-type]
+        except TypeError:
+            pass
+    raise InvalidInput(f"{what} must be a whole number, not {_kind(value)}")
+
+
+def as_real(value: object, what: str) -> float:
+    """A number argument (a score, a confidence) as a finite Python ``float``: an ``int``, a
+    ``float``, a numpy number (or anything with ``__index__``) — never true/false, text or None
+    (`InvalidInput` naming `what`)."""
+    if _is_bool(value):
+        raise InvalidInput(f"{what} must be a number, not true/false")
+    if isinstance(value, numbers.Real):
+        f = float(value)
+    elif hasattr(type(value), "__index__"):
+        try:
+            f = float(operator.index(value))  # type: ignore[arg-type]
+        except (TypeError, OverflowError) as exc:
+            raise InvalidInput(f"{what} must be a number, not {_kind(value)}") from exc
+    else:
+        raise InvalidInput(f"{what} must be a number, not {_kind(value)}")
+    if not math.isfinite(f):
+        raise InvalidInput(f"{what} must be a finite number")
+    return f
+
+
+def check_memory_id(value: object) -> int:
+    """A memory id (1 … 2⁶³-1, the range SQLite stores) as a Python ``int``, or `InvalidInput`."""
+    mid = as_int(value, "memory_id")
+    if not 1 <= mid <= MAX_ID:
+        raise InvalidInput("memory_id must be a memory's id (a whole number from 1), as learn or recall returned it")
+    return mid
+
+
+def _kind(value: object) -> str:
+    return "None" if value is None else f"a {type(value).__name__}"
+
+
 def check_collection(collection: str) -> str:
     if not isinstance(collection, str) or not _COLLECTION.match(collection):
         raise InvalidInput(
@@ -264,7 +331,7 @@ def check_collection(collection: str) -> str:
 
 
 def check_perception_type(perception_type: str) -> str:
-    if not _PERCEPTION_TYPE.match(perception_type or ""):
+    if not isinstance(perception_type, str) or not _PERCEPTION_TYPE.match(perception_type):
         raise InvalidInput(
             "perception_type must be a short lower-case word such as visual, tactile, auditory, "
             "proprioceptive, procedural"
@@ -273,7 +340,9 @@ def check_perception_type(perception_type: str) -> str:
 
 
 def check_text(text: str, what: str, max_chars: int) -> str:
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str):
+        raise InvalidInput(f"{what} must be text (a str), not {_kind(text)}")
+    if not text.strip():
         raise InvalidInput(f"{what} must not be empty")
     if len(text) > max_chars:
         raise InvalidInput(f"{what} is longer than {max_chars} characters; split it or summarise it")
@@ -287,6 +356,7 @@ __all__ = [
     "MAX_CONTEXT_BYTES",
     "MAX_DATA_BYTES",
     "MAX_FILTER_BYTES",
+    "MAX_ID",
     "MAX_INSIGHT",
     "MAX_METADATA_BYTES",
     "MAX_N",
@@ -299,11 +369,15 @@ __all__ = [
     "NewMemory",
     "Session",
     "Spatial",
+    "as_int",
+    "as_real",
     "check_collection",
+    "check_memory_id",
     "check_perception_type",
     "check_text",
     "decay_factor",
     "effective_confidence",
+    "json_shaped",
     "parse_context",
     "parse_data",
     "parse_json",

@@ -4,13 +4,16 @@ Size is bounded where each argument is parsed; this adds what a size bound misse
 64 KB context can nest 30,000 levels, which Python's ``json`` decodes (up to its recursion limit)
 and SQLite stores, but which no JSON encoder on the way back out will write — the result that
 holds it cannot be sent, and every recall reaching that memory would fail. **Finite numbers**:
-NaN and Infinity are not JSON. The walk is iterative, so it never recurses itself.
+NaN and Infinity are not JSON. **Plain values**: what a Python caller passes (tuples, numpy
+numbers, non-string keys) is made plain JSON or refused, so what is stored is what comes back.
+`finite`'s walk is iterative, and `check`'s stops at `MAX_DEPTH`: neither recurses past that.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from robot_mcp_memory.errors import InvalidInput
@@ -33,18 +36,55 @@ def loads(text: str) -> Any:
 
 
 def check(value: Any, what: str) -> Any:
-    """`value` unchanged when it nests at most `MAX_DEPTH` levels and holds only finite numbers;
-    else `InvalidInput` naming `what`."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        v, depth = stack.pop()
-        if isinstance(v, dict | list):
-            if depth >= MAX_DEPTH:
-                raise InvalidInput(f"{what} nests more than {MAX_DEPTH} levels deep; flatten it")
-            stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
-        elif isinstance(v, float) and not math.isfinite(v):
+    """`value` as plain JSON values — when it nests at most `MAX_DEPTH` levels, holds only finite
+    numbers and its objects' keys are strings — else `InvalidInput` naming `what`.
+
+    What a Python caller hands over is made plain on the way: a tuple is a list (and nests like
+    one), a mapping is a dict, an int or float subclass (``bool`` aside) its plain value, and a
+    numpy scalar or array its Python value (``.tolist()``, at most `MAX_ARRAY` elements). A key
+    that is not a string is refused, not turned into one: ``{1: …, "1": …}`` would lose a value.
+    Anything else (bytes, a set, a datetime …) is refused. The walk stops at `MAX_DEPTH`, so it
+    never recurses deeper than that however deeply the value nests."""
+    return _plain(value, what, 0)
+
+
+#: The most elements a numpy array in an argument may have (every argument is far smaller once
+#: encoded: data, the largest, is at most 256 KB, two bytes or more per element).
+MAX_ARRAY = 131_072
+
+
+def _plain(v: Any, what: str, depth: int) -> Any:
+    if v is None or v is True or v is False:
+        return v
+    if isinstance(v, str):
+        return v if type(v) is str else str.__str__(v)
+    if isinstance(v, int):
+        return v if type(v) is int else int(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
             raise InvalidInput(f"{what} must contain only JSON values (no NaN or Infinity)")
-    return value
+        return v if type(v) is float else float(v)
+    if isinstance(v, Mapping | list | tuple):
+        if depth >= MAX_DEPTH:
+            raise InvalidInput(f"{what} nests more than {MAX_DEPTH} levels deep; flatten it")
+        if isinstance(v, Mapping):
+            out: dict[str, Any] = {}
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    raise InvalidInput(
+                        f"{what} has the key {k!r} ({type(k).__name__}); the keys of a JSON object are strings"
+                    )
+                out[k if type(k) is str else str.__str__(k)] = _plain(x, what, depth + 1)
+            return out
+        return [_plain(x, what, depth + 1) for x in v]
+    if type(v).__module__ == "numpy" and hasattr(v, "tolist"):
+        if getattr(v, "size", 1) > MAX_ARRAY:
+            raise InvalidInput(f"{what} holds an array of more than {MAX_ARRAY:,} elements; store less or summarise it")
+        return _plain(v.tolist(), what, depth)  # a scalar's Python value, an array's nested lists
+    raise InvalidInput(
+        f"{what} holds a {type(v).__name__}, which is not a JSON value "
+        "(use text, numbers, true/false, None, lists and objects with string keys)"
+    )
 
 
 def finite(value: Any) -> bool:
@@ -62,4 +102,4 @@ def finite(value: Any) -> bool:
     return True
 
 
-__all__ = ["MAX_DEPTH", "check", "finite", "loads"]
+__all__ = ["MAX_ARRAY", "MAX_DEPTH", "check", "finite", "loads"]

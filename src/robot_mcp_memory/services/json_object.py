@@ -28,9 +28,9 @@ def parse_json_object(value: Mapping[str, Any] | str, what: str, max_bytes: int)
             ) from exc
     if not isinstance(value, Mapping):
         raise InvalidInput(f'{what} must be a JSON object such as {{"force": 0.3}}, not a {type(value).__name__}')
-    jsonvalue.check(value, what)
+    value = jsonvalue.check(value, what)
     try:
-        encoded = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"{what} must contain only JSON values (no NaN or Infinity)") from exc
     if len(encoded.encode()) > max_bytes:
