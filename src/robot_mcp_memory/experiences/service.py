@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeVar
 
-from robot_mcp_memory.errors import Conflict, Forbidden, InvalidInput, NotFound
+from robot_mcp_memory.errors import Conflict, Forbidden, InvalidInput, MemoryError_, NotFound
 from robot_mcp_memory.experiences import classify, consolidate, dedup, ranking_repo, storage
 from robot_mcp_memory.experiences.filters import compile_filter
 from robot_mcp_memory.experiences.lexicon import Analysis
@@ -38,9 +38,13 @@ from robot_mcp_memory.experiences.model import (
     NewMemory,
     Session,
     Spatial,
+    as_int,
+    as_real,
     check_collection,
+    check_memory_id,
     check_perception_type,
     check_text,
+    json_shaped,
     parse_context,
     parse_data,
     parse_object,
@@ -55,6 +59,10 @@ from robot_mcp_memory.services.policy import Policy
 from robot_mcp_memory.vectorstore import Embedded
 
 T = TypeVar("T")
+#: What a memory write reports per memory: its id, the duplicate it found, or (a batch's) refusal.
+Out = TypeVar("Out", bound="int | dedup.Duplicate | MemoryError_")
+#: One item of `ExperienceService.learn_batch`: (insight, context, collection, session_id).
+BatchItem = tuple[str, "JsonArg", str, "str | None"]
 Mode = Literal["keyword", "hybrid", "filter"]
 JsonArg = Mapping[str, Any] | str | None
 MAX_SESSION_ID = 64
@@ -116,6 +124,7 @@ class Learned:
     robot: str = ""
     collection: str = ""
     scope: dict[str, list[str]] = field(default_factory=dict)
+    embedded: bool = False  # a vector was stored with it (created, with an embedder up)
 
 
 @dataclass(frozen=True)
@@ -230,8 +239,8 @@ class ExperienceService:
         return tuple(found or ())
 
     async def _write_memories(
-        self, job: Callable[[Any], list[int | dedup.Duplicate]], robot: str, vecs: Sequence[Embedded | None]
-    ) -> list[int | dedup.Duplicate]:
+        self, job: Callable[[Any], list[Out]], robot: str, vecs: Sequence[Embedded | None]
+    ) -> list[Out]:
         """`job` (an outcome per vector, in order: a written memory's id or a duplicate; none when
         it found nothing to change), with each written memory's vector stored in the same
         transaction and the in-memory index patched after the commit."""
@@ -239,14 +248,14 @@ class ExperienceService:
         if v is None:
             return await self.store.write(job)
 
-        def txn(c: Any) -> list[int | dedup.Duplicate]:
+        def txn(c: Any) -> list[Out]:
             outs = job(c)
             for out, vec in zip(outs, vecs, strict=False):
                 if isinstance(out, int):
                     v.write(c, out, vec)
             return outs
 
-        def after(outs: list[int | dedup.Duplicate]) -> None:
+        def after(outs: list[Out]) -> None:
             v.written([(o, robot, vec) for o, vec in zip(outs, vecs, strict=False) if isinstance(o, int)])
 
         return await self.store.write_then(txn, after)
@@ -294,23 +303,58 @@ class ExperienceService:
         session_id: str | None = None,
     ) -> list[Learned]:
         """Learn many insights in one transaction (imports, training loops, benchmarks); each is
-        checked for duplicates against everything stored before it, the batch included."""
+        checked for duplicates against everything stored before it, the batch included. All or
+        nothing: any refused item (named by its index) stores none of them."""
+        done = await self.learn_batch(principal, [(i, c, collection, session_id) for i, c in items])
+        return [d for d in done if isinstance(d, Learned)]
+
+    async def learn_batch(
+        self, principal: Principal, items: Sequence[BatchItem], *, report: bool = False
+    ) -> list[Learned | MemoryError_]:
+        """Learn ``(insight, context, collection, session_id)`` items in one transaction, each
+        checked for duplicates against everything stored before it, the batch included.
+
+        Every item is checked before anything is written. By default a refused item — a bad
+        argument, or a session that does not exist or has ended — raises (`InvalidInput`,
+        `NotFound`, `Conflict`, naming the item's index) and nothing of the batch is stored. With
+        `report`, as robotmem's ``batch_learn``: the refusal takes the item's place in the result
+        and the other items are stored."""
         if len(items) > MAX_BATCH:
-            raise InvalidInput(f"at most {MAX_BATCH} insights per batch")
+            raise InvalidInput(f"at most {MAX_BATCH:,} insights per batch; split it")
         robot = self._author(principal)
-        coll, sid = check_collection(collection), _session_arg(session_id)
-        prepared: list[tuple[NewMemory, Probe, storage.Decide]] = []
-        for insight, context in items:
-            text = check_text(insight, "insight", MAX_INSIGHT)
-            prepared.append(self._fact(robot, coll, text, parse_context(context), sid))
-        vecs = await self._embed([p[0].content for p in prepared])
+        out: list[Learned | MemoryError_ | None] = [None] * len(items)
+        prepared: list[tuple[int, tuple[NewMemory, Probe, storage.Decide]]] = []
+        for i, (insight, context, collection, session_id) in enumerate(items):
+            try:
+                text = check_text(insight, "insight", MAX_INSIGHT)
+                ctx = parse_context(context)
+                coll, sid = check_collection(collection), _session_arg(session_id)
+            except InvalidInput as exc:
+                refusal = InvalidInput(f"item {i}: {exc.detail}")
+                if not report:
+                    raise refusal from exc
+                out[i] = refusal
+                continue
+            prepared.append((i, self._fact(robot, coll, text, ctx, sid)))
+        vecs = await self._embed([p[0].content for _, p in prepared])
         now = time.time()
 
-        def job(c: Any) -> list[int | dedup.Duplicate]:
-            return [storage.learn(c, new, probe, decide, now) for new, probe, decide in prepared]
+        def job(c: Any) -> list[int | dedup.Duplicate | MemoryError_]:
+            outs: list[int | dedup.Duplicate | MemoryError_] = []
+            for i, (new, probe, decide) in prepared:
+                try:
+                    outs.append(storage.learn(c, new, probe, decide, now))
+                except (NotFound, Conflict) as exc:  # the session check, before anything of the item is written
+                    refusal = type(exc)(f"item {i}: {exc.detail}")
+                    if not report:
+                        raise refusal from exc
+                    outs.append(refusal)
+            return outs
 
-        outs = await self._write_memories(job, robot, vecs)
-        return [self._learned(p[0], o) for p, o in zip(prepared, outs, strict=True)]
+        written = await self._write_memories(job, robot, vecs)
+        for (i, p), o in zip(prepared, written, strict=True):
+            out[i] = o if isinstance(o, MemoryError_) else self._learned(p[0], o)
+        return [o for o in out if o is not None]
 
     def _learned(self, new: NewMemory, out: int | dedup.Duplicate) -> Learned:
         if isinstance(out, dedup.Duplicate):
@@ -377,7 +421,8 @@ class ExperienceService:
             return dedup.Duplicate(exact[0].id, "exact", 1.0) if exact else None
 
         (out,) = await self._write_memories(lambda c_: [storage.learn(c_, new, probe, exact_only, now)], robot, vecs)
-        return self._learned(new, out)
+        learned = self._learned(new, out)
+        return replace(learned, embedded=vecs[0] is not None and self.vectors is not None and isinstance(out, int))
 
     # ------------------------------------------------------------------ recall
     async def recall(
@@ -394,10 +439,14 @@ class ExperienceService:
     ) -> Recalled:
         """Ranked memories that pass every filter. Writes nothing: access counters go to the hot
         path without waiting."""
+        n = as_int(n, "n")
         if not 1 <= n <= MAX_N:
             raise InvalidInput(f"n must be between 1 and {MAX_N}")
+        min_confidence = as_real(min_confidence, "min_confidence")
         if not 0.0 <= min_confidence <= 1.0:
             raise InvalidInput("min_confidence must be between 0 and 1")
+        if not isinstance(query, str):
+            raise InvalidInput(f"query must be text (a str; '' for filters only), not a {type(query).__name__}")
         if len(utf8(query, "query")) > MAX_QUERY:
             raise InvalidInput(f"query is longer than {MAX_QUERY} characters")
         spec = parse_object(context_filter, "context_filter", MAX_FILTER_BYTES)
@@ -531,10 +580,11 @@ class ExperienceService:
 
     # ------------------------------------------------------------------ forget / update / get
     async def get(self, principal: Principal, mid: int) -> Experience:
-        return await self._visible_memory(principal, mid)
+        return await self._visible_memory(principal, check_memory_id(mid))
 
     async def forget(self, principal: Principal, mid: int, reason: str) -> Experience:
         """Soft delete with a reason: the memory stays on disk, out of every recall."""
+        mid = check_memory_id(mid)
         why = check_text(reason, "reason", MAX_REASON)
         exp = await self._active_own(principal, mid)
         now = time.time()
@@ -555,18 +605,31 @@ class ExperienceService:
         return exp
 
     async def update(self, principal: Principal, mid: int, new_content: str, context: JsonArg = None) -> Updated:
-        """Replace a memory's content (re-classified and re-indexed); a non-empty `context`
-        replaces its context, an empty one keeps it."""
+        """Replace a memory's content (re-classified and re-indexed). A `context` that is a JSON
+        object (a dict, or a string holding one) replaces the memory's context; plain text (not
+        JSON) is robotmem's usage — a note that informs the re-classification while the stored
+        context is kept; an empty one keeps it too."""
+        mid = check_memory_id(mid)
         text = check_text(new_content, "new_content", MAX_INSIGHT)
+        note = ""
+        if context is None or (isinstance(context, str) and not context.strip()):
+            keep = True
+        elif isinstance(context, str) and not json_shaped(context):
+            keep, note = True, parse_context(context)["note"]  # bounded and checked like learn's note
+        else:
+            keep = False
+        replacement = None if keep else parse_context(context)
+        if replacement == {}:  # `{}` adds nothing to keep: like an empty context
+            keep, replacement = True, None
         old = await self._active_own(principal, mid)
-        blank = not context or (isinstance(context, str) and not context.strip())
-        ctx = old.context if blank else parse_context(context)
+        ctx = old.context if replacement is None else replacement
 
         def build(ctx: dict[str, Any]) -> NewMemory:
+            told = {**ctx, "note": note} if note else ctx  # what the classifier reads, not what is stored
             if old.type == "perception":
-                c = classify.classify_perception(text, old.perception_type or "visual", ctx)
+                c = classify.classify_perception(text, old.perception_type or "visual", told)
             else:
-                c = classify.classify(text, ctx)
+                c = classify.classify(text, told)
             return NewMemory(
                 robot=old.robot,
                 collection=old.collection,
@@ -587,7 +650,7 @@ class ExperienceService:
 
         def write(c: Any) -> list[int | dedup.Duplicate]:
             target = new
-            if blank:  # "keep the context" means the context as it is now, in this transaction:
+            if keep:  # "keep the context" means the context as it is now, in this transaction:
                 current = storage.select_one(c, mid)  # a concurrent update may have changed it
                 if current is not None and current.context != ctx:
                     target = build(dict(current.context))
@@ -627,11 +690,13 @@ class ExperienceService:
         """End an episode: record its outcome, consolidate its redundant memories (never a failure
         into a success, never protected categories or perceptions), and recall what is related
         for the next episode. Confidence is never rewritten here (decay is computed at read time)."""
+        if outcome_score is not None:
+            outcome_score = as_real(outcome_score, "outcome_score")
+            if not 0.0 <= outcome_score <= 1.0:
+                raise InvalidInput("outcome_score must be between 0 (failure) and 1 (full success)")
         s = await self.get_session(principal, session_id)
         if principal.robot_id is not None and s.robot != principal.robot_id:
             raise Forbidden(f"session '{session_id}' belongs to {s.robot}; a robot can only end its own sessions")
-        if outcome_score is not None and not (math.isfinite(outcome_score) and 0.0 <= outcome_score <= 1.0):
-            raise InvalidInput("outcome_score must be between 0 (failure) and 1 (full success)")
         now = time.time()
         ended = await self.store.write(lambda c: storage.end_session(c, s.id, outcome_score, now, consolidate.plan))
         if ended is None:
@@ -702,4 +767,14 @@ def _normalised(scored: Sequence[tuple[Ranked, float]], sp: Spatial | None) -> l
     ]
 
 
-__all__ = ["EndedSession", "ExperienceService", "Hit", "Learned", "MemoryVectors", "Recalled", "Updated", "run_sync"]
+__all__ = [
+    "BatchItem",
+    "EndedSession",
+    "ExperienceService",
+    "Hit",
+    "Learned",
+    "MemoryVectors",
+    "Recalled",
+    "Updated",
+    "run_sync",
+]

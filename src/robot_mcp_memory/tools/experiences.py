@@ -187,8 +187,9 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
         new_content: Annotated[str, Field(min_length=1, max_length=10_000, description="the corrected insight")],
         context: ContextArg = "",
     ) -> UpdateResult | Refusal:
-        """Correct a memory's content (it is re-classified and re-indexed). A non-empty context
-        replaces the memory's context; an empty one keeps it."""
+        """Correct a memory's content (it is re-classified and re-indexed). A context that is a
+        JSON object replaces the memory's context; plain text (not JSON) only informs the
+        re-classification, and an empty one changes nothing: the memory keeps its context."""
         updated = await svc.update(principal_of(ctx), memory_id, new_content, context)
         return UpdateResult.of(updated)
 
