@@ -28,17 +28,18 @@ to load); pass ``embedder="use"`` to load the server's default model.
 from __future__ import annotations
 
 import contextlib
+import shutil
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
-
-import structlog
+from typing import Any, SupportsFloat, SupportsIndex
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.errors import InvalidInput, StorageError
-from robot_mcp_memory.experiences.service import ExperienceService, JsonArg, run_sync
+from robot_mcp_memory.errors import Conflict, InvalidInput, MemoryError_, StorageError
+from robot_mcp_memory.experiences.model import MAX_BATCH, as_int, as_real, check_memory_id
+from robot_mcp_memory.experiences.service import BatchItem, ExperienceService, JsonArg, Learned, run_sync
 from robot_mcp_memory.experiences.views import (
     EndSessionResult,
     ForgetResult,
@@ -55,7 +56,13 @@ _log = logs.get("robot_mcp_memory.api")
 #: What a mapping item of `RobotMemory.learn_many` may hold: learn's keyword arguments.
 _ITEM_KEYS = frozenset({"insight", "context", "collection", "session_id"})
 #: One insight for `RobotMemory.learn_many`: its text, or (text, context), or learn's keyword arguments.
-LearnItem = str | tuple[str, JsonArg] | Mapping[str, Any]
+LearnItem = str | tuple[str, JsonArg] | list[Any] | Mapping[str, Any]
+#: An id or a count: an int, a numpy integer (anything with ``__index__``) or a whole float (``5.0``).
+Whole = SupportsIndex | float
+#: A score or a confidence: any real number, numpy's included.
+Number = SupportsFloat | SupportsIndex
+#: ``RobotMemory(":memory:")`` (robotmem's test idiom): a temporary directory, removed at close.
+IN_MEMORY = ":memory:"
 
 
 class RobotMemory:
@@ -72,13 +79,24 @@ class RobotMemory:
     ) -> None:
         """With an `embedder`, wait up to `wait_for_model` seconds for its model to load (``0``:
         do not wait), so the first recalls are already hybrid; a model that did not load in time
-        (or failed) leaves recall keyword-only until it does, and a warning says so."""
-        if not structlog.is_configured():
-            logs.configure("warning")  # a library stays quiet unless its host configured logging
-        settings = Settings.from_env(
-            {"MEMORY_DATA_DIR": str(data_dir), "ROBOT_ID": robot_id, "MEMORY_EMBEDDER": embedder}
-        )
-        self._memory: Memory | None = Memory.open(settings)
+        (or failed) leaves recall keyword-only until it does, and a warning says so.
+
+        ``data_dir`` may start with ``~``; ``":memory:"`` (robotmem's idiom for a throwaway memory)
+        is a new temporary directory, removed at `close`. Logging: the root logger and the host's
+        configuration are left alone (`logs.for_library`)."""
+        logs.for_library()
+        self._scratch: Path | None = None
+        if str(data_dir) == IN_MEMORY:
+            self._scratch = Path(tempfile.mkdtemp(prefix="robot-mcp-memory-"))
+            where = self._scratch
+        else:
+            where = Path(data_dir).expanduser()
+        settings = Settings.from_env({"MEMORY_DATA_DIR": str(where), "ROBOT_ID": robot_id, "MEMORY_EMBEDDER": embedder})
+        try:
+            self._memory: Memory | None = Memory.open(settings)
+        except BaseException:
+            self._remove_scratch()
+            raise
         self._owned = True
         self._init(self._memory.experiences, collection)
         model = self._memory.embedder
@@ -96,6 +114,7 @@ class RobotMemory:
         """Use an already open `Memory` (its owner closes it), e.g. from a command or a test."""
         self = cls.__new__(cls)
         self._memory = memory
+        self._scratch = None
         self._owned = False
         self._init(memory.experiences, collection, principal)
         return self
@@ -132,45 +151,46 @@ class RobotMemory:
         self, items: Iterable[LearnItem], session_id: str | None = None, collection: str | None = None
     ) -> list[dict[str, Any]]:
         """Learn many insights in one transaction (each still checked for duplicates, the batch
-        included) — the fast way to load an episode's worth, or a dataset."""
+        included) — the fast way to load an episode's worth, or a dataset. An item is a text, a
+        ``(text, context)`` pair (tuple or list), or a mapping of learn's arguments (``insight``,
+        ``context``, ``collection``, ``session_id``). All or nothing: every item is checked before
+        anything is written, and a refused one (`InvalidInput`, or `NotFound`/`Conflict` for its
+        session, naming the item's index) stores none. At most 10,000 items per call."""
         coll = self._coll(collection)
-        # Items in one transaction per (collection, session): a mapping may name its own, as
-        # robotmem's batch_learn passes each mapping to learn(**item).
-        groups: dict[tuple[str, str | None], list[tuple[int, tuple[str, JsonArg]]]] = {}
-        count = 0
-        for i, item in enumerate(items):
-            count += 1
-            key = (coll, session_id)
-            if isinstance(item, str):
-                pair: tuple[str, JsonArg] = (item, "")
-            elif isinstance(item, tuple):
-                pair = (item[0], item[1])
-            else:
-                unknown = set(item) - _ITEM_KEYS
-                if unknown or "insight" not in item:
-                    raise InvalidInput(
-                        f"item {i}: a mapping takes learn's arguments ({', '.join(sorted(_ITEM_KEYS))}), "
-                        f"with an insight{'; not ' + ', '.join(sorted(map(str, unknown))) if unknown else ''}"
-                    )
-                pair = (str(item["insight"]), item.get("context", ""))
-                key = (self._coll(item.get("collection") or coll), item.get("session_id", session_id))
-            groups.setdefault(key, []).append((i, pair))
-        out: list[dict[str, Any]] = [{}] * count
-        for (group_coll, group_session), members in groups.items():
-            learned = run_sync(
-                self._svc.learn_many(self._principal, [p for _, p in members], group_coll, group_session)
-            )
-            for (i, _), x in zip(members, learned, strict=True):
-                out[i] = LearnResult.of(x).model_dump()
-        return out
+        batch = [_item(i, x, coll, session_id) for i, x in enumerate(items)]
+        done = run_sync(self._svc.learn_batch(self._principal, batch))
+        return [LearnResult.of(d).model_dump() for d in done if isinstance(d, Learned)]
 
-    batch_learn = learn_many  # robotmem's name
+    def batch_learn(self, insights: Iterable[LearnItem]) -> list[dict[str, Any]]:
+        """robotmem's ``batch_learn``: one result per item, in order — learn's result, or
+        ``{"status": "error", "error": …}`` for a refused item while the others are stored. Items
+        as `learn_many`'s; stored in transactions of up to 10,000."""
+        coll = self._coll(None)
+        out: list[dict[str, Any]] = []
+        chunk: list[tuple[int, BatchItem]] = []
+
+        def flush() -> None:
+            done = run_sync(self._svc.learn_batch(self._principal, [b for _, b in chunk], report=True))
+            for (at, _), d in zip(chunk, done, strict=True):
+                out[at] = _error(d) if isinstance(d, MemoryError_) else LearnResult.of(d).model_dump()
+            chunk.clear()
+
+        for i, x in enumerate(insights):
+            out.append({})
+            try:
+                chunk.append((i, _item(i, x, coll, None)))
+            except InvalidInput as exc:
+                out[i] = _error(exc)
+            if len(chunk) == MAX_BATCH:
+                flush()
+        flush()
+        return out
 
     def recall(
         self,
         query: str = "",
-        n: int = 5,
-        min_confidence: float = 0.3,
+        n: Whole = 5,
+        min_confidence: Number = 0.3,
         session_id: str | None = None,
         context_filter: JsonArg = None,
         spatial_sort: JsonArg = None,
@@ -180,12 +200,14 @@ class RobotMemory:
         """The most relevant memories, best first (each a dict with ``id``, ``content``,
         ``confidence``, ``score``, ``context`` and its ``params``/``spatial``/``robot``/``task``)."""
         coll = self._coll(collection)
+        count, floor = as_int(n, "n"), as_real(min_confidence, "min_confidence")
         found = run_sync(
             self._svc.recall(
-                self._principal, query, n, coll, min_confidence, session_id, context_filter, spatial_sort, include_data
+                self._principal, query, count, coll, floor, session_id, context_filter, spatial_sort, include_data
             )
         )
-        return [m.model_dump() for m in RecallResult.of(found, include_data).memories]
+        views = RecallResult.of(found, include_data).memories
+        return [_robotmem_keys(v.model_dump(), h.memory.metadata) for v, h in zip(views, found.hits, strict=True)]
 
     def save_perception(
         self,
@@ -201,24 +223,27 @@ class RobotMemory:
         saved = run_sync(
             self._svc.save_perception(self._principal, description, perception_type, data, metadata, coll, session_id)
         )
-        return PerceptionResult.of(saved, perception_type, data is not None).model_dump()
+        # robotmem's has_embedding: whether a vector was stored for it (keyword-only: never)
+        return PerceptionResult.of(saved, perception_type, data is not None).model_dump() | {
+            "has_embedding": saved.embedded
+        }
 
-    def get(self, memory_id: int) -> dict[str, Any]:
+    def get(self, memory_id: Whole) -> dict[str, Any]:
         """One memory by id, whatever its status (`errors.NotFound` if there is none)."""
         self._coll(None)
-        return MemoryView.of(run_sync(self._svc.get(self._principal, memory_id))).model_dump()
+        return MemoryView.of(run_sync(self._svc.get(self._principal, check_memory_id(memory_id)))).model_dump()
 
-    def forget(self, memory_id: int, reason: str) -> dict[str, Any]:
+    def forget(self, memory_id: Whole, reason: str) -> dict[str, Any]:
         """Soft-delete a memory with a reason. ``{"status": "forgotten", …}``."""
         self._coll(None)
-        gone = run_sync(self._svc.forget(self._principal, memory_id, reason))
+        gone = run_sync(self._svc.forget(self._principal, check_memory_id(memory_id), reason))
         return ForgetResult(memory_id=gone.id, content=gone.content[:100], reason=reason.strip()).model_dump()
 
-    def update(self, memory_id: int, new_content: str, context: JsonArg = "") -> dict[str, Any]:
+    def update(self, memory_id: Whole, new_content: str, context: JsonArg = "") -> dict[str, Any]:
         """Correct a memory's content. ``{"status": "updated", "old_content", "new_content", …}``."""
         self._coll(None)
         return UpdateResult.of(
-            run_sync(self._svc.update(self._principal, memory_id, new_content, context))
+            run_sync(self._svc.update(self._principal, check_memory_id(memory_id), new_content, context))
         ).model_dump()
 
     # ------------------------------------------------------------------ sessions
@@ -227,19 +252,38 @@ class RobotMemory:
         coll = self._coll(collection)
         return run_sync(self._svc.start_session(self._principal, coll, context)).id
 
-    def end_session(self, session_id: str, outcome_score: float | None = None) -> dict[str, Any]:
+    def end_session(self, session_id: str, outcome_score: Number | None = None) -> dict[str, Any]:
         """End an episode: ``{"status": "ended", "summary", "consolidated", "related_memories", …}``."""
         self._coll(None)
-        ended = run_sync(self._svc.end_session(self._principal, session_id, outcome_score))
-        return EndSessionResult.of(ended).model_dump()
+        score = None if outcome_score is None else as_real(outcome_score, "outcome_score")
+        ended = run_sync(self._svc.end_session(self._principal, session_id, score))
+        # robotmem's decayed_count: no memory's confidence is rewritten here (decay is computed
+        # at read time), so none is ever decayed by ending a session
+        return EndSessionResult.of(ended).model_dump() | {"decayed_count": 0}
 
     @contextlib.contextmanager
     def session(self, context: JsonArg = None, collection: str | None = None) -> Iterator[str]:
-        """``with mem.session(context=…) as sid:`` — starts an episode and always ends it."""
+        """``with mem.session(context=…) as sid:`` — starts an episode and ends it on leaving the
+        block, unless the body already ended it (``end_session(sid, outcome_score=…)`` inside).
+        An exception of the body always comes through: a failure to end the session then is
+        logged (``api.session_end_failed``), as robotmem does."""
         sid = self.start_session(context, collection)
         try:
             yield sid
-        finally:
+        except BaseException:
+            try:
+                self._end_if_open(sid)
+            except Exception as exc:  # never in place of the body's own exception
+                _log.warning("api.session_end_failed", session_id=sid, error=f"{type(exc).__name__}: {exc}")
+            raise
+        self._end_if_open(sid)
+
+    def _end_if_open(self, sid: str) -> None:
+        if self._closed:
+            return
+        if run_sync(self._svc.get_session(self._principal, sid)).ended_at is not None:
+            return
+        with contextlib.suppress(Conflict):  # ended meanwhile by another thread: ended all the same
             self.end_session(sid)
 
     # ------------------------------------------------------------------ lifecycle
@@ -248,8 +292,16 @@ class RobotMemory:
         if self._closed:
             return
         self._closed = True
-        if self._owned and self._memory is not None:
-            self._memory.close()
+        try:
+            if self._owned and self._memory is not None:
+                self._memory.close()
+        finally:
+            self._remove_scratch()
+
+    def _remove_scratch(self) -> None:
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
     def __enter__(self) -> RobotMemory:
         return self
@@ -261,4 +313,54 @@ class RobotMemory:
         return f"RobotMemory(collection={self._collection!r}, closed={self._closed})"
 
 
-__all__ = ["LearnItem", "RobotMemory"]
+def _item(i: int, item: object, collection: str, session_id: str | None) -> BatchItem:
+    """A `learn_many` item as (insight, context, collection, session_id), or `InvalidInput` naming
+    its index. Nothing is converted: an insight that is not text is refused, as learn refuses it."""
+    if isinstance(item, str):
+        return (item, "", collection, session_id)
+    if isinstance(item, tuple | list):
+        if len(item) != 2:
+            raise InvalidInput(f"item {i}: a pair is (insight, context); this one has {len(item)} elements")
+        insight, context = item
+    elif isinstance(item, Mapping):
+        unknown = [k for k in item if k not in _ITEM_KEYS]
+        if unknown or "insight" not in item:
+            raise InvalidInput(
+                f"item {i}: a mapping takes learn's arguments ({', '.join(sorted(_ITEM_KEYS))}), with an insight"
+                + (f"; not {', '.join(sorted(map(repr, unknown)))}" if unknown else "")
+            )
+        insight, context = item["insight"], item.get("context", "")
+        collection = item.get("collection") or collection
+        session_id = item.get("session_id", session_id)
+    else:
+        raise InvalidInput(
+            f"item {i}: an item is a text, an (insight, context) pair or a mapping of learn's arguments, "
+            f"not {'None' if item is None else 'a ' + type(item).__name__}"
+        )
+    if not isinstance(insight, str):
+        kind = "None" if insight is None else f"a {type(insight).__name__}"
+        raise InvalidInput(f"item {i}: insight must be text (a str), not {kind}")
+    return (insight, context, collection, session_id)
+
+
+def _error(exc: MemoryError_) -> dict[str, Any]:
+    """robotmem's per-item failure in `RobotMemory.batch_learn`, with our error code."""
+    return {"status": "error", "error": exc.detail, "code": exc.code}
+
+
+def _robotmem_keys(view: dict[str, Any], metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A recall item with the keys robotmem's carried, as far as they map (docs/experiences.md):
+    ``human_summary`` (the first 200 characters), ``perception_data`` (the data, when asked for
+    with include_data), ``scope_files``/``scope_entities`` (what the classifier found in the text;
+    lists, where robotmem gave JSON strings)."""
+    scope = metadata.get("scope")
+    scope = scope if isinstance(scope, Mapping) else {}
+    return view | {
+        "human_summary": view["content"][:200],
+        "perception_data": view["data"] if view["type"] == "perception" else None,
+        "scope_files": list(scope.get("files", [])),
+        "scope_entities": list(scope.get("entities", [])),
+    }
+
+
+__all__ = ["IN_MEMORY", "LearnItem", "Number", "RobotMemory", "Whole"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import MutableMapping
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import structlog
@@ -120,6 +120,119 @@ def configure(level: str = "info") -> None:
     )
 
 
+#: The stdlib logger above every logger of the package: what a library host configures.
+PACKAGE = "robot_mcp_memory"
+
+
+def _to_stdlib(_: Any, __: str, event: MutableMapping[str, Any]) -> tuple[tuple[str], dict[str, Any]]:
+    """Library mode's last processor: a stdlib record whose message reads on its own in the host's
+    format (``api.embedder_not_ready embedder='use' waited_s=60``), carrying the event for
+    `_LibraryFormatter`'s JSON line."""
+    ed = dict(event)
+    exc_info = ed.get("exc_info")
+    if exc_info is True:
+        exc_info = sys.exc_info()
+        ed["exc_info"] = exc_info
+    shown = _redact(None, "", dict(ed))
+    text = " ".join(
+        [str(ed.get("event", "")), *(f"{k}={v!r}" for k, v in shown.items() if k not in ("event", "exc_info"))]
+    )
+    return (text,), {"extra": {"structlog_event": ed}, "exc_info": exc_info or None}
+
+
+class _LibraryFormatter(structlog.stdlib.ProcessorFormatter):
+    """Our events in library mode as the server's JSON lines (level, logger, timestamp, the event's
+    own keys, redacted); anything else as `_stdlib_handler` renders it."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        event = getattr(record, "structlog_event", None)
+        if event is None:
+            return super().format(record)
+        copy = logging.makeLogRecord(record.__dict__)
+        ed = dict(event)
+        ed.setdefault("level", record.levelname.lower())
+        ed.setdefault("logger", record.name)
+        copy.msg, copy.args, copy._logger, copy._name = ed, (), None, record.levelname.lower()
+        return super().format(copy)
+
+
+class _LibraryHandler(_StderrHandler):
+    """The JSON line on stderr for the package's warnings while the host has configured no logging
+    of its own (no handler would take them); once it has, its handlers do, in its format."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        c: logging.Logger | None = logging.getLogger(record.name)
+        while c is not None:
+            if any(not isinstance(h, _LibraryHandler) for h in c.handlers):
+                return False
+            if not c.propagate:
+                break
+            c = c.parent
+        return bool(super().filter(record))
+
+
+def for_library() -> None:
+    """Logging for the package used as a library (`api.RobotMemory`): the root logger and the
+    host's logging are left alone. When the host has not configured structlog, the package's
+    events go to the stdlib loggers under `PACKAGE` (warnings and above unless the host set that
+    logger's level), written as JSON lines on stderr only while the host has no handler of its
+    own. Idempotent."""
+    if structlog.is_configured():
+        return  # the host (or our server) configured structlog: events follow that
+    package = logging.getLogger(PACKAGE)
+    if package.level == logging.NOTSET:
+        package.setLevel(logging.WARNING)  # a library stays quiet unless asked
+    if not any(isinstance(h, _LibraryHandler) for h in package.handlers):
+        handler = _LibraryHandler()
+        handler.setFormatter(
+            _LibraryFormatter(
+                foreign_pre_chain=[
+                    structlog.stdlib.add_log_level,
+                    structlog.stdlib.add_logger_name,
+                    structlog.processors.TimeStamper(fmt="iso", utc=True),
+                ],
+                processors=[
+                    structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                    structlog.processors.TimeStamper(fmt="iso", utc=True),
+                    _redact,
+                    _tracebacks,
+                    structlog.processors.JSONRenderer(),
+                ],
+            )
+        )
+        package.addHandler(handler)
+
+
+_LIBRARY_PROCESSORS: list[structlog.typing.Processor] = [
+    structlog.stdlib.filter_by_level,
+    structlog.contextvars.merge_contextvars,
+    _to_stdlib,
+]
+
+
+class _Logger:
+    """`get`'s logger: structlog's as configured (the server, `configure`; or a host that
+    configured structlog), else library mode's stdlib logger of the same name (`for_library`) —
+    never structlog's unconfigured default, which prints every level to stdout."""
+
+    __slots__ = ("_library", "_name")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._library: Any = None
+
+    def __getattr__(self, attr: str) -> Any:
+        if structlog.is_configured():
+            return getattr(structlog.get_logger(self._name), attr)
+        if self._library is None:
+            self._library = structlog.wrap_logger(
+                logging.getLogger(self._name),
+                processors=_LIBRARY_PROCESSORS,
+                wrapper_class=structlog.stdlib.BoundLogger,
+                cache_logger_on_first_use=False,
+            )
+        return getattr(self._library, attr)
+
+
 def get(name: str) -> structlog.typing.FilteringBoundLogger:
-    logger: structlog.typing.FilteringBoundLogger = structlog.get_logger(name)
-    return logger
+    return cast(structlog.typing.FilteringBoundLogger, _Logger(name))

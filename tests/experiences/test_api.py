@@ -84,8 +84,11 @@ def test_a_batch_item_may_name_its_own_collection_and_session(tmp_path: Path) ->
             "the lab A door sticks"
         ]
         assert [m["content"] for m in mem.recall("shelf", collection="lab-b")] == ["the lab B shelf wobbles"]
-        with pytest.raises(InvalidInput, match="not colection"):
-            mem.batch_learn([{"insight": "typo", "colection": "lab-a"}])
+        with pytest.raises(InvalidInput, match=r"item 0: .*not 'colection'"):
+            mem.learn_many([{"insight": "typo", "colection": "lab-a"}])
+        (typo,) = mem.batch_learn([{"insight": "typo", "colection": "lab-a"}])
+        assert typo["status"] == "error"
+        assert "colection" in typo["error"]
 
 
 def test_with_a_model_the_first_recall_already_runs_hybrid(tmp_path: Path) -> None:

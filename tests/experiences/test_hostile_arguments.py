@@ -129,3 +129,16 @@ async def test_a_json_string_argument_with_a_number_of_thousands_of_digits_is_in
     got = await client.call("learn", insight="long number", context='{"p": {"n": ' + "9" * 5000 + "}}")
     assert got["error"] == "invalid", got
     assert "Error executing" not in got["detail"]
+
+
+async def test_a_text_context_on_update_keeps_the_stored_one_and_an_object_replaces_it(client: Client) -> None:
+    """robotmem's update(id, text, context="note") used the note to re-classify only; the tool
+    replaced the whole context with {"note": …}, and filtered recalls lost the memory (D09)."""
+    ctx = {"params": {"grip_force": 12}, "task": {"success": True}}
+    mid = (await client.call("learn", insight="grip force 12 N held the wet mug", context=ctx))["memory_id"]
+    note = "re-measured with the new sensor"
+    await client.call("update", memory_id=mid, new_content="grip force 12.5 N held the wet mug", context=note)
+    hits = (await client.call("recall", query="mug", context_filter={"task.success": True}))["memories"]
+    assert [(m["id"], m["context"]) for m in hits] == [(mid, ctx)]
+    await client.call("update", memory_id=mid, new_content="grip force 12.5 N held the mug", context={"note": note})
+    assert (await client.call("recall", query="mug"))["memories"][0]["context"] == {"note": note}
