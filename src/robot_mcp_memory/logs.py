@@ -215,15 +215,18 @@ class _Logger:
     configured structlog), else library mode's stdlib logger of the same name (`for_library`) —
     never structlog's unconfigured default, which prints every level to stdout."""
 
-    __slots__ = ("_library", "_name")
+    __slots__ = ("_configured", "_library", "_name")
 
     def __init__(self, name: str) -> None:
         self._name = name
         self._library: Any = None
+        self._configured: Any = None  # structlog's lazy proxy, made once (it caches its own binding)
 
     def __getattr__(self, attr: str) -> Any:
         if structlog.is_configured():
-            return getattr(structlog.get_logger(self._name), attr)
+            if self._configured is None:
+                self._configured = structlog.get_logger(self._name)
+            return getattr(self._configured, attr)
         if self._library is None:
             self._library = structlog.wrap_logger(
                 logging.getLogger(self._name),
