@@ -14,7 +14,7 @@ import pytest
 from robot_mcp_memory import db
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import Conflict, Forbidden, InvalidInput, NotFound
-from robot_mcp_memory.fleet import check_group_id, check_robot_id
+from robot_mcp_memory.fleet import check_group_id, check_robot_id, load_snapshot
 from robot_mcp_memory.kit import Kind
 from robot_mcp_memory.principal import ADMIN, Principal
 from robot_mcp_memory.services.fleet import FleetService
@@ -370,3 +370,34 @@ async def test_a_look_never_replaces_a_snapshot_this_process_installed_after_it_
     finally:
         registry.db.read_blocking = read  # type: ignore[method-assign]
     assert registry.snapshot.generation == stale.generation + 100
+
+
+async def test_a_look_set_aside_for_a_newer_own_write_looks_again(memory: Memory) -> None:
+    """A look discarded because a write of this process installed its snapshot meanwhile still
+    counted as seen: another process's write it had read was never installed on a quiet server."""
+    await _line(memory.fleet)
+    registry = memory.fleet.registry
+    store = registry.db
+    seen = registry.refresh(None)
+
+    def own(c: sqlite3.Connection) -> Any:  # a write of ours, its snapshot not installed yet
+        c.execute("INSERT INTO fleet_robots(robot_id, created, updated) VALUES ('rap-0', 'x', 'x')")
+        return load_snapshot(c, next(registry._generations))
+
+    own_snap = store.write_blocking(own)
+    with sqlite3.connect(memory.settings.index_path) as conn:  # then another process's
+        conn.execute("UPDATE fleet_robots SET group_id = 'line-b' WHERE robot_id = 'rap-3'")
+    read = store.read_blocking
+
+    def read_then_install(fn: Any) -> Any:
+        got = read(fn)
+        registry._install(own_snap)
+        return got
+
+    store.read_blocking = read_then_install  # type: ignore[method-assign]
+    try:
+        seen = registry.refresh(seen)
+    finally:
+        store.read_blocking = read  # type: ignore[method-assign]
+    registry.refresh(seen)  # the next look, nothing else committed
+    assert registry.group_of("rap-3") == "line-b"

@@ -391,8 +391,11 @@ class FleetRegistry:
         if snap is not None:
             with self._swap:
                 current = self._snap
-                # Newer than this read if a write of ours installed one meanwhile: keep that.
-                if current.generation == before and _membership(current) != _membership(snap):
+                if current.generation != before:
+                    # A write of ours installed a snapshot meanwhile; it may predate what this
+                    # look read from another process: keep it, and look again next time.
+                    return seen if seen is not None else -1
+                if _membership(current) != _membership(snap):
                     self._snap = snap
         return version
 

@@ -174,9 +174,15 @@ class VectorCache:
         with self._lock:
             idx = self._indexes.get(domain)
             generation = self._generation.get(domain, 0)
+            checked = self._checked.get(domain)
             if idx is not None and idx.model_id == model_id:
-                if _own_since(self.instance, self._checked.get(domain), stamp):
-                    self._checked[domain] = stamp
+                if _own_since(self.instance, checked, stamp):
+                    self._checked[domain] = stamp  # writes since: this process's own, all patched in
+                    return idx
+                if _own_since(self.instance, stamp, checked):
+                    # A snapshot taken before writes this index already holds (a search that began
+                    # before a newer one checked): the index is current; reloading from this older
+                    # snapshot would drop those writes.
                     return idx
                 del self._indexes[domain]  # another process wrote vectors: read them again
         refs, parts, matrix, dim = load(conn, domain, model_id)
@@ -185,7 +191,9 @@ class VectorCache:
             return None
         idx = ExactIndex.build(model_id, dim, refs, parts, matrix)
         with self._lock:
-            if self._generation.get(domain, 0) == generation:
+            # Kept only if nothing changed meanwhile: no write of this process (generation) and no
+            # search that checked a newer stamp (whose snapshot this one may predate).
+            if self._generation.get(domain, 0) == generation and self._checked.get(domain) == checked:
                 self._indexes[domain] = idx
                 self._checked[domain] = stamp
         return idx

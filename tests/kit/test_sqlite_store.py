@@ -561,6 +561,28 @@ def test_close_waits_for_the_reads_in_progress_and_refuses_new_ones(tmp_path: Pa
         assert not closing.is_alive()
 
 
+def test_a_read_outlasting_close_keeps_its_connection_but_the_rest_closes(tmp_path: Path) -> None:
+    """When a read outlived close's wait, close returned early: the writer thread, its connection
+    and the checkpointer stayed up and the WAL was never folded back."""
+    s = open_store(tmp_path / "index.db")
+    s.write_blocking(insert_note("a"))
+    inside, release = threading.Event(), threading.Event()
+
+    def slow(conn: sqlite3.Connection) -> int:
+        inside.set()
+        release.wait(WAIT)
+        n: int = conn.execute("SELECT count(*) FROM notes").fetchone()[0]
+        return n
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        reading = pool.submit(s.read_blocking, slow)
+        assert inside.wait(WAIT)
+        s.close(timeout=0.05)
+        assert not s._thread.is_alive()  # the writer stopped and closed its connection
+        release.set()
+        assert reading.result(WAIT) == 1  # the read finished on its own connection
+
+
 def test_reader_connections_of_ended_threads_are_closed(tmp_path: Path) -> None:
     """Each thread that read kept its connection (two file descriptors) until close: a loop
     starting a thread per episode ran out of descriptors at ~120 threads."""

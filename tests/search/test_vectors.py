@@ -1,12 +1,17 @@
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from robot_mcp_memory import db, vectorstore
 from robot_mcp_memory.search.vectors import ExactIndex, Vector, VectorIndex, decode, encode
+from robot_mcp_memory.vectorstore import VectorCache
 
 finite_f32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
 
@@ -86,3 +91,42 @@ def test_upsert_replaces_grows_and_remove_swaps() -> None:
 
 def test_an_empty_index_finds_nothing() -> None:
     assert ExactIndex("m", 4).search(np.ones(4, np.float32), 3) == []
+
+
+def test_a_search_in_a_snapshot_older_than_the_cache_keeps_the_cache(tmp_path: Path) -> None:
+    """A search that began before this process's own write, finishing after a newer search had
+    checked the cache, took its older stamp for another process's write: it reloaded the index
+    from its old snapshot and installed it, losing that write's vector for good (and, under
+    concurrent learns, reloaded the whole index on most searches)."""
+    store = db.open_index(tmp_path / "index.db")
+    cache = VectorCache(store.instance)
+
+    def up(ref: str, i: int) -> None:
+        vec = np.zeros(4, dtype=np.float32)
+        vec[i] = 1
+
+        def job(c: sqlite3.Connection) -> None:
+            c.execute("INSERT INTO processes(id, title, created, updated) VALUES (?, ?, 'x', 'x')", (ref, ref))
+            vectorstore.upsert(c, "process", ref, "m@4", vec)
+
+        store.write_blocking(job)
+        cache.after_write("process", upserts=[(ref, "p", "m@4", vec)])
+
+    try:
+        up("a", 0)
+        store.read_blocking(lambda c: cache.index(c, "process", "m@4"))
+        old = sqlite3.connect(f"{(tmp_path / 'index.db').resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+        old.execute("BEGIN")
+        old.execute("SELECT value FROM store_meta").fetchall()  # its snapshot starts here
+        up("b", 1)
+        store.read_blocking(lambda c: cache.index(c, "process", "m@4"))  # a newer search checks
+        loads = cache.loads
+        cache.index(old, "process", "m@4")  # the older one finishes
+        old.execute("COMMIT")
+        old.close()
+        assert cache.loads == loads  # nothing reloaded: no other process wrote
+        idx = store.read_blocking(lambda c: cache.index(c, "process", "m@4"))
+        assert idx is not None
+        assert {ref for ref, _ in idx.search(np.array([0, 1, 0, 0], dtype=np.float32), 5, None)} == {"a", "b"}
+    finally:
+        store.close()

@@ -521,6 +521,7 @@ class SqliteStore:
                     raise
                 waits += 1
                 _log.warning("store.write_lock_busy", attempt=waits, path=str(self.path))
+                time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))  # busy at once: no spin
                 continue
             if waits:
                 _log.info("store.write_lock_taken", attempts=waits + 1, path=str(self.path))
@@ -687,13 +688,14 @@ class SqliteStore:
         with self._reads_idle:
             # A read another thread is running keeps its connection (closing it under the read
             # crashed the process); reads that start from now on are refused.
-            if not self._reads_idle.wait_for(lambda: not self._reads, timeout):
-                _log.warning("store.reads_still_running", reads=self._reads, path=str(self.path))
-                return
-        with self._lock:
-            for _thread, conn in self._reader_conns:
-                conn.close()
-            self._reader_conns.clear()
+            reads_done = self._reads_idle.wait_for(lambda: not self._reads, timeout)
+        if reads_done:
+            with self._lock:
+                for _thread, conn in self._reader_conns:
+                    conn.close()
+                self._reader_conns.clear()
+        else:  # their connections stay open (closed when collected); the rest closes as usual
+            _log.warning("store.reads_still_running", reads=self._reads, path=str(self.path))
         if self._checkpointer is not None:
             self._checkpointer.stop()
         self._queue.put(_STOP)
