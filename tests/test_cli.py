@@ -569,28 +569,38 @@ def test_a_dump_replaces_a_symlink_instead_of_writing_through_it(tmp_path: Path)
     assert not [p for p in (tmp_path / "d").rglob("*") if p.name.endswith(".tmp")]
 
 
-def test_a_dump_into_an_earlier_dump_removes_the_files_it_did_not_write(
+def test_a_dump_into_an_earlier_dump_removes_the_files_it_wrote_and_no_longer_does(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A process deleted since the last dump would come back with the next load — but a document
+    an operator added to the dump by hand (one `load` skipped for a typo) is not the dump's to
+    remove: only what the earlier dump wrote (its manifest) goes."""
     _fill(tmp_path / "a", 2)
     dest = tmp_path / "d"
     assert cli.main(["dump", "--data-dir", str(tmp_path / "a"), str(dest)]) == 0
-    (dest / "processes" / "deleted-since.md").write_text(MAILROOM.replace("fetch-package-mailroom", "deleted-since"))
-    (dest / "archive" / "lessons.lessons.jsonl").write_text("")
+    memory = Memory.open(Settings.from_env({"MEMORY_DATA_DIR": str(tmp_path / "a")}))
+    try:
+        asyncio.run(memory.processes.delete(ADMIN, "task-1"))
+    finally:
+        memory.close()
+    (dest / "processes" / "hand-written.md").write_text("---\nid: hand-written\ntitle oops\n---\n")
+    (dest / "archive" / "lessons.lessons.jsonl").write_text("")  # not written by the dump either
     (dest / "processes" / "notes.txt").write_text("kept: not a dump file")
     capsys.readouterr()
     assert cli.main(["dump", "--data-dir", str(tmp_path / "a"), str(dest)]) == 0
-    assert "removed 2 files" in capsys.readouterr().out
+    assert "removed 1 files" in capsys.readouterr().out
     assert sorted(p.name for p in (dest / "processes").iterdir()) == [
         "fetch-package-mailroom.md",
+        "hand-written.md",
         "notes.txt",
         "task-0.md",
-        "task-1.md",
     ]
-    assert not (dest / "archive" / "lessons.lessons.jsonl").exists()
+    assert (dest / "archive" / "lessons.lessons.jsonl").exists()
+    (dest / "processes" / "hand-written.md").unlink()
+    (dest / "archive" / "lessons.lessons.jsonl").unlink()
     assert cli.main(["load", "--data-dir", str(tmp_path / "b"), str(dest)]) == 0
     assert cli.main(["stats", "--data-dir", str(tmp_path / "b")]) == 0
-    assert '"processes": 3' in capsys.readouterr().out
+    assert '"processes": 2' in capsys.readouterr().out
 
 
 def _archive_dir(tmp_path: Path, robots: bytes) -> Path:

@@ -70,9 +70,9 @@ async def _unarchive(memory: Memory, src: Path) -> dict[str, int]:
 async def dump(memory: Memory, principal: Principal, dest: Path, progress: Progress | None = None) -> DumpReport:
     """Write ``processes/<id>.md`` and ``archive/*.jsonl`` into `dest`. The processes and the other
     tables of index.db come from one snapshot (one read transaction), lessons.db from its own.
-    Each file is replaced whole (never written through a symlink); the ``.md``/``.jsonl`` files of
-    an earlier dump that this one did not write are removed, so a later `load` cannot bring back
-    what was deleted since."""
+    Each file is replaced whole (never written through a symlink); the files an earlier dump wrote
+    there (its `MANIFEST`) that this one did not are removed, so a later `load` cannot bring back
+    what was deleted since — a file someone added by hand is never touched."""
     memory.policy.require_admin(principal, "dump")
     out, folder = await asyncio.to_thread(_prepare, dest)
     report = DumpReport()
@@ -95,7 +95,7 @@ async def dump(memory: Memory, principal: Principal, dest: Path, progress: Progr
         )
         report.archived.update({LESSONS_PREFIX + k: v for k, v in got.items()})
     written.update(folder / f"{name}.jsonl" for name in report.archived)
-    report.removed = await asyncio.to_thread(_remove_stale, [(out, "*.md"), (folder, "*.jsonl")], written)
+    report.removed = await asyncio.to_thread(_remove_stale, dest, written)
     return report
 
 
@@ -109,14 +109,28 @@ def _prepare(dest: Path) -> tuple[Path, Path]:
     return out, folder
 
 
-def _remove_stale(patterns: list[tuple[Path, str]], keep: set[Path]) -> list[str]:
-    """Remove the files (or symlinks) matching `patterns` that are not in `keep`; their paths."""
+#: The list of files a dump wrote, beside them: the next dump into the same directory removes
+#: those it does not write again, and nothing else (a document added by hand stays).
+MANIFEST = ".dump-manifest"
+
+
+def _remove_stale(dest: Path, written: set[Path]) -> list[str]:
+    """Remove what the previous dump into `dest` wrote and this one did not (`MANIFEST`), then
+    record what this one wrote; the removed paths."""
+    manifest = dest / MANIFEST
+    try:
+        before = manifest.read_text(encoding="utf-8").splitlines() if manifest.is_file() else []
+    except (OSError, UnicodeDecodeError):
+        before = []
+    now = {str(p.relative_to(dest)) for p in written}
     removed: list[str] = []
-    for folder, pattern in patterns:
-        for path in sorted(folder.glob(pattern)):
-            if path not in keep and (path.is_symlink() or path.is_file()):
-                path.unlink()
-                removed.append(str(path))
+    for rel in sorted(set(before) - now):
+        path = dest / rel
+        inside = path.parent.resolve() in (dest.resolve() / "processes", dest.resolve() / ARCHIVE)
+        if inside and path.suffix in (".md", ".jsonl") and (path.is_symlink() or path.is_file()):
+            path.unlink()
+            removed.append(str(path))
+    files.replace_text(manifest, "".join(f"{rel}\n" for rel in sorted(now)))
     return removed
 
 
