@@ -272,7 +272,7 @@ async def _with_memory(args: argparse.Namespace, settings: Settings) -> int:
             _out(json.dumps({"embedded": done, "memories_embedded": memories}))
             return 0
         if args.command == "doctor":
-            return _doctor_lines(await operations.doctor(memory, full=args.full))
+            return _doctor_lines(await operations.doctor(memory, full=args.full, deep_index_check=True))
         if args.command == "stats":
             _out(json.dumps(await operations.stats(memory, serving=False), indent=2, sort_keys=True))
             return 0

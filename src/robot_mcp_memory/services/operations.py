@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import shutil
 import stat
@@ -258,14 +259,19 @@ _INDEX_CHECKS = {"processes_fts": "process index", "memories_fts": "memory index
 REINDEX = "run robot-mcp-memory reindex"
 
 
-async def doctor(memory: Memory, full: bool = False) -> Doctor:
+async def doctor(memory: Memory, full: bool = False, deep_index_check: bool | None = None) -> Doctor:
+    """Health checks. `full`: SQLite's full integrity_check instead of quick_check. FTS5's own
+    check of each full-text index (`deep_index_check`, default: with `full`) holds the write lock
+    while it reads the index, so a serving process runs it only when asked; the CLI always does."""
+    deep = full if deep_index_check is None else deep_index_check
     lines: list[tuple[str, str, bool]] = []
     h = maintenance.health(memory.settings.index_path, full=full)
     lines.append(("integrity", "ok" if not h.integrity else "; ".join(h.integrity[:5]), not h.integrity))
     supported = len(db.MIGRATIONS)
     lines.append(("schema", f"version {h.schema_version} (this server: {supported})", h.schema_version == supported))
     # FTS5's integrity check is a write-shaped statement: it runs on the writer's connection.
-    for ix in await memory.index.write(db.text_index_health):
+    health = functools.partial(db.text_index_health, deep=deep)
+    for ix in await (memory.index.write(health) if deep else memory.index.read(health)):
         detail = f"{ix.rows} rows, {ix.entries} index entries"
         if ix.problem is not None:
             detail += f"; the index is damaged ({ix.problem})"
