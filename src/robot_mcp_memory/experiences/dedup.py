@@ -102,7 +102,9 @@ def text_outcome(text: str | Analysis) -> int:
 
 
 def _leaves(value: Any, prefix: str = "") -> Iterable[tuple[str, Any]]:
-    if isinstance(value, Mapping):
+    # dict, not Mapping: contexts are plain JSON here (`jsonvalue.check`), and the abstract-class
+    # check on every leaf of every learn cost more than the rest of this walk.
+    if isinstance(value, dict):
         for k in sorted(value):
             yield from _leaves(value[k], f"{prefix}.{k}" if prefix else str(k))
     elif isinstance(value, list):

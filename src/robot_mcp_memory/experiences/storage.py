@@ -165,7 +165,7 @@ def context_text(context: Mapping[str, Any], tags: Iterable[str] = ()) -> str:
     parts: list[str] = []
 
     def walk(value: Any) -> None:
-        if isinstance(value, Mapping):
+        if isinstance(value, dict):  # plain JSON (`jsonvalue.check`): no abstract-class check per leaf
             for v in value.values():
                 walk(v)
         elif isinstance(value, list):

@@ -54,6 +54,30 @@ MAX_ARRAY = 131_072
 
 
 def _plain(v: Any, what: str, depth: int) -> Any:
+    # Plain JSON values first, by exact type (what every MCP argument and most Python ones hold):
+    # this walk runs on every learn, and the abstract-class checks below cost ~10 % of one.
+    t = type(v)
+    if t is str or t is int or v is None or t is bool:
+        return v
+    if t is float:
+        if not math.isfinite(v):
+            raise InvalidInput(f"{what} must contain only JSON values (no NaN or Infinity)")
+        return v
+    if t is dict and depth < MAX_DEPTH:
+        out: dict[str, Any] = {}
+        for k, x in v.items():
+            if type(k) is not str:
+                return _made_plain(v, what, depth)  # a key to refuse or to make plain
+            out[k] = _plain(x, what, depth + 1)
+        return out
+    if t is list and depth < MAX_DEPTH:
+        return [_plain(x, what, depth + 1) for x in v]
+    return _made_plain(v, what, depth)
+
+
+def _made_plain(v: Any, what: str, depth: int) -> Any:
+    """`_plain` for what is not plain JSON already: subclasses, mappings, tuples, numpy values —
+    and the refusals."""
     if v is None or v is True or v is False:
         return v
     if isinstance(v, str):
@@ -68,7 +92,7 @@ def _plain(v: Any, what: str, depth: int) -> Any:
         if depth >= MAX_DEPTH:
             raise InvalidInput(f"{what} nests more than {MAX_DEPTH} levels deep; flatten it")
         if isinstance(v, Mapping):
-            out: dict[str, Any] = {}
+            out = {}
             for k, x in v.items():
                 if not isinstance(k, str):
                     raise InvalidInput(
