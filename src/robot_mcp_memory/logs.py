@@ -76,6 +76,16 @@ def _expected_at_shutdown(record: logging.LogRecord) -> bool:
     return True
 
 
+def _foreign_pre_chain() -> list[structlog.typing.Processor]:
+    """What a record from stdlib logging (not structlog) gets before rendering: level, logger
+    name and time, as our own events carry."""
+    return [
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+
+
 def _stdlib_handler() -> logging.Handler:
     """What the libraries underneath log (mcp's refusals, uvicorn's errors) as the same JSON
     lines as ours, with the logger's name, so a log collector reads one format."""
@@ -84,11 +94,7 @@ def _stdlib_handler() -> logging.Handler:
     handler.addFilter(_expected_at_shutdown)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
-            foreign_pre_chain=[
-                structlog.stdlib.add_log_level,
-                structlog.stdlib.add_logger_name,
-                structlog.processors.TimeStamper(fmt="iso", utc=True),
-            ],
+            foreign_pre_chain=_foreign_pre_chain(),
             processors=[
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                 _redact,
@@ -186,11 +192,7 @@ def for_library() -> None:
         handler = _LibraryHandler()
         handler.setFormatter(
             _LibraryFormatter(
-                foreign_pre_chain=[
-                    structlog.stdlib.add_log_level,
-                    structlog.stdlib.add_logger_name,
-                    structlog.processors.TimeStamper(fmt="iso", utc=True),
-                ],
+                foreign_pre_chain=_foreign_pre_chain(),
                 processors=[
                     structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                     structlog.processors.TimeStamper(fmt="iso", utc=True),

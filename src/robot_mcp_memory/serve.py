@@ -150,14 +150,20 @@ async def _stop_on_signals(
             stop.set()
 
 
-def serve(settings: Settings) -> None:
-    sockets = [] if settings.transport == "stdio" else listen(settings.host, settings.port)
+def open_memory(settings: Settings, sockets: list[socket.socket]) -> Memory:
+    """The data directory's `Memory`, after `sockets` were bound (`listen`); they are closed if
+    it cannot be opened, so a refused start leaves no port held."""
     try:
-        memory = Memory.open(settings)
+        return Memory.open(settings)
     except BaseException:
         for sock in sockets:
             sock.close()
         raise
+
+
+def serve(settings: Settings) -> None:
+    sockets = [] if settings.transport == "stdio" else listen(settings.host, settings.port)
+    memory = open_memory(settings, sockets)
     try:
         mcp = build_server(memory)
         if settings.transport == "stdio":

@@ -534,10 +534,10 @@ def test_the_checkpointer_connection_cannot_change_a_row(tmp_path: Path) -> None
         cp.stop()
 
 
-def test_close_waits_for_the_reads_in_progress_and_refuses_new_ones(tmp_path: Path) -> None:
-    """`close` closed the connections of reads still running on other threads: the process died
-    (SIGSEGV) — a training loop closing its RobotMemory while a worker thread recalled."""
-    s = open_store(tmp_path / "index.db")
+@contextmanager
+def read_in_progress(store: SqliteStore) -> Iterator[tuple[concurrent.futures.Future[int], threading.Event]]:
+    """A read running on another thread, held inside its transaction until the yielded event is
+    set; the future gives the number of notes it then counts."""
     inside, release = threading.Event(), threading.Event()
 
     def slow(conn: sqlite3.Connection) -> int:
@@ -547,8 +547,19 @@ def test_close_waits_for_the_reads_in_progress_and_refuses_new_ones(tmp_path: Pa
         return n
 
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        reading = pool.submit(s.read_blocking, slow)
+        reading = pool.submit(store.read_blocking, slow)
         assert inside.wait(WAIT)
+        try:
+            yield reading, release
+        finally:
+            release.set()
+
+
+def test_close_waits_for_the_reads_in_progress_and_refuses_new_ones(tmp_path: Path) -> None:
+    """`close` closed the connections of reads still running on other threads: the process died
+    (SIGSEGV) — a training loop closing its RobotMemory while a worker thread recalled."""
+    s = open_store(tmp_path / "index.db")
+    with read_in_progress(s) as (reading, release):
         closing = threading.Thread(target=s.close)
         closing.start()
         assert eventually(lambda: s._closed)
@@ -566,17 +577,7 @@ def test_a_read_outlasting_close_keeps_its_connection_but_the_rest_closes(tmp_pa
     and the checkpointer stayed up and the WAL was never folded back."""
     s = open_store(tmp_path / "index.db")
     s.write_blocking(insert_note("a"))
-    inside, release = threading.Event(), threading.Event()
-
-    def slow(conn: sqlite3.Connection) -> int:
-        inside.set()
-        release.wait(WAIT)
-        n: int = conn.execute("SELECT count(*) FROM notes").fetchone()[0]
-        return n
-
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        reading = pool.submit(s.read_blocking, slow)
-        assert inside.wait(WAIT)
+    with read_in_progress(s) as (reading, release):
         s.close(timeout=0.05)
         assert not s._thread.is_alive()  # the writer stopped and closed its connection
         release.set()

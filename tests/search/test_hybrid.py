@@ -271,6 +271,16 @@ async def test_http_embedder_failures_degrade_back_off_recover_and_backfill(
             memory.close()
 
 
+async def _stored_becomes(memory: Memory, stored: dict[str, int], polls: int = 600) -> bool:
+    """Whether the stored vectors per model come to be `stored` (the backfill starts once the
+    model's load has told its listeners, so an idle backfill does not mean it is done)."""
+    for _ in range(polls):  # every 0.1 s
+        if (await memory.processes.search_status())["stored"] == stored:
+            return True
+        await asyncio.sleep(0.1)
+    return (await memory.processes.search_status())["stored"] == stored
+
+
 async def test_a_model_that_changes_size_under_its_name_is_re_embedded_never_mixed(tmp_path: Path) -> None:
     """An Ollama model re-pulled under the same name answers vectors of another size. Its id
     carries the size, so the stored vectors count as another model's: search never ranks a
@@ -292,11 +302,7 @@ async def test_a_model_that_changes_size_under_its_name_is_re_embedded_never_mix
             await memory.processes.find(STDIO, "mailroom package")  # due: loaded again
             assert eventually(lambda: emb.model_id == "ollama:nomic@32", 60)
             # The backfill starts once the reload has told its listeners: wait for its result.
-            for _ in range(600):
-                if (await memory.processes.search_status())["stored"] == {"ollama:nomic@32": 7}:
-                    break
-                await asyncio.sleep(0.1)
-            assert (await memory.processes.search_status())["stored"] == {"ollama:nomic@32": 7}
+            assert await _stored_becomes(memory, {"ollama:nomic@32": 7})
             found = await memory.processes.find(STDIO, "mailroom package")
             assert (found.mode, found.hits[0].doc.id) == ("hybrid", "fetch-package-mailroom")
         finally:
@@ -304,11 +310,7 @@ async def test_a_model_that_changes_size_under_its_name_is_re_embedded_never_mix
         stub.embedder = HashingEmbedder(48)  # and across a restart
         memory, _ = _http_memory(tmp_path, stub, "ollama", MEMORY_EMBED_MODEL="nomic")
         try:
-            for _ in range(600):
-                if (await memory.processes.search_status())["stored"] == {"ollama:nomic@48": 7}:
-                    break
-                await asyncio.sleep(0.1)
-            assert (await memory.processes.search_status())["stored"] == {"ollama:nomic@48": 7}
+            assert await _stored_becomes(memory, {"ollama:nomic@48": 7})
             found = await memory.processes.find(STDIO, "mailroom package")
             assert (found.mode, found.hits[0].doc.id) == ("hybrid", "fetch-package-mailroom")
         finally:

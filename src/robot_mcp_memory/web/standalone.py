@@ -15,7 +15,7 @@ from starlette.types import ASGIApp
 from robot_mcp_memory import __version__, logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.serve import listen, run_http
+from robot_mcp_memory.serve import listen, open_memory, run_http
 from robot_mcp_memory.tokens import TokenAuth
 from robot_mcp_memory.web import build_web
 
@@ -40,12 +40,7 @@ def web_app(memory: Memory) -> ASGIApp:
 
 def serve(settings: Settings) -> None:
     sockets = listen(settings.host, settings.port)
-    try:
-        memory = Memory.open(settings)
-    except BaseException:
-        for sock in sockets:
-            sock.close()
-        raise
+    memory = open_memory(settings, sockets)
     try:
         if not settings.auth_enabled:
             _log.warning(
