@@ -234,6 +234,24 @@ def test_doctor_fails_on_a_damaged_memory_index(tmp_path: Path, capsys: pytest.C
     assert _recall(data, "wet mug")
 
 
+@pytest.mark.parametrize(
+    "damage", ["DELETE FROM memories_fts_data", "DELETE FROM memories_fts_config", "DROP TABLE memories_fts_idx"]
+)
+def test_reindex_repairs_an_index_too_damaged_to_be_dropped(
+    tmp_path: Path, damage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With its _data or _config rows gone FTS5 cannot open the table, so DROP TABLE failed and
+    reindex answered "the database could not be accessed" to the doctor's own advice."""
+    data = tmp_path / "a"
+    _learn(data, *(f"gripper {i} slipped on the wet mug number {i}" for i in range(40)))
+    _sql(data, damage)
+    assert cli.main(["doctor", "--data-dir", str(data)]) == cli.EXIT_FAILED
+    assert cli.main(["reindex", "--data-dir", str(data)]) == 0
+    capsys.readouterr()
+    assert cli.main(["doctor", "--full", "--data-dir", str(data)]) == 0, capsys.readouterr().out
+    assert _recall(data, "wet mug")
+
+
 def test_every_full_text_index_is_checked_and_rebuilt() -> None:
     declared = {t.name for t in db.schema().tables if t.is_fts5}
     assert declared == {"processes_fts", "memories_fts"}

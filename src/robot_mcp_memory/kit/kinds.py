@@ -99,9 +99,35 @@ def recreate(conn: sqlite3.Connection, table: Table) -> None:
     emptied with ``DELETE``: that removes each row's tokens through the damaged pages."""
     if table.kind is not Kind.DERIVED:
         raise PermissionError(f"refusing to recreate {table.name!r}: it is a {table.kind.value}, not derived")
-    conn.execute(f"DROP TABLE IF EXISTS {table.name}")
+    try:
+        conn.execute(f"DROP TABLE IF EXISTS {table.name}")
+    except sqlite3.DatabaseError:
+        if not table.is_fts5:
+            raise
+        _unlink_fts5(conn, table.name)
     for stmt in table.ddl:
         conn.execute(stmt)
+
+
+#: The tables FTS5 keeps an index in (``<name>_data`` …): ordinary tables, droppable on their own.
+_FTS5_SHADOWS = ("data", "idx", "content", "docsize", "config")
+
+
+def _unlink_fts5(conn: sqlite3.Connection, name: str) -> None:
+    """Remove an FTS5 table too damaged to be dropped — ``DROP TABLE`` must open it first, and
+    with its ``_data`` or ``_config`` rows gone it cannot be opened ("vtable constructor failed",
+    "invalid fts5 file format"). Its schema entry is deleted (``writable_schema``, with the schema
+    version bumped so every connection reloads the schema) and its shadow tables dropped; the
+    caller's transaction then creates it again. Only what the index holds is lost: it is derived."""
+    conn.execute("PRAGMA writable_schema=ON")
+    try:
+        conn.execute("DELETE FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+        (version,) = conn.execute("PRAGMA schema_version").fetchone()
+        conn.execute(f"PRAGMA schema_version={int(version) + 1}")
+    finally:
+        conn.execute("PRAGMA writable_schema=OFF")
+    for shadow in _FTS5_SHADOWS:
+        conn.execute(f"DROP TABLE IF EXISTS {name}_{shadow}")
 
 
 @dataclass(frozen=True)
