@@ -26,6 +26,7 @@ import functools
 import secrets
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -77,6 +78,9 @@ def clear(conn: sqlite3.Connection, domain: Domain) -> int:
         _restamp(conn, domain)
     return n
 
+
+#: The shortest time between two reloads of an index for another process's writes (seconds).
+RELOAD_EVERY_S = 1.0
 
 #: own stamp → the stamp it replaced, for every vector write of this process (stamps are unique
 #: across stores, so one map serves them all). Bounded: past the bound it is emptied, and each
@@ -164,6 +168,8 @@ class VectorCache:
         self._indexes: dict[str, ExactIndex] = {}
         self._generation: dict[str, int] = {}
         self._checked: dict[str, str | None] = {}  # the stamp each index is known current at
+        self._loaded_at: dict[str, float] = {}  # when each index was last read from the table
+        self.clock: Callable[[], float] = time.monotonic
         self.loads = 0  # how many times an index was read from the table
 
     def index(self, conn: sqlite3.Connection, domain: Domain, model_id: str) -> ExactIndex | None:
@@ -184,9 +190,14 @@ class VectorCache:
                     # before a newer one checked): the index is current; reloading from this older
                     # snapshot would drop those writes.
                     return idx
+                if self.clock() - self._loaded_at.get(domain, 0.0) < RELOAD_EVERY_S:
+                    # Another process keeps writing (a training loop with its embedder on): at most
+                    # one reload per interval, this index meanwhile — a reload reads every vector.
+                    return idx
                 del self._indexes[domain]  # another process wrote vectors: read them again
         refs, parts, matrix, dim = load(conn, domain, model_id)
         self.loads += 1
+        self._loaded_at[domain] = self.clock()
         if not refs:
             return None
         idx = ExactIndex.build(model_id, dim, refs, parts, matrix)

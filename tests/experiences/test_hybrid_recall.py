@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from robot_mcp_memory import vectorstore
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences.service import ExperienceService, run_sync
 from robot_mcp_memory.experiences.vector_repo import MemoryVectorIndex
@@ -222,10 +223,13 @@ async def test_a_memory_forgotten_after_the_keyword_list_was_read_is_not_returne
     assert [h.memory.id for h in after.hits] == [kept.memory_id]
 
 
-async def test_vectors_another_process_writes_are_searched_and_its_stale_ones_never(memory: Memory) -> None:
+async def test_vectors_another_process_writes_are_searched_and_its_stale_ones_never(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A training loop's `RobotMemory` beside a server, on one data directory: the server ranked
     a memory the loop had updated by its old vector (score 1.0 for the wrong text), and never
     found the loop's new memories by meaning, until it restarted."""
+    monkeypatch.setattr(vectorstore, "RELOAD_EVERY_S", 0.0)  # the interval is tested below
     svc = memory.experiences
     door = await svc.learn(STDIO, "the lab door opens with a badge")
     assert [h.memory.id for h in (await svc.recall(STDIO, "badge door")).hits] == [door.memory_id]
@@ -245,3 +249,33 @@ async def test_vectors_another_process_writes_are_searched_and_its_stale_ones_ne
     found = await svc.recall(STDIO, QUERY, n=5)
     assert own.memory_id in {h.memory.id for h in found.hits}
     assert cache.loads == loads + 1  # its own writes patch the index: no reload
+
+
+async def test_another_processs_stream_of_writes_reloads_the_index_at_most_once_an_interval(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each reload reads every vector (~34 ms at 10,000): beside a loop writing constantly, every
+    search and every learn's dedup read reloaded."""
+    svc = memory.experiences
+    await svc.learn(STDIO, "gripper slipped")
+    await svc.recall(STDIO, QUERY)
+    cache = memory.experiences.vectors.cache  # type: ignore[union-attr]
+    clock = [time.monotonic() + 1000.0]
+    cache.clock = lambda: clock[0]
+    other = Memory.open(memory.settings)
+    try:
+        await other.experiences.learn(STDIO, "wheels slipped")
+        loads = cache.loads
+        await svc.recall(STDIO, QUERY)  # the first look after a long while: reloaded
+        assert cache.loads == loads + 1
+        loads = cache.loads
+        for i in range(5):
+            await other.experiences.learn(STDIO, f"pallet {i} slipped")
+            await svc.recall(STDIO, QUERY)
+        assert cache.loads == loads  # within the interval: the index as it was
+        clock[0] += vectorstore.RELOAD_EVERY_S
+        found = await svc.recall(STDIO, QUERY, n=10)
+        assert cache.loads == loads + 1
+        assert len(found.hits) == 7  # every one of the other process's memories, by meaning
+    finally:
+        other.close()
