@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import signal
 import socket
@@ -18,6 +19,7 @@ from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.errors import CannotListen
+from robot_mcp_memory.kit.daemon import DaemonThreads
 from robot_mcp_memory.server import MemoryMCP, build_server, http_app
 from robot_mcp_memory.stdio import pipe_stdio
 
@@ -127,6 +129,10 @@ async def run_stdio(mcp: MemoryMCP) -> None:
     GRACEFUL_SHUTDOWN_S, then the session ends and this returns (the caller closes the store). A
     second signal cancels what is left at once."""
     stop = anyio.Event()
+    # Blocking work handed to threads (an embedding call, a blocking write) runs on daemon threads:
+    # asyncio waits for its default executor's threads before it returns, and one waiting on an
+    # embedding server held the exit for up to MEMORY_EMBED_TIMEOUT after the grace.
+    asyncio.get_running_loop().set_default_executor(DaemonThreads())
     async with anyio.create_task_group() as tg:
         await tg.start(_stop_on_signals, stop, tg.cancel_scope)
         async with pipe_stdio(stop=stop, grace=GRACEFUL_SHUTDOWN_S) as (read_stream, write_stream):
@@ -143,11 +149,16 @@ async def _stop_on_signals(
         async for signum in signals:
             if stop.is_set():
                 _log.warning("serve.stopping_now", signal=signal.Signals(signum).name)
-                everything.cancel()
-                return
+                break
             logs.stopping()
             _log.info("serve.stopping", signal=signal.Signals(signum).name)
             stop.set()
+        else:
+            return
+    # Leaving the receiver put the default handlers back: a third signal would kill the process
+    # before the store is closed. Ignored from here on, as they are once the session has ended.
+    _ignore_stop_signals()
+    everything.cancel()
 
 
 def open_memory(settings: Settings, sockets: list[socket.socket]) -> Memory:

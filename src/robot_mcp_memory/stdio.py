@@ -224,15 +224,29 @@ class _InFlight:
         self._changed: anyio.Event | None = None
 
     def read(self, message: types.JSONRPCMessage) -> None:
-        if isinstance(message.root, types.JSONRPCRequest):
-            self._ids.add(message.root.id)
+        root = message.root
+        if isinstance(root, types.JSONRPCRequest):
+            self._ids.add(root.id)
+        elif isinstance(root, types.JSONRPCNotification) and root.method == "notifications/cancelled":
+            # A request its client cancelled is never answered: nothing to wait for.
+            self._done((root.params or {}).get("requestId"))
 
     def written(self, message: types.JSONRPCMessage) -> None:
         root = message.root
         if isinstance(root, types.JSONRPCResponse | types.JSONRPCError) and root.id is not None:
-            self._ids.discard(root.id)
-            if self._changed is not None:
-                self._changed.set()
+            self._done(root.id)
+
+    def forget_all(self) -> None:
+        """The client is gone: nothing read can be answered any more."""
+        self._ids.clear()
+        if self._changed is not None:
+            self._changed.set()
+
+    def _done(self, rid: object) -> None:
+        if isinstance(rid, str | int):
+            self._ids.discard(rid)
+        if self._changed is not None:
+            self._changed.set()
 
     async def answered(self) -> None:
         """Returns once every request read has been answered."""
@@ -406,14 +420,24 @@ async def pipe_stdio(
                         in_flight.read(message)
                         await read_writer.send(SessionMessage(message))
                 except _Stopped:
-                    with anyio.move_on_after(grace) as waited:
-                        await in_flight.answered()
-                    if waited.cancelled_caught:
-                        _log.warning("stdio.stop_unanswered", grace_s=grace)
+                    stopped = True
+                else:
+                    stopped = False
+                # At a stop as at the end of input (a client that sent its requests and closed its
+                # end): what was read is answered before the session ends — it cancels the rest.
+                # One grace in all, writing the last answers included.
+                ending[0] = anyio.current_time() + grace
+                with anyio.move_on_after(grace) as waited:
+                    await in_flight.answered()
+                if waited.cancelled_caught:
+                    _log.warning("stdio.stop_unanswered" if stopped else "stdio.eof_unanswered", grace_s=grace)
 
         async def write_lines() -> None:
+            client_gone = False
             async with write_reader:
                 async for session_message in write_reader:
+                    if client_gone:
+                        continue  # nobody reads any more: drained, so the session never blocks
                     try:
                         text = session_message.message.model_dump_json(by_alias=True, exclude_none=True)
                     except Exception as exc:  # one answer that cannot be encoded must not end the session
@@ -422,10 +446,20 @@ async def pipe_stdio(
                         if replacement is None:
                             continue
                         text = replacement
-                    await write(text.encode() + b"\n")
+                    try:
+                        await write(text.encode() + b"\n")
+                    except OSError as exc:  # the client closed its end (it died, or was stopped)
+                        _log.warning("stdio.client_gone", error=type(exc).__name__)
+                        client_gone = True
+                        in_flight.forget_all()
+                        reader.stop()  # nothing could be answered: the session ends
+                        continue
                     in_flight.written(session_message.message)
+            writer_done.set()
 
         watching = anyio.CancelScope()
+        writer_done = anyio.Event()
+        ending: list[float | None] = [None]  # when the grace given at a stop or the end of input runs out
 
         async def stop_reading(stop: anyio.Event) -> None:
             with watching:
@@ -441,3 +475,9 @@ async def pipe_stdio(
                 yield read_stream, write_stream
             finally:
                 watching.cancel()
+                # The answers still being written get the grace too; a client that does not read
+                # them (its pipe full) must not keep the server from stopping.
+                left = grace if ending[0] is None else max(0.0, ending[0] - anyio.current_time())
+                with anyio.move_on_after(left):
+                    await writer_done.wait()
+                tg.cancel_scope.cancel()

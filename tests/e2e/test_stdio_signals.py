@@ -267,3 +267,74 @@ def _wait(pid: int, fd: int, out: bytearray, timeout: float) -> int | None:
             return os.waitstatus_to_exitcode(status)
         out += _read_some(fd)
     return None
+
+
+def test_a_third_signal_is_ignored_and_a_call_stuck_in_a_thread_does_not_hold_the_exit(tmp_path: Path) -> None:
+    """After the second SIGTERM the default handlers were back, so a third killed the server
+    before its store closed; and the exit waited for the thread still blocked on the embedding
+    server (up to MEMORY_EMBED_TIMEOUT) although the second signal said "at once"."""
+    data = tmp_path / "data"
+    with stub_server("ollama") as stub:
+        stub.hold_s = 600  # the embedding call stays blocked far longer than this test waits
+        server = _Stdio(data, MEMORY_EMBEDDER="ollama", MEMORY_EMBED_URL=stub.url, MEMORY_EMBED_TIMEOUT="600")
+        _hold_a_recall(server, stub)
+        server.proc.send_signal(signal.SIGTERM)
+        _wait_for_event(server, "serve.stopping")
+        server.proc.send_signal(signal.SIGTERM)
+        _wait_for_event(server, "serve.stopping_now")
+        server.proc.send_signal(signal.SIGTERM)
+        try:
+            code, err = server.exited()  # within exited()'s bound, the held call notwithstanding
+        finally:
+            stub.release.set()
+    _assert_closed_cleanly(data, code, err)
+
+
+def test_a_client_that_stops_reading_does_not_keep_a_stopped_server_alive(tmp_path: Path) -> None:
+    """Answers fill the pipe a client no longer reads: the writer waited on it for ever after
+    SIGTERM, the grace notwithstanding."""
+    data = tmp_path / "data"
+    server = _Stdio(data, MEMORY_EMBEDDER="none")
+    server.start()
+    long_text = "the lab door handle sticks when it is cold " * 200
+    for rid in range(2, 12):
+        server.send(_call(rid, "learn", insight=f"door {rid}: {long_text}"))
+        server.answer(rid)
+    for rid in range(100, 160):  # ~5 MB of answers, never read
+        server.send(_call(rid, "recall", query="door lab handle", n=10))
+    _wait_for_event(server, "tool.call")
+    code, err = server.stop_with(signal.SIGTERM)
+    _assert_closed_cleanly(data, code, err)
+
+
+def test_a_client_that_sends_its_requests_and_closes_stdin_gets_every_answer(tmp_path: Path) -> None:
+    """At the end of input the session cancelled the requests still being answered: a client
+    that pipes a batch of requests in and closes got a few of them answered."""
+    data = tmp_path / "data"
+    server = _Stdio(data, MEMORY_EMBEDDER="none")
+    server.start()
+    for rid in range(2, 102):
+        server.send(_call(rid, "learn", insight=f"crate {rid} was stacked on the pallet"))
+    stdin = server.proc.stdin
+    assert stdin is not None
+    stdin.close()
+    answered = {server.answer(rid)["id"] for rid in range(2, 102)}
+    assert answered == set(range(2, 102))
+    assert server.proc.wait(timeout=60) == 0
+
+
+def test_a_client_that_dies_ends_the_session_without_a_traceback(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    server = _Stdio(data, MEMORY_EMBEDDER="none")
+    server.start()
+    stdout = server.proc.stdout
+    assert stdout is not None
+    stdout.close()  # the client's end of the server's stdout, gone
+    for rid in range(2, 40):
+        server.send(_call(rid, "recall", query=f"door {rid}"))
+    assert server.proc.wait(timeout=60) == 0
+    stderr = server.proc.stderr
+    assert stderr is not None
+    err = stderr.read().decode()
+    assert "Traceback" not in err
+    assert "stdio.client_gone" in err

@@ -23,6 +23,7 @@ class StubEmbedServer:
         self.embedder = HashingEmbedder(dim)
         self.requests: list[tuple[str, dict[str, str], Any]] = []
         self.release = threading.Event()  # a hanging handler waits on this, never on a clock
+        self.hold_s = 30.0  # the longest a "hold" waits for `release`
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -37,7 +38,7 @@ class StubEmbedServer:
                     stub.release.wait(30)
                     return
                 if stub.mode == "hold":  # answers, once released
-                    stub.release.wait(30)
+                    stub.release.wait(stub.hold_s)
                 if stub.mode == "500":
                     self._send(500, b'{"error": "boom"}')
                     return
@@ -58,11 +59,14 @@ class StubEmbedServer:
                 self._send(200, json.dumps(payload).encode())
 
             def _send(self, status: int, data: bytes) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the caller gave up (stopped, timed out)
+                    pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
