@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, SupportsFloat, SupportsIndex
@@ -86,8 +87,12 @@ class RobotMemory:
         configuration are left alone (`logs.for_library`)."""
         logs.for_library()
         self._scratch: Path | None = None
+        self._scratch_removal: weakref.finalize[..., Any] | None = None
         if str(data_dir) == IN_MEMORY:
             self._scratch = Path(tempfile.mkdtemp(prefix="robot-mcp-memory-"))
+            # Removed at close — or when the instance is collected, or the interpreter exits, for
+            # one never closed (robotmem's ":memory:" leaves nothing behind either).
+            self._scratch_removal = weakref.finalize(self, shutil.rmtree, str(self._scratch), True)
             where = self._scratch
         else:
             where = Path(data_dir).expanduser()
@@ -170,7 +175,11 @@ class RobotMemory:
         chunk: list[tuple[int, BatchItem]] = []
 
         def flush() -> None:
-            done = run_sync(self._svc.learn_batch(self._principal, [b for _, b in chunk], report=True))
+            done = run_sync(
+                self._svc.learn_batch(
+                    self._principal, [b for _, b in chunk], report=True, numbers=[at for at, _ in chunk]
+                )
+            )
             for (at, _), d in zip(chunk, done, strict=True):
                 out[at] = _error(d) if isinstance(d, MemoryError_) else LearnResult.of(d).model_dump()
             chunk.clear()
@@ -299,9 +308,9 @@ class RobotMemory:
             self._remove_scratch()
 
     def _remove_scratch(self) -> None:
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
-            self._scratch = None
+        if self._scratch_removal is not None:
+            self._scratch_removal()  # once: a finalizer runs at most one time
+        self._scratch = None
 
     def __enter__(self) -> RobotMemory:
         return self

@@ -142,6 +142,41 @@ def test_batch_learn_reports_a_bad_item_and_stores_the_others(mem: RobotMemory) 
     assert "good one 3 force 3 N" in _stored(mem)
 
 
+def test_batch_learn_names_a_refused_item_by_its_place_in_the_whole_batch(mem: RobotMemory) -> None:
+    """A refusal the write finds (an unknown session) named the item's place among those that
+    had passed the first check: result 3 said "item 1"."""
+    items: list[Any] = ["", "a good one force 1 N", 7, {"insight": "lost", "session_id": "no-such-session"}]
+    out = mem.batch_learn(items)
+    assert out[3]["status"] == "error"
+    assert out[3]["error"].startswith("item 3: ")
+
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        (lambda m: m.recall("mug", min_confidence=10**400), "min_confidence"),
+        (lambda m: m.end_session(m.start_session(), outcome_score=-(10**400)), "outcome_score"),
+    ],
+)
+def test_a_number_no_float_holds_is_refused_naming_the_argument(
+    mem: RobotMemory, call: Callable[[RobotMemory], Any], says: str
+) -> None:
+    with pytest.raises(InvalidInput, match=says):  # it was a raw OverflowError
+        call(mem)
+
+
+def test_decimals_are_numbers_as_robotmem_takes_them(mem: RobotMemory) -> None:
+    from decimal import Decimal
+
+    mid = mem.learn("grip force 12 N held the mug")["memory_id"]
+    assert mem.get(Decimal(mid))["id"] == mid
+    assert len(mem.recall("mug", n=Decimal(3), min_confidence=Decimal("0.1"))) == 1
+    sid = mem.start_session()
+    assert mem.end_session(sid, outcome_score=Decimal("0.5"))["status"] == "ended"
+    with pytest.raises(InvalidInput, match="n must be a whole number"):
+        mem.recall("mug", n=Decimal("2.5"))
+
+
 # ---------------------------------------------------------------------------- D08 session()
 def test_leaving_a_session_block_the_body_ended_is_quiet(mem: RobotMemory) -> None:
     with mem.session() as sid:
@@ -236,6 +271,20 @@ def test_memory_is_a_temporary_directory_removed_at_close(tmp_path: Path, monkey
     mem.close()
     assert not where.exists()
     assert not (tmp_path / ":memory:").exists()
+
+
+def test_memory_left_unclosed_leaves_nothing_behind(tmp_path: Path) -> None:
+    """robotmem's ":memory:" leaves nothing; ours left a directory per instance never closed."""
+    script = (
+        "from robot_mcp_memory.api import RobotMemory\n"
+        "m = RobotMemory(':memory:')\n"
+        "m.learn('a throwaway insight')\n"
+        "print(m.memory.settings.data_dir)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert not Path(out.stdout.strip()).exists()
 
 
 def test_a_data_dir_under_home_is_expanded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

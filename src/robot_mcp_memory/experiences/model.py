@@ -8,6 +8,7 @@ recall. Times are epoch seconds (floats); adapters render them as ISO-8601.
 
 from __future__ import annotations
 
+import decimal
 import json
 import math
 import numbers
@@ -276,10 +277,13 @@ def as_int(value: object, what: str) -> int:
         raise InvalidInput(f"{what} must be a whole number, not true/false")
     if isinstance(value, int):
         return int(value)
-    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
-        f = float(value)
+    if isinstance(value, numbers.Real | decimal.Decimal) and not isinstance(value, numbers.Integral):
+        try:
+            f = float(value)
+        except OverflowError as exc:
+            raise InvalidInput(f"{what} must be a whole number of a sensible size") from exc
         if math.isfinite(f) and f.is_integer():
-            return int(f)
+            return int(value) if isinstance(value, decimal.Decimal) else int(f)
         raise InvalidInput(f"{what} must be a whole number, not {f!r}")
     if hasattr(type(value), "__index__"):
         try:
@@ -295,8 +299,11 @@ def as_real(value: object, what: str) -> float:
     (`InvalidInput` naming `what`)."""
     if _is_bool(value):
         raise InvalidInput(f"{what} must be a number, not true/false")
-    if isinstance(value, numbers.Real):
-        f = float(value)
+    if isinstance(value, numbers.Real | decimal.Decimal):
+        try:
+            f = float(value)
+        except OverflowError as exc:  # 10**400, a huge Fraction: no float holds it
+            raise InvalidInput(f"{what} must be a finite number") from exc
     elif hasattr(type(value), "__index__"):
         try:
             f = float(operator.index(value))  # type: ignore[arg-type]

@@ -309,7 +309,12 @@ class ExperienceService:
         return [d for d in done if isinstance(d, Learned)]
 
     async def learn_batch(
-        self, principal: Principal, items: Sequence[BatchItem], *, report: bool = False
+        self,
+        principal: Principal,
+        items: Sequence[BatchItem],
+        *,
+        report: bool = False,
+        numbers: Sequence[int] | None = None,
     ) -> list[Learned | MemoryError_]:
         """Learn ``(insight, context, collection, session_id)`` items in one transaction, each
         checked for duplicates against everything stored before it, the batch included.
@@ -322,6 +327,7 @@ class ExperienceService:
         if len(items) > MAX_BATCH:
             raise InvalidInput(f"at most {MAX_BATCH:,} insights per batch; split it")
         robot = self._author(principal)
+        label = list(numbers) if numbers is not None else list(range(len(items)))  # how refusals name items
         out: list[Learned | MemoryError_ | None] = [None] * len(items)
         prepared: list[tuple[int, tuple[NewMemory, Probe, storage.Decide]]] = []
         for i, (insight, context, collection, session_id) in enumerate(items):
@@ -330,7 +336,7 @@ class ExperienceService:
                 ctx = parse_context(context)
                 coll, sid = check_collection(collection), _session_arg(session_id)
             except InvalidInput as exc:
-                refusal = InvalidInput(f"item {i}: {exc.detail}")
+                refusal = InvalidInput(f"item {label[i]}: {exc.detail}")
                 if not report:
                     raise refusal from exc
                 out[i] = refusal
@@ -345,7 +351,7 @@ class ExperienceService:
                 try:
                     outs.append(storage.learn(c, new, probe, decide, now))
                 except (NotFound, Conflict) as exc:  # the session check, before anything of the item is written
-                    refusal = type(exc)(f"item {i}: {exc.detail}")
+                    refusal = type(exc)(f"item {label[i]}: {exc.detail}")
                     if not report:
                         raise refusal from exc
                     outs.append(refusal)

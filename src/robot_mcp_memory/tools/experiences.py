@@ -49,6 +49,15 @@ ContextArg = Annotated[
         "plain text is kept as a note. At most 64 KB."
     ),
 ]
+#: update's context: an object replaces the stored one; text only informs re-classification.
+UpdateContextArg = Annotated[
+    dict[str, Any] | str,
+    Field(
+        description="a new context, as a JSON object (or its JSON string) in the sections learn takes: it "
+        "replaces the stored one. Plain text (robotmem's usage) or '' only informs re-classification; "
+        "the stored context is kept. At most 64 KB."
+    ),
+]
 
 
 def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
@@ -185,7 +194,7 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
         ctx: Context,  # type: ignore[type-arg]
         memory_id: MemoryId,
         new_content: Annotated[str, Field(min_length=1, max_length=10_000, description="the corrected insight")],
-        context: ContextArg = "",
+        context: UpdateContextArg = "",
     ) -> UpdateResult | Refusal:
         """Correct a memory's content (it is re-classified and re-indexed). A context that is a
         JSON object replaces the memory's context; plain text (not JSON) only informs the
