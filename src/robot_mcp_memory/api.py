@@ -32,6 +32,7 @@ import shutil
 import tempfile
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, SupportsFloat, SupportsIndex
 
@@ -58,8 +59,8 @@ _log = logs.get("robot_mcp_memory.api")
 _ITEM_KEYS = frozenset({"insight", "context", "collection", "session_id"})
 #: One insight for `RobotMemory.learn_many`: its text, or (text, context), or learn's keyword arguments.
 LearnItem = str | tuple[str, JsonArg] | list[Any] | Mapping[str, Any]
-#: An id or a count: an int, a numpy integer (anything with ``__index__``) or a whole float (``5.0``).
-Whole = SupportsIndex | float
+#: An id or a count: an int, a numpy integer (anything with ``__index__``), a whole float (``5.0``) or Decimal.
+Whole = SupportsIndex | float | Decimal
 #: A score or a confidence: any real number, numpy's included.
 Number = SupportsFloat | SupportsIndex
 #: ``RobotMemory(":memory:")`` (robotmem's test idiom): a temporary directory, removed at close.
