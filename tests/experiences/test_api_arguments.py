@@ -334,3 +334,12 @@ def test_the_api_leaves_the_hosts_logging_alone(tmp_path: Path) -> None:
         "HOST WARNING robot_mcp_memory.api api.after_host_config waited_s=61",
     ]
     assert run.stdout == ""
+
+
+def test_an_integer_no_json_reader_can_hold_is_refused(mem: RobotMemory) -> None:
+    """Over MCP a 400-digit number is refused on the way in; through the Python API it was stored
+    and then sent to every client whose recall reached it (JavaScript reads it as Infinity)."""
+    with pytest.raises(InvalidInput, match="too large"):
+        mem.learn("a reading", context={"params": {"n": 10**400}})
+    mid = mem.learn("a reading", context={"params": {"n": 2**63}})["memory_id"]
+    assert mem.get(mid)["params"] == {"n": 2**63}

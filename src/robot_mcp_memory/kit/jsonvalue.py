@@ -48,6 +48,10 @@ def check(value: Any, what: str) -> Any:
     return _plain(value, what, 0)
 
 
+#: Integers from here on are no JSON number a client can read (a double overflows; JavaScript reads
+#: Infinity), and over MCP such a number is refused on the way in (`stdio.number_problem`).
+_HUGE = 10**308
+
 #: The most elements a numpy array in an argument may have (every argument is far smaller once
 #: encoded: data, the largest, is at most 256 KB, two bytes or more per element).
 MAX_ARRAY = 131_072
@@ -57,8 +61,12 @@ def _plain(v: Any, what: str, depth: int) -> Any:
     # Plain JSON values first, by exact type (what every MCP argument and most Python ones hold):
     # this walk runs on every learn, and the abstract-class checks below cost ~10 % of one.
     t = type(v)
-    if t is str or t is int or v is None or t is bool:
+    if t is str or v is None or t is bool:
         return v
+    if t is int:
+        if -_HUGE < v < _HUGE:
+            return v
+        raise InvalidInput(f"{what} holds an integer too large for a JSON number (no double holds it)")
     if t is float:
         if not math.isfinite(v):
             raise InvalidInput(f"{what} must contain only JSON values (no NaN or Infinity)")
@@ -82,8 +90,8 @@ def _made_plain(v: Any, what: str, depth: int) -> Any:
         return v
     if isinstance(v, str):
         return v if type(v) is str else str.__str__(v)
-    if isinstance(v, int):
-        return v if type(v) is int else int(v)
+    if isinstance(v, int):  # a subclass (an IntEnum …): its plain value, checked as one
+        return _plain(int(v), what, depth)
     if isinstance(v, float):
         if not math.isfinite(v):
             raise InvalidInput(f"{what} must contain only JSON values (no NaN or Infinity)")
