@@ -246,7 +246,8 @@ def search(conn: sqlite3.Connection, query: str, k: int, visible: Collection[str
     (`fts.skippable`); they still count in every score. Reliability is below 1, so a document
     holding only those words scores below their bound: when the `k`-th best score found is above
     it, the list is exact; otherwise every word chooses matches again. Same rows, same order as a
-    plain join (tests/test_process_search_floor.py)."""
+    plain join, up to scores that agree to 12 significant digits: counting each phrase twice and
+    halving back can move a score's last bit (tests/test_process_search_floor.py)."""
     found = fts.phrases(query)
     if not found:
         return []
