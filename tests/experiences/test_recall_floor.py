@@ -54,11 +54,22 @@ def _count_scales(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return scales
 
 
+def _score(row: tuple[Any, ...]) -> float:
+    rel, w, confd = row[1], row[2], row[3]
+    return float(rel * w * (0.5 + 0.5 * confd))
+
+
 def _same(got: list[tuple[Any, ...]], want: list[tuple[Any, ...]]) -> None:
-    assert [r[0] for r in got] == [r[0] for r in want]
+    """The plain query's rows in its order — up to scores that agree to 9 significant digits:
+    skipping common phrases counts each phrase twice and halves the relevance back, which can
+    move its last bit and so swap two scores that are otherwise equal."""
+    assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
-        assert g[1] == pytest.approx(w[1], rel=1e-9)  # relevance, halved back after the doubling
-        assert g[2:5] == w[2:5]
+        if g[0] == w[0]:
+            assert g[1] == pytest.approx(w[1], rel=1e-9)  # relevance, halved back after the doubling
+            assert g[2:5] == w[2:5]
+        else:
+            assert _score(g) == pytest.approx(_score(w), rel=1e-9), (g, w)
 
 
 async def test_floor_and_skipping_rank_exactly_like_the_plain_query(
