@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from typing import Any
 
 import pytest
@@ -84,6 +86,32 @@ async def test_update_reclassifies_and_reindexes(memory: Memory) -> None:
     assert up.memory.context == {"params": {"mass": 2}}  # an empty context keeps the old one
     assert [h.memory.id for h in (await svc.recall(STDIO, "crate")).hits] == [m.memory_id]
     assert (await svc.recall(STDIO, "weighs")).hits == []
+
+
+async def test_concurrent_updates_each_report_the_content_they_replaced(memory: Memory) -> None:
+    """Two updates pipelined on one memory both said they replaced the original text: the old
+    content was read before the write was queued, not in its transaction."""
+    svc = memory.experiences
+    m = await svc.learn(STDIO, "the blue box weighs 2 kg")
+    texts = ("the blue box weighs 3 kg", "the blue box weighs 4 kg")
+    held, release = threading.Event(), threading.Event()
+
+    def hold(_conn: Any) -> None:  # the writer is busy: both updates read before either writes
+        held.set()
+        release.wait(30)
+
+    holder = threading.Thread(target=memory.index.on_writer, args=(hold,))
+    holder.start()
+    assert held.wait(30)
+    updates = asyncio.gather(*(svc.update(STDIO, m.memory_id, t) for t in texts))
+    await asyncio.sleep(0.2)  # let both read and queue their writes (the order is the writer's)
+    release.set()
+    done = await updates
+    holder.join(30)
+    ran_first = next(i for i, u in enumerate(done) if u.old_content == "the blue box weighs 2 kg")
+    ran_second = 1 - ran_first
+    assert done[ran_second].old_content == texts[ran_first]  # a chain, whichever ran first
+    assert (await svc.get(STDIO, m.memory_id)).content == texts[ran_second]
 
 
 async def test_filter_only_recall_works_without_a_query(memory: Memory) -> None:

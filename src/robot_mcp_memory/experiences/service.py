@@ -654,11 +654,14 @@ class ExperienceService:
 
         new = build(ctx)
 
+        replaced = [old.content]  # the content this update replaced, as its transaction found it
+
         def write(c: Any) -> list[int | dedup.Duplicate]:
             target = new
-            if keep:  # "keep the context" means the context as it is now, in this transaction:
-                current = storage.select_one(c, mid)  # a concurrent update may have changed it
-                if current is not None and current.context != ctx:
+            current = storage.select_one(c, mid)  # a concurrent update may have changed it
+            if current is not None:
+                replaced[0] = current.content
+                if keep and current.context != ctx:  # "keep the context": as it is now, in this transaction
                     target = build(dict(current.context))
             return [mid] if storage.update(c, mid, target, now) else []
 
@@ -667,7 +670,7 @@ class ExperienceService:
         outs = await self._write_memories(write, old.robot, [vec])
         if not outs:
             raise NotFound(f"memory {mid} is no longer active")
-        return Updated(await self._visible_memory(principal, mid), old.content)
+        return Updated(await self._visible_memory(principal, mid), replaced[0])
 
     # ------------------------------------------------------------------ sessions
     async def start_session(
