@@ -6,7 +6,7 @@ on both sides (~0.2 ms of a 0.7 ms ping on a 2-core VM). When stdin and stdout a
 (how MCP clients start a server) `pipe_stdio` hands them to asyncio's pipe transports
 instead: the same memory streams and the same JSON lines, with no thread in between. Anything else
 (a terminal, a regular file, a socket) is read and written by blocking calls on daemon threads
-(`_DaemonThread`), never changing its blocking mode: unlike mcp's worker threads, a read still
+(`kit.daemon.DaemonThreads`), never changing its blocking mode: unlike mcp's worker threads, a read still
 blocked on a terminal when the server stops does not keep the process alive.
 
 Given a `stop` event (SIGTERM/SIGINT, see ``serve.run_stdio``), the transport stops reading once
@@ -19,14 +19,12 @@ import asyncio
 import contextlib
 import json
 import os
-import queue
 import re
 import select
 import stat
 import sys
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, BinaryIO, Protocol, TypeVar
+from typing import BinaryIO, Protocol, TypeVar
 
 import anyio
 import pydantic_core
@@ -36,6 +34,7 @@ from mcp.shared.message import SessionMessage
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.kit import jsonvalue
+from robot_mcp_memory.kit.daemon import DaemonThreads
 
 _log = logs.get("robot_mcp_memory.stdio")
 
@@ -255,51 +254,12 @@ class _InFlight:
             await self._changed.wait()
 
 
-class _DaemonThread:
-    """Blocking calls run one at a time on a daemon thread, for the event loop to await. A call
-    still blocked when the server stops (a read of a terminal nobody types into, of a socket whose
-    peer is silent) does not hold up the process's exit — anyio's worker threads, which mcp's
-    transport reads with, are joined by the interpreter, so Ctrl-C left the server running."""
-
-    def __init__(self, name: str) -> None:
-        self._calls: queue.SimpleQueue[tuple[Callable[[], Any], asyncio.Future[Any]] | None] = queue.SimpleQueue()
-        self._loop = asyncio.get_running_loop()
-        threading.Thread(target=self._serve, name=name, daemon=True).start()
-
-    async def call(self, fn: Callable[[], _T]) -> _T:
-        future: asyncio.Future[_T] = self._loop.create_future()
-        self._calls.put((fn, future))
-        return await future
-
-    def close(self) -> None:
-        """Ends the thread once it is done with its current call (if that ever returns)."""
-        self._calls.put(None)
-
-    def _serve(self) -> None:
-        while (call := self._calls.get()) is not None:
-            fn, future = call
-            try:
-                result = fn()
-            except BaseException as exc:  # handed to the awaiting task, which decides
-                settle = _settler(future, None, exc)
-            else:
-                settle = _settler(future, result, None)
-            try:
-                self._loop.call_soon_threadsafe(settle)
-            except RuntimeError:  # the loop is closed: nobody is waiting any more
-                return
-
-
-def _settler(future: asyncio.Future[Any], result: Any, exc: BaseException | None) -> Callable[[], None]:
-    def settle() -> None:
-        if future.done():  # its awaiting task was cancelled (the server is stopping)
-            return
-        if exc is not None:
-            future.set_exception(exc)
-        else:
-            future.set_result(result)
-
-    return settle
+async def _on(thread: DaemonThreads, fn: Callable[[], _T]) -> _T:
+    """`fn` on `thread` (one daemon thread: calls run in turn), awaited. A call still blocked when
+    the server stops (a read of a terminal nobody types into, of a socket whose peer is silent)
+    does not hold up the process's exit — anyio's worker threads, which mcp's transport reads
+    with, are joined by the interpreter, so Ctrl-C left the server running."""
+    return await asyncio.wrap_future(thread.submit(fn))
 
 
 def _read_blocking(fd: int, n: int) -> bytes:
@@ -322,10 +282,10 @@ def _write_blocking(fd: int, data: bytes) -> None:
 class _ThreadReader:
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        self.thread = _DaemonThread("stdio-reader")
+        self._thread = DaemonThreads(max_workers=1, name="stdio-reader")
 
     async def read(self, n: int) -> bytes:
-        return await self.thread.call(lambda: _read_blocking(self._fd, n))
+        return await _on(self._thread, lambda: _read_blocking(self._fd, n))
 
 
 Write = Callable[[bytes], Awaitable[None]]
@@ -364,17 +324,12 @@ async def _pipe_ends(stdin: BinaryIO, stdout: BinaryIO) -> AsyncIterator[tuple[_
 async def _thread_ends(stdin: BinaryIO, stdout: BinaryIO) -> AsyncIterator[tuple[_Reader, Write]]:
     """A terminal, a regular file or a socket: blocking reads and writes on daemon threads."""
     stdin_fd, stdout_fd = stdin.fileno(), stdout.fileno()
-    reader = _ThreadReader(stdin_fd)
-    writer = _DaemonThread("stdio-writer")
+    writer = DaemonThreads(max_workers=1, name="stdio-writer")
 
     async def write(data: bytes) -> None:
-        await writer.call(lambda: _write_blocking(stdout_fd, data))
+        await _on(writer, lambda: _write_blocking(stdout_fd, data))
 
-    try:
-        yield reader, write
-    finally:
-        reader.thread.close()
-        writer.close()
+    yield _ThreadReader(stdin_fd), write  # the idle daemon threads end with the process
 
 
 @contextlib.asynccontextmanager

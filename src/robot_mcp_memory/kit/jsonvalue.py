@@ -85,17 +85,11 @@ def _plain(v: Any, what: str, depth: int) -> Any:
 
 def _made_plain(v: Any, what: str, depth: int) -> Any:
     """`_plain` for what is not plain JSON already: subclasses, mappings, tuples, numpy values —
-    and the refusals."""
-    if v is None or v is True or v is False:
-        return v
-    if isinstance(v, str):
-        return v if type(v) is str else str.__str__(v)
-    if isinstance(v, int):  # a subclass (an IntEnum …): its plain value, checked as one
-        return _plain(int(v), what, depth)
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            raise InvalidInput(f"{what} must contain only JSON values (no NaN or Infinity)")
-        return v if type(v) is float else float(v)
+    and the refusals. (None, true/false and exact str, int and float never get here.)"""
+    if isinstance(v, str):  # a subclass (a StrEnum …): its plain text
+        return str.__str__(v)
+    if isinstance(v, int | float):  # a subclass (an IntEnum …): its plain value, checked as one
+        return _plain(int(v) if isinstance(v, int) else float(v), what, depth)
     if isinstance(v, Mapping | list | tuple):
         if depth >= MAX_DEPTH:
             raise InvalidInput(f"{what} nests more than {MAX_DEPTH} levels deep; flatten it")
