@@ -745,3 +745,18 @@ def test_a_serving_doctor_checks_inside_the_indexes_only_when_asked(tmp_path: Pa
         assert [s for s in seen if "integrity-check" in s]
     finally:
         memory.close()
+
+
+@pytest.mark.parametrize(("transport", "on_loop"), [("stdio", True), ("sse", False)])
+def test_a_stdio_server_reads_on_its_event_loop_and_an_http_one_on_reader_threads(
+    tmp_path: Path, transport: str, on_loop: bool
+) -> None:
+    """stdio has one client, whose calls come one at a time; HTTP serves many at once."""
+    from robot_mcp_memory.serve import open_memory
+
+    env = {"MEMORY_DATA_DIR": str(tmp_path), "MEMORY_EMBEDDER": "none", "MCP_TRANSPORT": transport}
+    memory = open_memory(Settings.from_env(env), [])
+    try:
+        assert memory.index.reads_on_loop is on_loop
+    finally:
+        memory.close()

@@ -163,13 +163,16 @@ async def _stop_on_signals(
 
 def open_memory(settings: Settings, sockets: list[socket.socket]) -> Memory:
     """The data directory's `Memory`, after `sockets` were bound (`listen`); they are closed if
-    it cannot be opened, so a refused start leaves no port held."""
+    it cannot be opened, so a refused start leaves no port held. Over stdio, reads run on the
+    event loop (`SqliteStore.reads_on_loop`): one client, nothing to overlap."""
     try:
-        return Memory.open(settings)
+        memory = Memory.open(settings)
     except BaseException:
         for sock in sockets:
             sock.close()
         raise
+    memory.index.reads_on_loop = settings.transport == "stdio"
+    return memory
 
 
 def serve(settings: Settings) -> None:

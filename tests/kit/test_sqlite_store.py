@@ -469,6 +469,24 @@ def test_readers_are_read_only(store: SqliteStore) -> None:
     assert notes(store) == []
 
 
+def test_an_awaited_read_runs_on_a_reader_thread_or_with_reads_on_loop_on_the_loops_own(store: SqliteStore) -> None:
+    """The HTTP server keeps its event loop free for other sessions while SQLite works; a stdio
+    server (one client) saves the two thread hops. Either way the read sees committed writes."""
+    store.write_blocking(insert_note("seen"))
+
+    async def where() -> tuple[int, int, list[str]]:
+        got = await store.read(lambda c: (threading.get_ident(), [r[0] for r in c.execute("SELECT id FROM notes")]))
+        return threading.get_ident(), got[0], got[1]
+
+    loop_thread, read_thread, seen = asyncio.run(where())
+    assert read_thread != loop_thread
+    assert seen == ["seen"]
+    store.reads_on_loop = True
+    loop_thread, read_thread, seen = asyncio.run(where())
+    assert read_thread == loop_thread
+    assert seen == ["seen"]
+
+
 def test_a_reader_is_not_blocked_by_a_busy_writer(store: SqliteStore) -> None:
     store.write_blocking(insert_note("visible"))
     with writer_blocked(store):
