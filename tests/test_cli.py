@@ -587,6 +587,24 @@ def test_a_dump_replaces_a_symlink_instead_of_writing_through_it(tmp_path: Path)
     assert not [p for p in (tmp_path / "d").rglob("*") if p.name.endswith(".tmp")]
 
 
+@pytest.mark.parametrize("folder", ["processes", "archive"])
+def test_a_dump_refuses_a_folder_that_is_a_link_elsewhere(
+    tmp_path: Path, folder: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Robots choose process ids, so they choose the file names: a planted ``processes`` link
+    had the dump write every document, and replace files, in the folder it pointed to."""
+    _fill(tmp_path / "a", 2)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "fleet_robots.jsonl").write_text("kept")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / folder).symlink_to(victim, target_is_directory=True)
+    assert cli.main(["dump", "--data-dir", str(tmp_path / "a"), str(tmp_path / "d")]) != 0
+    assert "symbolic link" in capsys.readouterr().err
+    assert sorted(p.name for p in victim.iterdir()) == ["fleet_robots.jsonl"]
+    assert (victim / "fleet_robots.jsonl").read_text() == "kept"
+
+
 def test_a_dump_into_an_earlier_dump_removes_the_files_it_wrote_and_no_longer_does(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

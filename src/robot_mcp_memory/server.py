@@ -8,6 +8,7 @@ builds one around a temporary database in one line. `http_app` puts SSE (``/sse`
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -103,7 +104,7 @@ class SseCap:
 
 
 class McpHosts:
-    """The MCP transports' ``Host`` check, made as the REST API makes it (pure ASGI): a foreign
+    """The MCP transports' (and ``/metrics``') ``Host`` check, made as the REST API makes it (pure ASGI): a foreign
     name gets the same JSON 421 naming ``MEMORY_ALLOWED_HOSTS`` (mcp's own answer is a bare
     "Invalid Host header"), and names compare case-insensitively, as DNS names do — an allowed
     ``Host`` is passed on lower-cased, since mcp's own check (kept, with the origins) compares
@@ -115,7 +116,9 @@ class McpHosts:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""
-        if path in ("/sse", "/mcp") or path.startswith(("/messages/", "/mcp/")):
+        # /metrics too: a page that rebinds its name to this server must not read its counters.
+        # /healthz stays open to any name (a probe by address); it says only ok / not ok.
+        if path in ("/sse", "/mcp", "/metrics") or path.startswith(("/messages/", "/mcp/")):
             if not self.hosts.allows(Headers(scope=scope).get("host")):
                 await misdirected()(scope, receive, send)
                 return
@@ -127,8 +130,9 @@ class McpHosts:
 class StrictNumbers:
     """POSTed JSON-RPC whose numbers mcp would change — NaN, Infinity, ``1e400``, an integer of
     thousands of digits, which its session turns into null — is answered with a JSON-RPC error
-    (400), as the stdio transport does (`stdio.number_problem`); every other body goes through
-    unchanged (pure ASGI: the body is read once and handed on)."""
+    (400), as the stdio transport does (`stdio.number_problem`), and so is a body nested past
+    what Python's parser takes (mcp's transport answered 500 and logged a traceback for each);
+    every other body goes through unchanged (pure ASGI: the body is read once and handed on)."""
 
     def __init__(self, app: ASGIApp, paths: tuple[str, ...] = ("/mcp", "/messages/")) -> None:
         self.app = app
@@ -153,6 +157,12 @@ class StrictNumbers:
             if size > MAX_REQUEST_BODY:  # mcp's own limit answers this one
                 break
         body = b"".join(chunks)
+        if not more and nests_too_deeply(body):
+            parse_error = {"code": -32700, "message": "parse error: JSON nested too deeply"}
+            await JSONResponse({"jsonrpc": "2.0", "id": None, "error": parse_error}, status_code=400)(
+                scope, receive, send
+            )
+            return
         problem = None if more else number_problem(body)
         if problem is not None:
             error = {"jsonrpc": "2.0", "id": message_id(body), "error": {"code": -32600, "message": problem}}
@@ -160,6 +170,24 @@ class StrictNumbers:
             return
         replay: list[Message] = [{"type": "http.request", "body": body, "more_body": more}]
         await self.app(scope, _replay(replay, receive), send)
+
+
+#: A body with fewer brackets than this cannot nest deeply enough to trouble Python's parser
+#: (~1,000 levels): counted at C speed, and only a body with more is parsed to find out.
+_NEST_SUSPECT = 400
+
+
+def nests_too_deeply(body: bytes) -> bool:
+    """Whether parsing `body` as JSON overflows the parser's recursion limit."""
+    if body.count(b"[") + body.count(b"{") < _NEST_SUSPECT:
+        return False
+    try:
+        json.loads(body)
+    except RecursionError:
+        return True
+    except ValueError:
+        return False  # not JSON for another reason: mcp's parser says so
+    return False
 
 
 def _replay(first: list[Message], receive: Receive) -> Receive:

@@ -44,7 +44,7 @@ async def _status(http: httpx.AsyncClient, server: ServerProcess, path: str, hos
         return r.status_code
 
 
-@pytest.mark.parametrize("path", ["/mcp", "/sse", "/messages/", "/api/stats"])
+@pytest.mark.parametrize("path", ["/mcp", "/sse", "/messages/", "/api/stats", "/metrics"])
 async def test_a_listed_name_is_served_with_or_without_a_port_and_a_foreign_one_is_refused(
     proxied: ServerProcess, path: str
 ) -> None:
@@ -84,3 +84,28 @@ async def test_numbers_mcp_would_turn_into_null_are_refused_over_http(proxied: S
             assert r.status_code == 400, (number, r.text[:200])
             assert r.json()["id"] == 3
             assert r.json()["error"]["code"] == -32600
+
+
+async def test_healthz_answers_any_name_and_metrics_only_the_listed_ones(proxied: ServerProcess) -> None:
+    """A probe may ask by address; a page that rebinds its name to this server may not read the
+    counters (found by review: /metrics answered any Host)."""
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        assert (await http.get(proxied.url("/healthz"), headers={"host": "10.1.2.3:9103"})).status_code == 200
+        assert (await http.get(proxied.url("/metrics"), headers={"host": "attacker.example"})).status_code == 421
+        assert (await http.get(proxied.url("/metrics"), headers={"host": "memory-host"})).status_code == 200
+
+
+async def test_a_body_nested_past_the_parser_is_a_json_rpc_parse_error_not_a_500(proxied: ServerProcess) -> None:
+    """mcp's transport answered 500 and logged a traceback for each such POST (found by review)."""
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+        for body in ("[" * 100_000 + "]" * 100_000, '{"a":' * 5000 + "1" + "}" * 5000):
+            r = await http.post(proxied.url("/mcp"), content=body, headers=headers)
+            assert r.status_code == 400
+            assert r.json()["error"]["code"] == -32700
+        # a deep but parseable body still reaches mcp (which says what is wrong with it)
+        r = await http.post(proxied.url("/mcp"), content="[" * 450 + "]" * 450, headers=headers)
+        assert r.status_code != 500
+    log = proxied.stderr()
+    assert "Traceback" not in log
+    assert "RecursionError" not in log

@@ -105,6 +105,14 @@ def _prepare(dest: Path) -> tuple[Path, Path]:
     if dest.exists() and not dest.is_dir():
         raise InvalidInput(f"{dest} is not a directory; choose a directory (or a new path) for the dump")
     out, folder = dest / "processes", dest / ARCHIVE
+    for sub in (out, folder):
+        # Robots choose process ids, so they choose file names: a planted link to a folder
+        # elsewhere would have the dump write (and replace) files there.
+        if sub.is_symlink():
+            raise InvalidInput(
+                f"{sub} is a symbolic link; a dump writes only inside its own directory: "
+                "remove the link or dump elsewhere"
+            )
     out.mkdir(parents=True, exist_ok=True)
     folder.mkdir(exist_ok=True)
     return out, folder
