@@ -37,6 +37,17 @@ def field_is(path: tuple[str, ...], value: Any) -> Check:
     return check
 
 
+def fleet_counts(*, shown: bool) -> Check:
+    """Whether the embedder detail counts every group's processes (a robot read the fleet's
+    process total from it, and watched another group's saves)."""
+
+    def check(r: httpx.Response) -> bool:
+        detail = r.json()["embedder"]["detail"] if r.status_code == 200 else {}
+        return r.status_code == 200 and ("stored" in detail and "missing" in detail) is shown
+
+    return check
+
+
 @dataclass(frozen=True)
 class Cell:
     who: str
@@ -176,6 +187,8 @@ def cells() -> list[Cell]:
         Cell("a1", "doctor is operator information", "GET", "/api/doctor", status(403)),
         Cell("admin", "doctor", "GET", "/api/doctor", status(200)),
         Cell("a1", "stats without per-table counts", "GET", "/api/stats", field_is(("tables",), None)),
+        Cell("a1", "stats without the fleet's vector counts", "GET", "/api/stats", fleet_counts(shown=False)),
+        Cell("admin", "stats with the fleet's vector counts", "GET", "/api/stats", fleet_counts(shown=True)),
         Cell("a1", "session says who it is", "GET", "/api/session", field_is(("robot_id",), "a1")),
         Cell("b1", "session names its group", "GET", "/api/session", field_is(("group",), "grp-b")),
         Cell("admin", "session is unscoped", "GET", "/api/session", field_is(("can_administer",), True)),

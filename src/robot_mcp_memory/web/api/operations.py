@@ -26,12 +26,21 @@ class DoctorArgs(Args):
     full: bool = Field(default=False, description="run integrity_check instead of quick_check")
 
 
-async def embedder_status(memory: Memory) -> Embedder:
-    """The embedder's state, as the process search reports it (when this build has embeddings)."""
+#: What `embedder_status` counts over every group's processes: for unscoped callers only (a
+#: robot read the fleet's process total from them, and watched another group's saves).
+FLEET_COUNTS = ("stored", "missing")
+
+
+async def embedder_status(memory: Memory, *, scoped: bool = False) -> Embedder:
+    """The embedder's state, as the process search reports it (when this build has embeddings);
+    for a `scoped` caller without the fleet-wide counts (`FLEET_COUNTS`)."""
     status_of = getattr(memory.processes, "search_status", None)
     if status_of is None:
         return Embedder(mode="unknown")
     raw: dict[str, Any] = dict(await status_of())
+    if scoped:
+        for key in FLEET_COUNTS:
+            raw.pop(key, None)
     mode = str(raw.pop("mode", "unknown"))
     model = raw.pop("model_id", None) or raw.pop("model", None)
     detail = {k: v for k, v in raw.items() if isinstance(v, str | int | float | bool | dict | list) or v is None}
@@ -56,7 +65,7 @@ def register(api: Api, ctx: WebContext) -> None:
             groups=len(overview.groups),
             lessons=lessons.total if lessons is not None else 0,
             global_self_improve=overview.global_self_improve,
-            embedder=await embedder_status(memory),
+            embedder=await embedder_status(memory, scoped=p.scoped),
             tables=tables,
             experiences=await ctx.experience_counts(p) if ctx.experience_counts is not None else None,
         )
