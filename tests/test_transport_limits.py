@@ -4,7 +4,8 @@ import anyio
 from starlette.types import Message, Receive, Scope, Send
 
 from robot_mcp_memory.app import Memory
-from robot_mcp_memory.server import SseCap, build_server
+from robot_mcp_memory.principal import ADMIN, Principal
+from robot_mcp_memory.server import SessionCap, SseCap, build_server
 
 
 def test_transport_limits_are_mcp_defaults_or_tighter(memory: Memory) -> None:
@@ -44,3 +45,81 @@ async def test_sse_streams_beyond_the_cap_are_refused_with_503() -> None:
         assert sent[0]["status"] == 503
         release.set()
     assert cap.open == 0
+
+
+async def test_one_robot_cannot_hold_every_sse_stream_but_others_still_get_one() -> None:
+    """One robot token held all 1,000 streams and the admin got 503 (found by review)."""
+    release = anyio.Event()
+    entered: list[str] = []
+    reached = {2: anyio.Event(), 4: anyio.Event()}  # streams entered
+
+    async def stream(scope: Scope, receive: Receive, send: Send) -> None:
+        entered.append(scope["principal"].label)
+        if len(entered) in reached:
+            reached[len(entered)].set()
+        await release.wait()
+
+    cap = SseCap(stream, limit=10, per_robot=2)
+    statuses: list[int] = []
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b""}
+
+    def scope_of(principal: Principal) -> Scope:
+        return {"type": "http", "method": "GET", "path": "/sse", "headers": [], "principal": principal}
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(2):
+            tg.start_soon(cap, scope_of(Principal.robot("a")), receive, send)
+        await reached[2].wait()
+        await cap(scope_of(Principal.robot("a")), receive, send)  # a third for robot a: refused
+        assert statuses == [503]
+        tg.start_soon(cap, scope_of(Principal.robot("b")), receive, send)
+        tg.start_soon(cap, scope_of(ADMIN), receive, send)
+        await reached[4].wait()
+        assert sorted(entered) == ["a", "a", "admin", "b"]
+        release.set()
+    assert cap.open == 0
+    assert cap.by_robot == {}
+
+
+async def test_one_robot_cannot_hold_every_mcp_session_and_an_ended_one_frees_its_slot() -> None:
+    live: set[str] = set()
+    made = iter(f"sid-{i}" for i in range(100))
+
+    async def manager(scope: Scope, receive: Receive, send: Send) -> None:
+        sid = next(made)
+        live.add(sid)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"mcp-session-id", sid.encode())]})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    cap = SessionCap(manager, live.__contains__, per_robot=2)
+    statuses: list[int] = []
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"{}"}
+
+    def opening(principal: Principal, headers: list[tuple[bytes, bytes]] | None = None) -> Scope:
+        return {"type": "http", "method": "POST", "path": "/mcp", "headers": headers or [], "principal": principal}
+
+    for _ in range(3):
+        await cap(opening(Principal.robot("a")), receive, send)
+    assert statuses == [200, 200, 503]
+    await cap(opening(Principal.robot("b")), receive, send)
+    await cap(opening(ADMIN), receive, send)
+    assert statuses[3:] == [200, 200]
+    # a request inside an open session is never counted or refused
+    await cap(opening(Principal.robot("a"), [(b"mcp-session-id", b"sid-0")]), receive, send)
+    assert statuses[5] == 200
+    live.discard("sid-0")  # ended (DELETE) or idled out: the slot is free again
+    await cap(opening(Principal.robot("a")), receive, send)
+    assert statuses[6] == 200
+    assert cap.open_sessions("a") == 2

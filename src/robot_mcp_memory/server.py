@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import pydantic_core
@@ -60,6 +60,21 @@ MAX_SESSIONS = 1000
 SESSION_IDLE_TIMEOUT_S = 30 * 60
 #: mcp caps Streamable HTTP sessions but not SSE streams; `SseCap` caps those.
 MAX_SSE_STREAMS = 1000
+#: Open SSE streams, and open Streamable HTTP sessions, one robot token may hold: without it one
+#: robot filled every slot and the rest of the fleet, the admin too, got 503 for 30 minutes. A
+#: robot needs one or two; unscoped callers (the admin, an open server) have the global caps only.
+MAX_PER_ROBOT = 50
+
+
+def _robot_of(scope: Scope) -> str | None:
+    """The scoped robot the auth middleware bound to this request, or None (unscoped)."""
+    principal = scope.get("principal")
+    return principal.label if isinstance(principal, Principal) and principal.scoped else None
+
+
+def _too_many(what: str) -> JSONResponse:
+    detail = f"this robot holds {MAX_PER_ROBOT} open {what} already; close one (or let it idle out) and retry"
+    return JSONResponse({"error": "busy", "detail": detail}, status_code=503)
 
 
 class SseCap:
@@ -74,11 +89,14 @@ class SseCap:
         limit: int = MAX_SSE_STREAMS,
         path: str = "/sse",
         security: TransportSecuritySettings | None = None,
+        per_robot: int = MAX_PER_ROBOT,
     ) -> None:
         self.app = app
         self.limit = limit
         self.path = path
         self.open = 0
+        self.per_robot = per_robot
+        self.by_robot: dict[str, int] = {}
         self.security = TransportSecurityMiddleware(security) if security is not None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -96,11 +114,63 @@ class SseCap:
             )
             await response(scope, receive, send)
             return
+        robot = _robot_of(scope)
+        if robot is not None and self.by_robot.get(robot, 0) >= self.per_robot:
+            await _too_many("SSE streams")(scope, receive, send)
+            return
         self.open += 1
+        if robot is not None:
+            self.by_robot[robot] = self.by_robot.get(robot, 0) + 1
         try:
             await self.app(scope, receive, send)
         finally:
             self.open -= 1
+            if robot is not None:
+                left = self.by_robot.pop(robot) - 1
+                if left:
+                    self.by_robot[robot] = left
+
+
+class SessionCap:
+    """Refuses a scoped robot a new Streamable HTTP session (a POST to `path` without a session
+    id) while it holds `per_robot` open ones (pure ASGI). Which sessions are open is `live`'s
+    answer (the session manager's own table); whose they are is read from the
+    ``mcp-session-id`` header of the answer that opened them."""
+
+    def __init__(
+        self, app: ASGIApp, live: Callable[[str], bool], per_robot: int = MAX_PER_ROBOT, path: str = "/mcp"
+    ) -> None:
+        self.app = app
+        self.live = live
+        self.per_robot = per_robot
+        self.path = path
+        self.owned: dict[str, set[str]] = {}  # robot → the session ids it opened
+
+    def open_sessions(self, robot: str) -> int:
+        ids = {sid for sid in self.owned.get(robot, ()) if self.live(sid)}
+        if ids:
+            self.owned[robot] = ids
+        else:
+            self.owned.pop(robot, None)
+        return len(ids)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        robot = _robot_of(scope) if scope["type"] == "http" and scope.get("method") == "POST" else None
+        if robot is None or scope.get("path") != self.path or Headers(scope=scope).get("mcp-session-id"):
+            await self.app(scope, receive, send)
+            return
+        if self.open_sessions(robot) >= self.per_robot:
+            await _too_many("MCP sessions")(scope, receive, send)
+            return
+
+        async def noting(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                sid = Headers(raw=message.get("headers", [])).get("mcp-session-id")
+                if sid:
+                    self.owned.setdefault(robot, set()).add(sid)
+            await send(message)
+
+        await self.app(scope, receive, noting)
 
 
 class McpHosts:
@@ -457,7 +527,17 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
         *streamable.routes,
         *sse.routes,
     ]
-    app = SseCap(StrictNumbers(Starlette(routes=routes, lifespan=lifespan)), security=mcp.settings.transport_security)
+    manager = mcp.session_manager
+
+    # The manager's own table of open sessions (mcp 1.30 has no public view of it); a test opens
+    # and ends real sessions through this, so a change in mcp shows there.
+    def live(session_id: str) -> bool:
+        return session_id in manager._server_instances
+
+    app = SessionCap(
+        SseCap(StrictNumbers(Starlette(routes=routes, lifespan=lifespan)), security=mcp.settings.transport_security),
+        live,
+    )
     return web.protect(McpHosts(app, HostGuard(memory.settings.allowed_hosts)), auth)
 
 

@@ -156,6 +156,18 @@ def test_sessions_expire_and_are_capped() -> None:
     assert len(store) == 2
 
 
+def test_one_robot_logging_in_over_and_over_drops_only_its_own_oldest_sessions() -> None:
+    """A robot token logging in 10,000 times logged the admin out (found by review)."""
+    store = SessionStore(max_sessions=10, per_robot=3)
+    admin, _ = store.create(ADMIN_PRINCIPAL)
+    other, _ = store.create(Principal.robot("b"))
+    robot = [store.create(Principal.robot("a"))[0] for _ in range(50)]
+    assert store.lookup(admin) is not None
+    assert store.lookup(other) is not None
+    assert [store.lookup(s) is not None for s in robot[-4:]] == [False, True, True, True]
+    assert len(store) == 5
+
+
 def test_sessions_are_stored_by_digest_not_by_id() -> None:
     store = SessionStore()
     sid, session = store.create(ADMIN_PRINCIPAL)

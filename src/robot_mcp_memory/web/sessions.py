@@ -8,7 +8,9 @@ SameSite=Strict`` cookie. The token itself never reaches a URL, the cookie jar o
   a lookup's timing says nothing about a stored id, and a heap dump holds no usable cookie;
 - every session carries its own CSRF token (also 32 random bytes), returned by ``GET
   /api/session`` and required in ``X-CSRF-Token`` on cookie-authenticated writes;
-- sessions expire (`ttl_s`, absolute) and are capped (`max_sessions`, oldest dropped first);
+- sessions expire (`ttl_s`, absolute) and are capped (`max_sessions`, oldest dropped first; a
+  robot token holds at most `per_robot`, its own oldest dropped first, so logging in with one
+  over and over cannot log the admin out);
 - they live in this process only: a restart logs everyone out, which costs a re-login and
   nothing else (MCP clients never use them).
 """
@@ -28,6 +30,8 @@ from robot_mcp_memory.principal import Principal
 
 DEFAULT_TTL_S = 12 * 60 * 60
 MAX_SESSIONS = 10_000
+#: Browser sessions one robot token may hold (a person logs in from a few browsers).
+MAX_PER_ROBOT = 20
 
 
 @dataclass(frozen=True)
@@ -49,10 +53,12 @@ class SessionStore:
         *,
         ttl_s: float = DEFAULT_TTL_S,
         max_sessions: int = MAX_SESSIONS,
+        per_robot: int = MAX_PER_ROBOT,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.ttl_s = ttl_s
         self.max_sessions = max_sessions
+        self.per_robot = per_robot
         self.clock = clock
         self._sessions: OrderedDict[bytes, WebSession] = OrderedDict()
         self._lock = threading.Lock()
@@ -66,6 +72,10 @@ class SessionStore:
         session = WebSession(principal, secrets.token_urlsafe(32), self.clock() + self.ttl_s)
         with self._lock:
             self._prune()
+            if principal.scoped:
+                own = [k for k, v in self._sessions.items() if v.principal.label == principal.label]
+                for key in own[: max(0, len(own) - self.per_robot + 1)]:  # oldest first
+                    del self._sessions[key]
             while len(self._sessions) >= self.max_sessions:
                 self._sessions.popitem(last=False)
             self._sessions[_key(session_id)] = session

@@ -1,0 +1,52 @@
+"""One robot token cannot take every MCP session of the real server: the per-robot cap counts the
+sessions mcp's session manager really holds open, so one the robot ends frees its slot."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from robot_mcp_memory.server import MAX_PER_ROBOT
+from tests.e2e.harness import ServerProcess, initialize_request
+
+ADMIN = "admin-token-0123456789"
+ROBOT = "tok-rap-1-abcdefgh"
+ACCEPT = "application/json, text/event-stream"
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[ServerProcess]:
+    env = {"MEMORY_TOKEN": ADMIN, "MEMORY_ROBOT_TOKENS": f"rap-1:{ROBOT}", "MEMORY_EMBEDDER": "none"}
+    proc = ServerProcess(data_dir=tmp_path / "data", log_dir=tmp_path, env=env)
+    await proc.start()
+    try:
+        yield proc
+    finally:
+        await proc.stop()
+
+
+async def _open(http: httpx.AsyncClient, server: ServerProcess, token: str) -> httpx.Response:
+    headers = {"authorization": f"Bearer {token}", "accept": ACCEPT}
+    return await http.post(server.url("/mcp"), json=initialize_request("caps"), headers=headers)
+
+
+async def test_a_robot_past_its_session_cap_gets_503_while_the_admin_still_gets_in(server: ServerProcess) -> None:
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        sessions = []
+        for _ in range(MAX_PER_ROBOT):
+            r = await _open(http, server, ROBOT)
+            assert r.status_code == 200, r.text
+            sessions.append(r.headers["mcp-session-id"])
+        refused = await _open(http, server, ROBOT)
+        assert refused.status_code == 503
+        assert refused.json()["error"] == "busy"
+        assert (await _open(http, server, ADMIN)).status_code == 200
+        ended = await http.delete(
+            server.url("/mcp"), headers={"authorization": f"Bearer {ROBOT}", "mcp-session-id": sessions[0]}
+        )
+        assert ended.status_code == 200
+        assert (await _open(http, server, ROBOT)).status_code == 200
+        assert (await _open(http, server, ROBOT)).status_code == 503
