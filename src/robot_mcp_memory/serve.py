@@ -14,6 +14,7 @@ import anyio
 import anyio.abc
 import uvicorn
 from starlette.types import ASGIApp
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
@@ -27,6 +28,55 @@ _log = logs.get("robot_mcp_memory.serve")
 
 #: Seconds open connections (SSE streams) get after SIGTERM before they are cancelled.
 GRACEFUL_SHUTDOWN_S = 5
+#: Seconds a connection gets to send a request's headers (`HeaderDeadline`).
+HEADERS_TIMEOUT_S = 10.0
+
+
+class HeaderDeadline(H11Protocol):
+    """uvicorn's h11 protocol with a deadline on each request's headers. uvicorn has none: a
+    connection that sent nothing, or half a request line, stayed open for good, so anyone who
+    could reach the port, token or not, held open files until the server could accept no one
+    (found by review: 1,100 idle sockets stopped ``/healthz``). While no request is being
+    answered the connection must finish its next request's headers within `HEADERS_TIMEOUT_S`,
+    or it is closed; a request being answered (an SSE stream too) is never cut by this."""
+
+    headers_timeout_s = HEADERS_TIMEOUT_S
+    _deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._watch()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._watch()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._watch()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._unwatch()
+        super().connection_lost(exc)
+
+    def _waiting(self) -> bool:
+        return self.cycle is None or self.cycle.response_complete
+
+    def _watch(self) -> None:
+        if not self._waiting():
+            self._unwatch()
+        elif self._deadline is None and not self.transport.is_closing():
+            self._deadline = self.loop.call_later(self.headers_timeout_s, self._late)
+
+    def _unwatch(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _late(self) -> None:
+        self._deadline = None
+        if self._waiting() and not self.transport.is_closing():
+            self.transport.close()
 
 
 def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -91,6 +141,7 @@ def run_http(
         log_level="warning",
         lifespan=lifespan,
         log_config=None,
+        http=HeaderDeadline,
         # Open SSE streams never end on their own: GRACEFUL_SHUTDOWN_S after SIGTERM they are
         # cancelled, so the shutdown always happens.
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
@@ -101,11 +152,31 @@ def run_http(
     # (Under stdio, `run_stdio` takes SIGTERM and SIGINT on its event loop instead.)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    _more_open_files()
     try:
         _Server(config).run(sockets=sockets)
     finally:
         for sock in sockets:
             sock.close()
+
+
+#: Open files an HTTP server asks for (each connection is one): the usual soft limit of 1,024 is
+#: a few hundred idle connections from running out, and then no one can connect.
+OPEN_FILES = 65_536
+
+
+def _more_open_files() -> None:
+    """Raise this process's soft limit on open files towards `OPEN_FILES`, within the hard limit
+    (as Go's runtime does at start); left as it is where the platform refuses."""
+    try:
+        import resource  # POSIX only
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = OPEN_FILES if hard == resource.RLIM_INFINITY else min(OPEN_FILES, hard)
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    except (ImportError, OSError, ValueError):
+        pass
 
 
 def _ignore_stop_signals() -> None:

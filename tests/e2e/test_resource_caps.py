@@ -1,14 +1,17 @@
-"""One robot token cannot take every MCP session of the real server: the per-robot cap counts the
-sessions mcp's session manager really holds open, so one the robot ends frees its slot."""
+"""What one client can hold of the real server: one robot token cannot take every MCP session
+(the per-robot cap counts the sessions mcp's session manager really holds open, so one the robot
+ends frees its slot), and a connection that never sends a request is closed."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from robot_mcp_memory.serve import HEADERS_TIMEOUT_S
 from robot_mcp_memory.server import MAX_PER_ROBOT
 from tests.e2e.harness import ServerProcess, initialize_request
 
@@ -50,3 +53,14 @@ async def test_a_robot_past_its_session_cap_gets_503_while_the_admin_still_gets_
         assert ended.status_code == 200
         assert (await _open(http, server, ROBOT)).status_code == 200
         assert (await _open(http, server, ROBOT)).status_code == 503
+
+
+async def test_a_connection_that_never_sends_its_headers_is_closed(server: ServerProcess) -> None:
+    """Without a deadline such connections stayed open for good, until no one could connect."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")  # and never the blank line
+    async with asyncio.timeout(HEADERS_TIMEOUT_S + 10):
+        assert await reader.read() == b""
+    writer.close()
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        assert (await http.get(server.url("/healthz"))).status_code == 200
