@@ -253,6 +253,55 @@ async def test_importing_again_brings_nothing_new(memory: Memory, robotmem_db: P
     assert tuple(after) == tuple(rows)
 
 
+async def test_a_session_id_another_robot_holds_here_becomes_the_importing_robots_own(
+    memory: Memory, robotmem_db: Path
+) -> None:
+    """Imported memories joined another robot's session of the same id, and its summary counted a
+    memory its owner could not see (found by review). They get a session of their own, and
+    importing again still finds it."""
+    first = source(robotmem_db)["sessions"][0]
+    memory.index.write_blocking(
+        lambda c: c.execute(
+            "INSERT INTO sessions(id, robot, collection, context, started_at) VALUES (?, 'rap-b', 'default', '{}', 0)",
+            (first,),
+        )
+    )
+    report = await run_import(memory, robotmem_db, robot="rap-a")
+    assert report.sessions == len(source(robotmem_db)["sessions"])  # every one imported, none taken over
+    assert not report.skipped_sessions
+    own = robotmem_import.own_session_id(first, "rap-a")
+
+    def sessions_of(c: sqlite3.Connection) -> dict[str, tuple[str, int]]:
+        rows = c.execute(
+            "SELECT s.id, s.robot, (SELECT count(*) FROM memories m WHERE m.session_id = s.id) FROM sessions s"
+        )
+        return {r[0]: (r[1], r[2]) for r in rows}
+
+    held = memory.index.read_blocking(sessions_of)
+    assert held[first] == ("rap-b", 0)  # the other robot's session gained nothing
+    assert held[own][0] == "rap-a"
+    assert held[own][1] == 8  # the episode's memories, in the importing robot's own session
+    again = await run_import(memory, robotmem_db, robot="rap-a")
+    assert (again.memories, again.sessions) == (0, 0)
+    assert again.skipped_sessions == {"already imported": report.sessions}
+    assert memory.index.read_blocking(sessions_of) == held
+
+
+async def test_memories_with_zero_or_negative_ids_come_across(memory: Memory, robotmem_db: Path) -> None:
+    """robotmem's ids start at 1, but an edited file may hold others: they were never read, and
+    the summary did not count them (found by review)."""
+    conn = sqlite3.connect(robotmem_db)
+    conn.execute("UPDATE memories SET id = 0 WHERE id = 1")
+    conn.execute("UPDATE memories SET id = ? WHERE id = 2", (-(2**63),))
+    conn.execute("UPDATE memory_tags SET memory_id = 0 WHERE memory_id = 1")
+    conn.execute("UPDATE memory_tags SET memory_id = ? WHERE memory_id = 2", (-(2**63),))
+    conn.commit()
+    conn.close()
+    report = await run_import(memory, robotmem_db)
+    assert report.memories == report.total_memories
+    assert {0, -(2**63)} <= set(report.memory_ids)
+
+
 async def test_a_grown_robotmem_file_brings_only_its_new_memories(memory: Memory, robotmem_db: Path) -> None:
     await run_import(memory, robotmem_db)
     conn = sqlite3.connect(robotmem_db)

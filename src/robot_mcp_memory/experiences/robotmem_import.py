@@ -46,7 +46,7 @@ import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -379,7 +379,7 @@ class RobotmemFile:
             f"{col('updated_at')}, {col('access_count', '0')}, {col('last_accessed')}, {too_large} "
             "FROM memories WHERE id > ? ORDER BY id LIMIT ?"
         )
-        after = -1
+        after: float = -math.inf  # every id, 0 and negative ones too (they were left out, uncounted)
         while True:
             rows = self.conn.execute(sql, (after, page)).fetchall()
             if not rows:
@@ -687,13 +687,45 @@ def imported_keys(conn: sqlite3.Connection) -> dict[tuple[int, str], int]:
     return {(int(r[1]), str(r[2])): int(r[0]) for r in rows if isinstance(r[1], int)}
 
 
-def existing_sessions(conn: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
-    found: set[str] = set()
+def existing_sessions(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, str]:
+    """Which of `ids` are sessions here already, and whose (id → robot)."""
+    found: dict[str, str] = {}
     for start in range(0, len(ids), 500):
         chunk = list(ids[start : start + 500])
         marks = ",".join("?" * len(chunk))
-        found.update(r[0] for r in conn.execute(f"SELECT id FROM sessions WHERE id IN ({marks})", chunk))  # noqa: S608
+        rows = conn.execute(f"SELECT id, robot FROM sessions WHERE id IN ({marks})", chunk)  # noqa: S608
+        found.update((r[0], r[1]) for r in rows)
     return found
+
+
+def _in_session(p: Prepared, remap: Mapping[str, str]) -> Prepared:
+    sid = p.new.session_id
+    if sid is None or sid not in remap:
+        return p
+    return replace(p, new=replace(p.new, session_id=remap[sid]))
+
+
+def own_session_id(sid: str, robot: str) -> str:
+    """Our id for an imported session whose id another robot's session holds here already:
+    stable, so importing the same file again finds it (its memories joined that other robot's
+    session, and its summary counted a memory the owner could not see)."""
+    return "robotmem-" + hashlib.sha256(f"{robot}\0{sid}".encode("utf-8", "replace")).hexdigest()[:32]
+
+
+async def _settle_sessions(
+    store: storage.ExperienceStore, sessions: Sequence[Session], robot: str, remap: dict[str, str]
+) -> tuple[list[Session], int]:
+    """`sessions` with the ids another robot holds here replaced by `own_session_id` (noted in
+    `remap`), those not yet present, and how many of this robot's are present already."""
+    owners = await store.read(partial(existing_sessions, ids=[s.id for s in sessions]))
+    for s in sessions:
+        if s.id in owners and owners[s.id] != robot:
+            remap[s.id] = own_session_id(s.id, robot)
+    mine = [replace(s, id=remap.get(s.id, s.id)) for s in sessions]
+    twins = [s.id for s in mine if s.id not in owners]
+    owners.update(await store.read(partial(existing_sessions, ids=twins)) if twins else {})
+    present = sum(1 for s in mine if owners.get(s.id) == robot)
+    return [s for s in mine if s.id not in owners], present
 
 
 def insert_sessions(conn: sqlite3.Connection, sessions: Sequence[Session]) -> list[str]:
@@ -788,10 +820,10 @@ async def _run(
             sessions.append(made)
             if made.collection != prefix + s.collection:
                 report.renamed[prefix + s.collection] = made.collection
-    known = await store.read(lambda c: existing_sessions(c, [s.id for s in sessions]))
-    if known:
-        report.skipped_sessions[ALREADY] += sum(1 for s in sessions if s.id in known)
-    fresh = [s for s in sessions if s.id not in known]
+    remap: dict[str, str] = {}  # robotmem's session id → ours, where another robot holds it here
+    fresh, present = await _settle_sessions(store, sessions, robot, remap)
+    if present:
+        report.skipped_sessions[ALREADY] += present
     if fresh:
         report.sessions += len(await store.write(lambda c: insert_sessions(c, fresh)))
     session_ids = {s.id for s in sessions}
@@ -833,11 +865,12 @@ async def _run(
             pending = list(orphans.values())
             session_ids.update(orphans)
             orphans.clear()
-            present = await store.read(partial(existing_sessions, ids=[s.id for s in pending]))
-            new_orphans = [s for s in pending if s.id not in present]
+            new_orphans, _ = await _settle_sessions(store, pending, robot, remap)
             if new_orphans:
                 recreated = await store.write(partial(insert_sessions, sessions=new_orphans))
                 report.notes[ORPHAN_SESSION] += len(recreated)
+        if remap:
+            batch = [_in_session(p, remap) for p in batch]
         if batch:
             ids = await store.write(partial(insert_imported, items=batch))
             for p, mid in zip(batch, ids, strict=True):
