@@ -145,6 +145,13 @@ def robot_cells(who: str, t: str) -> list[Cell]:
             {"markdown": doc(f"doc-{foreign}", "Hijack attempt")},
             lambda r: r.get("id", "").startswith(f"doc-{foreign}-") and r.get("robot") == who,
         ),
+        Cell(
+            who,
+            "save over the shared doc's id forks, never overwrites it",
+            "save_process",
+            {"markdown": doc("doc-shared", "Hijack the fleet-wide doc")},
+            lambda r: r.get("id", "").startswith("doc-shared-") and r.get("robot") == who,
+        ),
         # record_outcome / delete_process: in scope only
         Cell(who, "record_outcome on shared", "record_outcome", {"id": "doc-shared", "success": True}, ok),
         Cell(
@@ -322,7 +329,9 @@ async def test_the_tenancy_table_holds_over_sse_and_streamable_http(fleet: Serve
         assert "g-evil" not in groups
         got = await admin.call("get_process", id="doc-rap-3")
         assert "Hijack" not in got["markdown"]
-        assert (await admin.call("get_process", id="doc-shared"))["markdown"]
+        shared = (await admin.call("get_process", id="doc-shared"))["markdown"]
+        assert "Deliver the parcel shared" in shared
+        assert "Hijack" not in shared
     # No token ever reaches a log line.
     logs = fleet.stderr()
     for secret in (ADMIN, *TOKENS.values()):

@@ -65,6 +65,42 @@ async def test_sessions_are_pinned_to_their_robot(memory: Memory) -> None:
         await svc.end_session(RAP1, s.id)
 
 
+async def test_a_group_mate_may_read_a_session_but_only_its_robot_ends_it(memory: Memory) -> None:
+    """Ending a session consolidates (supersedes) its robot's memories: a group mate must not."""
+    await put_in_group(memory, "kitchen", "rap-1", "rap-2")
+    svc = memory.experiences
+    s = await svc.start_session(RAP1, context={"task": {"name": "pour"}})
+    assert (await svc.get_session(RAP2, s.id)).robot == "rap-1"
+    with pytest.raises(Forbidden):
+        await svc.end_session(RAP2, s.id)
+    assert (await svc.get_session(RAP1, s.id)).ended_at is None
+    await svc.end_session(RAP1, s.id)
+
+
+async def test_the_same_text_from_robots_of_other_groups_is_two_memories(memory: Memory) -> None:
+    """Dedup looks only at the learning robot's own memories: another group's memory of the same
+    text neither swallows the new one nor reveals its id."""
+    await put_in_group(memory, "kitchen", "rap-1")
+    await put_in_group(memory, "garage", "rap-3")
+    svc = memory.experiences
+    first = await svc.learn(RAP1, "the lab door sticks in the morning")
+    second = await svc.learn(RAP3, "the lab door sticks in the morning")
+    assert (first.status, second.status) == ("created", "created")
+    assert first.memory_id != second.memory_id
+    assert [h.memory.id for h in (await svc.recall(RAP3, "lab door")).hits] == [second.memory_id]
+
+
+async def test_what_was_forgotten_can_be_learned_again(memory: Memory) -> None:
+    """Dedup compares with active memories only: re-teaching what was forgotten stores it again."""
+    svc = memory.experiences
+    m = await svc.learn(STDIO, "the blue crate weighs 7 kg")
+    await svc.forget(STDIO, m.memory_id, "mislabelled")
+    again = await svc.learn(STDIO, "the blue crate weighs 7 kg")
+    assert again.status == "created"
+    assert again.memory_id != m.memory_id
+    assert [h.memory.id for h in (await svc.recall(STDIO, "blue crate")).hits] == [again.memory_id]
+
+
 async def test_forget_is_a_soft_delete_with_a_reason(memory: Memory) -> None:
     svc = memory.experiences
     m = await svc.learn(STDIO, "the blue box weighs 2 kg")

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
+import pytest
 
 from robot_mcp_memory.principal import ADMIN as ADMIN_PRINCIPAL
 from robot_mcp_memory.principal import Principal
+from robot_mcp_memory.tenancy import CSRF_BODY
 from robot_mcp_memory.web.sessions import SessionStore
-from tests.web.conftest import ADMIN, TOKENS, Connect
+from tests.web.conftest import ADMIN, TOKENS, Connect, doc
 
 
 async def login(c: httpx.AsyncClient, token: str) -> str:
@@ -61,6 +65,19 @@ async def test_a_cookie_write_without_the_csrf_header_is_403_and_with_it_ok(secu
         assert done.status_code == 200
         assert done.json()["global_self_improve"] is True
         assert (await c.get("/api/fleet/groups")).json()["global_self_improve"] is True
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
+async def test_every_unsafe_method_with_a_cookie_needs_the_csrf_header(secured: Connect, method: str) -> None:
+    """Refused before the app runs, whatever the route: a DELETE is a write too."""
+    async with secured() as c:
+        csrf = await login(c, ADMIN)
+        made = await c.post("/api/processes", json={"markdown": doc("p-csrf", "Kept")}, headers={"x-csrf-token": csrf})
+        assert made.status_code == 200
+        refused = await c.request(method, "/api/processes/p-csrf", json={})
+        assert refused.status_code == 403
+        assert refused.json()["detail"] == json.loads(CSRF_BODY)["detail"]
+        assert (await c.get("/api/processes/p-csrf")).status_code == 200  # still there
 
 
 async def test_a_bearer_write_needs_no_csrf_token(secured: Connect) -> None:
