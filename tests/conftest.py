@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
 from mcp import ClientSession
 from mcp.shared.memory import create_connected_server_and_client_session
@@ -51,6 +52,11 @@ def _import_everything_on_the_main_thread() -> None:
 
 
 _import_everything_on_the_main_thread()
+
+# No deadline on any property test: hypothesis' default (200 ms an example) is a wall-clock
+# assertion, and it failed property tests on a loaded 2-CPU runner (found by review).
+hypothesis.settings.register_profile("robot-mcp-memory", deadline=None)
+hypothesis.settings.load_profile("robot-mcp-memory")
 
 #: Source compiled (or parsed with `ast`) off the main thread while the tests ran: each one is a
 #: chance for the CPython 3.11.7 race above to fail a random test, so the session fails instead,

@@ -10,6 +10,7 @@ import pytest
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import Conflict, Forbidden, InvalidInput, NotFound
+from robot_mcp_memory.experiences.model import MAX_N
 from robot_mcp_memory.experiences.service import ExperienceService
 from robot_mcp_memory.experiences.storage import ExperienceStore
 from robot_mcp_memory.principal import ADMIN, STDIO, Principal
@@ -140,7 +141,11 @@ async def test_concurrent_updates_each_report_the_content_they_replaced(memory: 
     holder.start()
     assert held.wait(30)
     updates = asyncio.gather(*(svc.update(STDIO, m.memory_id, t) for t in texts))
-    await asyncio.sleep(0.2)  # let both read and queue their writes (the order is the writer's)
+    for _ in range(3000):  # until both have read and queued their writes (the order is the writer's)
+        if memory.index._queue.qsize() >= 2:
+            break
+        await asyncio.sleep(0.01)
+    assert memory.index._queue.qsize() >= 2  # else the race this test is about never happened
     release.set()
     done = await updates
     holder.join(30)
@@ -228,6 +233,37 @@ async def test_session_recall_and_related_memories(memory: Memory) -> None:
     assert ended.session.ended_at is not None
     assert ended.summary["memories"] == 1
     assert [h.memory.id for h in ended.related] == [before.memory_id]  # the session's own are excluded
+
+
+async def test_related_memories_leave_out_the_unconfident(memory: Memory) -> None:
+    """Proactive recall uses recall's default floor (0.3): a memory trusted less is no advice."""
+    svc = memory.experiences
+    kept = await svc.learn(STDIO, "pour the kettle slowly to avoid splashing")
+    doubtful = await svc.learn(STDIO, "pour the kettle from high above the cup")
+    memory.index.write_blocking(
+        lambda c: c.execute("UPDATE memories SET confidence = 0.2 WHERE id = ?", (doubtful.memory_id,))
+    )
+    s = await svc.start_session(STDIO, context={"task": {"name": "pour kettle"}})
+    assert [h.memory.id for h in (await svc.end_session(STDIO, s.id)).related] == [kept.memory_id]
+
+
+async def test_recall_and_batches_refuse_sizes_past_their_limits(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The MCP and REST schemas bound these too; the Python API has only the service's checks."""
+    from robot_mcp_memory.experiences import service
+
+    svc = memory.experiences
+    await svc.learn(STDIO, "the kettle is heavy")
+    assert (await svc.recall(STDIO, "kettle", n=MAX_N)).hits
+    for n in (0, MAX_N + 1):
+        with pytest.raises(InvalidInput, match="n must be between"):
+            await svc.recall(STDIO, "kettle", n=n)
+    monkeypatch.setattr(service, "MAX_BATCH", 3)
+    items = [(f"crate {i} weighs {i} kg", None) for i in range(4)]
+    assert len(await svc.learn_many(STDIO, items[:3])) == 3
+    with pytest.raises(InvalidInput, match="at most 3 insights"):
+        await svc.learn_many(STDIO, items)
 
 
 async def test_an_episode_with_nothing_to_go_on_has_no_related_memories(memory: Memory) -> None:

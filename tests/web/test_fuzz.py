@@ -3,7 +3,6 @@ every answer must be documented, well-formed and never a 500 — positive and ne
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,6 @@ def test_fuzzing_the_openapi_document_finds_no_server_error(tmp_path: Path, toke
         operations = [r.ok() for r in results if isinstance(r, Ok)]
         assert len(operations) == len(results), [r.err() for r in results if isinstance(r, Err)]
         assert len(operations) >= 20
-        started = time.monotonic()
         for op in operations:
             strategies = [op.as_strategy(generation_mode=mode) for mode in GenerationMode]
 
@@ -57,6 +55,5 @@ def test_fuzzing_the_openapi_document_finds_no_server_error(tmp_path: Path, toke
                 case.validate_response(response, checks=CHECKS, headers=headers)
 
             run()
-        assert time.monotonic() - started < 120  # bounded: a guard against runaway generation, not a benchmark
     finally:
         memory.close()
