@@ -162,7 +162,9 @@ def test_sessions_expire_and_are_capped() -> None:
     store = SessionStore(ttl_s=60, max_sessions=2, clock=lambda: now[0])
     first, _ = store.create(ADMIN_PRINCIPAL)
     assert store.lookup(first) is not None
-    now[0] += 61
+    now[0] += 59.999
+    assert store.lookup(first) is not None
+    now[0] = 1060.0  # the ttl is absolute: at exactly ttl_s the session is over
     assert store.lookup(first) is None
     a, _ = store.create(Principal.robot("a"))
     b, _ = store.create(Principal.robot("b"))
