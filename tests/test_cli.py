@@ -778,3 +778,19 @@ def test_a_stdio_server_reads_on_its_event_loop_and_an_http_one_on_reader_thread
         assert memory.index.reads_on_loop is on_loop
     finally:
         memory.close()
+
+
+def test_folders_the_server_and_its_commands_make_are_for_their_user_only(tmp_path: Path) -> None:
+    """A data directory, a dump and a backup hold every memory: made by us, others cannot read
+    them, whatever the umask (found by review: 0755 under the usual 022)."""
+    _fill(tmp_path / "data", 1)
+    assert cli.main(["dump", "--data-dir", str(tmp_path / "data"), str(tmp_path / "dump")]) == 0
+    assert cli.main(["backup", "--data-dir", str(tmp_path / "data"), str(tmp_path / "backup")]) == 0
+    for made in ("data", "dump", "dump/processes", "dump/archive", "backup"):
+        assert (tmp_path / made).stat().st_mode & 0o077 == 0, made
+    existing = tmp_path / "shared-folder"
+    existing.mkdir()
+    existing.chmod(0o755)
+    assert cli.main(["dump", "--data-dir", str(tmp_path / "data"), str(existing)]) == 0
+    assert existing.stat().st_mode & 0o777 == 0o755  # a folder that existed is left as it was
+    assert (existing / "processes").stat().st_mode & 0o077 == 0

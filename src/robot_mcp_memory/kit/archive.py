@@ -37,7 +37,7 @@ def exporter(tables: Sequence[str], dest: Path, prefix: str = "") -> Callable[[s
     per table: run it inside a larger read transaction to archive the same snapshot."""
 
     def dump(conn: sqlite3.Connection) -> dict[str, int]:
-        dest.mkdir(parents=True, exist_ok=True)
+        dest.mkdir(mode=0o700, parents=True, exist_ok=True)
         counts: dict[str, int] = {}
         for table in tables:
             cols = _columns(conn, table)

@@ -384,7 +384,8 @@ class SqliteStore:
             if folder.exists() and not folder.is_dir():  # the data directory given is a file
                 raise StoreNotWritable(str(path), f"{folder} is a file, not a directory")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            # Made here: only this user reads it (memories, lessons); one that exists is left as it is.
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreNotWritable(str(path), f"its directory cannot be created: {exc.strerror}") from exc
         # os.access honours read-only mounts and immutable files even for root (permission bits

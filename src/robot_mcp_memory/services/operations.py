@@ -113,8 +113,9 @@ def _prepare(dest: Path) -> tuple[Path, Path]:
                 f"{sub} is a symbolic link; a dump writes only inside its own directory: "
                 "remove the link or dump elsewhere"
             )
-    out.mkdir(parents=True, exist_ok=True)
-    folder.mkdir(exist_ok=True)
+    dest.mkdir(mode=0o700, parents=True, exist_ok=True)  # made here: only this user reads them
+    out.mkdir(mode=0o700, exist_ok=True)
+    folder.mkdir(mode=0o700, exist_ok=True)
     return out, folder
 
 
@@ -235,7 +236,7 @@ def backup(memory_dir: Path, dest: Path, progress: Progress | None = None) -> li
     if taken:
         raise StorageError(f"{', '.join(taken)} already exists; choose a new backup location (nothing was written)")
     made = [d for d in (dest, *dest.parents) if not d.exists()]
-    dest.mkdir(parents=True, exist_ok=True)
+    dest.mkdir(mode=0o700, parents=True, exist_ok=True)  # made here: only this user reads it
     staged: list[tuple[Path, Path]] = []
     placed: list[Path] = []
     try:
