@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from robot_mcp_memory.experiences.consolidate import Row, plan
+import pytest
+
+from robot_mcp_memory.experiences.classify import PROTECTED
+from robot_mcp_memory.experiences.consolidate import CLUSTER_THRESHOLD, KEEP_CONFIDENCE, MIN_MEMORIES, Row, plan
+from robot_mcp_memory.experiences.dedup import jaccard
+from robot_mcp_memory.search import segment
 
 
 def row(i: int, content: str, *, category: str = "observation", conf: float = 0.8, ctx: dict[str, Any] | None = None,
@@ -29,8 +34,7 @@ def test_a_failure_is_never_merged_into_a_success() -> None:
         row(2, "approach the mug from the left side slowly", ctx=ok),
         row(3, "approach the mug from the left side", ctx=bad),
     ]
-    assert plan(rows) == [(1, 2)] or plan(rows) == [(2, 1)]
-    assert all(3 not in pair for pair in plan(rows))
+    assert plan(rows) == [(1, 2)]  # equal confidence and accesses: the newer one (2) is kept
 
 
 def test_memories_of_other_collections_never_merge() -> None:
@@ -40,7 +44,7 @@ def test_memories_of_other_collections_never_merge() -> None:
         row(2, "the mug handle faces left on the top shelf"),
         row(3, "the mug handle faces left on the shelf", conf=0.9, collection="kitchen"),
     ]
-    assert plan(rows) == [(1, 2)] or plan(rows) == [(2, 1)]
+    assert plan(rows) == [(1, 2)]  # equal confidence and accesses: the newer one (2) is kept
 
 
 def test_different_numbers_never_merge() -> None:
@@ -48,16 +52,101 @@ def test_different_numbers_never_merge() -> None:
     assert plan(rows) == []
 
 
-def test_protected_categories_perceptions_and_confident_memories_are_left_alone() -> None:
+ORDINARY = (
+    "the mug handle faces left on the shelf",
+    "the mug handle faces left on the top shelf",
+    "mug handle faces left on shelf",
+)
+
+
+def ordinary_rows() -> list[Row]:
+    """Three similar facts that fold into row 2 (the most confident)."""
+    return [row(1, ORDINARY[0]), row(2, ORDINARY[1], conf=0.9), row(3, ORDINARY[2])]
+
+
+@pytest.mark.parametrize(
+    "protected",
+    [
+        *({"category": c} for c in sorted(PROTECTED)),
+        {"type_": "perception"},  # same category and text as the facts: only the type differs
+        {"type_": "perception", "category": "perception"},
+        {"conf": KEEP_CONFIDENCE},  # exactly at the bar is kept out
+        {"conf": 0.99},
+    ],
+    ids=repr,
+)
+def test_protected_categories_perceptions_and_confident_memories_are_left_alone(protected: dict[str, Any]) -> None:
+    """Each protected class gets as many near-copies as would fold on their own, next to ordinary
+    facts that do fold: the protected ids appear nowhere in the plan, and the ordinary ones fold
+    exactly as they would alone."""
+    copies = [row(10 + i, text, **protected) for i, text in enumerate(ORDINARY)]
+    assert len(copies) >= MIN_MEMORIES
+    rows = ordinary_rows() + copies
+    pairs = plan(rows)
+    assert pairs  # the pool is large enough for the plan to do something
+    assert {i for pair in pairs for i in pair}.isdisjoint({r.id for r in copies})
+    assert sorted(pairs) == sorted(plan(ordinary_rows())) == [(1, 2), (3, 2)]
+
+
+def test_clustering_is_complete_link_every_pair_must_clear_the_threshold() -> None:
+    """A~B and B~C clear the threshold, A~C does not: A and C never end in one cluster, even
+    though each is similar to B (single-link, "any" pair, would chain them)."""
+    b = row(1, "red mug blue shelf green cup", conf=0.9)
+    a = row(2, "red mug blue shelf")
+    c = row(3, "blue shelf green cup yellow")
+    sim = {
+        k: jaccard(segment.words(x.content), segment.words(y.content))
+        for k, (x, y) in {"ab": (a, b), "bc": (b, c), "ac": (a, c)}.items()
+    }
+    assert sim["ab"] > CLUSTER_THRESHOLD
+    assert sim["bc"] > CLUSTER_THRESHOLD
+    assert sim["ac"] <= CLUSTER_THRESHOLD
+    assert plan([b, a, c]) == [(2, 1)]
+    assert plan([c, a, b]) == [(2, 1)]
+
+
+def test_similarity_exactly_at_the_cluster_threshold_does_not_fold() -> None:
+    """Jaccard must be strictly above CLUSTER_THRESHOLD: 2 shared words of 4 is exactly 0.5."""
+    a, b = row(1, "red mug blue shelf"), row(2, "red mug")
+    assert jaccard(segment.words(a.content), segment.words(b.content)) == CLUSTER_THRESHOLD
+    unrelated = row(3, "the door opens inwards")
+    assert plan([a, b, unrelated]) == []
+    # just above it (3 of 4, 0.75) they fold
+    assert plan([row(1, "red mug blue shelf"), row(2, "red mug blue"), unrelated]) == [(1, 2)]
+
+
+def at(i: int, content: str, *, conf: float = 0.8, access: int = 0, created: float = 0.0) -> Row:
+    return Row(i, "fact", content, "observation", conf, {}, access, created)
+
+
+def test_a_cluster_keeps_the_most_confident_before_the_most_accessed() -> None:
     rows = [
-        row(1, "never grasp the rim of the mug", category="constraint"),
-        row(2, "never grasp the rim of the mug now", category="constraint"),
-        row(3, "mug on the table", type_="perception", category="perception"),
-        row(4, "mug on the table again", type_="perception", category="perception"),
-        row(5, "the shelf is tidy today", conf=0.95),
-        row(6, "the shelf is tidy today indeed", conf=0.95),
+        at(1, ORDINARY[0], conf=0.9),
+        at(2, ORDINARY[1], access=50, created=9),
+        at(3, ORDINARY[2], access=10, created=9),
     ]
-    assert plan(rows) == []
+    assert sorted(plan(rows)) == [(2, 1), (3, 1)]
+
+
+def test_at_equal_confidence_a_cluster_keeps_the_most_accessed_memory() -> None:
+    """The most accessed wins over a newer one and a higher id."""
+    rows = [
+        at(1, ORDINARY[0], access=7, created=1),
+        at(2, ORDINARY[1], access=3, created=5),
+        at(3, ORDINARY[2], created=9),
+    ]
+    assert sorted(plan(rows)) == [(2, 1), (3, 1)]
+
+
+def test_at_equal_confidence_and_accesses_a_cluster_keeps_the_newest_memory() -> None:
+    """Newest by created_at, not by id: here the lowest id is the newest."""
+    rows = [at(1, ORDINARY[0], created=300), at(2, ORDINARY[1], created=200), at(3, ORDINARY[2], created=100)]
+    assert sorted(plan(rows)) == [(2, 1), (3, 1)]
+
+
+def test_when_everything_else_is_equal_a_cluster_keeps_the_highest_id() -> None:
+    rows = [at(1, ORDINARY[0]), at(2, ORDINARY[1]), at(3, ORDINARY[2])]
+    assert sorted(plan(rows)) == [(1, 3), (2, 3)]
 
 
 def test_fewer_than_three_candidates_change_nothing() -> None:
