@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from robot_mcp_memory.errors import InvalidInput
-from robot_mcp_memory.experiences.filters import OPERATORS, compile_filter, json_path
+from robot_mcp_memory.experiences.filters import MAX_CONDITIONS, MAX_IN, OPERATORS, compile_filter, json_path
 
 CONTEXTS: dict[int, dict[str, Any]] = {
     1: {"task": {"success": True, "name": "grasp"}, "params": {"force": 12.5, "mode": "soft"}, "tags": ["a", "b"]},
@@ -92,6 +92,43 @@ def test_an_unknown_operator_or_a_malformed_path_is_refused_never_ignored(spec: 
         compile_filter(spec, "m.context")
 
 
+def test_at_most_max_conditions_are_allowed(conn: sqlite3.Connection) -> None:
+    at_limit = {f"params.k{i}": {"$ne": i} for i in range(MAX_CONDITIONS)}
+    assert ids(conn, at_limit) == set(CONTEXTS)
+    # operators on one path count one each, like paths
+    assert ids(conn, {"params.force": {"$gte": 12.5}} | dict(list(at_limit.items())[1:])) == {1, 2}
+    with pytest.raises(InvalidInput):
+        compile_filter(at_limit | {"params.one_more": 1}, "m.context")
+    with pytest.raises(InvalidInput):
+        compile_filter(at_limit | {"params.k0": {"$ne": 0, "$exists": True}}, "m.context")
+
+
+@pytest.mark.parametrize("op", ["$in", "$nin"])
+def test_an_in_list_holds_at_most_max_in_values(conn: sqlite3.Connection, op: str) -> None:
+    at_limit = ["grasp", *(f"v{i}" for i in range(MAX_IN - 1))]
+    assert len(at_limit) == MAX_IN
+    assert ids(conn, {"task.name": {op: at_limit}}) == ({1, 2} if op == "$in" else {3, 4, 5})
+    with pytest.raises(InvalidInput):
+        compile_filter({"task.name": {op: [*at_limit, "one more"]}}, "m.context")
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"params.force": {"$ne": float("nan")}},
+        {"params.force": float("nan")},
+        {"params.force": {"$gt": float("inf")}},
+        {"params.force": {"$lte": float("-inf")}},
+        {"params.force": {"$in": [1, float("inf")]}},
+        {"params.force": {"$nin": [float("nan")]}},
+    ],
+    ids=repr,
+)
+def test_a_non_finite_number_is_refused(spec: dict[str, Any]) -> None:
+    with pytest.raises(InvalidInput):
+        compile_filter(spec, "m.context")
+
+
 def test_paths_and_values_are_bound_parameters_never_sql_text() -> None:
     cond = compile_filter({"task.name": "x' OR 1=1 --", "params.force": {"$in": [1, "y"]}}, "m.context")
     assert "x'" not in cond.sql
@@ -115,6 +152,7 @@ specs = st.dictionaries(
 )
 
 
+@settings(deadline=None)
 @given(spec=specs)
 def test_any_filter_either_compiles_to_sql_that_runs_or_is_refused(spec: dict[str, Any]) -> None:
     c = sqlite3.connect(":memory:")
