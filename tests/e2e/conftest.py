@@ -9,18 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import Inspector, ServerProcess, child_env
+from tests.e2e.harness import Inspector, ServerProcess, child_env, running
 
 
 @pytest.fixture
 async def server(tmp_path: Path) -> AsyncIterator[ServerProcess]:
     """The real server (SSE + Streamable HTTP + /healthz on one loopback port) on a fresh data dir."""
-    proc = ServerProcess(data_dir=tmp_path / "data", log_dir=tmp_path)
-    await proc.start()
-    try:
+    async with running(tmp_path) as proc:
         yield proc
-    finally:
-        await proc.stop()
 
 
 def _npm_cache(npx: str) -> str:

@@ -215,6 +215,17 @@ class ServerProcess:
 
 
 @asynccontextmanager
+async def running(tmp_path: Path, env: dict[str, str] | None = None) -> AsyncIterator[ServerProcess]:
+    """A real server on a fresh data directory under `tmp_path` (its logs there too), stopped after."""
+    proc = ServerProcess(data_dir=tmp_path / "data", log_dir=tmp_path, env=env or {})
+    await proc.start()
+    try:
+        yield proc
+    finally:
+        await proc.stop()
+
+
+@asynccontextmanager
 async def _session(read: Any, write: Any, handler: MessageHandlerFnT | None = None) -> AsyncIterator[Client]:
     async with ClientSession(read, write, message_handler=handler) as session:
         await session.initialize()

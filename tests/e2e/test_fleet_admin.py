@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import ServerProcess, http_session, sse_session
+from tests.e2e.harness import ServerProcess, http_session, running, sse_session
 
 pytestmark = pytest.mark.e2e
 
@@ -20,12 +20,8 @@ TOKENS = {"rap-1": "rap1-token-0123", "rap-2": "rap2-token-0123", "rap-3": "rap3
 @pytest.fixture
 async def fleet_server(tmp_path: Path) -> AsyncIterator[ServerProcess]:
     env = {"MEMORY_TOKEN": ADMIN, "MEMORY_ROBOT_TOKENS": ",".join(f"{r}:{t}" for r, t in TOKENS.items())}
-    proc = ServerProcess(data_dir=tmp_path / "data", log_dir=tmp_path, env=env)
-    await proc.start()
-    try:
+    async with running(tmp_path, env) as proc:
         yield proc
-    finally:
-        await proc.stop()
 
 
 async def test_an_operator_arranges_the_fleet_and_every_brain_sees_it_at_once(fleet_server: ServerProcess) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from robot_mcp_memory.serve import HEADERS_TIMEOUT_S
 from robot_mcp_memory.server import MAX_PER_ROBOT
-from tests.e2e.harness import ServerProcess, initialize_request
+from tests.e2e.harness import ServerProcess, initialize_request, running
 
 ADMIN = "admin-token-0123456789"
 ROBOT = "tok-rap-1-abcdefgh"
@@ -23,12 +23,8 @@ ACCEPT = "application/json, text/event-stream"
 @pytest.fixture
 async def server(tmp_path: Path) -> AsyncIterator[ServerProcess]:
     env = {"MEMORY_TOKEN": ADMIN, "MEMORY_ROBOT_TOKENS": f"rap-1:{ROBOT}", "MEMORY_EMBEDDER": "none"}
-    proc = ServerProcess(data_dir=tmp_path / "data", log_dir=tmp_path, env=env)
-    await proc.start()
-    try:
+    async with running(tmp_path, env) as proc:
         yield proc
-    finally:
-        await proc.stop()
 
 
 async def _open(http: httpx.AsyncClient, server: ServerProcess, token: str) -> httpx.Response:
