@@ -51,7 +51,35 @@ Streams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObj
 
 
 class LineTooLong(ValueError):
-    """A line longer than `MAX_LINE`: it is skipped, and the session logs it."""
+    """A line longer than `MAX_LINE`: it is skipped, and the session logs it. `request_id` is
+    its request's id when one can be read from the line's first or last bytes (`_overlong_id`)."""
+
+    def __init__(self, message: str, request_id: str | int | None = None) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+
+
+#: How much of an overlong line's start and end is kept to find its request's id.
+_EDGE = 4096
+#: A request's id where clients write it: first (``{"jsonrpc":"2.0","id":…``, as the Python and
+#: TypeScript SDKs serialise, or ``{"id":…``) or last (``…,"id":…}``: the closing brace after it is
+#: the message's own, so an ``"id"`` inside the arguments never matches).
+_ID_VALUE = rb'(-?\d{1,18}|"(?:[^"\\]|\\.){0,256}")'
+_HEAD_ID = re.compile(rb'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*' + _ID_VALUE)
+_TAIL_ID = re.compile(rb'"id"\s*:\s*' + _ID_VALUE + rb"\s*\}\s*\Z")
+
+
+def _overlong_id(head: bytes, tail: bytes) -> str | int | None:
+    """The id of the request an overlong line carries, read from its first and last bytes, or
+    None: the line is never parsed whole (it is not even kept)."""
+    found = _HEAD_ID.search(head) or _TAIL_ID.search(tail)
+    if found is None:
+        return None
+    try:
+        rid = json.loads(found.group(1))
+    except ValueError:
+        return None
+    return rid if isinstance(rid, str | int) else None
 
 
 #: What a line must hold for a number in it to be something mcp would quietly change: JavaScript's
@@ -130,6 +158,12 @@ def _refusal_for(line: bytes, exc: Exception) -> SessionMessage | None:
     return SessionMessage(types.JSONRPCMessage(error))
 
 
+def _overlong_refusal(rid: str | int, max_line: int) -> SessionMessage:
+    detail = f"invalid request: the message is longer than {max_line} bytes and was not read; send less per call"
+    error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=types.INVALID_REQUEST, message=detail))
+    return SessionMessage(types.JSONRPCMessage(error))
+
+
 def _unencodable(message: types.JSONRPCMessage) -> str | None:
     """The error line sent in place of a response that could not be encoded (None for anything
     but a response: a notification is dropped)."""
@@ -155,34 +189,42 @@ def _is_pipe(f: BinaryIO) -> bool:
     return stat.S_ISFIFO(mode)
 
 
-def _too_long(max_line: int) -> LineTooLong:
-    return LineTooLong(f"a message longer than {max_line} bytes was skipped")
+def _too_long(max_line: int, head: bytes = b"", tail: bytes = b"") -> LineTooLong:
+    return LineTooLong(f"a message longer than {max_line} bytes was skipped", _overlong_id(head, tail))
 
 
 async def _lines(reader: _Reader, max_line: int) -> AsyncIterator[bytes | LineTooLong]:
     """Each non-blank line of `reader` without its newline (the last one may lack it), or a
-    `LineTooLong` in place of a line longer than `max_line` bytes, dropped up to its newline."""
+    `LineTooLong` in place of a line longer than `max_line` bytes, dropped up to its newline
+    (only its first and last `_EDGE` bytes are kept, to find its request's id)."""
     buf = bytearray()
     skipping = False
+    head = tail = b""
     while chunk := await reader.read(1 << 16):
         start = 0
         while (end := chunk.find(b"\n", start)) >= 0:
-            if not skipping:
+            if skipping:
+                yield _too_long(max_line, head, (tail + chunk[start:end])[-_EDGE:])
+            else:
                 buf += chunk[start:end]
                 if len(buf) > max_line:
-                    yield _too_long(max_line)
+                    yield _too_long(max_line, bytes(buf[:_EDGE]), bytes(buf[-_EDGE:]))
                 elif buf.strip():
                     yield bytes(buf)
             skipping = False
             buf.clear()
             start = end + 1
-        if not skipping:
+        if skipping:
+            tail = (tail + chunk[start:])[-_EDGE:]
+        else:
             buf += chunk[start:]
             if len(buf) > max_line:
-                yield _too_long(max_line)
                 skipping = True
+                head, tail = bytes(buf[:_EDGE]), bytes(buf[-_EDGE:])
                 buf.clear()
-    if buf.strip() and not skipping:
+    if skipping:
+        yield _too_long(max_line)  # cut off by the end of input: not a whole request to answer
+    elif buf.strip():
         yield bytes(buf)
 
 
@@ -360,6 +402,8 @@ async def pipe_stdio(
                 try:
                     async for line in _lines(reader, max_line):
                         if isinstance(line, LineTooLong):
+                            if line.request_id is not None:  # its caller gets an answer, not a hang
+                                await replies.send(_overlong_refusal(line.request_id, max_line))
                             await read_writer.send(line)
                             continue
                         try:

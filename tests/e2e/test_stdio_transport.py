@@ -109,6 +109,36 @@ def test_over_pipes_bad_and_overlong_lines_are_skipped_and_the_session_goes_on(t
     assert b"longer than" in err  # the skipped line is logged, not silently lost
 
 
+def test_an_overlong_request_is_answered_with_an_error_when_its_id_can_be_read(tmp_path: Path) -> None:
+    """Such a request went unanswered: its caller waited for its own timeout. The id is read from
+    the line's first or last bytes, where clients write it; the line itself is never kept."""
+    big = "x" * (MAX_LINE + 10)
+    id_first = _line(_call(7, "learn", insight=big))  # {"jsonrpc": "2.0", "id": 7, ...}
+    head_less = {"method": "tools/call", "params": {"name": "learn", "arguments": {"insight": big, "id": 5}}}
+    id_last = _line({"jsonrpc": "2.0", **head_less, "id": "late-8"})
+    phases: list[tuple[dict[str, Any] | bytes, ...]] = [
+        (INIT, INITIALIZED),
+        (id_first,),
+        (id_last,),
+        (_call(9, "recall"),),
+    ]
+    responses, err = _converse(phases, _env(tmp_path))
+    for rid in (7, "late-8"):
+        assert responses[rid]["error"]["code"] == -32600  # type: ignore[index]
+        assert "longer than" in responses[rid]["error"]["message"]  # type: ignore[index]
+    assert responses[9]["result"]["structuredContent"]["result"]["mode"] == "filter"  # the session goes on
+    assert err.count(b"longer than") >= 2
+
+
+def test_an_id_is_read_only_at_the_top_level_of_an_overlong_line() -> None:
+    read = stdio._overlong_id
+    assert read(b'{"jsonrpc": "2.0", "id": 12, "method"', b"") == 12
+    assert read(b'{"id":"a\\"b","jsonrpc"', b"") == 'a"b'
+    assert read(b"", b'..."x"}, "id": -3}\n') == -3
+    assert read(b'{"jsonrpc":"2.0","method":"x","params":{"id":4', b'"id": 5}}') is None  # nested ids
+    assert read(b'{"method":"notifications/x","params":{', b'"y"}}') is None
+
+
 def test_only_pipes_take_the_thread_free_transport(tmp_path: Path) -> None:
     """A terminal, a regular file or a socket keeps mcp's transport (never switched to
     non-blocking; asyncio's write-pipe transport takes a readable socket for a closed one)."""
