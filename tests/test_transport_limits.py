@@ -123,3 +123,47 @@ async def test_one_robot_cannot_hold_every_mcp_session_and_an_ended_one_frees_it
     await cap(opening(Principal.robot("a")), receive, send)
     assert statuses[6] == 200
     assert cap.open_sessions("a") == 2
+
+
+async def test_opening_requests_sent_at_once_count_before_any_answer() -> None:
+    """200 initializes sent at once all opened sessions: each was counted only once answered."""
+    live: set[str] = set()
+    made = iter(f"sid-{i}" for i in range(100))
+    release = anyio.Event()
+    waiting = {2: anyio.Event()}
+    arrived: list[int] = []
+
+    async def manager(scope: Scope, receive: Receive, send: Send) -> None:
+        arrived.append(1)
+        if len(arrived) in waiting:
+            waiting[len(arrived)].set()
+        await release.wait()  # a slow answer: the window the race used
+        sid = next(made)
+        live.add(sid)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"mcp-session-id", sid.encode())]})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    cap = SessionCap(manager, live.__contains__, per_robot=2)
+    statuses: list[int] = []
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"{}"}
+
+    def opening() -> Scope:
+        return {"type": "http", "method": "POST", "path": "/mcp", "headers": [], "principal": Principal.robot("a")}
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(cap, opening(), receive, send)
+        tg.start_soon(cap, opening(), receive, send)
+        await waiting[2].wait()
+        with anyio.fail_after(10):  # admitted, it would wait for the release below: fail, not hang
+            await cap(opening(), receive, send)  # a third while two are still being answered
+        assert statuses == [503]
+        release.set()
+    assert statuses == [503, 200, 200]
+    assert cap.opening == {}
+    assert cap.open_sessions("a") == 2

@@ -135,7 +135,9 @@ class SessionCap:
     """Refuses a scoped robot a new Streamable HTTP session (a POST to `path` without a session
     id) while it holds `per_robot` open ones (pure ASGI). Which sessions are open is `live`'s
     answer (the session manager's own table); whose they are is read from the
-    ``mcp-session-id`` header of the answer that opened them."""
+    ``mcp-session-id`` header of the answer that opened them. An opening request still being
+    answered counts too, from before its first ``await``: 200 sent at once all got in before
+    any answer came back (found by review)."""
 
     def __init__(
         self, app: ASGIApp, live: Callable[[str], bool], per_robot: int = MAX_PER_ROBOT, path: str = "/mcp"
@@ -145,6 +147,7 @@ class SessionCap:
         self.per_robot = per_robot
         self.path = path
         self.owned: dict[str, set[str]] = {}  # robot → the session ids it opened
+        self.opening: dict[str, int] = {}  # robot → its opening requests not answered yet
 
     def open_sessions(self, robot: str) -> int:
         ids = {sid for sid in self.owned.get(robot, ()) if self.live(sid)}
@@ -159,18 +162,32 @@ class SessionCap:
         if robot is None or scope.get("path") != self.path or Headers(scope=scope).get("mcp-session-id"):
             await self.app(scope, receive, send)
             return
-        if self.open_sessions(robot) >= self.per_robot:
+        if self.open_sessions(robot) + self.opening.get(robot, 0) >= self.per_robot:
             await _too_many("MCP sessions")(scope, receive, send)
             return
+        self.opening[robot] = self.opening.get(robot, 0) + 1
+        pending = True
+
+        def settled() -> None:
+            nonlocal pending
+            if pending:
+                pending = False
+                left = self.opening.pop(robot) - 1
+                if left:
+                    self.opening[robot] = left
 
         async def noting(message: Message) -> None:
             if message["type"] == "http.response.start":
                 sid = Headers(raw=message.get("headers", [])).get("mcp-session-id")
                 if sid:
                     self.owned.setdefault(robot, set()).add(sid)
+                settled()  # from here the session (if one opened) is counted as open instead
             await send(message)
 
-        await self.app(scope, receive, noting)
+        try:
+            await self.app(scope, receive, noting)
+        finally:
+            settled()
 
 
 class McpHosts:

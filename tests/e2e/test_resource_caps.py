@@ -51,6 +51,15 @@ async def test_a_robot_past_its_session_cap_gets_503_while_the_admin_still_gets_
         assert (await _open(http, server, ROBOT)).status_code == 503
 
 
+async def test_opening_requests_sent_all_at_once_still_stop_at_the_cap(server: ServerProcess) -> None:
+    """Sent at once, 200 initializes all opened sessions, and 1,000 locked out everyone (found
+    by review): the cap counted a session only once its answer came back."""
+    async with httpx.AsyncClient(timeout=30.0, limits=httpx.Limits(max_connections=100)) as http:
+        answers = await asyncio.gather(*(_open(http, server, ROBOT) for _ in range(MAX_PER_ROBOT + 20)))
+        assert sorted(r.status_code for r in answers) == [200] * MAX_PER_ROBOT + [503] * 20
+        assert (await _open(http, server, ADMIN)).status_code == 200
+
+
 async def test_a_connection_that_never_sends_its_headers_is_closed(server: ServerProcess) -> None:
     """Without a deadline such connections stayed open for good, until no one could connect."""
     reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
