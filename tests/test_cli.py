@@ -765,19 +765,35 @@ def test_a_serving_doctor_checks_inside_the_indexes_only_when_asked(tmp_path: Pa
         memory.close()
 
 
-@pytest.mark.parametrize(("transport", "on_loop"), [("stdio", True), ("sse", False)])
-def test_a_stdio_server_reads_on_its_event_loop_and_an_http_one_on_reader_threads(
-    tmp_path: Path, transport: str, on_loop: bool
+def test_a_stdio_server_reads_on_its_event_loop_and_the_http_surfaces_on_reader_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """stdio has one client, whose calls come one at a time; HTTP serves many at once."""
-    from robot_mcp_memory.serve import open_memory
+    """stdio has one client, whose calls come one at a time; HTTP (and `web`, whose MCP_TRANSPORT
+    is left at its stdio default) serve many at once (found by review: `web` ran every read on
+    its loop, and /healthz waited seconds behind the dashboard's charts)."""
+    from robot_mcp_memory import serve
 
-    env = {"MEMORY_DATA_DIR": str(tmp_path), "MEMORY_EMBEDDER": "none", "MCP_TRANSPORT": transport}
-    memory = open_memory(Settings.from_env(env), [])
+    env = {"MEMORY_DATA_DIR": str(tmp_path), "MEMORY_EMBEDDER": "none"}
+    opened: list[Memory] = []
+    real_open = serve.open_memory
+
+    def recording(settings: Settings, sockets: list[socket.socket]) -> Memory:
+        opened.append(real_open(settings, sockets))
+        return opened[-1]
+
+    async def no_session(*_: object) -> None:
+        assert opened[-1].index.reads_on_loop is True  # while serving stdio
+
+    monkeypatch.setattr(serve, "open_memory", recording)
+    monkeypatch.setattr(serve, "run_stdio", no_session)
+    monkeypatch.setattr(serve, "_ignore_stop_signals", lambda: None)  # this is the test process
+    serve.serve(Settings.from_env(env))
+    assert len(opened) == 1
+    web = real_open(Settings.from_env(env), [])  # what `web` opens, with MCP_TRANSPORT at its stdio default
     try:
-        assert memory.index.reads_on_loop is on_loop
+        assert web.index.reads_on_loop is False
     finally:
-        memory.close()
+        web.close()
 
 
 def test_folders_the_server_and_its_commands_make_are_for_their_user_only(tmp_path: Path) -> None:

@@ -234,16 +234,13 @@ async def _stop_on_signals(
 
 def open_memory(settings: Settings, sockets: list[socket.socket]) -> Memory:
     """The data directory's `Memory`, after `sockets` were bound (`listen`); they are closed if
-    it cannot be opened, so a refused start leaves no port held. Over stdio, reads run on the
-    event loop (`SqliteStore.reads_on_loop`): one client, nothing to overlap."""
+    it cannot be opened, so a refused start leaves no port held."""
     try:
-        memory = Memory.open(settings)
+        return Memory.open(settings)
     except BaseException:
         for sock in sockets:
             sock.close()
         raise
-    memory.index.reads_on_loop = settings.transport == "stdio"
-    return memory
 
 
 def serve(settings: Settings) -> None:
@@ -252,6 +249,9 @@ def serve(settings: Settings) -> None:
     try:
         mcp = build_server(memory)
         if settings.transport == "stdio":
+            # One client, whose calls come one after another: reads run on the event loop
+            # (`SqliteStore.reads_on_loop`). Only here — `web` and the HTTP transports serve many.
+            memory.index.reads_on_loop = True
             _log.info("serve.stdio", data_dir=str(settings.data_dir))
             anyio.run(run_stdio, mcp)
             _ignore_stop_signals()
