@@ -287,6 +287,37 @@ async def test_a_session_id_another_robot_holds_here_becomes_the_importing_robot
     assert memory.index.read_blocking(sessions_of) == held
 
 
+async def test_the_same_file_imported_for_a_second_robot_brings_nothing_new(memory: Memory, robotmem_db: Path) -> None:
+    """A memory is imported once, whoever for, and so is its session: importing again for another
+    robot made empty sessions of its own beside 'already imported' memories (found by review). A
+    memory new to the file since goes to a session of the importing robot, never the first one's."""
+    first = await run_import(memory, robotmem_db, robot="rap-a")
+    again = await run_import(memory, robotmem_db, robot="rap-b")
+    assert (again.memories, again.sessions) == (0, 0)
+    assert again.skipped_sessions == {"already imported": first.sessions}
+    robots = memory.index.read_blocking(lambda c: [r[0] for r in c.execute("SELECT DISTINCT robot FROM sessions")])
+    assert robots == ["rap-a"]
+    episode = source(robotmem_db)["sessions"][0]
+    conn = sqlite3.connect(robotmem_db)
+    with conn:
+        conn.execute(
+            "INSERT INTO memories(session_id, collection, type, content, context, category, confidence, status) "
+            "VALUES (?, 'default', 'fact', 'the dock charger needs 40 minutes', '{}', 'observation', 0.9, 'active')",
+            (episode,),
+        )
+    conn.close()
+    grown = await run_import(memory, robotmem_db, robot="rap-b")
+    assert grown.memories == 1
+    new_id = grown.memory_ids[max(grown.memory_ids)]
+    placed = memory.index.read_blocking(
+        lambda c: c.execute(
+            "SELECT m.robot, s.robot, s.id FROM memories m JOIN sessions s ON s.id = m.session_id WHERE m.id = ?",
+            (new_id,),
+        ).fetchone()
+    )
+    assert tuple(placed) == ("rap-b", "rap-b", robotmem_import.own_session_id(episode, "rap-b"))
+
+
 async def test_memories_with_zero_or_negative_ids_come_across(memory: Memory, robotmem_db: Path) -> None:
     """robotmem's ids start at 1, but an edited file may hold others: they were never read, and
     the summary did not count them (found by review)."""

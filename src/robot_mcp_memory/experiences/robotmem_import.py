@@ -687,14 +687,18 @@ def imported_keys(conn: sqlite3.Connection) -> dict[tuple[int, str], int]:
     return {(int(r[1]), str(r[2])): int(r[0]) for r in rows if isinstance(r[1], int)}
 
 
-def existing_sessions(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, str]:
-    """Which of `ids` are sessions here already, and whose (id → robot)."""
-    found: dict[str, str] = {}
+def existing_sessions(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple[str, bool]]:
+    """Which of `ids` are sessions here already: id → (robot, whether an import from robotmem made it)."""
+    found: dict[str, tuple[str, bool]] = {}
     for start in range(0, len(ids), 500):
         chunk = list(ids[start : start + 500])
         marks = ",".join("?" * len(chunk))
-        rows = conn.execute(f"SELECT id, robot FROM sessions WHERE id IN ({marks})", chunk)  # noqa: S608
-        found.update((r[0], r[1]) for r in rows)
+        rows = conn.execute(
+            "SELECT id, robot, coalesce(json_extract(summary, '$.imported_from.source') = ?, 0) "  # noqa: S608
+            f"FROM sessions WHERE id IN ({marks})",
+            [SOURCE, *chunk],
+        )
+        found.update((r[0], (r[1], bool(r[2]))) for r in rows)
     return found
 
 
@@ -712,19 +716,33 @@ def own_session_id(sid: str, robot: str) -> str:
     return "robotmem-" + hashlib.sha256(f"{robot}\0{sid}".encode("utf-8", "replace")).hexdigest()[:32]
 
 
+@dataclass
+class _Remaps:
+    """Where this import's memories go when another robot holds their session's id here.
+
+    `now`: the id is another robot's own session — the memories go to `own_session_id` instead.
+    `later`: the id is another robot's *import* of the same robotmem session. Its memories were
+    imported then (a memory is imported once, whoever for), so the session counts as imported
+    too; a memory new since then goes to `own_session_id`, made when one needs it."""
+
+    now: dict[str, str] = field(default_factory=dict)
+    later: dict[str, str] = field(default_factory=dict)
+
+
 async def _settle_sessions(
-    store: storage.ExperienceStore, sessions: Sequence[Session], robot: str, remap: dict[str, str]
+    store: storage.ExperienceStore, sessions: Sequence[Session], robot: str, remaps: _Remaps, *, lazy: bool
 ) -> tuple[list[Session], int]:
-    """`sessions` with the ids another robot holds here replaced by `own_session_id` (noted in
-    `remap`), those not yet present, and how many of this robot's are present already."""
+    """`sessions` not yet present (ids another robot holds replaced as `remaps` says; with `lazy`
+    another robot's imported ones are left for `remaps.later`), and how many count as present."""
     owners = await store.read(partial(existing_sessions, ids=[s.id for s in sessions]))
     for s in sessions:
-        if s.id in owners and owners[s.id] != robot:
-            remap[s.id] = own_session_id(s.id, robot)
-    mine = [replace(s, id=remap.get(s.id, s.id)) for s in sessions]
+        held = owners.get(s.id)
+        if held is not None and held[0] != robot:
+            (remaps.later if lazy and held[1] else remaps.now)[s.id] = own_session_id(s.id, robot)
+    mine = [replace(s, id=remaps.now.get(s.id, s.id)) for s in sessions]
     twins = [s.id for s in mine if s.id not in owners]
     owners.update(await store.read(partial(existing_sessions, ids=twins)) if twins else {})
-    present = sum(1 for s in mine if owners.get(s.id) == robot)
+    present = sum(1 for s in mine if s.id in owners and (owners[s.id][0] == robot or s.id in remaps.later))
     return [s for s in mine if s.id not in owners], present
 
 
@@ -820,8 +838,8 @@ async def _run(
             sessions.append(made)
             if made.collection != prefix + s.collection:
                 report.renamed[prefix + s.collection] = made.collection
-    remap: dict[str, str] = {}  # robotmem's session id → ours, where another robot holds it here
-    fresh, present = await _settle_sessions(store, sessions, robot, remap)
+    remaps = _Remaps()  # robotmem's session id → ours, where another robot holds it here
+    fresh, present = await _settle_sessions(store, sessions, robot, remaps, lazy=True)
     if present:
         report.skipped_sessions[ALREADY] += present
     if fresh:
@@ -856,6 +874,8 @@ async def _run(
                 continue
             if p.new.collection != prefix + src.collection:
                 report.renamed[prefix + src.collection] = p.new.collection
+            if remaps.later:  # new since another robot's import of its session: in one of its own
+                p = _in_session(p, remaps.later)
             sid = p.new.session_id
             if sid is not None and sid not in session_ids and sid not in orphans:
                 marker = {"imported_from": {"source": SOURCE, "recreated": True}}
@@ -865,12 +885,12 @@ async def _run(
             pending = list(orphans.values())
             session_ids.update(orphans)
             orphans.clear()
-            new_orphans, _ = await _settle_sessions(store, pending, robot, remap)
+            new_orphans, _ = await _settle_sessions(store, pending, robot, remaps, lazy=False)
             if new_orphans:
                 recreated = await store.write(partial(insert_sessions, sessions=new_orphans))
                 report.notes[ORPHAN_SESSION] += len(recreated)
-        if remap:
-            batch = [_in_session(p, remap) for p in batch]
+        if remaps.now:
+            batch = [_in_session(p, remaps.now) for p in batch]
         if batch:
             ids = await store.write(partial(insert_imported, items=batch))
             for p, mid in zip(batch, ids, strict=True):
