@@ -61,18 +61,22 @@ class LineTooLong(ValueError):
 
 #: How much of an overlong line's start and end is kept to find its request's id.
 _EDGE = 4096
-#: A request's id where clients write it: first (``{"jsonrpc":"2.0","id":…``, as the Python and
-#: TypeScript SDKs serialise, or ``{"id":…``) or last (``…,"id":…}``: the closing brace after it is
-#: the message's own, so an ``"id"`` inside the arguments never matches).
-_ID_VALUE = rb'(-?\d{1,18}|"(?:[^"\\]|\\.){0,256}")'
-_HEAD_ID = re.compile(rb'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*' + _ID_VALUE)
-_TAIL_ID = re.compile(rb'"id"\s*:\s*' + _ID_VALUE + rb"\s*\}\s*\Z")
+#: A request's id where clients write it, on a line that is a request (a ``"method"`` right after
+#: the id, or opening the message): first (``{"jsonrpc":"2.0","id":…,"method":…``, as the Python and
+#: TypeScript SDKs serialise) or last (``{"jsonrpc":"2.0","method":…`` … ``,"id":…}``: the closing
+#: brace after it is the message's own, and the comma before it makes it a top-level key). An id
+#: must be a whole integer or string: ``7.5`` or a 19-digit number is not answered as something else.
+_ID_VALUE = rb'(-?\d{1,18}(?![\d.eE])|"(?:[^"\\]|\\.){0,256}")'
+_START = rb'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?'
+_HEAD_ID = re.compile(_START + rb'"id"\s*:\s*' + _ID_VALUE + rb'\s*,\s*"method"\s*:')
+_HEAD_METHOD = re.compile(_START + rb'"method"\s*:')
+_TAIL_ID = re.compile(rb',\s*"id"\s*:\s*' + _ID_VALUE + rb"\s*\}\s*\Z")
 
 
 def _overlong_id(head: bytes, tail: bytes) -> str | int | None:
     """The id of the request an overlong line carries, read from its first and last bytes, or
     None: the line is never parsed whole (it is not even kept)."""
-    found = _HEAD_ID.search(head) or _TAIL_ID.search(tail)
+    found = _HEAD_ID.search(head) or (_TAIL_ID.search(tail) if _HEAD_METHOD.search(head) else None)
     if found is None:
         return None
     try:

@@ -130,13 +130,26 @@ def test_an_overlong_request_is_answered_with_an_error_when_its_id_can_be_read(t
     assert err.count(b"longer than") >= 2
 
 
-def test_an_id_is_read_only_at_the_top_level_of_an_overlong_line() -> None:
+def test_only_a_requests_own_id_is_read_from_an_overlong_line() -> None:
+    """Answered under the wrong id, an error lands on another of the client's requests (found by
+    review: a response, a float id, a 20-digit id and an escaped key were all answered)."""
     read = stdio._overlong_id
-    assert read(b'{"jsonrpc": "2.0", "id": 12, "method"', b"") == 12
-    assert read(b'{"id":"a\\"b","jsonrpc"', b"") == 'a"b'
-    assert read(b"", b'..."x"}, "id": -3}\n') == -3
-    assert read(b'{"jsonrpc":"2.0","method":"x","params":{"id":4', b'"id": 5}}') is None  # nested ids
-    assert read(b'{"method":"notifications/x","params":{', b'"y"}}') is None
+    assert read(b'{"jsonrpc": "2.0", "id": 12, "method": "tools/call"', b"") == 12
+    assert read(b'{"id":"a\\"b","method":"x"', b"") == 'a"b'
+    assert read(b'{"jsonrpc":"2.0","method":"tools/call","params":{', b'..."x"}, "id": -3}\n') == -3
+    nothing = [
+        (b'{"jsonrpc":"2.0","id":7,"result":{', b"}}"),  # a response: its id is the client's own
+        (b'{"jsonrpc":"2.0","method":"x","params":{', b',"id":7}}'),  # an id nested in the arguments
+        (b'{"jsonrpc":"2.0","method":"x","params":{"id":4', b'"id": 5}}'),
+        (b'{"jsonrpc":"2.0","id":7.5,"method":"x"', b""),  # not an id mcp would answer
+        (b'{"jsonrpc":"2.0","id":1e3,"method":"x"', b""),
+        (b'{"jsonrpc":"2.0","id":12345678901234567890,"method":"x"', b""),
+        (b'{"jsonrpc":"2.0","method":"x","params":{}', b',"\\"id":5}'),  # a key that only ends in id
+        (b'{"jsonrpc":"2.0","result":{', b',"id":5}'),  # a response with its id last
+        (b'{"method":"notifications/x","params":{', b'"y"}}'),
+    ]
+    for head, tail in nothing:
+        assert read(head, tail) is None, (head, tail)
 
 
 def test_only_pipes_take_the_thread_free_transport(tmp_path: Path) -> None:
