@@ -318,6 +318,97 @@ async def test_the_same_file_imported_for_a_second_robot_brings_nothing_new(memo
     assert tuple(placed) == ("rap-b", "rap-b", robotmem_import.own_session_id(episode, "rap-b"))
 
 
+def _add_memory(robotmem_db: Path, session: str, text: str) -> None:
+    conn = sqlite3.connect(robotmem_db)
+    with conn:
+        conn.execute(
+            "INSERT INTO memories(session_id, collection, type, content, context, category, confidence, status) "
+            "VALUES (?, 'default', 'fact', ?, '{}', 'observation', 0.9, 'active')",
+            (session, text),
+        )
+    conn.close()
+
+
+def _cross_robot(memory: Memory) -> int:
+    """Memories sitting in a session of another robot (there must be none)."""
+    return int(
+        memory.index.read_blocking(
+            lambda c: c.execute(
+                "SELECT count(*) FROM memories m JOIN sessions s ON s.id = m.session_id WHERE m.robot != s.robot"
+            ).fetchone()[0]
+        )
+    )
+
+
+async def test_an_imported_session_its_robot_ended_is_still_known_as_imported(
+    memory: Memory, robotmem_db: Path
+) -> None:
+    """Ending a session rewrote its summary and lost where it came from: a second robot's import
+    then made itself an empty copy of it (found by review)."""
+    first = await run_import(memory, robotmem_db, robot="rap-a")
+    still_open = source(robotmem_db)["sessions"][2]
+    await memory.experiences.end_session(Principal.robot("rap-a"), still_open, 1.0)
+    again = await run_import(memory, robotmem_db, robot="rap-b")
+    assert (again.memories, again.sessions) == (0, 0)
+    assert again.skipped_sessions == {"already imported": first.sessions}
+
+
+async def test_a_new_memory_goes_to_a_full_copy_of_its_session_for_the_importing_robot(
+    memory: Memory, robotmem_db: Path
+) -> None:
+    """Not a blank session counted as one robotmem had no row for (found by review)."""
+    await run_import(memory, robotmem_db, robot="rap-a")
+    episode = source(robotmem_db)["sessions"][0]
+    _add_memory(robotmem_db, episode, "the dock charger needs 40 minutes")
+    grown = await run_import(memory, robotmem_db, robot="rap-b")
+    assert (grown.memories, grown.sessions) == (1, 1)
+    assert not grown.notes.get(robotmem_import.ORPHAN_SESSION)
+    own = robotmem_import.own_session_id(episode, "rap-b")
+    cols = "collection, context, started_at, ended_at, outcome_score"
+    theirs, mine = memory.index.read_blocking(
+        lambda c: [c.execute(f"SELECT {cols} FROM sessions WHERE id = ?", (i,)).fetchone() for i in (episode, own)]  # noqa: S608
+    )
+    assert tuple(mine) == tuple(theirs)
+    assert _cross_robot(memory) == 0
+
+
+async def test_a_session_id_crafted_to_collide_never_puts_a_memory_in_another_robots_session(
+    memory: Memory, robotmem_db: Path
+) -> None:
+    """Found by review: when the id a remapped session would take was itself another robot's,
+    the memories went there."""
+    episode = source(robotmem_db)["sessions"][0]
+    twin = robotmem_import.own_session_id(episode, "rap-b")
+    conn = sqlite3.connect(robotmem_db)
+    with conn:
+        conn.execute(
+            "INSERT INTO sessions(external_id, collection, context, status) VALUES (?, 'default', '{}', 'ended')",
+            (twin,),
+        )
+    conn.close()
+    await run_import(memory, robotmem_db, robot="rap-a")  # rap-a now holds `twin` too
+    _add_memory(robotmem_db, episode, "the dock charger needs 40 minutes")
+    grown = await run_import(memory, robotmem_db, robot="rap-b")
+    assert grown.memories == 1
+    assert _cross_robot(memory) == 0
+    again = await run_import(memory, robotmem_db, robot="rap-b")
+    assert (again.memories, again.sessions) == (0, 0)
+
+
+async def test_a_remapped_session_never_lands_on_another_robots_own_session(memory: Memory, robotmem_db: Path) -> None:
+    episode = source(robotmem_db)["sessions"][0]
+    twin = robotmem_import.own_session_id(episode, "rap-b")
+    memory.index.write_blocking(
+        lambda c: c.executemany(
+            "INSERT INTO sessions(id, robot, collection, context, started_at) VALUES (?, 'rap-a', 'default', '{}', 0)",
+            [(episode,), (twin,)],
+        )
+    )
+    report = await run_import(memory, robotmem_db, robot="rap-b")
+    assert report.memories == report.total_memories
+    assert _cross_robot(memory) == 0
+
+
 async def test_memories_with_zero_or_negative_ids_come_across(memory: Memory, robotmem_db: Path) -> None:
     """robotmem's ids start at 1, but an edited file may hold others: they were never read, and
     the summary did not count them (found by review)."""

@@ -729,6 +729,18 @@ class _Remaps:
     later: dict[str, str] = field(default_factory=dict)
 
 
+async def _own_target(store: storage.ExperienceStore, sid: str, robot: str) -> str:
+    """`own_session_id(sid, robot)`, derived again while another robot holds that id too (only a
+    file crafted to collide gets there): never a session of another robot."""
+    target = own_session_id(sid, robot)
+    for _ in range(8):
+        held = (await store.read(partial(existing_sessions, ids=[target]))).get(target)
+        if held is None or held[0] == robot:
+            return target
+        target = own_session_id(target, robot)
+    raise StorageError(f"no free session id for robotmem's session {sid!r}; import it for another robot")
+
+
 async def _settle_sessions(
     store: storage.ExperienceStore, sessions: Sequence[Session], robot: str, remaps: _Remaps, *, lazy: bool
 ) -> tuple[list[Session], int]:
@@ -738,7 +750,7 @@ async def _settle_sessions(
     for s in sessions:
         held = owners.get(s.id)
         if held is not None and held[0] != robot:
-            (remaps.later if lazy and held[1] else remaps.now)[s.id] = own_session_id(s.id, robot)
+            (remaps.later if lazy and held[1] else remaps.now)[s.id] = await _own_target(store, s.id, robot)
     mine = [replace(s, id=remaps.now.get(s.id, s.id)) for s in sessions]
     twins = [s.id for s in mine if s.id not in owners]
     owners.update(await store.read(partial(existing_sessions, ids=twins)) if twins else {})
@@ -845,11 +857,13 @@ async def _run(
     if fresh:
         report.sessions += len(await store.write(lambda c: insert_sessions(c, fresh)))
     session_ids = {s.id for s in sessions}
+    originals = {s.id: s for s in sessions}  # robotmem's sessions, by their ids here before any remap
 
     done = await store.read(imported_keys)
     created_of: dict[int, str | None] = {}  # robotmem id → its created_at (its key)
     links: list[tuple[int, int]] = []  # (our id, robotmem id it was superseded by)
     orphans: dict[str, Session] = {}
+    copies: dict[str, Session] = {}  # this robot's own copies of sessions another robot imported
     seen = 0
     pages = source.memories(page)
     while True:
@@ -874,13 +888,23 @@ async def _run(
                 continue
             if p.new.collection != prefix + src.collection:
                 report.renamed[prefix + src.collection] = p.new.collection
-            if remaps.later:  # new since another robot's import of its session: in one of its own
-                p = _in_session(p, remaps.later)
             sid = p.new.session_id
+            if sid is not None and sid in remaps.later:  # new since another robot's import of its session
+                p = _in_session(p, remaps.later)  # … into this robot's own copy of that session
+                own = remaps.later[sid]
+                if own not in session_ids:
+                    copies[own] = replace(originals[sid], id=own)
+                    session_ids.add(own)
+                sid = own
             if sid is not None and sid not in session_ids and sid not in orphans:
                 marker = {"imported_from": {"source": SOURCE, "recreated": True}}
                 orphans[sid] = Session(sid, robot, p.new.collection, {}, p.created_at, summary=marker)
             batch.append(p)
+        if copies:
+            own_copies, _ = await _settle_sessions(store, list(copies.values()), robot, remaps, lazy=False)
+            copies.clear()
+            if own_copies:
+                report.sessions += len(await store.write(partial(insert_sessions, sessions=own_copies)))
         if orphans:
             pending = list(orphans.values())
             session_ids.update(orphans)

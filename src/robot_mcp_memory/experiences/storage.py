@@ -420,6 +420,8 @@ def end_session(
         "duration_s": round(now - s.started_at, 3),
         "outcome_score": outcome_score,
     }
+    if s.summary and "imported_from" in s.summary:  # where an imported session came from stays known
+        summary["imported_from"] = s.summary["imported_from"]
     conn.execute(
         "UPDATE sessions SET ended_at = ?, outcome_score = ?, summary = ? WHERE id = ?",
         (now, outcome_score, _dumps(summary), sid),
