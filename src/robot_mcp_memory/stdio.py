@@ -24,7 +24,7 @@ import select
 import stat
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import BinaryIO, Protocol, TypeVar
+from typing import Any, BinaryIO, Protocol, TypeVar
 
 import anyio
 import pydantic_core
@@ -61,29 +61,66 @@ class LineTooLong(ValueError):
 
 #: How much of an overlong line's start and end is kept to find its request's id.
 _EDGE = 4096
-#: A request's id where clients write it, on a line that is a request (a ``"method"`` right after
-#: the id, or opening the message): first (``{"jsonrpc":"2.0","id":…,"method":…``, as the Python and
-#: TypeScript SDKs serialise) or last (``{"jsonrpc":"2.0","method":…`` … ``,"id":…}``: the closing
-#: brace after it is the message's own, and the comma before it makes it a top-level key). An id
-#: must be a whole integer or string: ``7.5`` or a 19-digit number is not answered as something else.
-_ID_VALUE = rb'(-?\d{1,18}(?![\d.eE])|"(?:[^"\\]|\\.){0,256}")'
-_START = rb'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?'
-_HEAD_ID = re.compile(_START + rb'"id"\s*:\s*' + _ID_VALUE + rb'\s*,\s*"method"\s*:')
-_HEAD_METHOD = re.compile(_START + rb'"method"\s*:')
-_TAIL_ID = re.compile(rb',\s*"id"\s*:\s*' + _ID_VALUE + rb"\s*\}\s*\Z")
+#: An overlong line's id and method, where they can be read without the line: the top-level pairs
+#: its first bytes complete (clients write ``jsonrpc``, ``id`` and ``method`` in any order before
+#: the long ``params``, or after it), or a top-level ``,"id":…}`` / ``,"method":"…"}`` that closes
+#: the message (the comma before it makes it a top-level key, the brace after it the message's own).
+_STR = rb'"(?:[^"\\]|\\.){0,256}"'
+_TAIL_ID = re.compile(rb',\s*"id"\s*:\s*(-?\d{1,40}(?![\d.eE])|' + _STR + rb")\s*\}\s*\Z")
+_TAIL_METHOD = re.compile(rb',\s*"method"\s*:\s*' + _STR + rb"\s*\}\s*\Z")
+_JSON = json.JSONDecoder()
+
+
+def _ws(text: str, i: int) -> int:
+    """The index of the first character at or after `i` that is not JSON whitespace."""
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _head_pairs(head: bytes) -> dict[str, Any]:
+    """The top-level pairs `head` (the start of a message) holds whole, in order, up to the first
+    value it cuts off."""
+    text = head.decode("utf-8", errors="replace")
+    pairs: dict[str, Any] = {}
+    i = _ws(text, 0)
+    if not text.startswith("{", i):
+        return pairs
+    i += 1
+    try:
+        while True:
+            key, i = _JSON.raw_decode(text, _ws(text, i))
+            i = _ws(text, i)
+            if not isinstance(key, str) or not text.startswith(":", i):
+                return pairs
+            value, i = _JSON.raw_decode(text, _ws(text, i + 1))
+            pairs[key] = value
+            i = _ws(text, i)
+            if not text.startswith(",", i):
+                return pairs
+            i += 1
+    except (ValueError, RecursionError):  # a value running past the head: the long one
+        return pairs
 
 
 def _overlong_id(head: bytes, tail: bytes) -> str | int | None:
     """The id of the request an overlong line carries, read from its first and last bytes, or
-    None: the line is never parsed whole (it is not even kept)."""
-    found = _HEAD_ID.search(head) or (_TAIL_ID.search(tail) if _HEAD_METHOD.search(head) else None)
-    if found is None:
+    None: a response or a notification, or an id that cannot be read (the line is never parsed
+    whole, or even kept). Only a whole integer or a string is an id (``7.5`` is not 7)."""
+    pairs = _head_pairs(head)
+    if not (isinstance(pairs.get("method"), str) or _TAIL_METHOD.search(tail)):
         return None
-    try:
-        rid = json.loads(found.group(1))
-    except ValueError:
-        return None
-    return rid if isinstance(rid, str | int) else None
+    if "id" in pairs:
+        rid = pairs["id"]
+    else:
+        found = _TAIL_ID.search(tail)
+        if found is None:
+            return None
+        try:
+            rid = json.loads(found.group(1))
+        except ValueError:
+            return None
+    return rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
 
 
 #: What a line must hold for a number in it to be something mcp would quietly change: JavaScript's

@@ -134,16 +134,30 @@ def test_only_a_requests_own_id_is_read_from_an_overlong_line() -> None:
     """Answered under the wrong id, an error lands on another of the client's requests (found by
     review: a response, a float id, a 20-digit id and an escaped key were all answered)."""
     read = stdio._overlong_id
-    assert read(b'{"jsonrpc": "2.0", "id": 12, "method": "tools/call"', b"") == 12
-    assert read(b'{"id":"a\\"b","method":"x"', b"") == 'a"b'
-    assert read(b'{"jsonrpc":"2.0","method":"tools/call","params":{', b'..."x"}, "id": -3}\n') == -3
+    assert read(b'{"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": {"x', b"") == 12
+    assert read(b'{"id":"a\\"b","method":"x","params":{', b"") == 'a"b'
+    assert read(b'{"id":12,"jsonrpc":"2.0","method":"tools/call","params":{', b"}}") == 12
+    # mcp-go: id, then the long params, then the method last
+    assert (
+        read(
+            b'{"jsonrpc":"2.0","id":11,"params":{"name":"learn","arguments":{"insight":"x',
+            b'x"}},"method":"tools/call"}',
+        )
+        == 11
+    )
+    # the Python SDK: method and params first, id last
+    assert (
+        read(b'{"method":"tools/call","params":{"name":"learn","arguments":{', b'..."x"}},"jsonrpc":"2.0","id":-3}\n')
+        == -3
+    )
+    assert read(b'{"jsonrpc":"2.0","id":12345678901234567890,"method":"x","params":{', b"") == 12345678901234567890
     nothing = [
         (b'{"jsonrpc":"2.0","id":7,"result":{', b"}}"),  # a response: its id is the client's own
         (b'{"jsonrpc":"2.0","method":"x","params":{', b',"id":7}}'),  # an id nested in the arguments
         (b'{"jsonrpc":"2.0","method":"x","params":{"id":4', b'"id": 5}}'),
         (b'{"jsonrpc":"2.0","id":7.5,"method":"x"', b""),  # not an id mcp would answer
         (b'{"jsonrpc":"2.0","id":1e3,"method":"x"', b""),
-        (b'{"jsonrpc":"2.0","id":12345678901234567890,"method":"x"', b""),
+        (b'{"jsonrpc":"2.0","id":true,"method":"x"', b""),
         (b'{"jsonrpc":"2.0","method":"x","params":{}', b',"\\"id":5}'),  # a key that only ends in id
         (b'{"jsonrpc":"2.0","result":{', b',"id":5}'),  # a response with its id last
         (b'{"method":"notifications/x","params":{', b'"y"}}'),

@@ -362,6 +362,7 @@ async def test_a_new_memory_goes_to_a_full_copy_of_its_session_for_the_importing
     _add_memory(robotmem_db, episode, "the dock charger needs 40 minutes")
     grown = await run_import(memory, robotmem_db, robot="rap-b")
     assert (grown.memories, grown.sessions) == (1, 1)
+    assert grown.sessions + sum(grown.skipped_sessions.values()) == grown.total_sessions  # each counted once
     assert not grown.notes.get(robotmem_import.ORPHAN_SESSION)
     own = robotmem_import.own_session_id(episode, "rap-b")
     cols = "collection, context, started_at, ended_at, outcome_score"

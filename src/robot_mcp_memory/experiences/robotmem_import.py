@@ -904,7 +904,11 @@ async def _run(
             own_copies, _ = await _settle_sessions(store, list(copies.values()), robot, remaps, lazy=False)
             copies.clear()
             if own_copies:
-                report.sessions += len(await store.write(partial(insert_sessions, sessions=own_copies)))
+                copied = len(await store.write(partial(insert_sessions, sessions=own_copies)))
+                report.sessions += copied  # imported now, for this robot: no longer counted as skipped
+                report.skipped_sessions[ALREADY] -= copied
+                if report.skipped_sessions[ALREADY] <= 0:
+                    del report.skipped_sessions[ALREADY]
         if orphans:
             pending = list(orphans.values())
             session_ids.update(orphans)
