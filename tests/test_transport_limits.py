@@ -87,83 +87,77 @@ async def test_one_robot_cannot_hold_every_sse_stream_but_others_still_get_one()
     assert cap.by_robot == {}
 
 
-async def test_one_robot_cannot_hold_every_mcp_session_and_an_ended_one_frees_its_slot() -> None:
-    live: set[str] = set()
-    made = iter(f"sid-{i}" for i in range(100))
+class Sessions:
+    """mcp's session manager as `SessionCap` sees it: each opening request gets a new session id
+    (answered once `answer` is set, when there is one), and `live` holds the open ones."""
 
-    async def manager(scope: Scope, receive: Receive, send: Send) -> None:
-        sid = next(made)
-        live.add(sid)
+    def __init__(self, answer: anyio.Event | None = None) -> None:
+        self.live: set[str] = set()
+        self.made = 0
+        self.answer = answer
+        self.arrived = 0
+        self.statuses: list[int] = []
+
+    async def manager(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.arrived += 1
+        if self.answer is not None:
+            await self.answer.wait()  # a slow answer: the window a race would use
+        sid = f"sid-{self.made}"
+        self.made += 1
+        self.live.add(sid)
         await send({"type": "http.response.start", "status": 200, "headers": [(b"mcp-session-id", sid.encode())]})
         await send({"type": "http.response.body", "body": b"{}"})
 
-    cap = SessionCap(manager, live.__contains__, per_robot=2)
-    statuses: list[int] = []
-
-    async def send(message: Message) -> None:
+    async def send(self, message: Message) -> None:
         if message["type"] == "http.response.start":
-            statuses.append(message["status"])
+            self.statuses.append(message["status"])
 
+    @staticmethod
     async def receive() -> Message:
         return {"type": "http.request", "body": b"{}"}
 
+    @staticmethod
     def opening(principal: Principal, headers: list[tuple[bytes, bytes]] | None = None) -> Scope:
         return {"type": "http", "method": "POST", "path": "/mcp", "headers": headers or [], "principal": principal}
 
+
+async def test_one_robot_cannot_hold_every_mcp_session_and_an_ended_one_frees_its_slot() -> None:
+    fake = Sessions()
+    cap = SessionCap(fake.manager, fake.live.__contains__, per_robot=2)
+    a, b = Principal.robot("a"), Principal.robot("b")
     for _ in range(3):
-        await cap(opening(Principal.robot("a")), receive, send)
-    assert statuses == [200, 200, 503]
-    await cap(opening(Principal.robot("b")), receive, send)
-    await cap(opening(ADMIN), receive, send)
-    assert statuses[3:] == [200, 200]
+        await cap(fake.opening(a), fake.receive, fake.send)
+    assert fake.statuses == [200, 200, 503]
+    await cap(fake.opening(b), fake.receive, fake.send)
+    await cap(fake.opening(ADMIN), fake.receive, fake.send)
+    assert fake.statuses[3:] == [200, 200]
     # a request inside an open session is never counted or refused
-    await cap(opening(Principal.robot("a"), [(b"mcp-session-id", b"sid-0")]), receive, send)
-    assert statuses[5] == 200
-    live.discard("sid-0")  # ended (DELETE) or idled out: the slot is free again
-    await cap(opening(Principal.robot("a")), receive, send)
-    assert statuses[6] == 200
+    await cap(fake.opening(a, [(b"mcp-session-id", b"sid-0")]), fake.receive, fake.send)
+    assert fake.statuses[5] == 200
+    fake.live.discard("sid-0")  # ended (DELETE) or idled out: the slot is free again
+    await cap(fake.opening(a), fake.receive, fake.send)
+    assert fake.statuses[6] == 200
     assert cap.open_sessions("a") == 2
 
 
 async def test_opening_requests_sent_at_once_count_before_any_answer() -> None:
     """200 initializes sent at once all opened sessions: each was counted only once answered."""
-    live: set[str] = set()
-    made = iter(f"sid-{i}" for i in range(100))
-    release = anyio.Event()
-    waiting = {2: anyio.Event()}
-    arrived: list[int] = []
-
-    async def manager(scope: Scope, receive: Receive, send: Send) -> None:
-        arrived.append(1)
-        if len(arrived) in waiting:
-            waiting[len(arrived)].set()
-        await release.wait()  # a slow answer: the window the race used
-        sid = next(made)
-        live.add(sid)
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"mcp-session-id", sid.encode())]})
-        await send({"type": "http.response.body", "body": b"{}"})
-
-    cap = SessionCap(manager, live.__contains__, per_robot=2)
-    statuses: list[int] = []
-
-    async def send(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            statuses.append(message["status"])
-
-    async def receive() -> Message:
-        return {"type": "http.request", "body": b"{}"}
-
-    def opening() -> Scope:
-        return {"type": "http", "method": "POST", "path": "/mcp", "headers": [], "principal": Principal.robot("a")}
-
+    fake = Sessions(answer=anyio.Event())
+    cap = SessionCap(fake.manager, fake.live.__contains__, per_robot=2)
+    a = Principal.robot("a")
     async with anyio.create_task_group() as tg:
-        tg.start_soon(cap, opening(), receive, send)
-        tg.start_soon(cap, opening(), receive, send)
-        await waiting[2].wait()
-        with anyio.fail_after(10):  # admitted, it would wait for the release below: fail, not hang
-            await cap(opening(), receive, send)  # a third while two are still being answered
-        assert statuses == [503]
-        release.set()
-    assert statuses == [503, 200, 200]
+        tg.start_soon(cap, fake.opening(a), fake.receive, fake.send)
+        tg.start_soon(cap, fake.opening(a), fake.receive, fake.send)
+        for _ in range(1000):  # both are in the manager, waiting for their answers
+            if fake.arrived == 2:
+                break
+            await anyio.lowlevel.checkpoint()
+        assert fake.arrived == 2
+        with anyio.fail_after(10):  # admitted, it would wait for the answer below: fail, not hang
+            await cap(fake.opening(a), fake.receive, fake.send)  # a third while two are being answered
+        assert fake.statuses == [503]
+        assert fake.answer is not None
+        fake.answer.set()
+    assert fake.statuses == [503, 200, 200]
     assert cap.opening == {}
     assert cap.open_sessions("a") == 2
