@@ -94,9 +94,13 @@ def _head_pairs(head: bytes) -> dict[str, Any]:
             if not isinstance(key, str) or not text.startswith(":", i):
                 return pairs
             value, i = _JSON.raw_decode(text, _ws(text, i + 1))
-            pairs[key] = value
             i = _ws(text, i)
-            if not text.startswith(",", i):
+            # A pair counts once what follows it says it ended: a number cut off by the head's
+            # edge (123 of 123456) or followed by junk (12 of 12ab) is not the id.
+            if not text.startswith((",", "}"), i):
+                return pairs
+            pairs[key] = value
+            if text.startswith("}", i):
                 return pairs
             i += 1
     except (ValueError, RecursionError):  # a value running past the head: the long one
@@ -120,7 +124,7 @@ def _overlong_id(head: bytes, tail: bytes) -> str | int | None:
             rid = json.loads(found.group(1))
         except ValueError:
             return None
-    return rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
+    return _answerable(rid)
 
 
 #: What a line must hold for a number in it to be something mcp would quietly change: JavaScript's
@@ -179,8 +183,20 @@ def message_id(body: bytes, *, of_request: bool = False) -> str | int | None:
         return None
     if not isinstance(raw, dict) or (of_request and "method" not in raw):
         return None
-    rid = raw.get("id")
-    return rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
+    return _answerable(raw.get("id"))
+
+
+def _answerable(rid: object) -> str | int | None:
+    """`rid` when an answer can carry it: an integer or a string that UTF-8 can encode (a lone
+    surrogate cannot: answering under it ended the session, found by review), else None."""
+    if isinstance(rid, bool) or not isinstance(rid, str | int):
+        return None
+    if isinstance(rid, str):
+        try:
+            rid.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+    return rid
 
 
 def _refusal_for(line: bytes, exc: Exception) -> SessionMessage | None:
@@ -216,7 +232,10 @@ def _unencodable(message: types.JSONRPCMessage) -> str | None:
         id=root.id,
         error=types.ErrorData(code=types.INTERNAL_ERROR, message="internal error: the answer could not be encoded"),
     )
-    return error.model_dump_json(by_alias=True, exclude_none=True)
+    try:
+        return error.model_dump_json(by_alias=True, exclude_none=True)
+    except Exception:  # the id itself cannot be encoded: nothing can answer it
+        return None
 
 
 def _is_pipe(f: BinaryIO) -> bool:

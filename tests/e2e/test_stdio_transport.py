@@ -130,6 +130,14 @@ def test_an_overlong_request_is_answered_with_an_error_when_its_id_can_be_read(t
     assert err.count(b"longer than") >= 2
 
 
+def test_a_request_whose_id_no_answer_can_carry_does_not_end_the_session(tmp_path: Path) -> None:
+    """A lone surrogate as the id: the refusal could not be encoded, nor its replacement, and the
+    server exited (found by review). The key is written ``"\\u0069d"`` (JSON for "id")."""
+    lone = b'{"jsonrpc":"2.0","\\u0069d":"\\ud800","method":"tools/call","params":{"name":"recall","arguments":{}}}\n'
+    responses, _ = _converse([(INIT, INITIALIZED), (lone, _call(9, "recall"))], _env(tmp_path))
+    assert responses[9]["result"]["structuredContent"]["result"]["mode"] == "filter"
+
+
 def test_only_a_requests_own_id_is_read_from_an_overlong_line() -> None:
     """Answered under the wrong id, an error lands on another of the client's requests (found by
     review: a response, a float id, a 20-digit id and an escaped key were all answered)."""
@@ -161,6 +169,12 @@ def test_only_a_requests_own_id_is_read_from_an_overlong_line() -> None:
         (b'{"jsonrpc":"2.0","method":"x","params":{}', b',"\\"id":5}'),  # a key that only ends in id
         (b'{"jsonrpc":"2.0","result":{', b',"id":5}'),  # a response with its id last
         (b'{"method":"notifications/x","params":{', b'"y"}}'),
+        (b'{"jsonrpc":"2.0","method":"x","id":123', b""),  # cut off by the edge: 123 of 123456
+        (b'{"jsonrpc":"2.0","method":"x","id":-1', b""),
+        (b'{"jsonrpc":"2.0","id":12ab,"method":"x"', b""),  # not JSON after all
+        (b'{"jsonrpc":"2.0","id":007,"method":"x"', b""),
+        (b'{"jsonrpc":"2.0","id":"\\ud800","method":"x","params":{', b""),  # no answer can carry it
+        (b'{"jsonrpc":"2.0","method":"x","params":{', b',"id":"\\udc00"}'),
     ]
     for head, tail in nothing:
         assert read(head, tail) is None, (head, tail)
