@@ -72,6 +72,13 @@ def _robot_of(scope: Scope) -> str | None:
     return principal.label if isinstance(principal, Principal) and principal.scoped else None
 
 
+def _release(counts: dict[str, int], robot: str) -> None:
+    """One fewer for `robot` in `counts`, which keeps no zeros (one key per robot that holds some)."""
+    left = counts.pop(robot) - 1
+    if left:
+        counts[robot] = left
+
+
 def _too_many(what: str) -> JSONResponse:
     detail = f"this robot holds {MAX_PER_ROBOT} open {what} already; close one (or let it idle out) and retry"
     return JSONResponse({"error": "busy", "detail": detail}, status_code=503)
@@ -126,9 +133,7 @@ class SseCap:
         finally:
             self.open -= 1
             if robot is not None:
-                left = self.by_robot.pop(robot) - 1
-                if left:
-                    self.by_robot[robot] = left
+                _release(self.by_robot, robot)
 
 
 class SessionCap:
@@ -172,9 +177,7 @@ class SessionCap:
             nonlocal pending
             if pending:
                 pending = False
-                left = self.opening.pop(robot) - 1
-                if left:
-                    self.opening[robot] = left
+                _release(self.opening, robot)
 
         async def noting(message: Message) -> None:
             if message["type"] == "http.response.start":

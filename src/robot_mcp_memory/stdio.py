@@ -206,19 +206,17 @@ def _refusal_for(line: bytes, exc: Exception) -> SessionMessage | None:
     if rid is None:
         return None
     lone = "a string holds a lone surrogate, or the message nests too deeply"
-    reason = str(exc) if isinstance(exc, NotJson) else lone
-    error = types.JSONRPCError(
-        jsonrpc="2.0",
-        id=rid,
-        error=types.ErrorData(code=types.INVALID_REQUEST, message=f"invalid request: {reason}"),
-    )
-    return SessionMessage(types.JSONRPCMessage(error))
+    return _invalid_request(rid, str(exc) if isinstance(exc, NotJson) else lone)
 
 
 def _overlong_refusal(rid: str | int, max_line: int) -> SessionMessage:
-    detail = f"invalid request: the message is longer than {max_line} bytes and was not read; send less per call"
-    error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=types.INVALID_REQUEST, message=detail))
-    return SessionMessage(types.JSONRPCMessage(error))
+    return _invalid_request(rid, f"the message is longer than {max_line} bytes and was not read; send less per call")
+
+
+def _invalid_request(rid: str | int, reason: str) -> SessionMessage:
+    """The JSON-RPC error answering request `rid`, which could not be read."""
+    error = types.ErrorData(code=types.INVALID_REQUEST, message=f"invalid request: {reason}")
+    return SessionMessage(types.JSONRPCMessage(types.JSONRPCError(jsonrpc="2.0", id=rid, error=error)))
 
 
 def _unencodable(message: types.JSONRPCMessage) -> str | None:

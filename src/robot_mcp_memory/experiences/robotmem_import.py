@@ -729,14 +729,15 @@ class _Remaps:
     later: dict[str, str] = field(default_factory=dict)
 
 
-async def _own_target(store: storage.ExperienceStore, sid: str, robot: str) -> str:
+async def _own_target(store: storage.ExperienceStore, sid: str, robot: str) -> tuple[str, bool]:
     """`own_session_id(sid, robot)`, derived again while another robot holds that id too (only a
-    file crafted to collide gets there): never a session of another robot."""
+    file crafted to collide gets there): never a session of another robot. And whether `robot`
+    holds it already (an earlier import made it)."""
     target = own_session_id(sid, robot)
     for _ in range(8):
         held = (await store.read(partial(existing_sessions, ids=[target]))).get(target)
         if held is None or held[0] == robot:
-            return target
+            return target, held is not None
         target = own_session_id(target, robot)
     raise StorageError(f"no free session id for robotmem's session {sid!r}; import it for another robot")
 
@@ -747,15 +748,26 @@ async def _settle_sessions(
     """`sessions` not yet present (ids another robot holds replaced as `remaps` says; with `lazy`
     another robot's imported ones are left for `remaps.later`), and how many count as present."""
     owners = await store.read(partial(existing_sessions, ids=[s.id for s in sessions]))
+    fresh: list[Session] = []
+    present = 0
     for s in sessions:
         held = owners.get(s.id)
-        if held is not None and held[0] != robot:
-            (remaps.later if lazy and held[1] else remaps.now)[s.id] = await _own_target(store, s.id, robot)
-    mine = [replace(s, id=remaps.now.get(s.id, s.id)) for s in sessions]
-    twins = [s.id for s in mine if s.id not in owners]
-    owners.update(await store.read(partial(existing_sessions, ids=twins)) if twins else {})
-    present = sum(1 for s in mine if s.id in owners and (owners[s.id][0] == robot or s.id in remaps.later))
-    return [s for s in mine if s.id not in owners], present
+        if held is None:
+            fresh.append(s)
+        elif held[0] == robot:
+            present += 1
+        else:
+            target, ours = await _own_target(store, s.id, robot)
+            if lazy and held[1]:  # another robot's import of it: imported, and a copy only when needed
+                remaps.later[s.id] = target
+                present += 1
+            else:
+                remaps.now[s.id] = target
+                if ours:
+                    present += 1
+                else:
+                    fresh.append(replace(s, id=target))
+    return fresh, present
 
 
 def insert_sessions(conn: sqlite3.Connection, sessions: Sequence[Session]) -> list[str]:
