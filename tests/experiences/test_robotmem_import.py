@@ -672,3 +672,78 @@ async def test_a_file_robotmem_writes_now_imports_completely(memory: Memory, tmp
     assert report.superseded == summary["consolidated"][0]["superseded_count"]
     zh = await memory.experiences.recall(ADMIN, "倒水", collection="kitchen-lab")
     assert zh.hits
+
+
+async def test_json_nested_past_pythons_limit_comes_across_as_text(memory: Memory, robotmem_db: Path) -> None:
+    """robotmem stores a context its own json.loads could not read as the raw text; ours read it
+    with a RecursionError, which ended the import with a traceback after the sessions."""
+    deep = "[" * 5000 + "]" * 5000
+    conn = sqlite3.connect(robotmem_db)
+    conn.execute("UPDATE memories SET context = ? WHERE id = 2", (deep,))
+    conn.execute("UPDATE memories SET perception_metadata = ? WHERE id = 6", (deep,))
+    conn.execute("UPDATE sessions SET context = ? WHERE id = 3", (deep,))
+    conn.commit()
+    conn.close()
+    report = await run_import(memory, robotmem_db)
+    assert report.memories == report.total_memories
+    assert report.sessions == report.total_sessions
+    got = await memory.experiences.get(ADMIN, report.memory_ids[2])
+    assert got.context == {"note": deep}
+
+
+async def test_superseded_links_survive_a_run_that_stopped_partway(memory: Memory, robotmem_db: Path) -> None:
+    """Memory 3 (superseded by 4) comes in the first page; the run stops before 4 is read. The
+    next run finds 3 already here and must still link it."""
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_first_page(done: int, _total: int) -> None:
+        raise Stop
+
+    with pytest.raises(Stop):
+        await robotmem_import.import_robotmem(memory.experiences, robotmem_db, progress=stop_after_first_page, page=3)
+    report = await run_import(memory, robotmem_db)
+    ours = report.memory_ids
+    for rid, by in source(robotmem_db)["supersede"].items():
+        got = await memory.experiences.get(ADMIN, ours[rid])
+        assert (got.status, got.superseded_by) == ("superseded", ours[by])
+
+
+async def test_two_imports_of_one_file_at_once_bring_each_memory_once(
+    memory: Memory, robotmem_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second import looked at the store (its largest id, what was imported) before the
+    first one's pages were written, so its first look found an empty store; each page's own
+    look, in its write transaction, must see what the first one wrote."""
+    first = await run_import(memory, robotmem_db)
+    looks, last = robotmem_import.imported_keys, robotmem_import.last_id
+    first_looks = {"keys": True, "last": True}
+
+    def stale_keys(conn: sqlite3.Connection, after: int = 0) -> dict[tuple[int, str], int]:
+        if first_looks.pop("keys", False):
+            return {}
+        return looks(conn, after)
+
+    def stale_last(conn: sqlite3.Connection) -> int:
+        return 0 if first_looks.pop("last", False) else last(conn)
+
+    monkeypatch.setattr(robotmem_import, "imported_keys", stale_keys)
+    monkeypatch.setattr(robotmem_import, "last_id", stale_last)
+    second = await run_import(memory, robotmem_db)
+    assert second.memories == 0
+    assert second.skipped_memories[robotmem_import.ALREADY] == first.memories
+    assert second.memory_ids == first.memory_ids
+    count = memory.index.read_blocking(lambda c: c.execute("SELECT count(*) FROM memories").fetchone()[0])
+    assert count == first.memories
+
+
+async def test_perception_data_that_is_not_json_we_can_hold_is_named_so(memory: Memory, robotmem_db: Path) -> None:
+    conn = sqlite3.connect(robotmem_db)
+    conn.execute("UPDATE memories SET perception_data = ? WHERE id = 7", ('{"label": "\\udc00"}',))
+    conn.commit()
+    conn.close()
+    report = await run_import(memory, robotmem_db)
+    assert report.memories == report.total_memories
+    assert report.notes[robotmem_import.DATA_UNREADABLE] == 1
+    assert robotmem_import.DATA_LEFT not in report.notes

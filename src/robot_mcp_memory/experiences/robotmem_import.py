@@ -103,10 +103,11 @@ EMPTY = "empty content"
 TOO_LONG = f"content longer than {MAX_INSIGHT:,} characters"
 BAD_TYPE = "not a fact or a perception"
 BAD_STATUS = "unknown status"
-BAD_CONTEXT = "context not importable (over 64 KB, or NaN/Infinity in it)"
+BAD_CONTEXT = "context not importable (over 64 KB, nested too deeply, or NaN/Infinity or a lone surrogate in it)"
 BAD_PERCEPTION_TYPE = "perception type not usable here"
 # Notes: imported, with a caveat.
 DATA_LEFT = "perception data over 256 KB left behind (memory imported without it)"
+DATA_UNREADABLE = "perception data not importable as JSON (NaN/Infinity, too deep, a lone surrogate): left behind"
 DATA_BASE64 = "perception data not UTF-8 (imported as base64 text)"
 NO_TIME = "no readable creation time (import time used)"
 ORPHAN_SESSION = "sessions recreated from their memories (robotmem had no row for them)"
@@ -495,8 +496,8 @@ def context_of(raw: str | None) -> dict[str, Any]:
         return {}
     try:
         value = json.loads(raw)
-    except ValueError:
-        return {"note": raw.strip()}
+    except (ValueError, RecursionError):  # not JSON, or nested past the interpreter's limit:
+        return {"note": raw.strip()}  # text, as robotmem itself kept it when its json.loads failed
     if not isinstance(value, dict):
         return {"note": raw.strip()}
     ctx = dict(value)
@@ -621,7 +622,7 @@ def prepare(src: SourceMemory, robot: str, prefix: str, now: float, notes: Count
             try:
                 payload = parse_data(raw)
             except InvalidInput:
-                notes[DATA_LEFT] += 1
+                notes[DATA_LEFT if len(raw.encode("utf-8", "surrogatepass")) > MAX_DATA_BYTES else DATA_UNREADABLE] += 1
                 marker["data_left_behind"] = True
         c = classify.classify_perception(text, ptype, ctx)
         new = NewMemory(
@@ -676,15 +677,20 @@ def session_of(src: SourceSession, robot: str, prefix: str, now: float) -> Sessi
 
 
 # ---------------------------------------------------------------------------- writes (connection first)
-def imported_keys(conn: sqlite3.Connection) -> dict[tuple[int, str], int]:
-    """(robotmem id, robotmem created_at) → our id, for every memory imported before."""
+def imported_keys(conn: sqlite3.Connection, after: int = 0) -> dict[tuple[int, str], int]:
+    """(robotmem id, robotmem created_at) → our id, for every memory imported before (with an
+    id above `after`)."""
     rows = conn.execute(
         "SELECT id, json_extract(metadata, '$.imported_from.id'), "
         "coalesce(json_extract(metadata, '$.imported_from.created_at'), '') FROM memories "
-        "WHERE metadata LIKE '%\"imported_from\"%' AND json_extract(metadata, '$.imported_from.source') = ?",
-        (SOURCE,),
+        "WHERE id > ? AND metadata LIKE '%\"imported_from\"%' AND json_extract(metadata, '$.imported_from.source') = ?",
+        (after, SOURCE),
     ).fetchall()
     return {(int(r[1]), str(r[2])): int(r[0]) for r in rows if isinstance(r[1], int)}
+
+
+def last_id(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT coalesce(max(id), 0) FROM memories").fetchone()[0])
 
 
 def existing_sessions(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple[str, bool]]:
@@ -793,24 +799,48 @@ def insert_sessions(conn: sqlite3.Connection, sessions: Sequence[Session]) -> li
     return written
 
 
-def insert_imported(conn: sqlite3.Connection, items: Sequence[Prepared]) -> list[int]:
+@dataclass
+class Inserted:
+    """What `insert_imported` did with a page: ``(our id, whether inserted now)`` per memory, the
+    memories other imports brought since the last look (``key → id``), and the largest id now."""
+
+    ids: list[tuple[int, bool]]
+    others: dict[tuple[int, str], int]
+    last: int
+
+
+def insert_imported(
+    conn: sqlite3.Connection, items: Sequence[Prepared], keys: Sequence[tuple[int, str]], after: int
+) -> Inserted:
     """Each memory through `storage.insert_memory` (row + FTS + tags), then its original times,
-    status and counters. One transaction for the page (the caller's)."""
-    ids = []
-    for p in items:
+    status and counters. One transaction for the page (the caller's, which holds the write lock),
+    so the check is race-free: a memory another import of the same file inserted since the
+    caller last looked (an id above `after`) is not inserted again — its id comes back, marked
+    not new. Each memory is looked at once however many pages follow (the caller moves `after`
+    on to `Inserted.last`)."""
+    present = imported_keys(conn, after)
+    ids: list[tuple[int, bool]] = []
+    for p, key in zip(items, keys, strict=True):
+        if key in present:
+            ids.append((present[key], False))
+            continue
         mid = storage.insert_memory(conn, p.new, p.created_at)
         conn.execute(
             "UPDATE memories SET updated_at = ?, status = ?, forget_reason = ?, access_count = ?, "
             "last_accessed = ? WHERE id = ?",
             (p.updated_at, p.status, p.forget_reason, p.access_count, p.last_accessed, mid),
         )
-        ids.append(mid)
-    return ids
+        ids.append((mid, True))
+    return Inserted(ids, present, last_id(conn))
 
 
 def link_superseded(conn: sqlite3.Connection, links: Sequence[tuple[int, int]]) -> None:
-    """(memory, the memory that superseded it), both our ids."""
-    conn.executemany("UPDATE memories SET superseded_by = ? WHERE id = ?", [(to, mid) for mid, to in links])
+    """(memory, the memory that superseded it), both our ids — where no link is set yet (a run
+    that stopped partway, or another import, may have set it)."""
+    conn.executemany(
+        "UPDATE memories SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL",
+        [(to, mid) for mid, to in links],
+    )
 
 
 # ---------------------------------------------------------------------------- the use case
@@ -871,6 +901,7 @@ async def _run(
     session_ids = {s.id for s in sessions}
     originals = {s.id: s for s in sessions}  # robotmem's sessions, by their ids here before any remap
 
+    after = await store.read(last_id)
     done = await store.read(imported_keys)
     created_of: dict[int, str | None] = {}  # robotmem id → its created_at (its key)
     links: list[tuple[int, int]] = []  # (our id, robotmem id it was superseded by)
@@ -893,6 +924,8 @@ async def _run(
             if key in done:
                 report.skipped_memories[ALREADY] += 1
                 report.memory_ids[src.id] = done[key]
+                if src.status == "superseded" and src.superseded_by is not None:
+                    links.append((done[key], src.superseded_by))  # a run that stopped before linking it
                 continue
             p = prepare(src, robot, prefix, now, report.notes)
             if isinstance(p, str):
@@ -932,10 +965,18 @@ async def _run(
         if remaps.now:
             batch = [_in_session(p, remaps.now) for p in batch]
         if batch:
-            ids = await store.write(partial(insert_imported, items=batch))
-            for p, mid in zip(batch, ids, strict=True):
-                done[key_of(p.source_id, created_of[p.source_id])] = mid
+            keys = [key_of(p.source_id, created_of[p.source_id]) for p in batch]
+            inserted = await store.write(partial(insert_imported, items=batch, keys=keys, after=after))
+            done.update(inserted.others)
+            after = inserted.last
+            for p, key, (mid, new) in zip(batch, keys, inserted.ids, strict=True):
+                done[key] = mid
                 report.memory_ids[p.source_id] = mid
+                if p.status == "superseded" and p.superseded_by is not None:
+                    links.append((mid, p.superseded_by))
+                if not new:  # another import of the same file brought it meanwhile
+                    report.skipped_memories[ALREADY] += 1
+                    continue
                 report.memories += 1
                 report.tags += p.source_tags
                 report.inferred_tags += len(p.new.tags) - p.source_tags
@@ -947,8 +988,6 @@ async def _run(
                     report.forgotten += 1
                 elif p.status == "superseded":
                     report.superseded += 1
-                    if p.superseded_by is not None:
-                        links.append((mid, p.superseded_by))
         seen += len(rows)
         if progress is not None:
             progress(seen, report.total_memories)
