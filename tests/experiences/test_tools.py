@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from mcp.types import TextContent
 
 from robot_mcp_memory.server import MemoryMCP
 from tests.conftest import Client
@@ -121,3 +123,40 @@ def test_times_before_year_1000_are_iso_8601() -> None:
 
     assert iso(-62135596800.0) == "0001-01-01T00:00:00.000Z"
     assert dt.datetime.fromisoformat(str(iso(-62135596800.0)).replace("Z", "+00:00")).year == 1
+
+
+def _strict(text: str) -> Any:
+    def refuse(name: str) -> Any:
+        raise AssertionError(f"{name} in a tool result's text: not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+async def test_spatial_sort_over_coordinates_whose_squares_overflow(client: Client) -> None:
+    """A stored coordinate of 1e200 squared is past the float range: hybrid recall raised an
+    OverflowError (the client got "internal"), and keyword and filter recall reported an
+    infinite distance, written as the non-JSON ``Infinity`` in the text block."""
+    await client.call(
+        "learn", insight="grasp the red mug at the far spot", context={"spatial": {"position": [1e200, 0, 0]}}
+    )
+    await client.call(
+        "learn", insight="grasp the red mug at the near spot", context={"spatial": {"position": [0.1, 0, 0]}}
+    )
+    for query in ("grasp red mug", ""):
+        for extra in ({}, {"max_distance": 1e11}):
+            spatial = {"field": "spatial.position", "target": [0, 0, 0], **extra}
+            result = await client.session.call_tool("recall", {"query": query, "spatial_sort": spatial})
+            assert not result.isError
+            block = result.content[0]
+            assert isinstance(block, TextContent)
+            found = _strict(block.text)
+            assert isinstance(result.structuredContent, dict)
+            assert found == result.structuredContent["result"], (query, extra)
+            assert "error" not in found, found
+            by = {m["content"].rsplit(" ", 2)[-2]: m["distance"] for m in found["memories"]}
+            assert by["near"] == pytest.approx(0.1)
+            assert found["memories"][0]["content"].endswith("near spot")
+            if extra:
+                assert "far" not in by
+            else:
+                assert by["far"] == pytest.approx(1e200)

@@ -11,6 +11,7 @@ list rank within the filters.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -66,8 +67,9 @@ def _dist2(spatial: Spatial | None) -> tuple[str, list[Any]]:
     return f"({' + '.join(squares)})", params
 
 
-def dist2_of(context: Mapping[str, Any], spatial: Spatial) -> float | None:
-    """`_dist2` in Python, for the few rows a ranking kept (same rules: every coordinate numeric)."""
+def _offsets(context: Mapping[str, Any], spatial: Spatial) -> list[float] | None:
+    """Each coordinate at `spatial.path` minus its target (same rules as `_dist2`: every
+    coordinate numeric); an offset too large for a float is infinite."""
     value: Any = context
     for seg in spatial.path.split("."):
         if isinstance(value, Mapping):
@@ -78,12 +80,33 @@ def dist2_of(context: Mapping[str, Any], spatial: Spatial) -> float | None:
             return None
     if not isinstance(value, list) or len(value) < len(spatial.target):
         return None
-    total = 0.0
+    out = []
     for v, t in zip(value, spatial.target, strict=False):
         if isinstance(v, bool) or not isinstance(v, int | float):
             return None
-        total += (v - t) ** 2
-    return total
+        try:
+            out.append(float(v) - float(t))
+        except OverflowError:  # an integer past the float range
+            out.append(math.inf)
+    return out
+
+
+def dist2_of(context: Mapping[str, Any], spatial: Spatial) -> float | None:
+    """`_dist2` in Python, for the few rows a ranking kept. Float products, so a square past the
+    float range is infinite (as SQLite's ``pow`` makes it) rather than an OverflowError."""
+    offsets = _offsets(context, spatial)
+    return None if offsets is None else sum(d * d for d in offsets)
+
+
+def distance_of(context: Mapping[str, Any], spatial: Spatial) -> float | None:
+    """The Euclidean distance recall reports: ``math.hypot`` does not overflow where the squares
+    do (a coordinate of 1e200 is 1e200 away, not infinitely far); None when it is past the
+    float range too, or the memory has no such coordinates (JSON cannot carry an infinity)."""
+    offsets = _offsets(context, spatial)
+    if offsets is None:
+        return None
+    d = math.hypot(*offsets)
+    return d if math.isfinite(d) else None
 
 
 #: Keyword recall joins to their rows only the matches that can reach the top: the `n`-th best

@@ -51,7 +51,7 @@ from robot_mcp_memory.experiences.model import (
     parse_spatial,
     utf8,
 )
-from robot_mcp_memory.experiences.ranking_repo import Ranked, Scope
+from robot_mcp_memory.experiences.ranking_repo import Ranked, Scope, distance_of
 from robot_mcp_memory.experiences.storage import ExperienceStore, Probe
 from robot_mcp_memory.principal import Principal
 from robot_mcp_memory.search import fusion, segment
@@ -763,6 +763,15 @@ def _blend(sp: Spatial, relevance: float, dist2: float | None) -> float:
     return (1.0 - sp.weight) * relevance + sp.weight * sp.proximity(dist2)
 
 
+def _distance(r: Ranked, sp: Spatial) -> float | None:
+    """What recall reports: the square root of the ranking's squared distance, or — where that
+    square overflowed to infinity — the distance itself, read from the context (`distance_of`)."""
+    d2 = r.dist2
+    if d2 is not None and math.isfinite(d2):
+        return math.sqrt(max(0.0, d2))
+    return distance_of(r.memory.context, sp)
+
+
 def _normalised(scored: Sequence[tuple[Ranked, float]], sp: Spatial | None) -> list[Hit]:
     best = max((s for _, s in scored), default=0.0)
     return [
@@ -770,7 +779,7 @@ def _normalised(scored: Sequence[tuple[Ranked, float]], sp: Spatial | None) -> l
             r.memory,
             round(s / best, 6) if best > 0 else 0.0,
             r.confidence,
-            None if sp is None or r.dist2 is None else math.sqrt(max(0.0, r.dist2)),
+            None if sp is None or r.dist2 is None else _distance(r, sp),
         )
         for r, s in scored
     ]
