@@ -245,9 +245,11 @@ class Probe:
     words: tuple[str, ...] = ()  # empty: no lexical stage (perceptions)
     semantic: tuple[tuple[int, float], ...] = ()
     same_session: bool = False
-    #: Up to this many same-facts memories are compared directly; beyond, the FTS query narrows.
+    #: Up to this many same-facts memories are compared directly; beyond, the FTS query narrows
+    #: to the `lexical_limit` most relevant of those it proposes (bm25: the texts sharing most of
+    #: the new one's words, rarest first — a duplicate's are nearly all of them).
     direct_limit: int = 32
-    lexical_limit: int = 50
+    lexical_limit: int = 200
 
 
 def learn(conn: sqlite3.Connection, new: NewMemory, probe: Probe, decide: Decide, now: float) -> int | Duplicate:
@@ -285,7 +287,7 @@ def learn(conn: sqlite3.Connection, new: NewMemory, probe: Probe, decide: Decide
                 conn,
                 "SELECT m.id, m.content FROM memories_fts JOIN memories m "  # noqa: S608 - fixed text
                 f"ON m.id = memories_fts.rowid WHERE memories_fts MATCH ? AND {scope} "
-                "ORDER BY memories_fts.rowid DESC LIMIT ?",
+                "ORDER BY memories_fts.rank, memories_fts.rowid DESC LIMIT ?",
                 [candidate_expression(probe.words), *base, probe.lexical_limit],
             )
     semantic: list[Candidate] = []
