@@ -747,3 +747,23 @@ async def test_perception_data_that_is_not_json_we_can_hold_is_named_so(memory: 
     assert report.memories == report.total_memories
     assert report.notes[robotmem_import.DATA_UNREADABLE] == 1
     assert robotmem_import.DATA_LEFT not in report.notes
+
+
+async def test_a_session_robotmem_ended_without_starting_keeps_its_outcome(memory: Memory, robotmem_db: Path) -> None:
+    """robotmem's end_session on an id it never started (memories learned under a custom id)
+    records an outcome but no session row: the session recreated here keeps that outcome."""
+    _add_memory(robotmem_db, "run-7", "the conveyor stops when the light curtain is crossed")
+    conn = sqlite3.connect(robotmem_db)
+    with conn:
+        conn.execute(
+            "INSERT INTO session_outcomes(session_id, score, created_at) VALUES (?, ?, ?)",
+            ("run-7", 0.9, "2026-11-30T08:00:00.000"),
+        )
+    conn.close()
+    report = await run_import(memory, robotmem_db)
+    assert report.notes[robotmem_import.ORPHAN_SESSION] == 1
+    row = memory.index.read_blocking(
+        lambda c: c.execute("SELECT outcome_score, ended_at FROM sessions WHERE id = 'run-7'").fetchone()
+    )
+    assert row[0] == pytest.approx(0.9)
+    assert row[1] == pytest.approx(epoch("2026-11-30T08:00:00.000"))

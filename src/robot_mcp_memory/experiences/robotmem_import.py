@@ -429,17 +429,25 @@ class RobotmemFile:
                 out.setdefault(int(mid), []).append((text, _str(src) or "auto"))
         return {k: tuple(v) for k, v in out.items()}
 
+    def outcomes(self) -> dict[str, tuple[float, str | None]]:
+        """robotmem's session id → (its last outcome score, when it was recorded). robotmem
+        records one for any id ``end_session`` is given, also one it never started (a custom
+        id memories were learned under), which has no ``sessions`` row."""
+        outcomes: dict[str, tuple[float, str | None]] = {}
+        if self.outcome_columns:
+            order = "id" if "id" in self.outcome_columns else "rowid"
+            when = "created_at" if "created_at" in self.outcome_columns else "NULL"
+            for sid, score, at in self.conn.execute(
+                f"SELECT session_id, score, {when} FROM session_outcomes ORDER BY {order}"  # noqa: S608
+            ):
+                if isinstance(score, int | float) and math.isfinite(score):
+                    outcomes[_str(sid) or ""] = (float(score), _str(at))  # the last one recorded wins
+        return outcomes
+
     def sessions(self) -> list[SourceSession]:
         if not self.session_columns:
             return []
-        outcomes: dict[str, float] = {}
-        if self.outcome_columns:
-            order = "id" if "id" in self.outcome_columns else "rowid"
-            for sid, score in self.conn.execute(
-                f"SELECT session_id, score FROM session_outcomes ORDER BY {order}"  # noqa: S608
-            ):
-                if isinstance(score, int | float) and math.isfinite(score):
-                    outcomes[_str(sid) or ""] = float(score)  # the last one recorded wins
+        outcomes = {sid: score for sid, (score, _) in self.outcomes().items()}
 
         def col(name: str) -> str:
             return name if name in self.session_columns else "NULL"
@@ -903,6 +911,7 @@ async def _run(
 
     after = await store.read(last_id)
     done = await store.read(imported_keys)
+    outcomes = source.outcomes()
     created_of: dict[int, str | None] = {}  # robotmem id → its created_at (its key)
     links: list[tuple[int, int]] = []  # (our id, robotmem id it was superseded by)
     orphans: dict[str, Session] = {}
@@ -943,7 +952,10 @@ async def _run(
                 sid = own
             if sid is not None and sid not in session_ids and sid not in orphans:
                 marker = {"imported_from": {"source": SOURCE, "recreated": True}}
-                orphans[sid] = Session(sid, robot, p.new.collection, {}, p.created_at, summary=marker)
+                ended = outcomes.get(src.session_id or "")  # robotmem ended it without starting it
+                score = ended[0] if ended is not None and 0.0 <= ended[0] <= 1.0 else None
+                end = (epoch(ended[1]) or p.created_at) if ended is not None else None
+                orphans[sid] = Session(sid, robot, p.new.collection, {}, p.created_at, end, score, marker)
             batch.append(p)
         if copies:
             own_copies, _ = await _settle_sessions(store, list(copies.values()), robot, remaps, lazy=False)
