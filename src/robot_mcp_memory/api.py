@@ -234,7 +234,7 @@ class RobotMemory:
             self._svc.save_perception(self._principal, description, perception_type, data, metadata, coll, session_id)
         )
         # robotmem's has_embedding: whether a vector was stored for it (keyword-only: never)
-        return PerceptionResult.of(saved, perception_type, data is not None).model_dump() | {
+        return PerceptionResult.of(saved, perception_type, saved.has_data).model_dump() | {
             "has_embedding": saved.embedded
         }
 

@@ -177,21 +177,42 @@ def parse_json(value: Any, what: str, max_bytes: int) -> Any:
 
 
 def parse_data(value: Any) -> Any:
-    """Perception data: any JSON value; a string is parsed when it is JSON and kept as text when
-    it is not (a caption, base64). Bounded like every blob."""
-    if isinstance(value, str):
-        try:
-            value = jsonvalue.loads(utf8(value, "data"))
-        except InvalidInput:
-            raise
-        except ValueError:
-            pass
-        else:
-            return parse_json(value, "data", MAX_DATA_BYTES)
-        if len(value.encode()) > MAX_DATA_BYTES:
-            raise InvalidInput(f"data is larger than {MAX_DATA_BYTES // 1024} KB; store less or summarise it")
-        return value
-    return parse_json(value, "data", MAX_DATA_BYTES)
+    """Perception data: any JSON value, bounded like every blob.
+
+    A string is decoded **once**: JSON text gives its value (``'{"force": 12}'`` an object,
+    ``'12'`` the number, ``'"12"'`` the text ``12``, ``'null'`` no data at all), and a string
+    that is not JSON is kept as the text it is (a caption, base64). The decoded value is checked
+    and bounded, never parsed again — a decoded string is text, whatever it looks like. Text that
+    would be JSON but for NaN or Infinity (``'{"f": NaN}'``) is refused, as in every other JSON
+    argument, rather than stored as a string that only looks like the object."""
+    if not isinstance(value, str):
+        return parse_json(value, "data", MAX_DATA_BYTES)  # parse_json decodes only strings
+    text = utf8(value, "data")
+    try:
+        decoded = jsonvalue.loads(text)  # InvalidInput for JSON nested past the interpreter's limit
+    except ValueError:
+        if _json_but_for_constants(text):
+            raise InvalidInput(
+                "data must contain only JSON values (no NaN or Infinity); send null for a missing reading, "
+                "or quote the text as a JSON string to store it as text"
+            ) from None
+        decoded = text  # not JSON: text, stored as it is
+    if not isinstance(decoded, str):
+        return parse_json(decoded, "data", MAX_DATA_BYTES)  # checked and bounded; not a str, so not parsed again
+    # text: checked again once decoded (a JSON "\ud800" escape decodes to a lone surrogate)
+    if len(utf8(decoded, "data").encode()) > MAX_DATA_BYTES:
+        raise InvalidInput(f"data is larger than {MAX_DATA_BYTES // 1024} KB; store less or summarise it")
+    return decoded
+
+
+def _json_but_for_constants(text: str) -> bool:
+    """Whether `text`, which strict JSON refused, is JSON once NaN and Infinity are allowed
+    (Python's ``json`` writes them by default) — a value meant as JSON, not a caption."""
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def parse_object(value: Mapping[str, Any] | str | None, what: str, max_bytes: int) -> dict[str, Any]:

@@ -125,6 +125,7 @@ class Learned:
     collection: str = ""
     scope: dict[str, list[str]] = field(default_factory=dict)
     embedded: bool = False  # a vector was stored with it (created, with an embedder up)
+    has_data: bool = False  # a perception stored with data (once decoded: data='null' is none)
 
 
 @dataclass(frozen=True)
@@ -428,7 +429,9 @@ class ExperienceService:
 
         (out,) = await self._write_memories(lambda c_: [storage.learn(c_, new, probe, exact_only, now)], robot, vecs)
         learned = self._learned(new, out)
-        return replace(learned, embedded=vecs[0] is not None and self.vectors is not None and isinstance(out, int))
+        embedded = vecs[0] is not None and self.vectors is not None and isinstance(out, int)
+        # what was stored decides, not the argument: data='null' (JSON null) stores none
+        return replace(learned, embedded=embedded, has_data=payload is not None)
 
     # ------------------------------------------------------------------ recall
     async def recall(

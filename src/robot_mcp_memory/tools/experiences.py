@@ -154,8 +154,12 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
             ),
         ] = "visual",
         data: Annotated[
-            dict[str, Any] | list[Any] | str | None,
-            Field(description="raw data (a JSON value: readings, a trajectory, a detection); at most 256 KB"),
+            # any JSON value, as the service and the Python API take it (a reading may be one number)
+            dict[str, Any] | list[Any] | str | int | float | bool | None,
+            Field(
+                description="raw data, any JSON value: readings, a trajectory, a detection, a number. A string "
+                "holding JSON is read as that JSON (once); other text is stored as text. At most 256 KB"
+            ),
         ] = None,
         metadata: Annotated[
             JsonObject,
@@ -174,7 +178,7 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
         saved = await svc.save_perception(
             principal_of(ctx), description, perception_type, data, metadata, collection, session_id
         )
-        return PerceptionResult.of(saved, perception_type, data is not None)
+        return PerceptionResult.of(saved, perception_type, saved.has_data)
 
     @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False))
     @refusals
