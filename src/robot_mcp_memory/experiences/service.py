@@ -615,9 +615,11 @@ class ExperienceService:
 
     async def update(self, principal: Principal, mid: int, new_content: str, context: JsonArg = None) -> Updated:
         """Replace a memory's content (re-classified and re-indexed). A `context` that is a JSON
-        object (a dict, or a string holding one) replaces the memory's context; plain text (not
-        JSON) is robotmem's usage — a note that informs the re-classification while the stored
-        context is kept; an empty one keeps it too."""
+        object (a dict, or a string holding one) replaces the memory's context, and with it the
+        user's tags (its ``tags``); plain text (not JSON) is robotmem's usage — a note that informs
+        the re-classification while the stored context and the user's tags are kept; an empty one
+        keeps them too. Category, auto tags, confidence and scope are inferred again from the new
+        content, as learn infers them."""
         mid = check_memory_id(mid)
         text = check_text(new_content, "new_content", MAX_INSIGHT)
         note = ""
@@ -652,7 +654,10 @@ class ExperienceService:
                 else dedup.perception_hash(text, old.perception_type or "", old.data, ctx),
                 source_weight=_source_weight(ctx),
                 facts_hash=dedup.facts_hash(dedup.facts_of(text, ctx)) if old.type == "fact" else "",
-                tags=tuple((t, "auto") for t in c.tags) + tuple((t, "user") for t in c.user_tags),
+                # scope and tags exactly as learn (a fact) or save_perception (a perception) makes them
+                metadata={"scope": c.scope} if c.scope else {},
+                tags=tuple(dict.fromkeys((t, "auto") for t in c.tags))
+                + tuple((t, "user") for t in c.user_tags if old.type == "perception" or t not in c.tags),
             )
 
         new = build(ctx)
@@ -666,7 +671,7 @@ class ExperienceService:
                 replaced[0] = current.content
                 if keep and current.context != ctx:  # "keep the context": as it is now, in this transaction
                     target = build(dict(current.context))
-            return [mid] if storage.update(c, mid, target, now) else []
+            return [mid] if storage.update(c, mid, target, now, keep_user_tags=keep) else []
 
         (vec,) = await self._embed([text])
         now = time.time()

@@ -325,11 +325,19 @@ def forget(conn: sqlite3.Connection, mid: int, reason: str, now: float) -> bool:
     return cur.rowcount > 0
 
 
-def update(conn: sqlite3.Connection, mid: int, new: NewMemory, now: float) -> bool:
-    """Replace an active memory's content, classification and context; re-index it."""
+def update(conn: sqlite3.Connection, mid: int, new: NewMemory, now: float, *, keep_user_tags: bool) -> bool:
+    """Replace an active memory's content, classification, context and scope; re-index it.
+
+    The auto tags and ``metadata.scope`` are `new`'s (inferred again from the new content); the
+    rest of the metadata (an import's ``imported_from``) is kept. The user's tags are `new`'s —
+    unless `keep_user_tags` (the context was kept), when those stored are kept too (a robotmem
+    import may hold user tags its context does not list). Tags from an import (``import``) stay.
+    The index's context text holds the user's tags, as `insert_memory` and the index rebuild
+    (`index_repo`) write it."""
     cur = conn.execute(
         "UPDATE memories SET content = ?, category = ?, confidence = ?, context = ?, content_hash = ?, "
-        "facts_hash = ?, source_weight = ?, updated_at = ? WHERE id = ? AND status = 'active'",
+        "facts_hash = ?, source_weight = ?, updated_at = ?, "
+        "metadata = json_patch(json_remove(metadata, '$.scope'), ?) WHERE id = ? AND status = 'active'",
         (
             new.content,
             new.category,
@@ -339,21 +347,28 @@ def update(conn: sqlite3.Connection, mid: int, new: NewMemory, now: float) -> bo
             new.facts_hash,
             new.source_weight,
             now,
+            _dumps(new.metadata),
             mid,
         ),
     )
     if not cur.rowcount:
         return False
+    conn.execute(
+        "DELETE FROM memory_tags WHERE memory_id = ? AND (source = 'auto' OR (source = 'user' AND NOT ?))",
+        (mid, keep_user_tags),
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO memory_tags(memory_id, tag, source) VALUES (?, ?, ?)",
+        [(mid, tag, src) for tag, src in new.tags],
+    )
     user = [t for t, src in new.tags if src == "user"]
+    if keep_user_tags:
+        kept = conn.execute("SELECT tag FROM memory_tags WHERE memory_id = ? AND source = 'user' ORDER BY tag", (mid,))
+        user = list(dict.fromkeys([*user, *(r[0] for r in kept)]))
     conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (mid,))
     conn.execute(
         "INSERT INTO memories_fts(rowid, content, context) VALUES (?, ?, ?)",
         (mid, segment.index_text(new.content), context_text(new.context, user)),
-    )
-    conn.execute("DELETE FROM memory_tags WHERE memory_id = ? AND source = 'auto'", (mid,))
-    conn.executemany(
-        "INSERT OR IGNORE INTO memory_tags(memory_id, tag, source) VALUES (?, ?, ?)",
-        [(mid, tag, src) for tag, src in new.tags],
     )
     return True
 
