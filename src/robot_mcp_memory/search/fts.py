@@ -4,9 +4,11 @@ User text never reaches ``MATCH`` unquoted: every term is wrapped in double quot
 ``OR``, ``NEAR``, ``*``, ``-``, ``:``, ``(`` are plain words or dropped), and terms are OR-ed so a
 long instruction still matches documents that share only some of its words. bm25 does the rest.
 
-Tokens are Unicode word runs, so Cyrillic, accented Latin, kana and Hangul survive. Adjacent
-word pairs are also offered joined ("mail room" → "mailroom") because compound spellings are
-common in place names.
+Tokens are Unicode word runs of the query in NFC (as `segment.index_text` stores text), so
+Cyrillic, accented Latin typed in decomposed form, kana and Hangul survive. Adjacent word pairs
+are also offered joined ("mail room" → "mailroom") because compound spellings are common in place
+names, and a kanji-only word is also offered as the bigrams a mixed kanji/kana title holds
+(`segment.han_run_phrases`: "研究所" → "研究 究所").
 
 The keyword list of hybrid search drops function words (`content_terms`) and, when it can prove
 the top of the list unchanged, lets only the rarer phrases choose which documents FTS5 scores
@@ -21,9 +23,11 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
-from robot_mcp_memory.search.segment import STOPWORDS, has_cjk, query_text
+from robot_mcp_memory.search.segment import STOPWORDS, han_run_phrases, has_cjk, query_text
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+#: Word characters and the combining diacritics NFC leaves (Yoruba "ẹ́"), which FTS5 keeps inside
+#: a word too; a word starts with a letter or digit ("_" around a word is dropped).
+_WORD = re.compile(r"[^\W_][\w\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]*")
 MAX_TERMS = 32
 #: FTS5's bm25 constant k1. A phrase adds idf × f × (k1 + 1) / (f + k1 × (1 - b + b × D / avgdl))
 #: to a document's score (f its weighted frequency there, D the document's length), which stays
@@ -73,13 +77,16 @@ def content_terms(text: str) -> list[str]:
 
 def phrases(text: str, *, join_pairs: bool = True) -> list[str]:
     """What `match_expression` ORs, unquoted: the terms of `text`, then (with `join_pairs`)
-    each adjacent pair of ASCII words joined."""
+    each adjacent pair of ASCII words joined, then the bigram phrases of its Han-only runs
+    (`segment.han_run_phrases`, at most `MAX_TERMS`: a kanji-only word finds a Japanese title)."""
     words = terms(text)
     extra: list[str] = []
     if join_pairs:
         for a, b in itertools.pairwise(words):
             if a.isalpha() and b.isalpha() and a.isascii() and b.isascii():
                 extra.append(a + b)
+    if has_cjk(text):
+        extra.extend([p for p in han_run_phrases(text) if p not in words][:MAX_TERMS])
     return list(dict.fromkeys(words + extra))
 
 

@@ -10,10 +10,22 @@ matches. So before text reaches FTS5 each such run is rewritten into space-separ
 - a run containing kana or Hangul (Japanese, Korean) → character bigrams (plus unigrams when
   indexing, so a one-character query still matches).
 
-The same function rewrites stored text and queries, so they always agree. `match_expression`
-turns any natural-language text into a safe ``MATCH`` expression: every term quoted, terms OR-ed
-(user text never reaches ``MATCH`` unquoted). `words` gives the token set used for lexical
-similarity (Jaccard) — the same tokens a query would search for.
+The same function rewrites stored text and queries, so they always agree. Both sides are first
+put in Unicode NFC: text typed or pasted in decomposed form (``e`` + U+0301, Hangul as
+conjoining jamo, ``か`` + U+3099) would otherwise break words at its combining marks and turn
+Hangul syllables into jamo bigrams that no composed query shares.
+
+One case the two sides cannot agree on by themselves: a Japanese run mixing kanji and kana is
+stored as bigrams, but a query of kanji only ("研究所") is Han-only, so jieba keeps it as one
+word that the bigrams never hold. `han_run_phrases` adds, for such query runs, the phrase of
+their bigrams ("研究 究所": consecutive tokens, exactly what the mixed run holds). Chinese text,
+stored as jieba words, holds those tokens in a row only where it holds the word itself
+(``cut_for_search`` gives "灭火 火器 灭火器"), so a Chinese query matches the same texts as
+before: a phrase, not the bigrams as separate terms, which would let in every text sharing one.
+
+`match_expression` turns any natural-language text into a safe ``MATCH`` expression: every term
+quoted, terms OR-ed (user text never reaches ``MATCH`` unquoted). `words` gives the token set used
+for lexical similarity (Jaccard) — the same tokens a query would search for.
 """
 
 from __future__ import annotations
@@ -21,6 +33,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import unicodedata
 
 MAX_TERMS = 32
 
@@ -29,7 +42,11 @@ _KANA = "\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f"
 _HANGUL = "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
 _CJK_RUN = re.compile(f"[{_HAN}{_KANA}{_HANGUL}]+")
 _HAN_ONLY = re.compile(f"[{_HAN}]+")
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)  # letters and digits; "_" splits, as in FTS5
+#: Combining diacritics NFC cannot fold into a letter (Yoruba "ẹ́" stays "ẹ" + U+0301). They are
+#: part of the word, as in FTS5's unicode61 (remove_diacritics drops them from the token); a word
+#: still starts with a letter or digit.
+_MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+_WORD = re.compile(f"[^\\W_]+(?:[{_MARKS}]+[^\\W_]*)*")  # letters and digits; "_" splits, as in FTS5
 
 #: Function words dropped from queries when other terms remain (they match nearly everything and
 #: only cost time; bm25 gives them no weight). Negations are *not* here: they carry meaning.
@@ -86,15 +103,30 @@ def cjk_tokens(run: str, *, for_index: bool = False) -> list[str]:
     return _ngrams(run, for_index=for_index)
 
 
+def nfc(text: str) -> str:
+    """`text` in Unicode NFC, the form every token is compared in (see the module docstring)."""
+    return text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
+
+
+def is_nfc(text: object) -> bool:
+    """Whether `text` is already in NFC (anything but a string, such as a NULL column, counts as
+    NFC): an index entry made before both sides were normalised differs from today's only for
+    text that is not, so a rebuild needs only the rows where this is false."""
+    return not isinstance(text, str) or unicodedata.is_normalized("NFC", text)
+
+
 def index_text(text: str) -> str:
-    """`text` as it should be stored in an FTS5 column: CJK runs rewritten into tokens."""
+    """`text` as it should be stored in an FTS5 column: in NFC, CJK runs rewritten into tokens."""
+    text = nfc(text)
     if not _CJK_RUN.search(text):
         return text
     return _CJK_RUN.sub(lambda m: " " + " ".join(cjk_tokens(m.group(0), for_index=True)) + " ", text)
 
 
 def query_text(text: str) -> str:
-    """`text` with its CJK runs split into the words a query looks for (`index_text`'s query side)."""
+    """`text` in NFC with its CJK runs split into the words a query looks for (`index_text`'s
+    query side)."""
+    text = nfc(text)
     if not _CJK_RUN.search(text):
         return text
     return _CJK_RUN.sub(lambda m: " " + " ".join(cjk_tokens(m.group(0))) + " ", text)
@@ -102,6 +134,30 @@ def query_text(text: str) -> str:
 
 def has_cjk(text: str) -> bool:
     return _CJK_RUN.search(text) is not None
+
+
+def _bigram_phrase(word: str) -> str:
+    return " ".join(word[i : i + 2] for i in range(len(word) - 1))
+
+
+def han_run_phrases(text: str) -> list[str]:
+    """Extra query phrases for the Han-only runs of `text` as a mixed kanji/kana run stores
+    them: for each run of two or more Han characters, its bigrams as one phrase ("研究所" →
+    "研究 究所"), and the same for each jieba word of three or more characters inside it.
+
+    A phrase (consecutive tokens), not the bigrams as separate terms: the bigrams are in a row
+    only where the run itself is, so these phrases find Japanese text without letting in every
+    Chinese text that shares a bigram (see the module docstring). A two-character run yields
+    itself: a term already, unless jieba split it in two (then it is the bigram the mixed run
+    holds)."""
+    out: list[str] = []
+    for m in _CJK_RUN.finditer(nfc(text)):
+        run = m.group(0)
+        if len(run) < 2 or not _HAN_ONLY.fullmatch(run):
+            continue
+        out.append(_bigram_phrase(run))
+        out.extend(_bigram_phrase(w) for w in _han_words(run, for_index=False) if len(w) >= 3 and w != run)
+    return list(dict.fromkeys(out))
 
 
 def _lower(text: str) -> str:
@@ -112,7 +168,8 @@ def _lower(text: str) -> str:
 
 
 def tokens(text: str) -> list[str]:
-    """Every query token of `text`, in order, lower-cased (repeats kept)."""
+    """Every query token of `text` (in NFC), in order, lower-cased (repeats kept)."""
+    text = nfc(text)
     if not _CJK_RUN.search(text):
         return _WORD.findall(_lower(text))
     out: list[str] = []
@@ -136,12 +193,14 @@ def quote(term: str) -> str:
 
 
 def match_phrases(text: str, *, max_terms: int = MAX_TERMS) -> list[str]:
-    """The FTS5 phrases `match_expression` ORs: each term of `text` quoted, function words left
-    out (unless nothing else is left). A lone CJK character becomes a prefix query (it matches
-    the words and bigrams it starts)."""
+    """The FTS5 phrases `match_expression` ORs: each of the first `max_terms` terms of `text`
+    quoted, function words left out (unless nothing else is left), then the bigram phrases of
+    its Han-only runs (`han_run_phrases`, at most `max_terms` more). A lone CJK character
+    becomes a prefix query (it matches the words and bigrams it starts)."""
     terms = words(text)
-    kept = [t for t in terms if t not in STOPWORDS] or terms
-    return [quote(t) + (" *" if len(t) == 1 and _CJK_RUN.match(t) else "") for t in kept[:max_terms]]
+    kept = ([t for t in terms if t not in STOPWORDS] or terms)[:max_terms]
+    extra = [p for p in han_run_phrases(text) if p not in kept][:max_terms]
+    return [quote(t) + (" *" if len(t) == 1 and _CJK_RUN.match(t) else "") for t in kept] + [quote(p) for p in extra]
 
 
 def match_expression(text: str, *, max_terms: int = MAX_TERMS) -> str | None:
@@ -153,10 +212,13 @@ __all__ = [
     "MAX_TERMS",
     "STOPWORDS",
     "cjk_tokens",
+    "han_run_phrases",
     "has_cjk",
     "index_text",
+    "is_nfc",
     "match_expression",
     "match_phrases",
+    "nfc",
     "quote",
     "tokens",
     "warm",
