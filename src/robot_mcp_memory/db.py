@@ -202,10 +202,10 @@ def _lean_memory_indexes(conn: sqlite3.Connection) -> None:
 
 
 def _facts_digests(conn: sqlite3.Connection) -> None:
-    """Migration 7: every fact's dedup digest as `dedup.facts_of` computes it now — numbers after a
-    letter (``M12``, Han text) and thousands separators count, an outcome written ``1`` or
-    ``"true"`` counts. A digest from before would keep a stored memory from ever being proposed
-    as the duplicate of the same experience learned again."""
+    """Migrations 7 and 9: every fact's dedup digest as `dedup.facts_of` computes it now (7:
+    numbers after a letter — ``M12``, Han text — and thousands separators count, an outcome
+    written ``1`` or ``"true"`` counts; 9: see `MIGRATIONS`). A digest from before would keep a
+    stored memory from ever being proposed as the duplicate of the same experience learned again."""
     rows = conn.execute("SELECT id, content, context FROM memories WHERE type = 'fact'").fetchall()
     conn.executemany(
         "UPDATE memories SET facts_hash = ? WHERE id = ?",
@@ -237,6 +237,11 @@ MIGRATIONS: list[Migration] = [
     _lean_memory_indexes,  # 6: fewer index pages written per learn
     _facts_digests,  # 7: dedup digests that count every number and outcome
     _segmented_process_index,  # 8: process text indexed with CJK runs as words (as memories are)
+    # 9: the digests again, as dedup computes them now — numbers with their units and spelled
+    # numbers, versions and addresses verbatim, the note's numbers and outcome, other top-level
+    # context keys, task.status, spatial names; a digest from before would keep a stored memory
+    # from ever being proposed as the duplicate of the same experience learned again
+    _facts_digests,
 ]
 
 

@@ -19,7 +19,7 @@ def same_facts(a: str, b: str, ca: dict[str, object] | None = None, cb: dict[str
 
 
 def test_numbers_are_compared_exactly_after_canonicalisation() -> None:
-    assert dedup.numbers("force 12.50 N, angle +030, -0.0 offset, 1,5 m") == ("12.5", "30", "0", "1.5")
+    assert dedup.numbers("force 12.50 N, angle +030, -0.0 offset, 1,5 m") == ("12.5 N", "30", "0", "1.5 m")
     assert same_facts("grip at 12.50 N", "grip at 12.5 N")
     assert not same_facts("grip at 12 N", "grip at 12.1 N")
     assert not same_facts("grip at 12 N", "grip at 15 N")
@@ -28,7 +28,7 @@ def test_numbers_are_compared_exactly_after_canonicalisation() -> None:
 def test_numbers_count_wherever_they_stand() -> None:
     """Found by review: numbers after a letter (``M12``, ``v2``, Han text) were not numbers, and
     ``1,000`` read as ``1.000``, so these pairs were merged as duplicates."""
-    assert dedup.numbers("wait 1,000 ms, then 1,234.5 mm; 1,5 m") == ("1000", "1234.5", "1.5")
+    assert dedup.numbers("wait 1,000 ms, then 1,234.5 mm; 1,5 m") == ("1000 ms", "1234.5 mm", "1.5 m")
     assert dedup.numbers("mode M12, firmware v2, box 10x20, arm ur5-01") == ("12", "2", "10", "20", "5", "1")
     for a, b in [
         ("Wait 1,000 ms after closing the gripper", "Wait 1 ms after closing the gripper"),

@@ -81,3 +81,22 @@ def test_a_version_6_file_gets_the_digests_dedup_computes_now(tmp_path: Path) ->
         assert mem.learn("use gripper mode M15 for the wet mug", {"task": {"success": 1}})["status"] == "created"
     finally:
         mem.close()
+
+
+def test_a_version_8_file_gets_the_digests_with_units_and_the_whole_context(tmp_path: Path) -> None:
+    """Migration 9: digests computed before units, the note and the other context keys counted are
+    recomputed, so the same experience learned again is still found as the duplicate."""
+    mem = RobotMemory(tmp_path, robot_id="rap-1")
+    first = mem.learn("wait 5 seconds before grasping the cup", "attempt succeeded")
+    mem.close()
+    _back_to(tmp_path / "index.db", 8, "UPDATE memories SET facts_hash = 'digest-from-before'")
+
+    mem = RobotMemory(tmp_path, robot_id="rap-1")
+    try:
+        again = mem.learn("wait 5 seconds before grasping the cup", "attempt succeeded")
+        assert again["status"] == "duplicate"
+        assert again["existing_id"] == first["memory_id"]
+        assert mem.learn("wait 5 minutes before grasping the cup", "attempt succeeded")["status"] == "created"
+        assert mem.learn("wait 5 seconds before grasping the cup", "attempt failed")["status"] == "created"
+    finally:
+        mem.close()

@@ -6,11 +6,14 @@ could be superseded by a successful one with the same wording):
 1. eligible: the session's active **facts** (never perceptions), whose category is not protected
    (``constraint``, ``postmortem``, ``gotcha``) and whose confidence is below 0.95;
 2. fewer than three → nothing to do;
-3. group by collection, by category **and** by the decisive facts (`dedup.Facts`: numbers, parameters, outcome,
-   negation, source) — so a failure is never merged into a success, nor 12 N into 15 N, and a
-   memory learned into another collection under the same session never leaves it;
-4. within a group, greedy complete-link clustering on Jaccard similarity > 0.5 (every pair in a
-   cluster clears the threshold);
+3. group by collection, by category **and** by the decisive facts (`dedup.Facts`: numbers with
+   their units, parameters, outcome — ``task.success``/``status``/``outcome``/``result`` —,
+   negation, the note, source) — so a failure is never merged into a success, nor 12 N into
+   15 N, and a memory learned into another collection under the same session never leaves it;
+4. within a group, greedy complete-link clustering on Jaccard similarity > 0.5 of the words
+   learn's dedup compares (`dedup.lexical_words`), every pair in a cluster clearing the threshold
+   and not `dedup.conflicting` ("increase" is never folded into "decrease", nor a sequence of
+   steps into its reverse);
 5. each cluster keeps one representative — highest confidence, then most accessed, then newest —
    and the others become ``superseded`` by it (never deleted).
 
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from robot_mcp_memory.experiences.classify import PROTECTED
-from robot_mcp_memory.experiences.dedup import Facts, facts_of, jaccard
+from robot_mcp_memory.experiences.dedup import Facts, conflicting, facts_of, jaccard, lexical_words
 from robot_mcp_memory.search import segment
 
 CLUSTER_THRESHOLD = 0.5
@@ -68,12 +71,16 @@ def plan(rows: Sequence[Row]) -> list[tuple[int, int]]:
 
 
 def _clusters(members: Sequence[Row]) -> list[list[Row]]:
-    toks = {r.id: segment.words(r.content) for r in members}
+    every = {r.id: segment.tokens(r.content) for r in members}
+    toks = {i: lexical_words(t) for i, t in every.items()}
     ordered = sorted(members, key=lambda r: (-r.confidence, r.id))
     clusters: list[list[Row]] = []
     for r in ordered:
         for cluster in clusters:
-            if all(jaccard(toks[r.id], toks[o.id]) > CLUSTER_THRESHOLD for o in cluster):
+            if all(
+                jaccard(toks[r.id], toks[o.id]) > CLUSTER_THRESHOLD and not conflicting(every[r.id], every[o.id])
+                for o in cluster
+            ):
                 cluster.append(r)
                 break
         else:

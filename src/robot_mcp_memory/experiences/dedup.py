@@ -6,21 +6,35 @@ vanished into a successful one, and "do not grasp the mug by the rim" was droppe
 "grasp the mug by the rim". Here text similarity only *proposes* a duplicate; the decisive
 `Facts` of both must then be identical:
 
-- the numbers in the text, in order, compared exactly (``12.50`` = ``12.5``, ``12`` ≠ ``12.1``);
-- every value under ``context.params`` and every number under ``context.spatial``;
-- the outcome: ``context.task.success`` (and ``task.outcome`` / ``task.result``), and the
-  success/failure words of the text;
-- negation: whether the text negates ("not", "never", "avoid", "不", "не" …);
+- the numbers in the text, in order, compared exactly (``12.50`` = ``12.5``, ``12`` ≠ ``12.1``),
+  each with its unit ("5 s" ≠ "5 min", "30 cm" ≠ "30 mm") and spelled ones too ("five seconds"
+  is ``5 s``); a number of several groups (``192.168.1.10``, firmware ``1.2.10``) verbatim;
+- every value under ``context.params``, every value under ``context.spatial`` (a number or a
+  named place), and every value under any other top-level key of the context ({"force": 12})
+  but the known sections (``robot``, ``tags``, ``env``…: dedup is per robot already);
+- the outcome: ``success``, ``status``, ``outcome`` and ``result`` under ``context.task`` and at
+  the top level, and the success/failure words of the text;
+- negation: whether the text negates ("not", "never", "avoid", "unless", "不", "не", "안" …);
+- the free-text note (``context.note``: what a plain-text context is kept as): its numbers,
+  outcome words and negation, as for the text;
 - the source (``real`` vs simulation).
 
 Stages (the first that finds a match with equal facts wins):
 
 1. **exact** — same normalised text (case, spacing and trailing punctuation ignored), by hash;
-2. **lexical** — Jaccard similarity of the word sets ≥ `JACCARD_DUPLICATE`. Candidates come from
-   the full-text index with a pigeonhole query (`candidate_expression`) that every qualifying
-   memory must match, so no candidate is missed however old;
+2. **lexical** — Jaccard similarity of the word sets ≥ `JACCARD_DUPLICATE`. Numbers are left out
+   of those sets (`lexical_words`): the facts have compared them already, so "12.5" and "12.50"
+   cost no similarity. Candidates come from the full-text index with a pigeonhole query
+   (`candidate_expression`) that every qualifying memory must match, so no candidate is missed
+   however old;
 3. **semantic** — cosine ≥ `COSINE_DUPLICATE` between embeddings, when a vector index supplies
    candidates.
+
+A lexical or semantic candidate is still no duplicate when the texts are `conflicting`: a word
+only one of them has is the opposite of a word only the other has ("increase"/"decrease",
+"left"/"right", "safe"/"unsafe"), or, when they describe a sequence ("then", "before", "first"…),
+their shared words come in another order. Nearly every word is shared, so similarity alone
+cannot tell these apart.
 
 Everything here is pure; the SQL that fetches candidates lives in `storage`.
 """
@@ -32,11 +46,27 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from robot_mcp_memory.experiences.lexicon import FAILURE, NEGATION, SUCCESS, Analysis
+from robot_mcp_memory.experiences.lexicon import (
+    CJK_OPPOSITES,
+    FAILURE,
+    NEGATING_PREFIXES,
+    NEGATING_STEM,
+    NEGATING_WORDS,
+    NEGATION,
+    NUMBER_WORDS,
+    OPPOSITES,
+    SCALE_WORDS,
+    SEQUENCE_WORDS,
+    SPACED_UNIT_EXCLUDED,
+    SUCCESS,
+    UNIT_NAMES,
+    Analysis,
+)
 from robot_mcp_memory.search import segment
 
 JACCARD_DUPLICATE = 0.8
@@ -44,8 +74,11 @@ COSINE_DUPLICATE = 0.92
 Method = Literal["exact", "jaccard", "cosine"]
 
 #: A number, wherever it stands: after a letter too (``M12``, ``v2``, ``10x20``, ``夹爪力12牛顿`` —
-#: Han characters are letters to ``\w``), with a sign only where it cannot be a hyphen.
-_NUMBER = re.compile(r"(?:(?<![\w.])[-+])?(?<!\d)(?<!\d[.,])\d+(?:[.,]\d+)*")
+#: Han characters are letters to ``\w``), with a sign only where it cannot be a hyphen (`numbers`
+#: drops a sign that follows a letter, a digit, ``_`` or ``.``). No lookbehind: a pattern that
+#: opens with a character class is scanned for three times faster, and a left-to-right scan never
+#: starts inside a number anyway.
+_NUMBER = re.compile(r"[-+]?\d+(?:[.,]\d+)*")
 _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _SPACE = re.compile(r"\s+")
 _REAL = frozenset({"real", "real_world", "real-world", "hardware", "physical"})
@@ -68,11 +101,18 @@ def perception_hash(description: str, perception_type: str, data: Any, metadata:
 
 
 def _canonical_number(raw: str) -> str:
-    """``+012.50`` → ``12.5``; ``-0`` → ``0``; ``1,000`` and ``1,234.5`` group thousands; any
-    other comma is a decimal one (``1,5`` → ``1.5``)."""
+    """``+012.50`` → ``12.5``; ``-0`` → ``0``; ``1,000`` and ``1,234.5`` group thousands; another
+    single comma is a decimal one (``1,5`` → ``1.5``). A number of several groups that are not
+    thousands — an address (``192.168.1.10``), a version (``1.2.10``) — is kept as written: it is
+    no decimal, and its trailing zeros matter."""
     sign = "-" if raw.startswith("-") else ""
     body = raw.lstrip("+-")
-    body = body.replace(",", "") if _THOUSANDS.fullmatch(body) else body.replace(",", ".")
+    if _THOUSANDS.fullmatch(body):
+        body = body.replace(",", "")
+    elif body.count(".") + body.count(",") > 1:
+        return sign + body
+    else:
+        body = body.replace(",", ".")
     whole, _, frac = body.partition(".")
     whole = whole.lstrip("0") or "0"
     frac = frac.rstrip("0")
@@ -82,13 +122,108 @@ def _canonical_number(raw: str) -> str:
 
 #: A sign written as a word: "minus 5 degrees" is -5, "plus 5" +5.
 _SIGN_WORD = re.compile(r"\b(minus|negative|plus|positive)\s+(?=\d)", re.IGNORECASE)
+_MINUS_BEFORE = re.compile(r"\b(?:minus|negative)[ \t]+$", re.IGNORECASE)
+#: What may stand right after a number as its unit: at most one space, then a run of letters (or
+#: ``°``, ``%``), and perhaps ``/`` and a second one (``m/s``). `_unit` decides whether it is one.
+_UNIT = re.compile(r"([ \t\u00a0\u202f]?)(°[CcFf]?|%|[^\W\d_]+)(?:[ \t]?/[ \t]?(°|%|[^\W\d_]+))?")
+_SPELLED_WORDS = frozenset(NUMBER_WORDS) | frozenset(SCALE_WORDS) | {"half"}
+_SIGN_WORDS = frozenset({"minus", "negative", "plus", "positive"})
+#: Each number word's part in a number: a unit (1–9), a teen (10–19), tens, or the word itself.
+_KINDS = {w: "tens" if v >= 20 else "teen" if v >= 10 else "unit" for w, v in NUMBER_WORDS.items() if v} | {
+    w: w for w in ("zero", "half", "hundred", "thousand")
+}
+_SMALL = ("unit", "teen", "tens")
+#: A run of letters: number words are found among them by lookup (twice as fast as an alternation).
+_LETTERS = re.compile(r"[^\W\d_]+")
 
 
-def numbers(text: str) -> tuple[str, ...]:
+def _unit(run: str, spaced: bool) -> str | None:
+    """The canonical unit `run` names, or None. A Han run names one when a unit opens it (the
+    number is followed by the rest of the sentence: 12牛顿可以…)."""
+    low = run.lower()
+    unit = UNIT_NAMES.get(low)
+    if unit is not None:
+        return None if spaced and low in SPACED_UNIT_EXCLUDED else unit
+    if not run.isascii() and segment.has_cjk(run[:1]):
+        return UNIT_NAMES.get(run[:2]) or UNIT_NAMES.get(run[:1])
+    return None
+
+
+def _quantity(number: str, text: str, end: int) -> str:
+    """`number` with the unit that follows it in `text` at `end` (``5 s``, ``0.3 m/s``), if any."""
+    m = _UNIT.match(text, end)
+    if m is None:
+        return number
+    unit = _unit(m.group(2), bool(m.group(1)))
+    if unit is None:
+        return number
+    per = _unit(m.group(3), False) if m.group(3) else None
+    return f"{number} {unit}/{per}" if per else f"{number} {unit}"
+
+
+def _spelled(text: str) -> list[tuple[int, str]]:
+    """English number words as numbers, with their position: "twenty-five" → 25, "two hundred and
+    five" → 205, "half" → 0.5. Words join only where a number can go on ("twenty five", not
+    "five twenty" — that is two numbers)."""
+    out: list[tuple[int, str]] = []
+    start = end = -1  # the number being read: where it starts, where its last word ends
+    total = current = 0  # its thousands, and the rest
+    last = ""  # the kind of its last word
+
+    def flush() -> None:
+        if start >= 0:
+            value = str(total + current)
+            sign = "-" if _MINUS_BEFORE.search(text, max(0, start - 12), start) else ""
+            out.append((start, _quantity(sign + value, text, end)))
+
+    for m in _LETTERS.finditer(text):
+        word = m.group(0).lower()
+        kind = _KINDS.get(word)
+        if kind is None:
+            continue
+        value = NUMBER_WORDS.get(word, 0)
+        near = start >= 0 and m.start() - end <= 5 and text[end : m.start()].strip(" -").lower() in ("", "and")
+        if near and kind == "unit" and last == "tens":
+            current += value
+        elif near and kind == "hundred" and last in _SMALL and current < 100:
+            current *= 100
+        elif near and kind == "thousand" and (last in _SMALL or last == "hundred") and total == 0:
+            total, current = current * 1000, 0
+        elif near and kind in _SMALL and last in ("hundred", "thousand") and current % 100 == 0:
+            current += value
+        else:
+            flush()
+            start = -1
+            if kind in ("half", "zero"):  # a number of its own, never part of another
+                out.append((m.start(), _quantity("0.5" if kind == "half" else "0", text, m.end())))
+                last = ""
+                continue
+            start = m.start()
+            total, current = (1000, 0) if kind == "thousand" else (0, 100 if kind == "hundred" else value)
+        end, last = m.end(), kind
+    flush()
+    return out
+
+
+def numbers(text: str, words: Set[str] | None = None) -> tuple[str, ...]:
     """The numbers written in `text`, in order, canonicalised (``12.50`` → ``12.5``; ``minus 5``
-    → ``-5``)."""
-    signed = _SIGN_WORD.sub(lambda m: "-" if m.group(1).lower() in ("minus", "negative") else "+", text)
-    return tuple(_canonical_number(m.group(0)) for m in _NUMBER.finditer(signed))
+    → ``-5``), each with the unit that follows it (``12.5 N``, ``5 s``, ``45 deg``), spelled ones
+    too ("five seconds" → ``5 s``). `words`, the text's tokens when known, spare the searches for
+    number and sign words in a text that has none."""
+    signed = text
+    if words is None or not _SIGN_WORDS.isdisjoint(words):
+        signed = _SIGN_WORD.sub(lambda m: "-" if m.group(1).lower() in ("minus", "negative") else "+", text)
+    found = []
+    for m in _NUMBER.finditer(signed):
+        start, raw = m.start(), m.group(0)
+        if raw[0] in "+-" and start and (signed[start - 1].isalnum() or signed[start - 1] in "._"):
+            start, raw = start + 1, raw[1:]  # a hyphen ("ur5-01", "x-5"), not a sign
+        found.append((start, _quantity(_canonical_number(raw), signed, m.end())))
+    if words is None or not _SPELLED_WORDS.isdisjoint(words):
+        spelled = _spelled(signed)
+        if spelled:
+            found = sorted(found + spelled)
+    return tuple(q for _, q in found)
 
 
 def negated(text: str | Analysis) -> bool:
@@ -139,6 +274,21 @@ def _number_key(v: Any) -> Any:
     return _canonical_number(repr(v))
 
 
+def _verdict(v: Any) -> Any:
+    """An outcome value as a fact: `_success`'s verdict when it says success or failure (``True``,
+    ``1``, ``"succeeded"`` are one), else the value itself — a string case-folded, a number
+    canonical (``0.5`` ≠ ``0.9``: a partial success is no other one), a structure as its leaves.
+    Missing and empty are both None."""
+    ok = _success(v)
+    if ok is not None:
+        return ok
+    if isinstance(v, str):
+        return v.strip().lower() or None
+    if isinstance(v, dict | list):
+        return tuple((k, _number_key(x)) for k, x in _leaves(v))
+    return _number_key(v)
+
+
 def source_of(context: Mapping[str, Any]) -> str:
     """``real`` when the context says the data came from the real world, else its stated source
     (``sim``…) or ``''``. Read from ``source``, ``env`` (a string, or robotmem's
@@ -167,29 +317,49 @@ class Facts:
     outcome: tuple[Any, ...]
     negated: bool
     source: str
+    #: the numbers and the negation of ``context.note`` (its outcome words are in `outcome`)
+    note: tuple[Any, ...] = ()
+    #: the values under the context's other top-level keys ({"force": 12})
+    extra: tuple[tuple[str, Any], ...] = ()
+
+
+#: Top-level context keys that are not facts of their own: sections read as such (``params``,
+#: ``spatial``, ``task``, ``note``, the source), ``robot`` (dedup is per robot already) and
+#: ``tags`` (labels, not the experience).
+_SECTIONS = frozenset({"params", "spatial", "robot", "task", "tags", "source", "env", "note"})
+#: The keys, under ``task`` and at the top level, that say how an attempt ended.
+_OUTCOME_KEYS = ("success", "status", "outcome", "result")
 
 
 def facts_of(text: str, context: Mapping[str, Any], analysis: Analysis | None = None) -> Facts:
+    """The decisive facts of `text` learned with `context` (see the module docstring)."""
     a = analysis or Analysis(text)
     task = context.get("task")
     task = task if isinstance(task, Mapping) else {}
-    outcome = (
-        _success(task.get("success")),
-        str(task.get("outcome", "")).lower(),
-        str(task.get("result", "")).lower(),
-        text_outcome(a),
-    )
+    note = context.get("note")
+    said = Analysis(note) if isinstance(note, str) and note.strip() else None
+    extra = [
+        (k, _number_key(v))
+        for key in sorted(context)
+        if key not in _SECTIONS and key not in _OUTCOME_KEYS
+        for k, v in _leaves(context[key], key)
+    ]
+    if note is not None and said is None:  # a note that is no text is a value like any other
+        extra += ((k, _number_key(v)) for k, v in _leaves(note, "note"))
     return Facts(
-        numbers=numbers(text),
+        numbers=numbers(text, a.words),
         params=tuple((k, _number_key(v)) for k, v in _leaves(context.get("params", {}))),
-        spatial=tuple(
-            (k, _number_key(v))
-            for k, v in _leaves(context.get("spatial", {}))
-            if isinstance(v, int | float) and not isinstance(v, bool)
+        spatial=tuple((k, _number_key(v)) for k, v in _leaves(context.get("spatial", {}))),
+        outcome=(
+            *(_verdict(task.get(k)) for k in _OUTCOME_KEYS),
+            *(_verdict(context.get(k)) for k in _OUTCOME_KEYS),
+            text_outcome(a),
+            0 if said is None else text_outcome(said),
         ),
-        outcome=outcome,
         negated=a.hit(NEGATION),
         source=source_of(context),
+        note=() if said is None else (numbers(said.text, said.words), said.hit(NEGATION)),
+        extra=tuple(extra),
     )
 
 
@@ -205,6 +375,72 @@ def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
     return len(sa & sb) / len(sa | sb)
 
 
+def lexical_words(tokens: Iterable[str]) -> list[str]:
+    """The distinct tokens the lexical stage compares, in order: every token but the numbers
+    (all-digit tokens), which the facts compare exactly — so "12.5" against "12.50" (tokens
+    ``12 5`` / ``12 50``) costs no similarity. A text of numbers only keeps them.
+
+    Only ever a subset of the text's own tokens, so the pigeonhole query built from them
+    (`candidate_expression`) still finds every memory similar enough."""
+    uniq = list(dict.fromkeys(t for t in tokens if t))
+    kept = [t for t in uniq if not t.isdecimal()]
+    return kept or uniq
+
+
+def _opposed(mine: Set[str], theirs: Set[str]) -> bool:
+    """Whether a word of `mine` is the opposite of one of `theirs` (the words only each text has)."""
+    for w in mine:
+        opposite = OPPOSITES.get(w)
+        if opposite is not None and not opposite.isdisjoint(theirs):
+            return True
+        for p in NEGATING_PREFIXES:
+            if len(w) >= NEGATING_STEM and p + w in theirs:
+                return True
+            if w.startswith(p) and len(w) - len(p) >= NEGATING_STEM and w[len(p) :] in theirs:
+                return True
+        if not w.isascii():
+            for ch in w:
+                opposite = CJK_OPPOSITES.get(ch)
+                if opposite is not None and any(o in t for t in theirs for o in opposite):
+                    return True
+    return False
+
+
+def _negating_word(tokens: Sequence[str], only: Set[str], shared: Set[str]) -> bool:
+    """Whether `tokens` has a negating prefix written apart ("counter clockwise") that the other
+    text lacks, right before a word both have."""
+    return any(
+        w in NEGATING_WORDS and w in only and i + 1 < len(tokens) and tokens[i + 1] in shared
+        for i, w in enumerate(tokens)
+    )
+
+
+def _in_order(tokens: Sequence[str], other: Set[str]) -> list[str]:
+    """The content words of `tokens` that `other` has too, each once, in the order they first come."""
+    return [w for w in dict.fromkeys(tokens) if w in other and w not in segment.STOPWORDS and not w.isdecimal()]
+
+
+def conflicting(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Whether two similar texts (their tokens, in order, repeats kept) still say different
+    things: a word one has more often is the opposite of a word the other has more often
+    ("increase"/"decrease", "safe"/"unsafe", "clockwise"/"counter clockwise", 左手/右手; counted,
+    so "switch it on … the mug on the table" still differs from "switch it off … on the table");
+    or they name a sequence ("then", "before", "first", 然后…) and their shared content words
+    come in another order ("open the door, then press the button" against the reverse)."""
+    ca, cb = Counter(a), Counter(b)
+    only_a = {w for w, n in ca.items() if n > cb[w]}
+    only_b = {w for w, n in cb.items() if n > ca[w]}
+    if only_a and only_b and _opposed(only_a, only_b):
+        return True
+    if not (NEGATING_WORDS.isdisjoint(only_a) and NEGATING_WORDS.isdisjoint(only_b)):
+        shared = ca.keys() & cb.keys()
+        if _negating_word(a, only_a, shared) or _negating_word(b, only_b, shared):
+            return True
+    if not SEQUENCE_WORDS.isdisjoint(ca) or not SEQUENCE_WORDS.isdisjoint(cb):
+        return _in_order(a, cb.keys()) != _in_order(b, ca.keys())
+    return False
+
+
 def candidate_expression(tokens: Sequence[str], threshold: float = JACCARD_DUPLICATE) -> str | None:
     """An FTS5 query every stored text with Jaccard ≥ `threshold` to `tokens` must match.
 
@@ -212,8 +448,9 @@ def candidate_expression(tokens: Sequence[str], threshold: float = JACCARD_DUPLI
     m = |A| − ⌈t·|A|⌉ of them. Deal A's tokens into m + 1 groups: by the pigeonhole principle the
     text contains every token of at least one group. The query ORs the groups, each an AND of
     its tokens — selective (an AND is driven by its rarest token) and complete. Longer tokens,
-    usually rarer, are dealt first so every group gets some."""
-    uniq = list(dict.fromkeys(t for t in tokens if t))
+    usually rarer, are dealt first so every group gets some. A is `lexical_words(tokens)`: the
+    words `judge` compares."""
+    uniq = lexical_words(tokens)
     if not uniq:
         return None
     misses = len(uniq) - math.ceil(threshold * len(uniq) - 1e-9)
@@ -247,23 +484,32 @@ def judge(
     semantic: Sequence[Candidate] = (),
     tokens: Sequence[str] | None = None,
 ) -> Duplicate | None:
-    """The first candidate, stage by stage, whose text is similar enough. Every candidate already
-    shares the new memory's facts digest (`facts_hash`; the SQL that fetched it checked), so
-    numbers and outcomes have decided before text similarity is even measured."""
+    """The first candidate, stage by stage, whose text is similar enough and not `conflicting`.
+    Every candidate already shares the new memory's facts digest (`facts_hash`; the SQL that
+    fetched it checked), so numbers and outcomes have decided before text similarity is even
+    measured. `tokens`: the text's tokens, when the caller has them already."""
     norm = normalise(text)
     for c in exact:
         if normalise(c.content) == norm:
             return Duplicate(c.id, "exact", 1.0)
-    mine = set(segment.words(text) if tokens is None else tokens)
+    mine = lexical_words(segment.tokens(text) if tokens is None else tokens)
+    every: list[str] = []  # the text's tokens with repeats, for `conflicting`: made when needed
+
+    def differs(theirs: Sequence[str]) -> bool:
+        if not every:
+            every.extend(segment.tokens(text))
+        return conflicting(every, theirs)
+
     best: Duplicate | None = None
     for c in lexical:
-        sim = jaccard(mine, segment.words(c.content))
-        if sim >= JACCARD_DUPLICATE and (best is None or sim > best.similarity):
+        theirs = segment.tokens(c.content)
+        sim = jaccard(mine, lexical_words(theirs))
+        if sim >= JACCARD_DUPLICATE and (best is None or sim > best.similarity) and not differs(theirs):
             best = Duplicate(c.id, "jaccard", round(sim, 4))
     if best is not None:
         return best
     for c in semantic:
-        if c.similarity is not None and c.similarity >= COSINE_DUPLICATE:
+        if c.similarity is not None and c.similarity >= COSINE_DUPLICATE and not differs(segment.tokens(c.content)):
             return Duplicate(c.id, "cosine", round(c.similarity, 4))
     return None
 
@@ -275,11 +521,13 @@ __all__ = [
     "Duplicate",
     "Facts",
     "candidate_expression",
+    "conflicting",
     "content_hash",
     "facts_hash",
     "facts_of",
     "jaccard",
     "judge",
+    "lexical_words",
     "negated",
     "normalise",
     "numbers",

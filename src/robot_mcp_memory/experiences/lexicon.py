@@ -220,12 +220,36 @@ HEDGE = cue(
     phrases=("not sure",),
     cjk="可能 也许 大概 似乎 不确定",
 )
+#: "unless" and "except" are here too: they turn an instruction's condition around ("grasp the rim
+#: unless it is hot" is not "grasp the rim when it is hot"). Apostrophe-less contractions ("dont")
+#: are words. Korean 안 and 못 count only standing alone before the verb (안전 is "safety"), and
+#: 못하…/마세요/말고 by the bigram tokens they begin (`segment.tokens`); 않 and Japanese ない, ません
+#: are substrings.
 NEGATION = cue(
     "negation",
-    "not no never none nor without avoid cannot neither не нет никогда nicht nie niemals kein keine keinen "
-    "nunca jamais pas sans sin",
-    phrases=("don t", "doesn t", "didn t", "won t", "isn t", "aren t", "wasn t", "shouldn t", "mustn t", "can t"),
-    cjk="不 没 别 未 勿 无 非",
+    "not no never none nor without avoid cannot neither unless except "
+    "dont doesnt didnt cant wont isnt arent wasnt werent shouldnt mustnt couldnt wouldnt hasnt havent hadnt "
+    "не нет никогда nicht nie niemals kein keine keinen nunca jamais pas sans sin "
+    "안 못 못하 못해 못했 못한 못합 못할 마세 마십 말고",
+    phrases=(
+        "don t",
+        "doesn t",
+        "didn t",
+        "won t",
+        "isn t",
+        "aren t",
+        "wasn t",
+        "weren t",
+        "shouldn t",
+        "mustn t",
+        "can t",
+        "couldn t",
+        "wouldn t",
+        "hasn t",
+        "haven t",
+        "hadn t",
+    ),
+    cjk="不 没 别 未 勿 无 非 않 ない ません",
 )
 SUCCESS = cue(
     "success",
@@ -253,14 +277,142 @@ def has_measurement(a: Analysis) -> bool:
     return "=" in a.text and any(ch.isdigit() for ch in a.text.split("=", 1)[1][:3])
 
 
+# ---------------------------------------------------------------------------- quantities (dedup facts)
+def _table(spec: str) -> dict[str, str]:
+    """``"s: sec secs second seconds; ms: …"`` → every spelling (lower case) → its canonical unit."""
+    out: dict[str, str] = {}
+    for entry in spec.split(";"):
+        canonical, _, spellings = entry.partition(":")
+        for spelling in (canonical.strip(), *spellings.split()):
+            out[spelling.lower()] = canonical.strip()
+    return out
+
+
+#: The units a number is recorded with (`dedup.numbers`): "5 seconds" is ``5 s``, not "5 minutes"
+#: (``5 min``). Looked up in lower case, so the table stays free of case pairs such as "N"/"n";
+#: prefixed SI forms are listed only where robots write them. Han spellings count when they open
+#: the run that follows the number (夹爪力12牛顿…).
+UNIT_NAMES: dict[str, str] = _table(
+    "s: sec secs second seconds 秒; ms: msec msecs millisecond milliseconds 毫秒; "
+    "us: µs μs microsecond microseconds; min: mins minute minutes 分钟; h: hr hrs hour hours 小时; "
+    "mm: millimeter millimeters millimetre millimetres 毫米; cm: centimeter centimeters centimetre centimetres 厘米; "
+    "m: meter meters metre metres 米; km: kilometer kilometers kilometre kilometres 公里; "
+    "in: inch inches; ft: foot feet; "
+    "N: newton newtons 牛 牛顿; kN: kilonewton kilonewtons; mN: millinewton millinewtons; "
+    "Nm: newtonmeter newtonmeters 牛米; "
+    "deg: ° degs degree degrees 度; degC: °c celsius; degF: °f fahrenheit; rad: rads radian radians; "
+    "kg: kgs kilogram kilograms kilo kilos 千克 公斤; g: gram grams 克; "
+    "%: percent pct; Hz: hertz; kHz: kilohertz; rpm; V: volt volts; mA: milliamp milliamps; "
+    "A: amp amps ampere amperes; W: watt watts; Pa: pascal pascals; kPa; bar; psi; px: pixel pixels"
+)
+#: Spellings that are units only glued to their number ("3in", "2A"): written apart they are nearly
+#: always words ("put 3 in the box", "take 2 a day").
+SPACED_UNIT_EXCLUDED = frozenset({"in", "a", "us"})
+
+
+def _spelled(spec: str) -> list[str]:
+    return spec.split()
+
+
+#: English number words (`dedup.numbers`): "wait five seconds" is ``5 s``, not "ten seconds".
+_UNITS_AND_TEENS = _spelled(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen"
+)
+_TENS = _spelled("twenty thirty forty fifty sixty seventy eighty ninety")
+NUMBER_WORDS: dict[str, int] = {w: i for i, w in enumerate(_UNITS_AND_TEENS)} | {
+    w: 10 * i for i, w in enumerate(_TENS, 2)
+}
+SCALE_WORDS: dict[str, int] = {"hundred": 100, "thousand": 1000}
+
+# ---------------------------------------------------------------------------- opposites (dedup judge)
+
+
+def _pairs(spec: str) -> dict[str, frozenset[str]]:
+    """``"increase/decrease left/right …"`` → each word → the words opposite it (both ways)."""
+    out: dict[str, set[str]] = {}
+    for pair in spec.split():
+        a, b = pair.split("/")
+        out.setdefault(a, set()).add(b)
+        out.setdefault(b, set()).add(a)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+#: Word pairs of opposite meaning. Two texts that differ only by swapping one for the other share
+#: nearly every word, so Jaccard calls them duplicates: `dedup.conflicting` says they are not.
+#: Inflected forms are listed, not derived: the table stays small and exact.
+OPPOSITES: dict[str, frozenset[str]] = _pairs(
+    """
+    increase/decrease increases/decreases increased/decreased increasing/decreasing
+    raise/lower raises/lowers raised/lowered raising/lowering
+    left/right leftward/rightward leftwards/rightwards leftmost/rightmost
+    clockwise/counterclockwise clockwise/anticlockwise cw/ccw
+    hot/cold warm/cold hotter/colder warmer/colder heat/cool heated/cooled heating/cooling
+    open/close open/shut opens/closes opened/closed opening/closing
+    push/pull pushes/pulls pushed/pulled pushing/pulling
+    up/down upward/downward upwards/downwards upper/lower uphill/downhill
+    above/below over/under before/after inside/outside in/out into/out inner/outer inward/outward
+    inwards/outwards internal/external
+    min/max minimum/maximum minimal/maximal minimise/maximise minimize/maximize
+    more/less more/fewer most/least
+    fast/slow faster/slower fastest/slowest quick/slow quickly/slowly
+    high/low higher/lower highest/lowest
+    enable/disable enables/disables enabled/disabled enabling/disabling
+    on/off start/stop starts/stops started/stopped starting/stopping
+    forward/backward forwards/backwards forward/back front/back front/rear front/behind ahead/behind
+    top/bottom light/heavy lighter/heavier wet/dry soft/hard softer/harder
+    tight/loose tighter/looser tighten/loosen tightened/loosened
+    attach/detach attached/detached include/exclude add/remove accept/reject
+    allow/forbid allow/deny allowed/forbidden always/never
+    success/failure succeeded/failed succeed/fail true/false
+    first/last near/far nearer/farther closer/farther nearest/farthest closest/farthest
+    north/south east/west horizontal/vertical horizontally/vertically positive/negative
+    big/small large/small bigger/smaller larger/smaller long/short longer/shorter
+    wide/narrow wider/narrower thick/thin strong/weak stronger/weaker
+    early/late earlier/later enter/exit entry/exit entrance/exit
+    grasp/release grip/release hold/release press/release lift/drop
+    full/empty clean/dirty bright/dark brighter/darker
+    """
+)
+#: Han characters of opposite meaning: a word only one text has (左手) holding one, a word only
+#: the other has (右手) holding its opposite.
+CJK_OPPOSITES: dict[str, frozenset[str]] = _pairs(
+    "左/右 上/下 前/后 内/外 里/外 开/关 增/减 加/减 高/低 快/慢 大/小 多/少 冷/热 推/拉 轻/重 松/紧 先/后"
+)
+#: Prefixes that turn a word into its opposite (safe/unsafe, connect/disconnect); the stem left
+#: must be at least `NEGATING_STEM` letters, so "undo"/"do" or "into"/"to" prove nothing.
+NEGATING_PREFIXES = ("un", "in", "im", "il", "ir", "dis", "non", "anti", "counter")
+NEGATING_STEM = 3
+#: The same prefixes written apart ("counter-clockwise" is the tokens counter, clockwise).
+NEGATING_WORDS = frozenset({"counter", "anti", "non"})
+#: Words that make a text a sequence of steps: with one, the order of the steps is part of the
+#: meaning ("open the door, then press the button" is not the reverse).
+SEQUENCE_WORDS = frozenset(
+    _spelled(
+        "then before after afterwards afterward first firstly finally followed next later lastly until "
+        "subsequently prior 然后 首先 之后 以后 之前 以前 最后 接着 随后 先"
+    )
+)
+
+
 __all__ = [
     "CATEGORY_CUES",
     "CAUSAL",
+    "CJK_OPPOSITES",
     "FAILURE",
     "HEDGE",
+    "NEGATING_PREFIXES",
+    "NEGATING_STEM",
+    "NEGATING_WORDS",
     "NEGATION",
+    "NUMBER_WORDS",
+    "OPPOSITES",
+    "SCALE_WORDS",
+    "SEQUENCE_WORDS",
+    "SPACED_UNIT_EXCLUDED",
     "SUCCESS",
     "TAG_CUES",
+    "UNIT_NAMES",
     "Analysis",
     "Cue",
     "cue",

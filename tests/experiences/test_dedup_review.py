@@ -1,0 +1,311 @@
+"""Found by review: pairs learn dropped as duplicates though numbers, outcomes or meaning differ —
+units and spelled numbers, versions and addresses, the context beyond ``params``, swapped
+opposites and reversed steps, negations the lexicon lacked — and one it kept twice (``12.5`` /
+``12.50``). Each is checked where it is decided (`dedup`) and end to end through `learn`."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from typing import Any
+
+import pytest
+
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.experiences import dedup
+from robot_mcp_memory.experiences.consolidate import Row, plan
+from robot_mcp_memory.experiences.dedup import Candidate, facts_hash, facts_of
+from robot_mcp_memory.principal import STDIO
+from robot_mcp_memory.search import segment
+
+
+def same_facts(a: str, b: str, ca: dict[str, Any] | None = None, cb: dict[str, Any] | None = None) -> bool:
+    return facts_hash(facts_of(a, ca or {})) == facts_hash(facts_of(b, cb or {}))
+
+
+def lexical_duplicate(a: str, b: str) -> bool:
+    """Whether `judge` takes `b` for a duplicate of `a` in the lexical stage."""
+    return dedup.judge(a, [], [Candidate(1, b)]) is not None
+
+
+# ---------------------------------------------------------------------------- 1. units, number words
+def test_a_number_is_recorded_with_its_unit() -> None:
+    assert dedup.numbers("12.5N 30cm 45° 5s 20 °C 0.3 m/s") == (
+        "12.5 N",
+        "30 cm",
+        "45 deg",
+        "5 s",
+        "20 degC",
+        "0.3 m/s",
+    )
+    assert dedup.numbers("wait 5 seconds, 5 sec, 5 s") == ("5 s", "5 s", "5 s")
+    assert dedup.numbers("12 newtons, 12 N, 12N") == ("12 N", "12 N", "12 N")
+    assert dedup.numbers("夹爪力12牛顿可以稳定抓住湿杯子") == ("12 N",)
+    # a word that is no unit leaves the number bare, as before; "in" counts only glued ("3in")
+    assert dedup.numbers("pick 3 mugs, put 3 in the box, a 3in pipe") == ("3", "3", "3 in")
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("wait 5 seconds before grasping", "wait 5 minutes before grasping"),
+        ("move the arm 30 cm", "move the arm 30 mm"),
+        ("push with 12 N", "push with 12 kN"),
+        ("rotate 45 deg", "rotate 45 rad"),
+        ("move at 0.5 m/s", "move 0.5 m"),
+        ("wait five seconds", "wait ten seconds"),
+        ("wait twenty-five seconds", "wait twenty-six seconds"),
+        ("lift two hundred grams", "lift three hundred grams"),
+    ],
+)
+def test_units_and_spelled_numbers_decide(a: str, b: str) -> None:
+    assert not same_facts(a, b)
+
+
+def test_a_spelled_number_is_its_digits() -> None:
+    assert dedup.numbers("twenty-five mm, two hundred and five N, one thousand two hundred, minus five degrees") == (
+        "25 mm",
+        "205 N",
+        "1200",
+        "-5 deg",
+    )
+    assert dedup.numbers("five twenty") == ("5", "20")  # two numbers, not one
+    assert same_facts("wait five seconds after the door opens", "wait 5 s after the door opens")
+    assert dedup.numbers("someone often stops") == ()  # only whole words
+
+
+# ---------------------------------------------------------------------------- 2. several separators
+def test_a_number_of_several_groups_keeps_its_trailing_zeros() -> None:
+    assert dedup.numbers("192.168.1.10") == ("192.168.1.10",)
+    assert dedup.numbers("firmware 1.2.10 and 1,234,567 and 1,234.5") == ("1.2.10", "1234567", "1234.5")
+    assert not same_facts("firmware 1.2.10 fixes the stall", "firmware 1.2.1 fixes the stall")
+    assert not same_facts("the robot at 192.168.1.10 runs it", "the robot at 192.168.1.1 runs it")
+    assert same_facts("grip at 12.50 N", "grip at 12.5 N")  # one separator: still a decimal
+
+
+# ---------------------------------------------------------------------------- 3. the context
+T = "grasp the mug by the handle"
+
+
+@pytest.mark.parametrize(
+    ("ca", "cb"),
+    [
+        ({"note": "grip_force=12"}, {"note": "grip_force=15"}),
+        ({"note": "attempt failed"}, {"note": "attempt succeeded"}),
+        ({"note": "use the rim"}, {"note": "never use the rim"}),
+        ({"force": 12}, {"force": 15}),
+        ({"gripper": {"mode": "soft"}}, {"gripper": {"mode": "hard"}}),
+        ({"task": {"status": "succeeded"}}, {"task": {"status": "failed"}}),
+        ({"status": "succeeded"}, {"status": "failed"}),
+        ({"success": True}, {"success": False}),
+        ({"result": "placed"}, {"result": "dropped"}),
+        ({"task": {"success": 0.5}}, {"task": {"success": 0.9}}),
+        ({"spatial": {"room": "kitchen"}}, {"spatial": {"room": "lab"}}),
+    ],
+    ids=repr,
+)
+def test_the_whole_context_decides(ca: dict[str, Any], cb: dict[str, Any]) -> None:
+    assert not same_facts(T, T, ca, cb)
+    assert same_facts(T, T, ca, ca)
+
+
+def test_what_is_not_the_experience_stays_out_of_the_facts() -> None:
+    assert same_facts(T, T, {"robot": {"id": "a"}, "tags": ["x"]}, {"robot": {"id": "b"}, "tags": ["y"]})
+    assert same_facts(T, T, {"task": {"status": "succeeded"}}, {"task": {"status": "success", "name": "pick"}})
+    assert same_facts(T, T, {"task": {"success": True}}, {"task": {"success": 1}})
+
+
+def row(i: int, content: str, ctx: dict[str, Any]) -> Row:
+    return Row(i, "fact", content, "observation", 0.8, ctx, 0, float(i))
+
+
+@pytest.mark.parametrize(
+    ("ok", "bad"),
+    [
+        ({"task": {"status": "succeeded"}}, {"task": {"status": "failed"}}),
+        ({"task": {"success": 0.9}}, {"task": {"success": 0.5}}),
+        ({"status": "succeeded"}, {"status": "failed"}),
+    ],
+    ids=repr,
+)
+def test_consolidation_never_folds_a_failure_into_a_success(ok: dict[str, Any], bad: dict[str, Any]) -> None:
+    rows = [
+        row(1, "grasp the mug by the handle with two fingers", ok),
+        row(2, "grasp the mug by its handle using two fingers", bad),
+        row(3, "grasp the mug by the handle with two fingers slowly", ok),
+    ]
+    assert plan(rows) == [(1, 3)]
+
+
+async def test_end_session_keeps_the_failed_attempt(memory: Memory) -> None:
+    """The reviewer's session: the success and the failure, worded alike, were consolidated (1, 2)."""
+    svc = memory.experiences
+    s = await svc.start_session(STDIO)
+    ok, bad = {"task": {"status": "succeeded"}}, {"task": {"status": "failed"}}
+    good = await svc.learn(STDIO, "grasp the mug by the handle with two fingers", ok, session_id=s.id)
+    failed = await svc.learn(STDIO, "grasp the mug by its handle using two fingers", bad, session_id=s.id)
+    await svc.learn(STDIO, "the mug on the shelf is red", session_id=s.id)
+    assert failed.status == "created"
+    ended = await svc.end_session(STDIO, s.id)
+    assert all(failed.memory_id not in pair and good.memory_id not in pair for pair in ended.consolidated)
+
+
+# ---------------------------------------------------------------------------- 4. opposites, order
+TEMPLATE = "the robot should {} when the red mug on the kitchen table is wet and heavy"
+
+
+@pytest.mark.parametrize(
+    ("x", "y"),
+    [
+        ("increase grip force", "decrease grip force"),
+        ("use the left arm", "use the right arm"),
+        ("call it safe", "call it unsafe"),
+        ("turn the lid clockwise", "turn the lid counterclockwise"),
+        ("turn the lid clockwise", "turn the lid counter-clockwise"),
+        ("call it hot", "call it cold"),
+        ("open the gripper", "close the gripper"),
+        ("push the drawer", "pull the drawer"),
+        ("move the arm up", "move the arm down"),
+        ("hold it above the tray", "hold it below the tray"),
+        ("put it inside the box", "put it outside the box"),
+        ("use min force", "use max force"),
+        ("use more force", "use less force"),
+        ("move faster", "move slower"),
+        ("hold it higher", "hold it lower"),
+        ("enable the brake", "disable the brake"),
+        ("switch the vacuum on", "switch the vacuum off"),
+        ("connect the charger", "disconnect the charger"),
+        ("wait before the grasp", "wait after the grasp"),
+    ],
+)
+def test_swapped_opposites_are_not_duplicates(x: str, y: str) -> None:
+    a, b = TEMPLATE.format(x), TEMPLATE.format(y)
+    sim = dedup.jaccard(dedup.lexical_words(segment.tokens(a)), dedup.lexical_words(segment.tokens(b)))
+    assert sim >= dedup.JACCARD_DUPLICATE  # similar enough: only the opposites tell them apart
+    assert not lexical_duplicate(a, b)
+    assert not lexical_duplicate(b, a)
+    assert dedup.judge(a, [], [], [Candidate(1, b, similarity=0.99)]) is None  # nor by cosine
+
+
+def test_cjk_opposites_are_not_duplicates() -> None:
+    a, b = "用左手抓住桌子上的红色杯子的把手然后慢慢抬起", "用右手抓住桌子上的红色杯子的把手然后慢慢抬起"
+    assert dedup.jaccard(dedup.lexical_words(segment.tokens(a)), dedup.lexical_words(segment.tokens(b))) >= 0.8
+    assert not lexical_duplicate(a, b)
+
+
+def test_paraphrases_without_opposites_still_match() -> None:
+    assert lexical_duplicate(TEMPLATE.format("increase grip force"), TEMPLATE.format("increase the grip force"))
+    assert lexical_duplicate(
+        "use the left arm to grasp the red mug on the table", "use the left arm to grasp the red mug on this table"
+    )
+    # no sequence word: the order of the words is free
+    assert lexical_duplicate("the mug on the shelf is red and heavy", "the mug on the shelf is heavy and red")
+
+
+def test_steps_in_another_order_are_not_duplicates() -> None:
+    a = "first open the door then press the elevator button"
+    b = "first press the elevator button then open the door"
+    assert dedup.jaccard(segment.words(a), segment.words(b)) == 1.0
+    assert not lexical_duplicate(a, b)
+    assert lexical_duplicate(a, "first open the door and then press the elevator button")
+
+
+def test_consolidation_never_folds_opposites_or_reversed_steps() -> None:
+    rows = [
+        row(1, "increase grip force when the mug is wet", {}),
+        row(2, "decrease grip force when the mug is wet", {}),
+        row(3, "first open the door then press the button", {}),
+        row(4, "first press the button then open the door", {}),
+    ]
+    assert plan(rows) == []
+    assert plan([*rows, row(5, "increase the grip force when the mug is wet", {})]) == [(1, 5)]
+
+
+# ---------------------------------------------------------------------------- 5. negation
+@pytest.mark.parametrize(
+    ("negative", "positive"),
+    [
+        ("dont grasp the mug by the rim", "grasp the mug by the rim"),
+        ("the gripper doesnt hold the wet mug", "the gripper holds the wet mug"),
+        ("grasp the mug by the rim unless it is hot", "grasp the mug by the rim when it is hot"),
+        ("grasp every mug by the rim except the hot one", "grasp every mug by the rim and the hot one"),
+        ("컵의 손잡이를 안 잡는다", "컵의 손잡이를 잡는다"),
+        ("컵의 손잡이를 잡지 않는다", "컵의 손잡이를 잡는다"),
+        ("컵의 손잡이를 잡지 못했다", "컵의 손잡이를 잡았다"),
+        ("カップの取っ手を掴まない", "カップの取っ手を掴む"),
+        ("カップの取っ手を掴みません", "カップの取っ手を掴みます"),
+    ],
+)
+def test_a_negation_in_any_of_these_forms_decides(negative: str, positive: str) -> None:
+    assert dedup.negated(negative)
+    assert not dedup.negated(positive)
+    assert not same_facts(negative, positive)
+
+
+def test_a_korean_word_that_merely_contains_an_is_no_negation() -> None:
+    assert not dedup.negated("안전하게 컵을 잡는다")  # 안전: safety
+
+
+# ---------------------------------------------------------------------------- 6. number tokens
+def test_the_same_number_written_otherwise_costs_no_similarity() -> None:
+    a, b = "grip force 12.5 N held the mug", "grip force 12.50 N held the mug"
+    assert same_facts(a, b)
+    assert dedup.judge(a, [], [Candidate(1, b)]) == dedup.Duplicate(1, "jaccard", 1.0)
+    assert dedup.lexical_words(segment.tokens("12 15 18")) == ["12", "15", "18"]  # numbers only: kept
+
+
+def test_the_pigeonhole_query_finds_a_number_written_otherwise() -> None:
+    a, b = "grip force 12.5 N held the mug", "grip force 12.50 N held the mug"
+    expr = dedup.candidate_expression(segment.tokens(a))
+    assert expr is not None
+    with closing(sqlite3.connect(":memory:")) as c:
+        c.execute("CREATE VIRTUAL TABLE memories_fts USING fts5(content)")
+        c.execute("INSERT INTO memories_fts(rowid, content) VALUES (1, ?)", (b,))
+        assert c.execute("SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?", (expr,)).fetchall()
+
+
+# ---------------------------------------------------------------------------- end to end
+#: The reviewer's pairs, each learned after the other: every one was answered 'duplicate'.
+DIFFERENT_TEXTS = [
+    (
+        "wait 5 seconds before grasping the cup on the left table",
+        "wait 5 minutes before grasping the cup on the left table",
+    ),
+    (
+        "move the arm 30 cm towards the shelf before opening the gripper",
+        "move the arm 30 mm towards the shelf before opening the gripper",
+    ),
+    ("push the drawer with 12 N until it closes", "push the drawer with 12 kN until it closes"),
+    ("wait five seconds after the door opens before driving", "wait ten seconds after the door opens before driving"),
+    ("firmware 1.2.10 fixes the gripper stall on wet mugs", "firmware 1.2.1 fixes the gripper stall on wet mugs"),
+    ("increase grip force when the mug is wet and heavy", "decrease grip force when the mug is wet and heavy"),
+    ("use the left arm to grasp the red mug on the table", "use the right arm to grasp the red mug on the table"),
+    ("first open the door then press the elevator button", "first press the elevator button then open the door"),
+    ("dont grasp the mug by the rim", "grasp the mug by the rim"),
+    ("컵의 손잡이를 잡는다", "컵의 손잡이를 안 잡는다"),
+]
+DIFFERENT_CONTEXTS: list[tuple[Any, Any]] = [
+    ("grip_force=12", "grip_force=15"),
+    ("attempt failed", "attempt succeeded"),
+    ({"force": 12}, {"force": 15}),
+    ({"task": {"status": "succeeded"}}, {"task": {"status": "failed"}}),
+]
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "ca", "cb"),
+    [(a, b, None, None) for a, b in DIFFERENT_TEXTS] + [(T, T, ca, cb) for ca, cb in DIFFERENT_CONTEXTS],
+)
+async def test_learn_keeps_each_of_these_as_a_new_experience(memory: Memory, a: str, b: str, ca: Any, cb: Any) -> None:
+    svc = memory.experiences
+    first = await svc.learn(STDIO, a, ca)
+    assert first.status == "created"
+    assert (await svc.learn(STDIO, b, cb)).status == "created"
+    assert (await svc.learn(STDIO, a, ca)).memory_id == first.memory_id  # the same again is still caught
+
+
+async def test_learn_takes_the_same_number_written_otherwise_for_a_duplicate(memory: Memory) -> None:
+    svc = memory.experiences
+    first = await svc.learn(STDIO, "grip force 12.5 N held the mug")
+    again = await svc.learn(STDIO, "grip force 12.50 N held the mug")
+    assert (again.status, again.memory_id, again.method) == ("duplicate", first.memory_id, "jaccard")
