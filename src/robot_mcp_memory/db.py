@@ -16,6 +16,7 @@ from typing import Any
 from robot_mcp_memory.experiences import dedup, index_repo
 from robot_mcp_memory.experiences import storage as experiences
 from robot_mcp_memory.kit import Kind, Migration, Schema, SqliteStore, Table, fts5_problem, fts5_table, recreate
+from robot_mcp_memory.search import segment
 from robot_mcp_memory.search.segment import index_text
 
 PROCESSES = Table(
@@ -221,6 +222,24 @@ def _object(text: str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _nfc_text_indexes(conn: sqlite3.Connection) -> None:
+    """Migration 10: text is indexed in Unicode NFC (`segment.nfc`), as queries are read. An entry
+    made from text stored decomposed (Hangul as conjoining jamo, kana with a separate voiced
+    mark) held other tokens than its composed form, so no query found it: such an index is
+    rebuilt. A store whose text is all NFC — nearly every one — is only read."""
+    conn.create_function("is_nfc", 1, segment.is_nfc, deterministic=True)
+    if conn.execute(
+        "SELECT 1 FROM memories WHERE NOT is_nfc(content) OR NOT is_nfc(context) "
+        "UNION ALL SELECT 1 FROM memory_tags WHERE source = 'user' AND NOT is_nfc(tag) LIMIT 1"
+    ).fetchone():
+        index_repo.rebuild_memory_index(conn)
+    if conn.execute(
+        "SELECT 1 FROM processes WHERE NOT is_nfc(title) OR NOT is_nfc(task_pattern) "
+        "OR NOT is_nfc(tags) OR NOT is_nfc(body) LIMIT 1"
+    ).fetchone():
+        rebuild_process_index(conn)
+
+
 def _segmented_process_index(conn: sqlite3.Connection) -> None:
     """Migration 8: the process index rebuilt with CJK runs as words — a Chinese title was one
     token, so only the whole title found it in keyword search."""
@@ -242,6 +261,7 @@ MIGRATIONS: list[Migration] = [
     # context keys, task.status, spatial names; a digest from before would keep a stored memory
     # from ever being proposed as the duplicate of the same experience learned again
     _facts_digests,
+    _nfc_text_indexes,  # 10: indexes of text stored decomposed rebuilt in NFC (only when there is such text)
 ]
 
 

@@ -78,3 +78,25 @@ def test_an_entry_indexed_before_normalisation_is_found_once_the_index_is_rebuil
 
     index.write_blocking(index_repo.rebuild_memory_index)
     assert contents(mem, "미끄러졌다") == [nfd(KOREAN)]
+
+
+def test_a_version_9_store_with_decomposed_text_is_reindexed_when_opened(tmp_path: Path) -> None:
+    """Migration 10 rebuilds the entries an older version made from text stored decomposed: the
+    store found the memory again after its upgrade, with no command to run."""
+    import sqlite3
+
+    with RobotMemory(tmp_path, robot_id="r1") as m:
+        mid = m.learn(nfd(KOREAN))["memory_id"]
+        m.learn(FRENCH)
+    old = segment._CJK_RUN.sub(
+        lambda g: " " + " ".join(segment.cjk_tokens(g.group(0), for_index=True)) + " ", nfd(KOREAN)
+    )
+    conn = sqlite3.connect(tmp_path / "index.db")
+    with conn:
+        conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (mid,))
+        conn.execute("INSERT INTO memories_fts(rowid, content, context) VALUES (?, ?, '')", (mid, old))
+        conn.execute("UPDATE store_meta SET value = '9' WHERE key = 'schema_version'")
+    conn.close()
+    with RobotMemory(tmp_path, robot_id="r1") as m:
+        assert contents(m, "미끄러졌다") == [nfd(KOREAN)]
+        assert contents(m, "évier") == [FRENCH]

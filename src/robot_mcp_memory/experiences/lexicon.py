@@ -78,7 +78,7 @@ class Analysis:
     def __init__(self, text: str) -> None:
         if _INDEX.stale:
             _INDEX.build()
-        self.text = text
+        self.text = text = segment.nfc(text)  # as tokens are read: a CJK cue matches decomposed kana too
         self.tokens = segment.tokens(text)
         self.words = frozenset(self.tokens)
         self.has_cjk = segment.has_cjk(text)
