@@ -160,3 +160,20 @@ async def test_spatial_sort_over_coordinates_whose_squares_overflow(client: Clie
                 assert "far" not in by
             else:
                 assert by["far"] == pytest.approx(1e200)
+
+
+async def test_a_spatial_field_segment_that_only_looks_like_an_index_is_a_key(client: Client) -> None:
+    """'²' and '٣' are digits to str.isdigit but keys to the JSON path SQL reads: the distance
+    read in Python for hybrid candidates called int('²') (an internal error) or took '٣' as
+    index 3, reporting a distance the ranking never saw."""
+    tracks = [[1.0, 2.0], [3.0, 4.0], [5, 6], [7, 8]]
+    await client.call("learn", insight="dock near the charger", context={"spatial": {"tracks": tracks}})
+    for field in ("spatial.tracks.²", "spatial.tracks.٣"):
+        for query in ("dock charger", ""):
+            found = await client.call("recall", query=query, spatial_sort={"field": field, "target": [0, 0]})
+            assert "error" not in found, (field, found)
+            assert [m["distance"] for m in found["memories"]] == [None], (field, query)
+    found = await client.call(
+        "recall", query="dock charger", spatial_sort={"field": "spatial.tracks.3", "target": [0, 0]}
+    )
+    assert [m["distance"] for m in found["memories"]] == [pytest.approx((7**2 + 8**2) ** 0.5)]

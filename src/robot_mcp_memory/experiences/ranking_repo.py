@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from robot_mcp_memory.experiences.filters import Condition, json_path
+from robot_mcp_memory.experiences.filters import Condition, json_path, parse_path
 from robot_mcp_memory.experiences.model import DECAY_FLOOR, HALF_LIFE_S, MAX_SOURCE_WEIGHT, Experience, Spatial
 from robot_mcp_memory.experiences.storage import BM25_WEIGHTS, rows_of
 from robot_mcp_memory.search import fts
@@ -71,11 +71,11 @@ def _offsets(context: Mapping[str, Any], spatial: Spatial) -> list[float] | None
     """Each coordinate at `spatial.path` minus its target (same rules as `_dist2`: every
     coordinate numeric); an offset too large for a float is infinite."""
     value: Any = context
-    for seg in spatial.path.split("."):
-        if isinstance(value, Mapping):
+    for seg in parse_path(spatial.path, "spatial_sort.field"):  # as `_dist2`'s JSON path reads it
+        if isinstance(seg, int) and isinstance(value, list) and seg < len(value):
+            value = value[seg]
+        elif isinstance(seg, str) and isinstance(value, Mapping):
             value = value.get(seg)
-        elif isinstance(value, list) and seg.isdigit() and int(seg) < len(value):
-            value = value[int(seg)]
         else:
             return None
     if not isinstance(value, list) or len(value) < len(spatial.target):
