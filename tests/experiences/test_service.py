@@ -369,7 +369,7 @@ async def test_keeping_the_context_keeps_the_one_stored_now(memory: Memory, monk
 
 
 def test_an_old_duplicate_is_found_behind_many_newer_texts_sharing_some_of_its_words(tmp_path: Any) -> None:
-    """The lexical stage took the 50 newest texts the full-text query proposed: 60 newer ones (here 260)
+    """The lexical stage took the 50 newest texts the full-text query proposed: 60 newer ones
     sharing four of its ten words hid the duplicate (keyword-only, the Python API's default,
     where no semantic stage catches it)."""
     from robot_mcp_memory.api import RobotMemory
@@ -377,7 +377,7 @@ def test_an_old_duplicate_is_found_behind_many_newer_texts_sharing_some_of_its_w
     with RobotMemory(tmp_path / "data", robot_id="r1") as mem:
         text = "alpha bravo charlie delta echo foxtrot golf hotel india juliet"
         first = mem.learn(text)
-        for i in range(260):  # past the 200 most relevant the query proposes: the ordering finds it
+        for i in range(60):
             filler = " ".join("q" + chr(97 + i // 26) + chr(97 + i % 26) + chr(97 + j) + "z" for j in range(4))
             assert mem.learn(f"charlie alpha hotel golf {filler}")["status"] == "created"
         again = mem.learn(text + " kilo")

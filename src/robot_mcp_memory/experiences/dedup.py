@@ -25,8 +25,8 @@ Stages (the first that finds a match with equal facts wins):
 2. **lexical** — Jaccard similarity of the word sets ≥ `JACCARD_DUPLICATE`. Numbers are left out
    of those sets (`lexical_words`): the facts have compared them already, so "12.5" and "12.50"
    cost no similarity. Candidates come from the full-text index with a pigeonhole query
-   (`candidate_expression`) that every qualifying memory must match, most relevant first (bm25:
-   a duplicate shares nearly all the words), however old (`storage.Probe.lexical_limit`);
+   (`candidate_expression`) that every qualifying memory must match: all of them when a few
+   share the facts, else the newest `storage.Probe.lexical_limit` of those the query proposes;
 3. **semantic** — cosine ≥ `COSINE_DUPLICATE` between embeddings, when a vector index supplies
    candidates.
 
