@@ -438,3 +438,26 @@ def test_sql_agrees_with_the_rules_in_python(case: tuple[list[dict[str, Any]], d
     finally:
         c.close()
     assert got == {i for i, ctx in enumerate(ctxs) if brute_force(ctx, spec)}, spec
+
+
+def test_a_long_list_written_as_the_filter_is_compared_in_two_lookups() -> None:
+    """A row holding the very list the filter holds: its first element, then its text — not one
+    lookup per element (a 200-number trajectory cost 200-odd per row). Written otherwise (1.0 for 1,
+    keys reordered) it is still equal, element by element."""
+    traj = [0.0] * 199 + [1.0]
+    rows = [{"traj": traj} for _ in range(20)] + [{"traj": [1] * 200}]
+    looked = Lookups(rows)
+    try:
+        assert looked.ids({"traj": traj}) == set(range(20))
+        # the first element (a 0 also has its type looked up: false is no 0), then the text; the odd
+        # row stops at its first element
+        assert looked.count <= 3 * 20 + 2
+        assert looked.ids({"traj": [1.0] * 200}) == {20}  # stored as integers: equal by value
+        obj = {"b": [1, 2], "a": {"y": 2.0, "x": 1}}
+        reordered = Lookups([{"o": {"a": {"x": 1.0, "y": 2}, "b": [1.0, 2.0]}}])
+        try:
+            assert reordered.ids({"o": obj}) == {0}
+        finally:
+            reordered.close()
+    finally:
+        looked.close()
