@@ -767,3 +767,21 @@ async def test_a_session_robotmem_ended_without_starting_keeps_its_outcome(memor
     )
     assert row[0] == pytest.approx(0.9)
     assert row[1] == pytest.approx(epoch("2026-11-30T08:00:00.000"))
+
+
+async def test_a_context_too_deep_to_keep_as_json_and_numeric_data_come_across(
+    memory: Memory, robotmem_db: Path
+) -> None:
+    """A context nested deeper than a learn keeps (but readable) came across as nothing — the
+    memory was skipped — while one deeper still came as its text; both are the note now. Data
+    robotmem stored as a number (SQLite keeps a REAL in a TEXT column) ended the import."""
+    deep = "[" * 100 + "]" * 100
+    conn = sqlite3.connect(robotmem_db)
+    conn.execute("UPDATE memories SET context = ? WHERE id = 2", (deep,))
+    conn.execute("UPDATE memories SET perception_data = 1.5 WHERE id = 6")
+    conn.commit()
+    conn.close()
+    report = await run_import(memory, robotmem_db)
+    assert report.memories == report.total_memories
+    assert (await memory.experiences.get(ADMIN, report.memory_ids[2])).context == {"note": deep}
+    assert (await memory.experiences.get(ADMIN, report.memory_ids[6])).data == 1.5

@@ -396,7 +396,8 @@ class RobotmemFile:
                     content=_str(r[4]) or "",
                     context=_str(r[5]),
                     perception_type=_str(r[6]),
-                    perception_data=r[7],
+                    # a number when robotmem stored one (a column's type is only a preference in SQLite)
+                    perception_data=repr(r[7]) if isinstance(r[7], int | float) else r[7],
                     perception_metadata=_str(r[8]),
                     category=_str(r[9]),
                     confidence=r[10] if isinstance(r[10], int | float) else None,
@@ -581,7 +582,7 @@ def prepare(src: SourceMemory, robot: str, prefix: str, now: float, notes: Count
     confidence = min(1.0, max(0.0, float(confidence)))
     if src.type == "fact":
         try:
-            ctx = parse_object(context_of(src.context), "context", MAX_CONTEXT_BYTES)
+            ctx = _context(src.context)
         except InvalidInput:
             return BAD_CONTEXT
         a = Analysis(text)
@@ -666,10 +667,22 @@ def prepare(src: SourceMemory, robot: str, prefix: str, now: float, notes: Count
     )
 
 
+def _context(raw: str | None) -> dict[str, Any]:
+    """`context_of(raw)` checked as a learn checks a context; a JSON object that fails the check
+    (nested deeper than we keep, NaN) comes across as its text, a `note`, as text that is not JSON
+    does. `InvalidInput` only when even that cannot be kept (over 64 KB, a lone surrogate)."""
+    try:
+        return parse_object(context_of(raw), "context", MAX_CONTEXT_BYTES)
+    except InvalidInput:
+        if raw is None or not raw.strip():
+            raise
+        return parse_object({"note": raw.strip()}, "context", MAX_CONTEXT_BYTES)
+
+
 def session_of(src: SourceSession, robot: str, prefix: str, now: float) -> Session | str:
     collection = usable_collection(prefix + src.collection)
     try:
-        ctx = parse_object(context_of(src.context), "context", MAX_CONTEXT_BYTES)
+        ctx = _context(src.context)
     except InvalidInput:
         return BAD_CONTEXT
     started = epoch(src.created_at) or now
