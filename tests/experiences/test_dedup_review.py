@@ -309,3 +309,13 @@ async def test_learn_takes_the_same_number_written_otherwise_for_a_duplicate(mem
     first = await svc.learn(STDIO, "grip force 12.5 N held the mug")
     again = await svc.learn(STDIO, "grip force 12.50 N held the mug")
     assert (again.status, again.memory_id, again.method) == ("duplicate", first.memory_id, "jaccard")
+
+
+def test_a_note_without_numbers_or_negation_decides_nothing() -> None:
+    """"seen in lab" on the first learn kept the same insight learned without a note from being
+    its duplicate, while two notes of that kind were duplicates of each other."""
+    text = "the gripper slips on the wet mug"
+    bare = dedup.facts_hash(dedup.facts_of(text, {}))
+    assert dedup.facts_hash(dedup.facts_of(text, {"note": "seen in lab"})) == bare
+    assert dedup.facts_hash(dedup.facts_of(text, {"note": "seen at 12 N"})) != bare
+    assert dedup.facts_hash(dedup.facts_of(text, {"note": "not seen again"})) != bare

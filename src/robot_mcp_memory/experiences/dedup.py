@@ -358,9 +358,19 @@ def facts_of(text: str, context: Mapping[str, Any], analysis: Analysis | None = 
         ),
         negated=a.hit(NEGATION),
         source=source_of(context),
-        note=() if said is None else (numbers(said.text, said.words), said.hit(NEGATION)),
+        note=_note_facts(said),
         extra=tuple(extra),
     )
+
+
+def _note_facts(said: Analysis | None) -> tuple[Any, ...]:
+    """A note's numbers and negation — nothing when it has neither, as when there is no note: a
+    note such as "seen in lab" must not keep the same insight learned without one from being
+    its duplicate (two such notes never did)."""
+    if said is None:
+        return ()
+    found, negates = numbers(said.text, said.words), said.hit(NEGATION)
+    return (found, negates) if found or negates else ()
 
 
 def facts_hash(facts: Facts) -> str:
