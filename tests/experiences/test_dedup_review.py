@@ -312,7 +312,7 @@ async def test_learn_takes_the_same_number_written_otherwise_for_a_duplicate(mem
 
 
 def test_a_note_without_numbers_or_negation_decides_nothing() -> None:
-    """"seen in lab" on the first learn kept the same insight learned without a note from being
+    """A note such as "seen in lab" on the first learn kept the same insight learned without a note from being
     its duplicate, while two notes of that kind were duplicates of each other."""
     text = "the gripper slips on the wet mug"
     bare = dedup.facts_hash(dedup.facts_of(text, {}))
