@@ -28,6 +28,7 @@ to load); pass ``embedder="use"`` to load the server's default model.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import tempfile
 import weakref
@@ -72,9 +73,9 @@ class RobotMemory:
 
     def __init__(
         self,
-        data_dir: str | Path = "data",
+        data_dir: str | Path | None = None,
         *,
-        robot_id: str = "unknown",
+        robot_id: str | None = None,
         collection: str = "default",
         embedder: str = "none",
         wait_for_model: float = 60.0,
@@ -84,11 +85,17 @@ class RobotMemory:
         (or failed) leaves recall keyword-only until it does, and a warning says so.
 
         ``data_dir`` may start with ``~``; ``":memory:"`` (robotmem's idiom for a throwaway memory)
-        is a new temporary directory, removed at `close`. Logging: the root logger and the host's
-        configuration are left alone (`logs.for_library`)."""
+        is a new temporary directory, removed at `close`. Left out, ``data_dir`` and ``robot_id``
+        are the server's (``MEMORY_DATA_DIR``, ``ROBOT_ID``), else ``data`` and ``unknown`` — as
+        robotmem's ``RobotMemory()`` opens the one store its server uses, from any directory.
+        Logging: the root logger and the host's configuration are left alone (`logs.for_library`)."""
         logs.for_library()
         self._scratch: Path | None = None
         self._scratch_removal: weakref.finalize[..., Any] | None = None
+        if data_dir is None:
+            data_dir = os.environ.get("MEMORY_DATA_DIR") or "data"
+        if robot_id is None:
+            robot_id = os.environ.get("ROBOT_ID") or "unknown"
         if str(data_dir) == IN_MEMORY:
             self._scratch = Path(tempfile.mkdtemp(prefix="robot-mcp-memory-"))
             # Removed at close — or when the instance is collected, or the interpreter exits, for

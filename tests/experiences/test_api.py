@@ -102,3 +102,16 @@ def test_with_a_model_the_first_recall_already_runs_hybrid(tmp_path: Path) -> No
     with RobotMemory(tmp_path, robot_id="ur5-01", embedder="use") as mem:  # a new process, as a loop starts
         found = mem.recall("entering the laboratory")
     assert [m["content"] for m in found] == ["the lab door opens with a badge, then push the handle"]
+
+
+def test_left_out_the_data_dir_and_robot_are_the_servers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """robotmem's RobotMemory() opens the store its server uses from any directory; ours opened
+    ./data as robot 'unknown' whatever MEMORY_DATA_DIR and ROBOT_ID said."""
+    monkeypatch.setenv("MEMORY_DATA_DIR", str(tmp_path / "server"))
+    monkeypatch.setenv("ROBOT_ID", "ur5-01")
+    monkeypatch.chdir(tmp_path)
+    with RobotMemory() as mem:
+        made = mem.learn("the conveyor belt stalls at 0.8 m/s")
+        assert made["robot"] == "ur5-01"
+    assert (tmp_path / "server" / "index.db").exists()
+    assert not (tmp_path / "data").exists()
