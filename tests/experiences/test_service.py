@@ -59,8 +59,14 @@ async def test_sessions_are_pinned_to_their_robot(memory: Memory) -> None:
         await svc.learn(RAP3, "pouring is messy", session_id=s.id)
     with pytest.raises(NotFound):
         await svc.end_session(RAP3, s.id)
+    # an id no session has yet starts one at its first write, for the robot writing (robotmem's
+    # loops make up their episode ids); another robot's write into it is refused all the same
+    await svc.learn(RAP1, "pouring is messy", session_id="ep-7")
+    made = await svc.get_session(RAP1, "ep-7")
+    assert (made.robot, made.collection, made.ended_at) == ("rap-1", "default", None)
     with pytest.raises(NotFound):
-        await svc.learn(RAP1, "pouring is messy", session_id="no-such-session")
+        await svc.learn(RAP3, "pouring is messier", session_id="ep-7")
+    await svc.end_session(RAP1, "ep-7")
     await svc.end_session(RAP1, s.id)
     with pytest.raises(Conflict):
         await svc.end_session(RAP1, s.id)

@@ -37,7 +37,12 @@ Collection = Annotated[
     ),
 ]
 SessionId = Annotated[
-    str | None, Field(max_length=64, description="the session_id start_session returned; null for none")
+    str | None,
+    Field(
+        max_length=64,
+        description="the session_id start_session returned, or your own episode id (a new one starts a session "
+        "at its first write); null for none",
+    ),
 ]
 MemoryId = Annotated[int, Field(ge=1, le=2**63 - 1, description="the memory's id, as learn or recall returned it")]
 ContextArg = Annotated[
