@@ -224,7 +224,10 @@ class RobotMemory:
             )
         )
         views = RecallResult.of(found, include_data).memories
-        return [_robotmem_keys(v.model_dump(), h.memory.metadata) for v, h in zip(views, found.hits, strict=True)]
+        spatial = spatial_sort is not None and spatial_sort != ""
+        return [
+            _robotmem_keys(v.model_dump(), h.memory.metadata, spatial) for v, h in zip(views, found.hits, strict=True)
+        ]
 
     def save_perception(
         self,
@@ -365,13 +368,16 @@ def _error(exc: MemoryError_) -> dict[str, Any]:
     return {"status": "error", "error": exc.detail, "code": exc.code}
 
 
-def _robotmem_keys(view: dict[str, Any], metadata: Mapping[str, Any]) -> dict[str, Any]:
+def _robotmem_keys(view: dict[str, Any], metadata: Mapping[str, Any], spatial: bool = False) -> dict[str, Any]:
     """A recall item with the keys robotmem's carried, as far as they map (docs/experiences.md):
     ``human_summary`` (the first 200 characters), ``perception_data`` (the data, when asked for
     with include_data), ``scope_files``/``scope_entities`` (what the classifier found in the text;
-    lists, where robotmem gave JSON strings)."""
+    lists, where robotmem gave JSON strings), and with a `spatial` sort ``_spatial_distance`` (our
+    ``distance``: None where robotmem gave infinity, a memory without the coordinates)."""
     scope = metadata.get("scope")
     scope = scope if isinstance(scope, Mapping) else {}
+    if spatial:
+        view = view | {"_spatial_distance": view["distance"]}
     return view | {
         "human_summary": view["content"][:200],
         "perception_data": view["data"] if view["type"] == "perception" else None,

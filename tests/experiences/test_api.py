@@ -115,3 +115,22 @@ def test_left_out_the_data_dir_and_robot_are_the_servers(tmp_path: Path, monkeyp
         assert made["robot"] == "ur5-01"
     assert (tmp_path / "server" / "index.db").exists()
     assert not (tmp_path / "data").exists()
+
+
+def test_robotmem_keys_of_a_spatial_recall_and_an_episode_summary(tmp_path: Path) -> None:
+    """A ported robotmem script reads ``m["_spatial_distance"]`` after a spatial sort and
+    ``summary["memory_count"]`` / ``by_type`` / ``by_category`` after end_session."""
+    with RobotMemory(tmp_path, robot_id="r1") as mem:
+        sid = mem.start_session()
+        mem.learn("grasp the mug at the sink", {"spatial": {"position": [3, 4, 0]}}, session_id=sid)
+        mem.save_perception("mug seen at the sink", "visual", session_id=sid)
+        hits = mem.recall("grasp mug", spatial_sort={"field": "spatial.position", "target": [0, 0, 0]})
+        by_type = {h["type"]: h for h in hits}
+        assert by_type["fact"]["_spatial_distance"] == pytest.approx(5.0) == by_type["fact"]["distance"]
+        assert by_type["perception"]["_spatial_distance"] is None  # no coordinates (robotmem: infinity)
+        assert "_spatial_distance" not in mem.recall("grasp mug")[0]
+        ended = mem.end_session(sid)
+        summary = ended["summary"]
+        assert summary["memory_count"] == 2
+        assert summary["by_type"] == {"fact": 1, "perception": 1}
+        assert sum(summary["by_category"].values()) == 2

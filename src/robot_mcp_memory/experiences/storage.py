@@ -443,6 +443,10 @@ def end_session(
         "consolidated": len(pairs),
         "duration_s": round(now - s.started_at, 3),
         "outcome_score": outcome_score,
+        # robotmem's keys for the same counts (its summary had only these)
+        "memory_count": sum(by_type.values()),
+        "by_type": dict(sorted(by_type.items())),
+        "by_category": dict(sorted(by_category.items())),
     }
     if s.summary and "imported_from" in s.summary:  # where an imported session came from stays known
         summary["imported_from"] = s.summary["imported_from"]
