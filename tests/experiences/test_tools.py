@@ -177,3 +177,18 @@ async def test_a_spatial_field_segment_that_only_looks_like_an_index_is_a_key(cl
         "recall", query="dock charger", spatial_sort={"field": "spatial.tracks.3", "target": [0, 0]}
     )
     assert [m["distance"] for m in found["memories"]] == [pytest.approx((7**2 + 8**2) ** 0.5)]
+
+
+async def test_a_null_or_blank_collection_is_the_default_one(client: Client) -> None:
+    """robotmem's tools take collection=null (its default) or blank as the default collection;
+    ours refused both as invalid arguments."""
+    made = await client.call("learn", insight="the hinge squeaks at 40 degrees", collection=None)
+    assert made["collection"] == "default"
+    assert (await client.call("learn", insight="the latch sticks at 12 N", collection="  "))["collection"] == "default"
+    seen = await client.call("save_perception", description="latch photo", collection=None)
+    assert seen["collection"] == "default"
+    assert (await client.call("start_session", collection=""))["collection"] == "default"
+    found = await client.call("recall", query="hinge squeaks", collection=None)
+    assert [m["id"] for m in found["memories"]] == [made["memory_id"]]
+    bad = await client.call("learn", insight="x", collection="my lab")
+    assert bad["error"] == "invalid"

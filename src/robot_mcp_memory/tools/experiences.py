@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences.views import (
@@ -27,13 +27,19 @@ from robot_mcp_memory.tools.adapter import PrincipalOf, refusals
 from robot_mcp_memory.tools.results import Refusal
 
 JsonObject = dict[str, Any] | str | None
+
+
+def _blank_is_none(value: Any) -> Any:
+    """robotmem reads a blank collection as the default one, as it reads null."""
+    return None if isinstance(value, str) and not value.strip() else value
+
+
 Collection = Annotated[
-    str,
+    Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$")] | None,
+    BeforeValidator(_blank_is_none),
     Field(
-        min_length=1,
-        max_length=64,
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$",
-        description="a namespace for memories (a project, a task family, a lab); 'default' if you have none",
+        description="a namespace for memories (a project, a task family, a lab): letters, digits, _ . : - "
+        "(64 at most); 'default' if you have none (null or blank is 'default', as in robotmem)",
     ),
 ]
 SessionId = Annotated[
@@ -91,7 +97,7 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
         the result says "duplicate" and names it — but different numbers, a different outcome
         (task.success) or a negated instruction are always a new memory. Memories are advice from
         past executions: recall them later and deviate when reality disagrees."""
-        learned = await svc.learn(principal_of(ctx), insight, context, collection, session_id)
+        learned = await svc.learn(principal_of(ctx), insight, context, collection or "default", session_id)
         return LearnResult.of(learned)
 
     @mcp.tool(annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False))
@@ -140,7 +146,7 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
             principal_of(ctx),
             query,
             n,
-            collection,
+            collection or "default",
             min_confidence,
             session_id,
             context_filter,
@@ -187,7 +193,7 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
         Recall finds it by its description (data is returned only when asked for). Saving the same
         description again with new data stores a new perception."""
         saved = await svc.save_perception(
-            principal_of(ctx), description, perception_type, data, metadata, collection, session_id
+            principal_of(ctx), description, perception_type, data, metadata, collection or "default", session_id
         )
         return PerceptionResult.of(saved, perception_type, saved.has_data)
 
@@ -229,7 +235,7 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
     ) -> SessionResult | Refusal:
         """Start an episode. Pass the returned session_id to learn and save_perception, and call
         end_session when the episode is over."""
-        return SessionResult.of(await svc.start_session(principal_of(ctx), collection, context))
+        return SessionResult.of(await svc.start_session(principal_of(ctx), collection or "default", context))
 
     @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False))
     @refusals
