@@ -134,3 +134,16 @@ def test_robotmem_keys_of_a_spatial_recall_and_an_episode_summary(tmp_path: Path
         assert summary["memory_count"] == 2
         assert summary["by_type"] == {"fact": 1, "perception": 1}
         assert sum(summary["by_category"].values()) == 2
+
+
+def test_spatial_sort_over_a_seven_joint_configuration(tmp_path: Path) -> None:
+    """robotmem sorts by any coordinate list; ours took 1 to 4 numbers, refusing a 7-joint arm's."""
+    home = [0.0, -0.5, 0.0, -2.0, 0.0, 1.5, 0.8]
+    with RobotMemory(tmp_path, robot_id="r1") as mem:
+        mem.learn("reach the shelf from home", {"params": {"joints": home}})
+        mem.learn("reach the shelf from the side", {"params": {"joints": [1.0, 0.2, 0.3, -1.0, 0.5, 1.0, 0.0]}})
+        hits = mem.recall("reach shelf", spatial_sort={"field": "params.joints", "target": home, "weight": 1})
+        assert hits[0]["content"] == "reach the shelf from home"
+        assert hits[0]["distance"] == pytest.approx(0.0)
+        with pytest.raises(InvalidInput, match="1 to 16 numbers"):
+            mem.recall("reach shelf", spatial_sort={"field": "params.joints", "target": [0.0] * 17})

@@ -250,6 +250,12 @@ def json_shaped(text: str) -> bool:
     return True
 
 
+#: How many coordinates `spatial_sort` compares: a position (3), a pose with its quaternion (7), a
+#: 7-joint arm's configuration, two arms (14). robotmem took any length; each adds a lookup per
+#: memory ranked.
+MAX_SPATIAL_DIMS = 16
+
+
 def parse_spatial(value: Mapping[str, Any] | str | None) -> Spatial | None:
     spec = parse_object(value, "spatial_sort", MAX_FILTER_BYTES)
     if not spec:
@@ -264,10 +270,13 @@ def parse_spatial(value: Mapping[str, Any] | str | None) -> Spatial | None:
     json_path(path, "spatial_sort.field")  # checked here, whichever recall (hybrid too) will use it
     if (
         not isinstance(target, list)
-        or not 1 <= len(target) <= 4
+        or not 1 <= len(target) <= MAX_SPATIAL_DIMS
         or not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in target)
     ):
-        raise InvalidInput("spatial_sort.target must be a list of 1 to 4 numbers, such as [0.4, 0.1, 0.9]")
+        raise InvalidInput(
+            f"spatial_sort.target must be a list of 1 to {MAX_SPATIAL_DIMS} numbers, such as [0.4, 0.1, 0.9] "
+            "(a position) or a 7-joint configuration"
+        )
     max_distance = spec.get("max_distance")
     if max_distance is not None and (
         isinstance(max_distance, bool) or not isinstance(max_distance, int | float) or not 0 < max_distance < 1e12
