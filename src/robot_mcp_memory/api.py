@@ -243,10 +243,7 @@ class RobotMemory:
         saved = run_sync(
             self._svc.save_perception(self._principal, description, perception_type, data, metadata, coll, session_id)
         )
-        # robotmem's has_embedding: whether a vector was stored for it (keyword-only: never)
-        return PerceptionResult.of(saved, perception_type, saved.has_data).model_dump() | {
-            "has_embedding": saved.embedded
-        }
+        return PerceptionResult.of(saved, perception_type, saved.has_data).model_dump()
 
     def get(self, memory_id: Whole) -> dict[str, Any]:
         """One memory by id, whatever its status (`errors.NotFound` if there is none)."""
@@ -277,9 +274,7 @@ class RobotMemory:
         self._coll(None)
         score = None if outcome_score is None else as_real(outcome_score, "outcome_score")
         ended = run_sync(self._svc.end_session(self._principal, session_id, score))
-        # robotmem's decayed_count: no memory's confidence is rewritten here (decay is computed
-        # at read time), so none is ever decayed by ending a session
-        return EndSessionResult.of(ended).model_dump() | {"decayed_count": 0}
+        return EndSessionResult.of(ended).model_dump()  # with robotmem's decayed_count, always 0
 
     @contextlib.contextmanager
     def session(self, context: JsonArg = None, collection: str | None = None) -> Iterator[str]:

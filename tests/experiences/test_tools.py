@@ -58,7 +58,8 @@ async def test_result_shapes_are_robotmems(client: Client) -> None:
     seen = await client.call(
         "save_perception", description="blocks on the tray", collection="lab", perception_type="tactile"
     )
-    assert set(seen) >= {"memory_id", "perception_type", "collection"}
+    assert set(seen) >= {"memory_id", "perception_type", "collection", "has_embedding"}
+    assert seen["has_embedding"] is True  # the fixture's hashing embedder stores a vector with it
     found = await client.call("recall", query="red sort", collection="lab")
     assert set(found) == {"memories", "total", "mode"}
     assert found["total"] == 1
@@ -72,7 +73,8 @@ async def test_result_shapes_are_robotmems(client: Client) -> None:
     assert gone == {"status": "forgotten", "memory_id": seen["memory_id"], "content": "blocks on the tray",
                     "reason": "the tray was empty"}  # fmt: skip
     ended = await client.call("end_session", session_id=s["session_id"], outcome_score=1)
-    assert set(ended) >= {"status", "summary", "consolidated", "related_memories"}
+    assert set(ended) >= {"status", "summary", "consolidated", "related_memories", "decayed_count"}
+    assert ended["decayed_count"] == 0
     assert ended["status"] == "ended"
 
 

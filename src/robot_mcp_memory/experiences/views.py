@@ -156,6 +156,7 @@ class PerceptionResult(BaseModel):
     collection: str
     robot: str
     has_data: bool
+    has_embedding: bool = Field(description="whether a vector was stored with it (robotmem's key)")
 
     @classmethod
     def of(cls, learned: Learned, perception_type: str, has_data: bool) -> PerceptionResult:
@@ -166,6 +167,7 @@ class PerceptionResult(BaseModel):
             collection=learned.collection,
             robot=learned.robot,
             has_data=has_data,
+            has_embedding=learned.embedded,
         )
 
 
@@ -226,6 +228,10 @@ class EndSessionResult(BaseModel):
     summary: dict[str, Any]
     consolidated: Consolidation
     related_memories: list[MemoryView] = Field(description="memories worth knowing for the next episode")
+    decayed_count: int = Field(
+        default=0,
+        description="robotmem's key, always 0: decay is computed when memories are read, never written at session end",
+    )
 
     @classmethod
     def of(cls, e: EndedSession) -> EndSessionResult:
