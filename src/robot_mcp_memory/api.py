@@ -28,7 +28,6 @@ to load); pass ``embedder="use"`` to load the server's default model.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import tempfile
 import weakref
@@ -39,7 +38,7 @@ from typing import Any, SupportsFloat, SupportsIndex
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
-from robot_mcp_memory.config import Settings
+from robot_mcp_memory.config import Settings, server_store
 from robot_mcp_memory.errors import Conflict, InvalidInput, MemoryError_, StorageError
 from robot_mcp_memory.experiences.model import MAX_BATCH, as_int, as_real, check_memory_id
 from robot_mcp_memory.experiences.service import BatchItem, ExperienceService, JsonArg, Learned, run_sync
@@ -92,10 +91,11 @@ class RobotMemory:
         logs.for_library()
         self._scratch: Path | None = None
         self._scratch_removal: weakref.finalize[..., Any] | None = None
+        server_dir, server_robot = server_store()
         if data_dir is None:
-            data_dir = os.environ.get("MEMORY_DATA_DIR") or "data"
+            data_dir = server_dir or "data"
         if robot_id is None:
-            robot_id = os.environ.get("ROBOT_ID") or "unknown"
+            robot_id = server_robot or "unknown"
         if str(data_dir) == IN_MEMORY:
             self._scratch = Path(tempfile.mkdtemp(prefix="robot-mcp-memory-"))
             # Removed at close — or when the instance is collected, or the interpreter exits, for

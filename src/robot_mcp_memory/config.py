@@ -240,3 +240,13 @@ def _search_settings(get: Callable[[str], str | None], problems: list[str]) -> d
         problems.append("MEMORY_FUSION_WEIGHTS needs a weight above 0 for keyword or vector")
     out["fusion_weights"] = (weights["keyword"], weights["vector"])
     return out
+
+
+def server_store(environ: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
+    """The server's ``MEMORY_DATA_DIR`` and ``ROBOT_ID`` as the environment sets them (None where
+    unset or blank), for a library caller that names neither (`api.RobotMemory()`): it opens the
+    store the robot's server keeps, as robotmem's ``RobotMemory()`` does. Checked where used."""
+    env = os.environ if environ is None else environ
+    values = (env.get("MEMORY_DATA_DIR"), env.get("ROBOT_ID"))
+    d, r = ((v.strip() or None) if v is not None else None for v in values)
+    return d, r
