@@ -18,21 +18,9 @@ import numpy as np
 import pytest
 
 from robot_mcp_memory.api import RobotMemory
-from robot_mcp_memory.errors import Conflict, InvalidInput, NotFound
+from robot_mcp_memory.errors import InvalidInput, NotFound
 
 SRC = Path(__file__).resolve().parents[2] / "src"
-
-
-#: Stands for a session that has ended, which a write refuses (an unknown id starts a session).
-ENDED = "<a session that has ended>"
-
-
-def _with_an_ended_session(mem: RobotMemory, item: Any) -> Any:
-    if isinstance(item, dict) and item.get("session_id") == ENDED:
-        ended = mem.start_session()
-        mem.end_session(ended)
-        return {**item, "session_id": ended}
-    return item
 
 
 @pytest.fixture
@@ -123,14 +111,13 @@ def test_a_score_refused_leaves_the_session_open(mem: RobotMemory) -> None:
         (None, "not None"),
         ("", "insight must not be empty"),
         (("text", [1, 2]), "context must be a JSON object"),
-        ({"insight": "x", "session_id": ENDED}, "has ended"),
+        ({"insight": "x", "session_id": "no-such-session"}, "no session"),
     ],
 )
 def test_learn_many_refuses_a_bad_item_by_index_and_stores_nothing(mem: RobotMemory, bad: Any, says: str) -> None:
     sid = mem.start_session(collection="lab-b")
-    bad = _with_an_ended_session(mem, bad)
     items: list[Any] = ["first insight force 3 N", {"insight": "in lab B", "collection": "lab-b", "session_id": sid}]
-    with pytest.raises((InvalidInput, NotFound, Conflict), match=f"^item 2: .*{says}"):
+    with pytest.raises((InvalidInput, NotFound), match=f"^item 2: .*{says}"):
         mem.learn_many([*items, bad])
     assert _stored(mem) == []
     assert mem.recall("", collection="lab-b") == []
@@ -149,23 +136,16 @@ def test_batch_learn_reports_a_bad_item_and_stores_the_others(mem: RobotMemory) 
     assert out[1]["error"] == "item 1: insight must not be empty"
     assert out[2]["error"].startswith("item 2: insight must be text")
     assert _stored(mem) == ["good one 1 force 1 N", "good one 2 force 2 N"]
-    gone = mem.batch_learn(
-        ["good one 3 force 3 N", _with_an_ended_session(mem, {"insight": "lost", "session_id": ENDED})]
-    )
+    gone = mem.batch_learn(["good one 3 force 3 N", {"insight": "lost", "session_id": "no-such-session"}])
     assert [o["status"] for o in gone] == ["created", "error"]
-    assert "has ended" in gone[1]["error"]
+    assert "no session" in gone[1]["error"]
     assert "good one 3 force 3 N" in _stored(mem)
 
 
 def test_batch_learn_names_a_refused_item_by_its_place_in_the_whole_batch(mem: RobotMemory) -> None:
-    """A refusal the write finds (a session that has ended) named the item's place among those
-    that had passed the first check: result 3 said "item 1"."""
-    items: list[Any] = [
-        "",
-        "a good one force 1 N",
-        7,
-        _with_an_ended_session(mem, {"insight": "lost", "session_id": ENDED}),
-    ]
+    """A refusal the write finds (an unknown session) named the item's place among those that
+    had passed the first check: result 3 said "item 1"."""
+    items: list[Any] = ["", "a good one force 1 N", 7, {"insight": "lost", "session_id": "no-such-session"}]
     out = mem.batch_learn(items)
     assert out[3]["status"] == "error"
     assert out[3]["error"].startswith("item 3: ")

@@ -220,15 +220,9 @@ def insert_memory(conn: sqlite3.Connection, new: NewMemory, now: float) -> int:
     return mid
 
 
-def _session_for_write(conn: sqlite3.Connection, session_id: str, robot: str, collection: str, now: float) -> None:
-    """The session a write names must be this robot's and still open. An id no session has yet
-    starts one, for this robot, at its first write — robotmem takes any episode id a training loop
-    makes up (``session_id=f"ep-{n}"``), and its users' loops do."""
+def _session_for_write(conn: sqlite3.Connection, session_id: str, robot: str) -> None:
     row = conn.execute("SELECT robot, ended_at FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    if row is None:
-        insert_session(conn, Session(session_id, robot, collection, {}, now))
-        return
-    if row[0] != robot:
+    if row is None or row[0] != robot:
         raise NotFound(f"no session '{session_id}' of robot {robot}; start_session returns a session_id to use")
     if row[1] is not None:  # its summary is written and its memories consolidated: the episode is over
         raise Conflict(f"session '{session_id}' has ended; start_session for the next episode")
@@ -263,7 +257,7 @@ def learn(conn: sqlite3.Connection, new: NewMemory, probe: Probe, decide: Decide
     """Insert `new` unless `decide` names a duplicate among the candidates — one transaction, so
     two concurrent learns of the same experience cannot both insert."""
     if new.session_id is not None:
-        _session_for_write(conn, new.session_id, new.robot, new.collection, now)
+        _session_for_write(conn, new.session_id, new.robot)
     # The planner, without statistics, would walk the (robot, collection, status) index: name the
     # selective one instead (INDEXED BY) in each lookup below.
     scope = "m.robot = ? AND m.collection = ? AND m.type = ? AND m.status = 'active' AND m.facts_hash = ?"

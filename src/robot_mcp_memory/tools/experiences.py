@@ -39,16 +39,11 @@ Collection = Annotated[
     BeforeValidator(_blank_is_none),
     Field(
         description="a namespace for memories (a project, a task family, a lab): letters, digits, _ . : - "
-        "(64 at most); 'default' if you have none (null or blank is 'default', as in robotmem)",
+        "(64 at most); 'default' if you have none (null is 'default', as in robotmem)",
     ),
 ]
 SessionId = Annotated[
-    str | None,
-    Field(
-        max_length=64,
-        description="the session_id start_session returned, or your own episode id (a new one starts a session "
-        "at its first write); null for none",
-    ),
+    str | None, Field(max_length=64, description="the session_id start_session returned; null for none")
 ]
 MemoryId = Annotated[int, Field(ge=1, le=2**63 - 1, description="the memory's id, as learn or recall returned it")]
 ContextArg = Annotated[
