@@ -262,6 +262,9 @@ MIGRATIONS: list[Migration] = [
     # from ever being proposed as the duplicate of the same experience learned again
     _facts_digests,
     _nfc_text_indexes,  # 10: indexes of text stored decomposed rebuilt in NFC (only when there is such text)
+    # 11: the digests again — a plain-text note with no numbers or negation decides nothing, as no
+    # note does; a digest from 9 would keep such a memory from being found as a duplicate
+    _facts_digests,
 ]
 
 

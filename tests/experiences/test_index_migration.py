@@ -100,3 +100,20 @@ def test_a_version_8_file_gets_the_digests_with_units_and_the_whole_context(tmp_
         assert mem.learn("wait 5 seconds before grasping the cup", "attempt failed")["status"] == "created"
     finally:
         mem.close()
+
+
+def test_a_version_10_file_gets_digests_where_a_plain_note_decides_nothing(tmp_path: Path) -> None:
+    """Version 10 wrote a note without numbers or negation into the digest; migration 11 writes
+    today's, so the same insight learned again is found as the duplicate it is."""
+    from dataclasses import replace
+
+    from robot_mcp_memory.experiences import dedup
+
+    text = "the gripper slips on wet mugs"
+    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
+        first = mem.learn(text, "seen in lab")["memory_id"]
+    old = dedup.facts_hash(replace(dedup.facts_of(text, {"note": "seen in lab"}), note=((), False)))
+    _back_to(tmp_path / "index.db", 10, f"UPDATE memories SET facts_hash = '{old}' WHERE id = {first}")  # noqa: S608
+    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
+        again = mem.learn(text, "seen in lab")
+    assert (again["status"], again["existing_id"]) == ("duplicate", first)
