@@ -810,3 +810,76 @@ def test_folders_the_server_and_its_commands_make_are_for_their_user_only(tmp_pa
     assert cli.main(["dump", "--data-dir", str(tmp_path / "data"), str(existing)]) == 0
     assert existing.stat().st_mode & 0o777 == 0o755  # a folder that existed is left as it was
     assert (existing / "processes").stat().st_mode & 0o077 == 0
+
+
+def _dumped_memories(tmp_path: Path, texts: list[str], name: str) -> Path:
+    """A dump of a store holding `texts` as memories (ids 1, 2, …) with the hashing embedder."""
+    from robot_mcp_memory.api import RobotMemory
+
+    with RobotMemory(tmp_path / f"{name}-data", robot_id="rap-1", embedder="hashing", wait_for_model=5) as mem:
+        for t in texts:
+            mem.learn(t)
+    dest = tmp_path / f"{name}-dump"
+    assert cli.main(["dump", "--data-dir", str(tmp_path / f"{name}-data"), str(dest)]) == 0
+    return dest
+
+
+def test_a_load_over_memories_of_the_same_ids_drops_their_vectors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The loaded rows replace those of the same ids; the vectors made from the replaced texts
+    stayed, so hybrid recall ranked each loaded memory by another text's embedding."""
+    src = _dumped_memories(tmp_path, ["the hall conveyor is stuck", "the dock door jams in the rain"], "a")
+    target = tmp_path / "b-data"
+    _dumped_memories(tmp_path, ["camera saw a red mug", "never lift over 5 kg"], "b")
+    assert cli.main(["load", "--data-dir", str(target), str(src)]) == 0
+
+    def vectors(conn: sqlite3.Connection) -> int:
+        return int(conn.execute("SELECT count(*) FROM vectors WHERE domain = 'memory'").fetchone()[0])
+
+    with sqlite3.connect(target / "index.db") as conn:
+        assert vectors(conn) == 0  # made again by the backfill, from the loaded texts
+        texts = [r[0] for r in conn.execute("SELECT content FROM memories ORDER BY id")]
+    assert texts == ["the hall conveyor is stuck", "the dock door jams in the rain"]
+
+
+@pytest.mark.parametrize(
+    ("table", "row", "says"),
+    [
+        ("memories", {"created_at": "yesterday"}, 'created_at "yesterday", which is not a number'),
+        ("memories", {"context": "[1, 2]"}, "context that is not a JSON object"),
+        ("memories", {"context": "not json at all"}, "context that is not JSON"),
+        ("sessions", {"context": "nope"}, "context that is not JSON"),
+        ("sessions", {"started_at": "1"}, "which is not a number"),
+    ],
+)
+def test_an_archive_row_the_readers_could_not_read_is_refused(
+    table: str, row: dict[str, Any], says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rows of the wrong types got in (exit 0) and then made every list showing them fail (500), or
+    the load itself died with a traceback on a context that is not JSON."""
+    src = _dumped_memories(tmp_path, ["the hall conveyor is stuck"], "a")
+    base: dict[str, Any] = (
+        {"id": "s-1", "robot": "rap-1", "started_at": 1.0, "context": "{}"}
+        if table == "sessions"
+        else json.loads((src / "archive" / "memories.jsonl").read_text().splitlines()[0])
+    )
+    (src / "archive" / f"{table}.jsonl").write_text(json.dumps({**base, **row}) + "\n")
+    assert cli.main(["load", "--data-dir", str(tmp_path / "c"), str(src)]) == cli.EXIT_FAILED
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    line = next(ln for ln in err.splitlines() if ln.startswith("robot-mcp-memory:"))
+    assert f"{table}.jsonl line 1 " in line
+    assert says in line
+
+
+def test_memories_loaded_before_a_refused_file_are_found(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bad memory_tags file stops the load after the memories: they stayed loaded, as the docs
+    say, but the index was rebuilt only after a load without refusals, so no search found them."""
+    src = _dumped_memories(tmp_path, ["the hall conveyor is stuck"], "a")
+    (src / "archive" / "memory_tags.jsonl").write_text('{"memory_id": 999, "tag": "x", "source": "auto"}\n')
+    assert cli.main(["load", "--data-dir", str(tmp_path / "c"), str(src)]) == cli.EXIT_FAILED
+    from robot_mcp_memory.api import RobotMemory
+
+    with RobotMemory(tmp_path / "c", robot_id="rap-1") as mem:
+        assert [h["content"] for h in mem.recall("conveyor")] == ["the hall conveyor is stuck"]

@@ -19,7 +19,10 @@ def rebuild_memory_index(conn: sqlite3.Connection) -> int:
         user_tags.setdefault(mid, []).append(tag)
     n = 0
     for mid, content, context in conn.execute("SELECT id, content, context FROM memories").fetchall():
-        parsed = json.loads(context) if context else {}
+        try:  # a row loaded before archives were checked may hold anything: index its text alone
+            parsed = json.loads(context) if context else {}
+        except (ValueError, TypeError, RecursionError):
+            parsed = {}
         conn.execute(
             "INSERT INTO memories_fts(rowid, content, context) VALUES (?, ?, ?)",
             (

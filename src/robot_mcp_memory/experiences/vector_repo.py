@@ -19,6 +19,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Collection, Sequence
+from typing import Any
 
 from robot_mcp_memory import logs, vectorstore
 from robot_mcp_memory.kit import SqliteStore
@@ -157,4 +158,14 @@ class MemoryVectorIndex:
         self.backfiller.stop()
 
 
-__all__ = ["DOMAIN", "SOURCE", "MemoryVectorIndex"]
+def drop_loaded_vectors(conn: sqlite3.Connection, table: str, rows: list[dict[str, Any]]) -> None:
+    """After an archive load replaced memories (`kit.archive.import_tables`' ``after``): a loaded
+    memory's vector, if any, was made from the row it replaced — another deployment's memory of
+    that id, or this one's text before an edit. Drop it in the load's transaction (the backfill
+    makes one from the loaded text), so no memory is ranked by another text's embedding."""
+    if table == "memories":
+        for row in rows:
+            vectorstore.delete(conn, DOMAIN, str(row.get("id")))
+
+
+__all__ = ["DOMAIN", "SOURCE", "MemoryVectorIndex", "drop_loaded_vectors"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,11 @@ def archivable(store: SqliteStore, exclude: Sequence[str] = ()) -> list[str]:
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
     return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]  # declared names only
+
+
+def _declared(conn: sqlite3.Connection, table: str) -> dict[str, str]:
+    """Each column's declared type (``REAL``, ``INTEGER``, ``TEXT``…)."""
+    return {r[1]: str(r[2]) for r in conn.execute(f"PRAGMA table_info({table})")}  # declared names only
 
 
 def exporter(tables: Sequence[str], dest: Path, prefix: str = "") -> Callable[[sqlite3.Connection], dict[str, int]]:
@@ -104,9 +109,39 @@ def _refusal(conn: sqlite3.Connection, table: str, row: dict[str, Any], exc: sql
     return "is refused by the database"
 
 
-def import_tables(store: SqliteStore, tables: Sequence[str], src: Path, prefix: str = "") -> dict[str, int]:
+#: A row check of the caller's: why `row` of `table` cannot be loaded, or None.
+RowCheck = Callable[[str, Mapping[str, Any]], str | None]
+#: Run in each table's transaction after its rows are in: ``(conn, table, rows)``.
+AfterLoad = Callable[[sqlite3.Connection, str, list[dict[str, Any]]], None]
+
+
+def _typed(cols: Mapping[str, str], row: Mapping[str, Any]) -> str | None:
+    """Why a value of `row` does not fit its column's declared type, or None: SQLite stores text
+    in a REAL column as text (``"created_at": "yesterday"``), and every reader of that row fails."""
+    for name, value in row.items():
+        declared = cols.get(name, "").upper()
+        if value is None or not declared:
+            continue
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if "INT" in declared and not (number and float(value).is_integer()):
+            return f"has {name} {json.dumps(value, ensure_ascii=False)[:40]}, which is not a whole number"
+        if any(t in declared for t in ("REAL", "FLOA", "DOUB")) and not number:
+            return f"has {name} {json.dumps(value, ensure_ascii=False)[:40]}, which is not a number"
+    return None
+
+
+def import_tables(
+    store: SqliteStore,
+    tables: Sequence[str],
+    src: Path,
+    prefix: str = "",
+    check: RowCheck | None = None,
+    after: AfterLoad | None = None,
+) -> dict[str, int]:
     """Insert-or-replace the rows of each ``<prefix><table>.jsonl`` present in `src`. Blank lines
-    are skipped; a row that cannot be loaded is refused naming the file, the line and why."""
+    are skipped; a row that cannot be loaded is refused naming the file, the line and why: a
+    value not of its column's declared type, or what the caller's `check` says. `after` runs in
+    each table's transaction once its rows are in (a derived row to drop, say)."""
     loaded: dict[str, int] = {}
     for table in tables:
         path = src / f"{prefix}{table}.jsonl"
@@ -121,10 +156,14 @@ def import_tables(store: SqliteStore, tables: Sequence[str], src: Path, prefix: 
             path: Path = path,
         ) -> int:
             cols = _columns(conn, table)
+            declared = _declared(conn, table)
             for n, row in rows:
                 unknown = set(row) - set(cols)
                 if unknown:
                     raise InvalidInput(f"{path} line {n} has unknown columns: {', '.join(sorted(unknown))}")
+                why = _typed(declared, row) or (check(table, row) if check is not None else None)
+                if why is not None:
+                    raise InvalidInput(f"{path} line {n} {why}; nothing of that file was loaded")
             for n, row in rows:  # one by one, each with its own columns: a refusal names its line
                 if not row:
                     raise InvalidInput(f"{path} line {n} is an empty JSON object")
@@ -140,6 +179,8 @@ def import_tables(store: SqliteStore, tables: Sequence[str], src: Path, prefix: 
                     raise InvalidInput(f"{path} line {n} {why}; nothing of that file was loaded") from exc
                 except (sqlite3.InterfaceError, sqlite3.ProgrammingError) as exc:  # a list or object as a value
                     raise InvalidInput(f"{path} line {n} has a value that is not a string, number or null") from exc
+            if after is not None:
+                after(conn, table, [row for _, row in rows])
             return len(rows)
 
         loaded[table] = store.write_blocking(load)

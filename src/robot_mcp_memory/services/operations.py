@@ -11,17 +11,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import os
 import shutil
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from robot_mcp_memory import db, docmodel
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import InvalidInput, SchemaTooNew, StorageError, StoreUnreadable
-from robot_mcp_memory.experiences import index_repo, robotmem_import
+from robot_mcp_memory.experiences import index_repo, robotmem_import, vector_repo
 from robot_mcp_memory.kit import archive, files, maintenance
 from robot_mcp_memory.principal import Principal
 
@@ -55,10 +57,17 @@ async def _unarchive(memory: Memory, src: Path) -> dict[str, int]:
     folder = src / ARCHIVE
     if not folder.is_dir():
         return {}
-    counts = await asyncio.to_thread(
-        archive.import_tables, memory.index, archive.archivable(memory.index, _NOT_ARCHIVED), folder
-    )
-    await memory.index.write(index_repo.rebuild_memory_index)
+    try:
+        counts = await asyncio.to_thread(
+            archive.import_tables,
+            memory.index,
+            archive.archivable(memory.index, _NOT_ARCHIVED),
+            folder,
+            check=_loadable,
+            after=vector_repo.drop_loaded_vectors,
+        )
+    finally:  # the memories loaded before a refused file are found by search too
+        await memory.index.write(index_repo.rebuild_memory_index)
     if any(folder.glob(f"{LESSONS_PREFIX}*.jsonl")):
         lessons = await memory.lessons.store.writable()
         tables = archive.archivable(lessons, _NOT_ARCHIVED)
@@ -66,6 +75,30 @@ async def _unarchive(memory: Memory, src: Path) -> dict[str, int]:
         counts.update({LESSONS_PREFIX + k: v for k, v in got.items()})
     await memory.fleet.registry.reload()
     return counts
+
+
+#: The columns holding JSON, by table: an object (or null where the column may be), or any value.
+_JSON_OBJECTS = {"memories": ("context", "metadata"), "sessions": ("context", "summary")}
+_JSON_VALUES = {"memories": ("data",)}
+
+
+def _loadable(table: str, row: Mapping[str, Any]) -> str | None:
+    """Why an archive row cannot be loaded beyond what its columns' types say: a JSON column that
+    is not JSON (or not an object where every reader expects one) would make each list and page
+    showing the row fail, and the index rebuild with them."""
+    for col in (*_JSON_OBJECTS.get(table, ()), *_JSON_VALUES.get(table, ())):
+        value = row.get(col)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            return f"has {col} that is not JSON text (a string holding JSON)"
+        try:
+            parsed = json.loads(value)
+        except (ValueError, RecursionError):
+            return f"has {col} that is not JSON"
+        if col in _JSON_OBJECTS.get(table, ()) and not isinstance(parsed, dict):
+            return f"has {col} that is not a JSON object"
+    return None
 
 
 async def dump(memory: Memory, principal: Principal, dest: Path, progress: Progress | None = None) -> DumpReport:
