@@ -141,3 +141,30 @@ async def test_bad_experience_arguments_are_400(secured: Connect) -> None:
             assert r.json()["error"] == "invalid"
         assert (await c.get("/api/memories/0")).status_code == 400
         assert (await c.get("/api/memories/999")).status_code == 404
+
+
+async def test_a_timeline_counts_as_the_list_does_and_opens_imported_session_ids(
+    secured: Connect, secured_memory: Memory, monkeypatch: Any
+) -> None:
+    """The list counted task.success 0 as a failure and the timeline did not; the timeline's
+    counts were those of its first 2,000 rows, with no sign of the rest; an id robotmem gave
+    ("ep 1", kept by the import) could not be opened (400); forget echoed the reason unstripped."""
+    from robot_mcp_memory.experiences import browse, storage
+    from robot_mcp_memory.experiences.model import Session
+
+    await arrange(secured, secured_memory)
+    exp = secured_memory.experiences
+    monkeypatch.setattr(browse, "MAX_TIMELINE", 2)
+    await exp.store.write(lambda c: storage.insert_session(c, Session("ep 1", "a1", "kitchen", {}, 1.0)))
+    for n in range(3):
+        await exp.learn(A1, f"the door sticks on try {n}", {"task": {"success": 0}}, "kitchen", "ep 1")
+    async with secured(ADMIN) as c:
+        listed = {s["id"]: s for s in (await ok(await c.get("/api/sessions")))["sessions"]}
+        assert (listed["ep 1"]["memories"], listed["ep 1"]["failures"]) == (3, 3)
+        timeline = await ok(await c.get("/api/sessions/ep%201/memories"))
+        assert (timeline["session"]["memories"], timeline["session"]["failures"]) == (3, 3)
+        assert len(timeline["memories"]) == 2
+        assert timeline["truncated"] is True
+        mid = timeline["memories"][0]["id"]
+        gone = await ok(await c.post(f"/api/memories/{mid}/forget", json={"reason": "   padded reason   "}))
+        assert gone["reason"] == "padded reason"

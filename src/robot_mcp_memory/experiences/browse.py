@@ -36,7 +36,9 @@ class Sessions:
 @dataclass(frozen=True)
 class Timeline:
     session: Session
-    memories: list[Experience]
+    memories: list[Experience]  # the first `MAX_TIMELINE`
+    total: int  # memories in the session, all of them
+    failures: int  # of those, with task.success false (as the session list counts them)
 
 
 def _paging(limit: int, offset: int) -> None:
@@ -109,7 +111,8 @@ class ExperienceBrowser:
         if s is None or not self.policy.can_see(principal, s.robot):
             raise NotFound(f"no session '{session_id}'")
         memories = await self.store.read(lambda c: browse_repo.timeline(c, session_id, MAX_TIMELINE))
-        return Timeline(s, [m for m in memories if self.policy.can_see(principal, m.robot)])
+        total, failures = await self.store.read(lambda c: browse_repo.session_counts(c, session_id))
+        return Timeline(s, [m for m in memories if self.policy.can_see(principal, m.robot)], total, failures)
 
     async def collections(self, principal: Principal) -> list[tuple[str, int]]:
         visible = self._visible(principal)

@@ -136,6 +136,15 @@ def session(conn: sqlite3.Connection, sid: str) -> Session | None:
     return storage.select_session(conn, sid)
 
 
+def session_counts(conn: sqlite3.Connection, sid: str) -> tuple[int, int]:
+    """(memories, failures) of a session, counted as `sessions` counts them for the list."""
+    row = conn.execute(
+        f"SELECT count(*), coalesce(sum({_SUCCESS} = 0), 0) FROM memories m WHERE m.session_id = ?",  # noqa: S608
+        (sid,),
+    ).fetchone()
+    return int(row[0]), int(row[1])
+
+
 def timeline(conn: sqlite3.Connection, sid: str, limit: int) -> list[Experience]:
     """A session's memories in the order they were made (every status: the timeline is history)."""
     ids = [

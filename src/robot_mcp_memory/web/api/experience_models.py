@@ -157,7 +157,8 @@ class SessionPage(BaseModel):
 
 class SessionTimeline(BaseModel):
     session: SessionOut
-    memories: list[MemoryOut]
+    memories: list[MemoryOut] = Field(description="in the order they were made; the first 2,000 of a longer session")
+    truncated: bool = Field(description="the session holds more memories than are listed (session.memories counts all)")
 
 
 class Named(BaseModel):
@@ -217,7 +218,9 @@ class MemoryArgs(Args):
 
 
 class SessionArgs(Args):
-    id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
+    # any id a session can have but a slash (a path segment) or a control character: an import
+    # keeps robotmem's ids as they are ("robot 1 ep 3")
+    id: str = Field(min_length=1, max_length=64, pattern=r"^[^/\x00-\x1f\x7f]+$")
 
 
 class SessionsArgs(Args):

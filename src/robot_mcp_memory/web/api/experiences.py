@@ -121,7 +121,7 @@ def register(api: Api, ctx: WebContext, service: ExperienceService, browser: Exp
     async def forget_memory(call: Call[MemoryArgs, ForgetBody]) -> Forgotten:
         """forget over REST: a soft delete with a reason; the memory leaves every recall."""
         m = await service.forget(call.principal, call.args.id, call.body.reason)
-        return Forgotten(status="forgotten", memory_id=m.id, reason=call.body.reason)
+        return Forgotten(status="forgotten", memory_id=m.id, reason=call.body.reason.strip())  # as stored
 
     @api.route(
         "GET", "/api/sessions", args=SessionsArgs, body=NoBody, response=SessionPage, summary="List sessions", tag=TAG
@@ -146,9 +146,10 @@ def register(api: Api, ctx: WebContext, service: ExperienceService, browser: Exp
     async def session_timeline(call: Call[SessionArgs, NoBody]) -> SessionTimeline:
         """The session and its memories in the order they were made (every status)."""
         t = await browser.timeline(call.principal, call.args.id)
-        failures = sum(1 for m in t.memories if m.section("task").get("success") is False)
         return SessionTimeline(
-            session=SessionOut.of(t.session, len(t.memories), failures), memories=[MemoryOut.of(m) for m in t.memories]
+            session=SessionOut.of(t.session, t.total, t.failures),
+            memories=[MemoryOut.of(m) for m in t.memories],
+            truncated=len(t.memories) < t.total,
         )
 
     @api.route(
