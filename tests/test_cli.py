@@ -851,6 +851,12 @@ def test_a_load_over_memories_of_the_same_ids_drops_their_vectors(
         ("memories", {"context": "not json at all"}, "context that is not JSON"),
         ("sessions", {"context": "nope"}, "context that is not JSON"),
         ("sessions", {"started_at": "1"}, "which is not a number"),
+        ("memories", {"access_count": 10**400}, "not a whole number SQLite can hold"),
+        ("memories", {"access_count": 2**63}, "not a whole number SQLite can hold"),
+        ("memories", {"created_at": float("inf")}, "not a finite number"),
+        ("memories", {"created_at": 1e300}, "which is not a time"),
+        ("fleet_robots", {"meta": "[1]"}, "meta that is not a JSON object"),
+        ("lessons.lessons", {"params": "nope"}, "params that is not JSON"),
     ],
 )
 def test_an_archive_row_the_readers_could_not_read_is_refused(
@@ -859,11 +865,16 @@ def test_an_archive_row_the_readers_could_not_read_is_refused(
     """Rows of the wrong types got in (exit 0) and then made every list showing them fail (500), or
     the load itself died with a traceback on a context that is not JSON."""
     src = _dumped_memories(tmp_path, ["the hall conveyor is stuck"], "a")
-    base: dict[str, Any] = (
-        {"id": "s-1", "robot": "rap-1", "started_at": 1.0, "context": "{}"}
-        if table == "sessions"
-        else json.loads((src / "archive" / "memories.jsonl").read_text().splitlines()[0])
-    )
+    bases: dict[str, dict[str, Any]] = {
+        "sessions": {"id": "s-1", "robot": "rap-1", "started_at": 1.0, "context": "{}"},
+        "fleet_robots": json.loads(ROBOT),
+        "lessons.lessons": {"scope": "robot:rap-1", "key": "grip", "params": "{}", "created": "x", "updated": "x"},
+    }
+    base = bases.get(table) or json.loads((src / "archive" / "memories.jsonl").read_text().splitlines()[0])
+    if table == "fleet_robots":
+        (src / "archive" / "fleet_groups.jsonl").write_text(
+            '{"created": "2026-01-01T00:00:00Z", "group_id": "lab", "updated": "2026-01-01T00:00:00Z"}\n'
+        )
     (src / "archive" / f"{table}.jsonl").write_text(json.dumps({**base, **row}) + "\n")
     assert cli.main(["load", "--data-dir", str(tmp_path / "c"), str(src)]) == cli.EXIT_FAILED
     err = capsys.readouterr().err
@@ -883,3 +894,16 @@ def test_memories_loaded_before_a_refused_file_are_found(tmp_path: Path, capsys:
 
     with RobotMemory(tmp_path / "c", robot_id="rap-1") as mem:
         assert [h["content"] for h in mem.recall("conveyor")] == ["the hall conveyor is stuck"]
+
+
+def test_a_load_drops_the_vector_of_a_memory_whose_id_is_written_as_a_float(tmp_path: Path) -> None:
+    """ "id": 2.0 replaces memory 2, but the vector dropped was that of a memory "2.0"."""
+    src = _dumped_memories(tmp_path, ["the hall conveyor is stuck", "the dock door jams in the rain"], "a")
+    lines = (src / "archive" / "memories.jsonl").read_text().splitlines()
+    floats = [json.dumps({**json.loads(ln), "id": float(json.loads(ln)["id"])}) for ln in lines]
+    (src / "archive" / "memories.jsonl").write_text("\n".join(floats) + "\n")
+    target = tmp_path / "b-data"
+    _dumped_memories(tmp_path, ["camera saw a red mug", "never lift over 5 kg"], "b")
+    assert cli.main(["load", "--data-dir", str(target), str(src)]) == 0
+    with sqlite3.connect(target / "index.db") as conn:
+        assert conn.execute("SELECT count(*) FROM vectors WHERE domain = 'memory'").fetchone()[0] == 0

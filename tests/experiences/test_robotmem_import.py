@@ -785,20 +785,3 @@ async def test_a_context_too_deep_to_keep_as_json_and_numeric_data_come_across(
     assert report.memories == report.total_memories
     assert (await memory.experiences.get(ADMIN, report.memory_ids[2])).context == {"note": deep}
     assert (await memory.experiences.get(ADMIN, report.memory_ids[6])).data == 1.5
-
-
-async def test_a_robotmem_session_id_with_a_slash_becomes_one_a_url_can_name(memory: Memory, robotmem_db: Path) -> None:
-    """An id kept as robotmem gave it ("robot 1/ep#1") could not be opened on the dashboard: a
-    slash ends a URL path segment. It becomes the stable digest over-long ids already get."""
-    old = "2d87fe8e-c656-48f4-b924-ecbfb1006423"
-    conn = sqlite3.connect(robotmem_db)
-    with conn:
-        conn.execute("UPDATE sessions SET external_id = 'robot 1/ep#1' WHERE external_id = ?", (old,))
-        conn.execute("UPDATE memories SET session_id = 'robot 1/ep#1' WHERE session_id = ?", (old,))
-    conn.close()
-    report = await run_import(memory, robotmem_db)
-    sid = robotmem_import.session_id_of("robot 1/ep#1")
-    assert sid.startswith("robotmem-")
-    assert "/" not in sid
-    got = await memory.experiences.get(ADMIN, report.memory_ids[1])
-    assert got.session_id == sid

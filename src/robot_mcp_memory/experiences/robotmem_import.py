@@ -493,7 +493,7 @@ def epoch(text: str | None) -> float | None:
 
 def session_id_of(raw: str) -> str:
     """Our id for a robotmem session id: the same when it fits, else a stable digest."""
-    if 1 <= len(raw) <= MAX_SESSION_ID and raw.isprintable() and "/" not in raw:  # a slash: no URL path segment
+    if 1 <= len(raw) <= MAX_SESSION_ID and raw.isprintable():
         return raw
     return "robotmem-" + hashlib.sha256(raw.encode("utf-8", "replace")).hexdigest()[:32]
 

@@ -165,7 +165,10 @@ def drop_loaded_vectors(conn: sqlite3.Connection, table: str, rows: list[dict[st
     makes one from the loaded text), so no memory is ranked by another text's embedding."""
     if table == "memories":
         for row in rows:
-            vectorstore.delete(conn, DOMAIN, str(row.get("id")))
+            mid = row.get("id")
+            if isinstance(mid, float) and mid.is_integer():  # 2.0 is stored as the id 2
+                mid = int(mid)
+            vectorstore.delete(conn, DOMAIN, str(mid))
 
 
 __all__ = ["DOMAIN", "SOURCE", "MemoryVectorIndex", "drop_loaded_vectors"]

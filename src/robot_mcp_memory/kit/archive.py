@@ -9,6 +9,7 @@ key and keeps others; it runs in one transaction per file.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -122,11 +123,19 @@ def _typed(cols: Mapping[str, str], row: Mapping[str, Any]) -> str | None:
         declared = cols.get(name, "").upper()
         if value is None or not declared:
             continue
+        shown = json.dumps(value, ensure_ascii=False)[:40]
         number = isinstance(value, int | float) and not isinstance(value, bool)
-        if "INT" in declared and not (number and float(value).is_integer()):
-            return f"has {name} {json.dumps(value, ensure_ascii=False)[:40]}, which is not a whole number"
-        if any(t in declared for t in ("REAL", "FLOA", "DOUB")) and not number:
-            return f"has {name} {json.dumps(value, ensure_ascii=False)[:40]}, which is not a number"
+        if number and not math.isfinite(value if isinstance(value, float) else 0.0):
+            return f"has {name} {shown}, which is not a finite number"
+        if "INT" in declared:
+            whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+            if not (number and whole and -(2**63) <= value < 2**63):
+                return f"has {name} {shown}, which is not a whole number SQLite can hold (64-bit)"
+        if any(t in declared for t in ("REAL", "FLOA", "DOUB")):
+            if not number:
+                return f"has {name} {shown}, which is not a number"
+            if isinstance(value, int) and not -(10**308) < value < 10**308:
+                return f"has {name} {shown[:40]}, which is too large for a number column"
     return None
 
 
@@ -177,6 +186,8 @@ def import_tables(
                 except sqlite3.IntegrityError as exc:
                     why = _refusal(conn, table, row, exc)
                     raise InvalidInput(f"{path} line {n} {why}; nothing of that file was loaded") from exc
+                except OverflowError as exc:  # an integer of a TEXT column past 64 bits (SQLite binds it as one)
+                    raise InvalidInput(f"{path} line {n} has a number too large to store; write it as text") from exc
                 except (sqlite3.InterfaceError, sqlite3.ProgrammingError) as exc:  # a list or object as a value
                     raise InvalidInput(f"{path} line {n} has a value that is not a string, number or null") from exc
             if after is not None:

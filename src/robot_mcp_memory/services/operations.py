@@ -71,21 +71,32 @@ async def _unarchive(memory: Memory, src: Path) -> dict[str, int]:
     if any(folder.glob(f"{LESSONS_PREFIX}*.jsonl")):
         lessons = await memory.lessons.store.writable()
         tables = archive.archivable(lessons, _NOT_ARCHIVED)
-        got = await asyncio.to_thread(archive.import_tables, lessons, tables, folder, LESSONS_PREFIX)
+        got = await asyncio.to_thread(archive.import_tables, lessons, tables, folder, LESSONS_PREFIX, _loadable)
         counts.update({LESSONS_PREFIX + k: v for k, v in got.items()})
     await memory.fleet.registry.reload()
     return counts
 
 
 #: The columns holding JSON, by table: an object (or null where the column may be), or any value.
-_JSON_OBJECTS = {"memories": ("context", "metadata"), "sessions": ("context", "summary")}
+_JSON_OBJECTS = {
+    "memories": ("context", "metadata"),
+    "sessions": ("context", "summary"),
+    "fleet_robots": ("meta",),
+    "lessons": ("params",),
+}
 _JSON_VALUES = {"memories": ("data",)}
+#: The times every reader can show (ISO 8601 needs a year from 1 to 9999), in seconds since 1970.
+_TIMES = (-62_135_596_800.0, 253_402_300_799.0)
 
 
 def _loadable(table: str, row: Mapping[str, Any]) -> str | None:
     """Why an archive row cannot be loaded beyond what its columns' types say: a JSON column that
     is not JSON (or not an object where every reader expects one) would make each list and page
     showing the row fail, and the index rebuild with them."""
+    if table in ("memories", "sessions"):
+        for col, value in row.items():
+            if col.endswith("_at") and isinstance(value, int | float) and not _TIMES[0] <= value <= _TIMES[1]:
+                return f"has {col} {value!r}, which is not a time (seconds since 1970, years 1 to 9999)"
     for col in (*_JSON_OBJECTS.get(table, ()), *_JSON_VALUES.get(table, ())):
         value = row.get(col)
         if value is None:
