@@ -279,3 +279,24 @@ async def test_another_processs_stream_of_writes_reloads_the_index_at_most_once_
         assert len(found.hits) == 7  # every one of the other process's memories, by meaning
     finally:
         other.close()
+
+
+async def test_a_hybrid_spatial_sort_by_distance_alone_finds_the_nearest_matches(memory: Memory) -> None:
+    """Hybrid spatial recall blended proximity only into the 30 best by score and the 30 nearest
+    by cosine: the nearest keyword matches, ranked low by score, were never candidates, so
+    "weight": 1 (distance alone) returned matches 31–33 away where keyword recall returns 1–3."""
+    svc = memory.experiences
+    items = [
+        (
+            f"grasped the mug on shelf {i} " + " ".join(["cabinet"] * (i // 3)),
+            {"spatial": {"position": [60.0 - i, 0, 0]}},
+        )
+        for i in range(60)
+    ]
+    await svc.learn_many(STDIO, items)
+    spatial = {"field": "spatial.position", "target": [0, 0, 0], "weight": 1}
+    hybrid = await svc.recall(STDIO, "mug", 3, spatial_sort=spatial)
+    keyword = await keyword_only(memory).recall(STDIO, "mug", 3, spatial_sort=spatial)
+    assert (hybrid.mode, keyword.mode) == ("hybrid", "keyword")
+    assert [h.distance for h in keyword.hits] == [1.0, 2.0, 3.0]
+    assert [h.distance for h in hybrid.hits] == [1.0, 2.0, 3.0]

@@ -572,9 +572,15 @@ class ExperienceService:
             # spatial_sort blends in each candidate's distance, read from its context
             ranked = ranking_repo.rank(c, scope, match, "score", pool, include_data, cover)
             rows_by = {r.memory.id: r for r in ranked}
+            # and the `n` keyword matches best by the blend itself (keyword recall's spatial order,
+            # exact over every match): a near one ranked low by score alone was never a candidate,
+            # so weight 1 ("by distance alone") missed the nearest matches
+            for r in ranking_repo.rank(c, scope, match, "blend", n, include_data, cover):
+                rows_by.setdefault(r.memory.id, r)
             extra = [m for m, cos in vec if m not in rows_by and cos >= MIN_COSINE]
             rows_by.update((r.memory.id, r) for r in ranking_repo.by_ids(c, scope, extra, include_data))
             fused = fuse([r.memory.id for r in ranked], vec, {m: _weight(r) for m, r in rows_by.items()})
+            fused.update((str(m), 0.0) for m in rows_by if str(m) not in fused)  # blended in by proximity
             scored = [(rows_by[int(ref)], value / top) for ref, value in fused.items()]
             if scored:
                 most = max(s for _, s in scored) or 1.0
