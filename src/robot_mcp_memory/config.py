@@ -247,6 +247,4 @@ def server_store(environ: Mapping[str, str] | None = None) -> tuple[str | None, 
     unset or blank), for a library caller that names neither (`api.RobotMemory()`): it opens the
     store the robot's server keeps, as robotmem's ``RobotMemory()`` does. Checked where used."""
     env = os.environ if environ is None else environ
-    values = (env.get("MEMORY_DATA_DIR"), env.get("ROBOT_ID"))
-    d, r = ((v.strip() or None) if v is not None else None for v in values)
-    return d, r
+    return (env.get("MEMORY_DATA_DIR") or "").strip() or None, (env.get("ROBOT_ID") or "").strip() or None

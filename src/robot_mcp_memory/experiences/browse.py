@@ -110,8 +110,10 @@ class ExperienceBrowser:
         s = await self.store.read(lambda c: browse_repo.session(c, session_id))
         if s is None or not self.policy.can_see(principal, s.robot):
             raise NotFound(f"no session '{session_id}'")
-        memories = await self.store.read(lambda c: browse_repo.timeline(c, session_id, MAX_TIMELINE))
-        total, failures = await self.store.read(lambda c: browse_repo.session_counts(c, session_id))
+        # the rows and their counts from one snapshot: a learn between two reads skewed `truncated`
+        memories, (total, failures) = await self.store.read(
+            lambda c: (browse_repo.timeline(c, session_id, MAX_TIMELINE), browse_repo.session_counts(c, session_id))
+        )
         return Timeline(s, [m for m in memories if self.policy.can_see(principal, m.robot)], total, failures)
 
     async def collections(self, principal: Principal) -> list[tuple[str, int]]:

@@ -328,6 +328,7 @@ class RobotmemFile:
         self.memory_columns = self._known("memories", memories, MEMORY_REQUIRED, MEMORY_KNOWN)
         self.session_columns = self._optional("sessions", SESSION_REQUIRED, SESSION_KNOWN)
         self.outcome_columns = self._optional("session_outcomes", OUTCOME_REQUIRED, OUTCOME_KNOWN)
+        self._outcomes: dict[str, tuple[float, str | None]] | None = None  # read once (`outcomes`)
         self.tag_columns = self._optional("memory_tags", TAG_REQUIRED, TAG_KNOWN)
 
     def _known(self, table: str, cols: set[str], required: frozenset[str], known: frozenset[str]) -> set[str]:
@@ -355,6 +356,7 @@ class RobotmemFile:
         and every page agree."""
         self.conn.execute("BEGIN")
         self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the snapshot starts here
+        self._outcomes = None  # read again, in it
 
     # ------------------------------------------------------------------ counts and pages
     def count_memories(self) -> int:
@@ -433,7 +435,10 @@ class RobotmemFile:
     def outcomes(self) -> dict[str, tuple[float, str | None]]:
         """robotmem's session id → (its last outcome score, when it was recorded). robotmem
         records one for any id ``end_session`` is given, also one it never started (a custom
-        id memories were learned under), which has no ``sessions`` row."""
+        id memories were learned under), which has no ``sessions`` row. Read once: the sessions
+        and the orphans recreated from memories both ask."""
+        if self._outcomes is not None:
+            return self._outcomes
         outcomes: dict[str, tuple[float, str | None]] = {}
         if self.outcome_columns:
             order = "id" if "id" in self.outcome_columns else "rowid"
@@ -443,6 +448,7 @@ class RobotmemFile:
             ):
                 if isinstance(score, int | float) and math.isfinite(score):
                     outcomes[_str(sid) or ""] = (float(score), _str(at))  # the last one recorded wins
+        self._outcomes = outcomes
         return outcomes
 
     def sessions(self) -> list[SourceSession]:

@@ -125,7 +125,7 @@ def _typed(cols: Mapping[str, str], row: Mapping[str, Any]) -> str | None:
             continue
         shown = json.dumps(value, ensure_ascii=False)[:40]
         number = isinstance(value, int | float) and not isinstance(value, bool)
-        if number and not math.isfinite(value if isinstance(value, float) else 0.0):
+        if isinstance(value, float) and not math.isfinite(value):
             return f"has {name} {shown}, which is not a finite number"
         if "INT" in declared:
             whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
@@ -135,7 +135,7 @@ def _typed(cols: Mapping[str, str], row: Mapping[str, Any]) -> str | None:
             if not number:
                 return f"has {name} {shown}, which is not a number"
             if isinstance(value, int) and not -(10**308) < value < 10**308:
-                return f"has {name} {shown[:40]}, which is too large for a number column"
+                return f"has {name} {shown}, which is too large for a number column"
     return None
 
 
@@ -164,10 +164,9 @@ def import_tables(
             rows: list[tuple[int, dict[str, Any]]] = rows,
             path: Path = path,
         ) -> int:
-            cols = _columns(conn, table)
             declared = _declared(conn, table)
             for n, row in rows:
-                unknown = set(row) - set(cols)
+                unknown = set(row) - set(declared)
                 if unknown:
                     raise InvalidInput(f"{path} line {n} has unknown columns: {', '.join(sorted(unknown))}")
                 why = _typed(declared, row) or (check(table, row) if check is not None else None)
