@@ -206,7 +206,9 @@ def test_every_endpoint_is_documented_in_docs_dashboard_md(secured_memory: Memor
     doc = (Path(__file__).resolve().parents[2] / "docs" / "dashboard.md").read_text(encoding="utf-8")
     web = build_web(secured_memory, TokenAuth(None, {}))
     missing = [
-        f"{ep.method} {ep.path}" for ep in web.api.endpoints if f"{ep.path}`" not in doc and f"{ep.path}?" not in doc
+        f"{ep.method} {ep.path}"
+        for ep in web.api.endpoints
+        if f"{ep.template}`" not in doc and f"{ep.template}?" not in doc
     ]
     assert not missing, f"document these in docs/dashboard.md: {missing}"
 

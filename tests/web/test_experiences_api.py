@@ -148,7 +148,8 @@ async def test_a_timeline_counts_as_the_list_does_and_opens_imported_session_ids
 ) -> None:
     """The list counted task.success 0 as a failure and the timeline did not; the timeline's
     counts were those of its first 2,000 rows, with no sign of the rest; an id robotmem gave
-    ("ep 1", kept by the import) could not be opened (400); forget echoed the reason unstripped."""
+    ("ep 1", "runs/2024/ep 2", kept by the import) could not be opened (400, 404); forget echoed
+    the reason unstripped."""
     from robot_mcp_memory.experiences import browse, storage
     from robot_mcp_memory.experiences.model import Session
 
@@ -158,11 +159,19 @@ async def test_a_timeline_counts_as_the_list_does_and_opens_imported_session_ids
     await exp.store.write(lambda c: storage.insert_session(c, Session("ep 1", "a1", "kitchen", {}, 1.0)))
     for n in range(3):
         await exp.learn(A1, f"the door sticks on try {n}", {"task": {"success": 0}}, "kitchen", "ep 1")
+    await exp.store.write(lambda c: storage.insert_session(c, Session("runs/2024/ep 2", "a1", "kitchen", {}, 1.0)))
+    await exp.learn(A1, "the gripper slips", {}, "kitchen", "runs/2024/ep 2")
     async with secured(ADMIN) as c:
         listed = {s["id"]: s for s in (await ok(await c.get("/api/sessions")))["sessions"]}
         assert (listed["ep 1"]["memories"], listed["ep 1"]["failures"]) == (3, 3)
         timeline = await ok(await c.get("/api/sessions/ep%201/memories"))
         assert (timeline["session"]["memories"], timeline["session"]["failures"]) == (3, 3)
+        slashed = await ok(await c.get("/api/sessions/runs%2F2024%2Fep%202/memories"))
+        assert slashed["session"]["id"] == "runs/2024/ep 2"
+        assert [m["content"] for m in slashed["memories"]] == ["the gripper slips"]
+        assert (await c.get("/api/sessions/runs%2F2024/memories")).status_code == 404
+        spec = await ok(await c.get("/api/openapi.json"))
+        assert "/api/sessions/{id}/memories" in spec["paths"]
         assert len(timeline["memories"]) == 2
         assert timeline["truncated"] is True
         mid = timeline["memories"][0]["id"]

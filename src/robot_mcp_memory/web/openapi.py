@@ -71,7 +71,7 @@ def document(endpoints: list[Endpoint], *, auth_enabled: bool) -> dict[str, Any]
             }
         if ep.public:
             op["security"] = []
-        paths.setdefault(ep.path, {})[ep.method.lower()] = op
+        paths.setdefault(ep.template, {})[ep.method.lower()] = op
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {

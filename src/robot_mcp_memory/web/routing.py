@@ -32,7 +32,8 @@ from robot_mcp_memory.web.hosts import HostGuard
 MAX_BODY = 2 * 1024 * 1024
 #: Every route accepts every method and answers a wrong one itself (a JSON 405).
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-_PATH_PARAM = re.compile(r"{([A-Za-z_][A-Za-z0-9_]*)}")
+#: A path parameter: ``{id}`` (one segment) or ``{id:path}`` (may hold slashes, sent as ``%2F``).
+_PATH_PARAM = re.compile(r"{([A-Za-z_][A-Za-z0-9_]*)(?::path)?}")
 
 
 #: The principal of a public endpoint's unauthenticated caller: scoped to a robot id that cannot
@@ -85,6 +86,11 @@ class Endpoint:
     @property
     def path_params(self) -> list[str]:
         return _PATH_PARAM.findall(self.path)
+
+    @property
+    def template(self) -> str:
+        """The path as OpenAPI writes it: ``{id}`` for Starlette's ``{id:path}``."""
+        return _PATH_PARAM.sub(r"{\1}", self.path)
 
     @property
     def operation_id(self) -> str:

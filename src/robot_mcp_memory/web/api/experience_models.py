@@ -218,9 +218,9 @@ class MemoryArgs(Args):
 
 
 class SessionArgs(Args):
-    # any id a session can have but a slash (a path segment) or a control character: an import
-    # keeps robotmem's ids as they are ("robot 1 ep 3")
-    id: str = Field(min_length=1, max_length=64, pattern=r"^[^/\x00-\x1f\x7f]+$")
+    # any id a session can have but a control character: an import keeps robotmem's ids as they
+    # are ("robot 1 ep 3", "runs/2024/ep 3": the route takes a slash, sent as %2F)
+    id: str = Field(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f\x7f]+$")
 
 
 class SessionsArgs(Args):

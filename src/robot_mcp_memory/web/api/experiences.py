@@ -140,7 +140,7 @@ def register(api: Api, ctx: WebContext, service: ExperienceService, browser: Exp
         )
 
     @api.route(
-        "GET", "/api/sessions/{id}/memories", args=SessionArgs, body=NoBody, response=SessionTimeline,
+        "GET", "/api/sessions/{id:path}/memories", args=SessionArgs, body=NoBody, response=SessionTimeline,
         summary="A session's timeline", tag=TAG, errors=(404,),
     )  # fmt: skip
     async def session_timeline(call: Call[SessionArgs, NoBody]) -> SessionTimeline:
