@@ -618,15 +618,10 @@ class ProcessStore:
         return await asyncio.to_thread(self._embed, text)
 
     async def _write_then(self, job: Callable[[sqlite3.Connection], T], after: Callable[[T], None]) -> T:
-        """A definition write, then `after(result)` once it has committed — on a worker thread,
-        so the cache is patched even if the awaiting coroutine is cancelled meanwhile."""
-
-        def run() -> T:
-            result = self.db.write_blocking(job)
-            after(result)
-            return result
-
-        return await asyncio.to_thread(run)
+        """A definition write, then `after(result)` once it has committed and before the next
+        write begins (the cache sees writes in commit order) — on a worker thread, so the cache
+        is patched even if the awaiting coroutine is cancelled meanwhile."""
+        return await asyncio.to_thread(self.db.write_blocking, job, after)
 
     def _saved_vector(self, conn: sqlite3.Connection, pid: str, embedded: tuple[str, Vector] | None) -> None:
         if embedded is None:

@@ -357,8 +357,10 @@ def fill_missing(
         if out is None or emb.model_id != model_id:
             raise EmbedderUnavailable("the embedder failed during the backfill; it resumes when it recovers")
         items = [(ref, text, out[i]) for i, (ref, _p, text) in enumerate(rows)]
-        written = db.write_blocking(functools.partial(_store_batch, source=source, model_id=model_id, items=items))
-        cache.after_write(domain, upserts=written)
+        written = db.write_blocking(
+            functools.partial(_store_batch, source=source, model_id=model_id, items=items),
+            lambda w: cache.after_write(domain, upserts=w),  # in commit order with every other write
+        )
         done += len(written)
         if progress:
             progress(min(done, total), total)

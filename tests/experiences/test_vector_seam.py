@@ -4,6 +4,9 @@ numbers and outcomes still decide."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -87,3 +90,44 @@ async def test_semantic_dedup_proposes_and_numbers_decide(memory: Memory) -> Non
     assert same.method == "cosine"
     assert same.memory_id == a.memory_id
     assert other.status == "created"
+
+
+class SlowFirstPatch(StubVectors):
+    """Records the text of each vector stored (in commit order) and each one patched into the
+    in-memory index (in patch order); the first patch is slow, as a preempted thread's can be."""
+
+    def __init__(self, memory: Memory) -> None:
+        super().__init__(memory, {})
+        self.stored: list[str] = []
+        self.patched: list[str] = []
+        self.first_patch = threading.Event()
+
+    def write(self, conn: Any, memory_id: int, embedded: Embedded | None) -> None:
+        super().write(conn, memory_id, embedded)
+        self.stored.append(embedded[0] if embedded else "")
+
+    def written(self, changes: Sequence[tuple[int, str, Embedded | None]], forgotten: Sequence[int] = ()) -> None:
+        if not self.first_patch.is_set():
+            self.first_patch.set()
+            time.sleep(0.3)  # another update commits meanwhile, unless patches are in commit order
+        self.patched.extend(e[0] if e else "" for _m, _r, e in changes)
+
+
+async def test_concurrent_updates_patch_the_vector_index_in_commit_order(memory: Memory) -> None:
+    """Two updates of one memory: the index was patched after each write returned, in whichever
+    order the threads got there, so a memory could stay findable by its older text until a
+    restart (review: 6 stale texts in 40 rounds of 10 concurrent updaters)."""
+    stub = SlowFirstPatch(memory)
+    base = memory.experiences
+    svc = ExperienceService(base.store, base.policy, default_robot="tester", vectors=stub)
+    mid = (await svc.learn(STDIO, "the shelf is 40 cm deep")).memory_id
+    stub.first_patch.clear()
+    stub.stored.clear()
+    stub.patched.clear()
+    first = asyncio.create_task(svc.update(STDIO, mid, "the shelf is 45 cm deep"))
+    while not stub.first_patch.is_set():
+        await asyncio.sleep(0.005)
+    await svc.update(STDIO, mid, "the shelf is 50 cm deep")
+    await first
+    assert stub.stored == ["the shelf is 45 cm deep", "the shelf is 50 cm deep"]
+    assert stub.patched == stub.stored

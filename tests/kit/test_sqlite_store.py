@@ -195,6 +195,55 @@ def test_a_blocking_write_while_the_writer_is_busy_waits_its_turn_and_runs_on_th
     assert notes(store) == ["queued"]
 
 
+def test_after_runs_once_committed_and_before_the_next_write_on_either_path(store: SqliteStore) -> None:
+    """`after(result)` sees the commit and finishes before any other write begins — inline and
+    queued behind a busy writer alike — and its failure does not fail the committed write."""
+    events: list[str] = []
+
+    def slow_after(pid: str) -> Callable[[None], None]:
+        def after(_result: None) -> None:
+            events.append(f"after {pid}: {notes(store)}")
+            time.sleep(0.05)
+            events.append(f"after {pid} done")
+
+        return after
+
+    def logged(pid: str) -> Callable[[sqlite3.Connection], None]:
+        def write(conn: sqlite3.Connection) -> None:
+            events.append(f"write {pid}")
+            insert_note(pid)(conn)
+
+        return write
+
+    threads = [threading.Thread(target=store.write_blocking, args=(logged(p), slow_after(p))) for p in "abc"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(WAIT)
+    assert len(events) == 9
+    for i in range(0, 9, 3):  # write, its after, its end: never interleaved with another write
+        pid = events[i].removeprefix("write ")
+        assert events[i + 1].startswith(f"after {pid}: ") and pid in events[i + 1]
+        assert events[i + 2] == f"after {pid} done"
+
+    def broken(_result: None) -> None:
+        raise RuntimeError("a cache patch failed")
+
+    returned: list[str] = []
+
+    def write_queued() -> None:
+        store.write_blocking(insert_note("queued"), broken)
+        returned.append("queued")
+
+    with writer_blocked(store):
+        queued = threading.Thread(target=write_queued)
+        queued.start()
+    queued.join(WAIT)
+    store.write_blocking(insert_note("inline"), broken)
+    assert returned == ["queued"]
+    assert notes(store) == ["a", "b", "c", "inline", "queued"]
+
+
 def test_writes_from_many_threads_and_the_event_loop_all_commit_one_at_a_time(store: SqliteStore) -> None:
     """Blocking callers on several threads (each running its own write whenever the writer is
     idle), awaited writes and hot writes, all at once: every write commits exactly once, none

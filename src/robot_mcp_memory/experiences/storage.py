@@ -544,16 +544,13 @@ class ExperienceStore:
         return await self.db.write(fn)
 
     async def write_then(self, fn: Callable[[sqlite3.Connection], T], after: Callable[[T], None]) -> T:
-        """A write, then `after(result)` once it has committed — on a worker thread in async mode,
-        so `after` runs even if the awaiting coroutine is cancelled meanwhile (the in-memory
-        vector index is patched there)."""
-
-        def run() -> T:
-            result = self.db.write_blocking(fn)
-            after(result)
-            return result
-
-        return run() if self.blocking else await asyncio.to_thread(run)
+        """A write, then `after(result)` once it has committed and before the next write begins,
+        so the in-memory vector index patched there sees concurrent writes in commit order (two
+        updates of one memory finishing out of order left it on the older text). On a worker
+        thread in async mode: `after` runs even if the awaiting coroutine is cancelled meanwhile."""
+        if self.blocking:
+            return self.db.write_blocking(fn, after)
+        return await asyncio.to_thread(self.db.write_blocking, fn, after)
 
     async def offload(self, fn: Callable[[], T]) -> T:
         """Slow work that is not SQL (embedding): off the event loop, or right here when blocking."""

@@ -141,6 +141,9 @@ class _Job:
     context: contextvars.Context
     hot: bool
     transaction: bool = True
+    #: Run with the result once the transaction has committed, before the next write begins: an
+    #: in-memory mirror of the tables (the vector index) patched here sees the commits in order.
+    after: Callable[[Any], None] | None = None
 
 
 _Future = concurrent.futures.Future[Any] | _Waiter
@@ -496,7 +499,6 @@ class SqliteStore:
             self._begin(conn)
             result = job.context.run(job.fn, conn)
             conn.execute("COMMIT")
-            return result
         except BaseException as exc:
             if conn.in_transaction:
                 try:
@@ -507,6 +509,12 @@ class SqliteStore:
                 _log.error("store.write_failed", error=_short(exc), hot=job.hot)
                 raise translate(exc, "the write") from exc
             raise
+        if job.after is not None:
+            try:
+                job.context.run(job.after, result)
+            except Exception:  # the write has committed: its caller gets its result all the same
+                _log.exception("store.after_commit_failed", path=str(self.path))
+        return result
 
     def _stamp(self) -> str:
         return f"{self.instance}:{next(self._stamps)}"
@@ -548,15 +556,21 @@ class SqliteStore:
             self._queue.put((job, future))
 
     def _submit(
-        self, fn: Callable[[sqlite3.Connection], T], *, hot: bool = False, transaction: bool = True
+        self,
+        fn: Callable[[sqlite3.Connection], T],
+        *,
+        hot: bool = False,
+        transaction: bool = True,
+        after: Callable[[T], None] | None = None,
     ) -> concurrent.futures.Future[T]:
         fut: concurrent.futures.Future[T] = concurrent.futures.Future()
-        self._enqueue(_Job(fn, contextvars.copy_context(), hot, transaction), fut)
+        self._enqueue(_Job(fn, contextvars.copy_context(), hot, transaction, after), fut)
         return fut
 
     # ------------------------------------------------------------------ public API: writes
-    def write_blocking(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run a definition write in one transaction and wait for its commit.
+    def write_blocking(self, fn: Callable[[sqlite3.Connection], T], after: Callable[[T], None] | None = None) -> T:
+        """Run a definition write in one transaction and wait for its commit; `after(result)`
+        runs once it has committed, before any other write begins (see `_Job.after`).
 
         When the writer is idle the calling thread runs the transaction itself, on the same
         read-write connection and holding the same lock the writer holds for each job, so writes
@@ -572,7 +586,7 @@ class SqliteStore:
                 conn = self._conn
                 if self._closed or conn is None:
                     raise self._closed_error()
-                job = _Job(fn, contextvars.copy_context(), hot=False)
+                job = _Job(fn, contextvars.copy_context(), hot=False, after=after)
                 try:
                     result: T = self._execute(conn, job)
                 finally:
@@ -580,7 +594,7 @@ class SqliteStore:
                 self._committed(job)
                 return result
         waiter = _Waiter()
-        self._enqueue(_Job(fn, contextvars.copy_context(), hot=False), waiter)
+        self._enqueue(_Job(fn, contextvars.copy_context(), hot=False, after=after), waiter)
         queued: T = waiter.result()
         return queued
 
