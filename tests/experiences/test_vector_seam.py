@@ -125,8 +125,7 @@ async def test_concurrent_updates_patch_the_vector_index_in_commit_order(memory:
     stub.stored.clear()
     stub.patched.clear()
     first = asyncio.create_task(svc.update(STDIO, mid, "the shelf is 45 cm deep"))
-    while not stub.first_patch.is_set():
-        await asyncio.sleep(0.005)
+    assert await asyncio.to_thread(stub.first_patch.wait, 10)
     await svc.update(STDIO, mid, "the shelf is 50 cm deep")
     await first
     assert stub.stored == ["the shelf is 45 cm deep", "the shelf is 50 cm deep"]

@@ -223,7 +223,8 @@ def test_after_runs_once_committed_and_before_the_next_write_on_either_path(stor
     assert len(events) == 9
     for i in range(0, 9, 3):  # write, its after, its end: never interleaved with another write
         pid = events[i].removeprefix("write ")
-        assert events[i + 1].startswith(f"after {pid}: ") and pid in events[i + 1]
+        assert events[i + 1].startswith(f"after {pid}: ")
+        assert f"'{pid}'" in events[i + 1].removeprefix(f"after {pid}: ")  # it saw its own commit
         assert events[i + 2] == f"after {pid} done"
 
     def broken(_result: None) -> None:
