@@ -40,12 +40,12 @@ def ids(conn: sqlite3.Connection, spec: dict[str, Any]) -> set[int]:
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [
-        ({"task.success": True}, {1}),
+        ({"task.success": True}, {1, 4}),  # true is the number 1, as Python's == (robotmem's rule)
         ({"task.success": False}, {2}),
-        ({"task.success": {"$eq": True}}, {1}),
-        ({"task": {"success": True}}, {1}),  # nested objects read as dot paths
-        ({"task.success": 1}, {4}),  # the number 1 is not true
-        ({"task.success": {"$ne": True}}, {2, 3, 4, 5}),  # $ne also matches a missing path
+        ({"task.success": {"$eq": True}}, {1, 4}),
+        ({"task": {"success": True}}, {1, 4}),  # nested objects read as dot paths
+        ({"task.success": 1}, {1, 4}),  # ... either way round
+        ({"task.success": {"$ne": True}}, {2, 3, 5}),  # $ne also matches a missing path
         ({"params.force": {"$gte": 12.5}}, {1, 2}),
         ({"params.force": {"$gt": 12.5, "$lte": 15}}, {2}),
         ({"params.force": {"$lt": 100}}, {1, 2}),  # a string is never compared with a number
@@ -68,6 +68,89 @@ def test_each_operator_selects_exactly_the_matching_contexts(
     conn: sqlite3.Connection, spec: dict[str, Any], expected: set[int]
 ) -> None:
     assert ids(conn, spec) == expected
+
+
+#: Outcome flags as training loops write them: gymnasium's ``info["is_success"]`` is a float,
+#: ``int(ok)`` an integer; robotmem's LeRobot callback stores the flag as it is passed.
+OUTCOMES: dict[int, Any] = {
+    1: True,
+    2: 1,
+    3: 1.0,
+    4: False,
+    5: 0,
+    6: 0.0,
+    7: -0.0,
+    8: "1",
+    9: "true",
+    10: None,
+    11: 2,
+    12: 0.5,
+    13: [True],
+    14: [1.0],
+    15: {"ok": 1},
+    16: "[1]",
+}
+_NO_OUTCOME = 17  # a memory without task.success
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> Iterator[sqlite3.Connection]:
+    c = sqlite3.connect(":memory:")
+    c.execute("CREATE TABLE m (id INTEGER PRIMARY KEY, context TEXT NOT NULL)")
+    rows = [(k, json.dumps({"task": {"success": v}})) for k, v in OUTCOMES.items()]
+    c.executemany("INSERT INTO m VALUES (?, ?)", [*rows, (_NO_OUTCOME, json.dumps({"task": {"name": "push"}}))])
+    yield c
+    c.close()
+
+
+TRUE_ONES = {1, 2, 3}
+FALSE_ONES = {4, 5, 6, 7}
+EVERY = {*OUTCOMES, _NO_OUTCOME}
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({"task.success": True}, TRUE_ONES),
+        ({"task.success": 1}, TRUE_ONES),
+        ({"task.success": 1.0}, TRUE_ONES),
+        ({"task.success": {"$eq": True}}, TRUE_ONES),
+        ({"task": {"success": True}}, TRUE_ONES),
+        ({"task.success": False}, FALSE_ONES),
+        ({"task.success": 0}, FALSE_ONES),
+        ({"task.success": {"$eq": 0.0}}, FALSE_ONES),
+        ({"task.success": {"$ne": True}}, EVERY - TRUE_ONES),
+        ({"task.success": {"$ne": False}}, EVERY - FALSE_ONES),
+        ({"task.success": {"$in": [True, "yes"]}}, TRUE_ONES),
+        ({"task.success": {"$in": [False, None]}}, FALSE_ONES | {10}),
+        ({"task.success": {"$nin": [True]}}, EVERY - TRUE_ONES),
+        ({"task.success": {"$nin": [0, 1]}}, EVERY - TRUE_ONES - FALSE_ONES),
+        # inside lists and objects, by the same rule
+        ({"task.success": [True]}, {13, 14}),
+        ({"task.success": [1]}, {13, 14}),
+        ({"task.success": {"$in": [[1], {"ok": True}]}}, {13, 14, 15}),
+        ({"task.success": {"$eq": {"ok": 1.0}}}, {15}),
+        ({"task.success": {"$ne": [True]}}, EVERY - {13, 14}),
+        # everything else stays exact: a text is no number, null is not false, 2 is not true
+        ({"task.success": "1"}, {8}),
+        ({"task.success": "true"}, {9}),
+        ({"task.success": "[1]"}, {16}),
+        ({"task.success": None}, {10}),
+        ({"task.success": 2}, {11}),
+        ({"task.success": 0.5}, {12}),
+        # ... and true/false are no numbers to $lt $lte $gt $gte
+        ({"task.success": {"$gt": 0}}, {2, 3, 11, 12}),
+        ({"task.success": {"$lte": 0}}, {5, 6, 7}),
+    ],
+    ids=repr,
+)
+def test_true_and_false_equal_the_numbers_1_and_0_as_in_python(
+    outcomes: sqlite3.Connection, spec: dict[str, Any], expected: set[int]
+) -> None:
+    """robotmem compared with Python's ``==``: a recall filtered on ``{"task.success": true}`` must
+    find the 1.0 a gymnasium loop stored (it found nothing, and guided episodes fell back to the
+    unguided policy)."""
+    assert ids(outcomes, spec) == expected
 
 
 @pytest.mark.parametrize(

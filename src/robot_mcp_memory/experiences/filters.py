@@ -22,8 +22,14 @@ paths have no escapes for them), and are refused.
 **Semantics** are MongoDB's operators with these exact rules — which differ from MongoDB where
 noted, on purpose (see below):
 
-- Equality is by value and type: numbers by value (``1`` equals ``1.0``), strings exactly
-  (case-sensitive), ``true`` only JSON ``true`` (never the number 1), ``null`` only JSON ``null``.
+- Equality is by value, as Python's ``==``: numbers by value (``1`` equals ``1.0``), and
+  ``true``/``false`` are the numbers 1/0 (``true`` equals ``1`` and ``1.0``, ``false`` equals ``0``
+  and ``0.0``, either way round); strings exactly (case-sensitive), never a number (``"1"`` is not
+  ``1``, ``"true"`` is not ``true``); ``null`` only JSON ``null`` (never ``false`` or ``0``).
+  Why true is 1: robotmem compared with ``==``, and training loops record an outcome as gymnasium's
+  ``info["is_success"]`` (a float) or ``int(ok)`` — robotmem's LeRobot callback stores the flag
+  as it is passed — so ``{"task.success": true}`` must find ``1.0``; dedup and the classifier
+  read 1/0 as outcomes too.
 - Lists and objects compare whole, by value: a list equals a list of the same length whose
   elements are equal in order; an object equals an object with the same keys (in any order) whose
   values are equal — recursively, with the rules above (``[1, 2]`` equals ``[1.0, 2.0]``).
@@ -35,7 +41,8 @@ noted, on purpose (see below):
 - A list is never searched for an element: ``{"tags": "red"}`` does not match ``["red", "mug"]``
   (MongoDB does); compare the whole list or name an index (``tags.0``).
 - ``$lt $lte $gt $gte`` compare numbers with numbers and strings with strings (by code point);
-  any other pairing is no match.
+  any other pairing is no match — ``true``/``false`` are no numbers there (an order on outcomes
+  would be a guess; an operand ``true`` is refused).
 
 Why not MongoDB's rules for those three: they are not small. Element matching applies to every
 operator and to paths that run through lists (``items.name``) and needs a ``json_each`` scan per
@@ -51,9 +58,9 @@ interpolated. The condition runs in SQL before ranking, so filtered recall sees 
 **Cost per row.** Each test is ``CASE WHEN … THEN 1 ELSE 0 END`` (`_flag`): never NULL, and
 SQLite evaluates a ``WHEN`` as jumps, so ``AND``/``OR`` stop at the first term that decides.
 A scalar equality is one lookup (``json_extract``), plus a ``json_type`` check only where the
-value alone is ambiguous (0 or 1 against false/true, a text that looks like JSON) and only in rows
-that passed. An ``$in``/``$nin`` list of scalars is one ``IN (…)`` per JSON type present: one
-lookup per row however long the list (it was one per value — 25 lists of 100 numbers took ~9.6 s
+value alone is ambiguous (a text that looks like JSON) and only in rows that passed. An
+``$in``/``$nin`` list of scalars is one ``IN (…)`` per JSON type present: one lookup per row
+however long the list (it was one per value — 25 lists of 100 numbers took ~9.6 s
 a recall at 12,000 memories, now ~0.11 s). A list or object operand is a conjunction of
 per-element tests, elements first and the length or key count last, so a row whose first element
 differs costs one lookup; `MAX_NODES` bounds how many values all such tests compare.
@@ -254,8 +261,9 @@ def _scalar(path: Path, op: str, value: Any) -> Any:
     return value
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _is_boolean_or_number(value: Any) -> bool:
+    """What equality compares as a number: true is 1 and false is 0, as Python's ``==``."""
+    return isinstance(value, bool | int | float)
 
 
 Term = tuple[str, list[Any]]
@@ -337,31 +345,23 @@ def _is_scalar(value: Any) -> bool:
 
 def _scalar_alternatives(column: str, path: Path, op: str, values: Sequence[Any]) -> list[Term]:
     """Tests "the value at `path` is one of the scalar `values`", one per JSON type present: one
-    ``IN`` for the numbers and one for the strings (SQLite looks the value up once and searches the
-    list as an index, instead of one lookup per list entry), one ``json_type`` test for
-    null/true/false. Same rules as `_eq_terms`: 1 equals 1.0, true never equals 1."""
+    ``IN`` for the numbers (true and false among them, as 1 and 0) and one for the strings (SQLite
+    looks the value up once and searches the list as an index, instead of one lookup per list
+    entry), one ``json_type`` test for null. Same rules as `_eq_terms`: 1 equals 1.0 and true."""
     jp = render(path)
-    numbers = [_scalar(path, op, v) for v in values if _is_number(v)]
+    # true/false are bound as 1/0: Python's == (robotmem's rule), and what json_extract makes of a
+    # stored true/false, so one IN finds 1, 1.0 and true alike.
+    numbers = [_scalar(path, op, int(v) if isinstance(v, bool) else v) for v in values if _is_boolean_or_number(v)]
     strings = [_scalar(path, op, v) for v in values if isinstance(v, str)]
-    types = sorted(
-        {"null" for v in values if v is None}
-        | {"true" for v in values if v is True}
-        | {"false" for v in values if v is False}
-    )
     out: list[Term] = []
     # json_extract gives a number for a JSON number, 1 or 0 for true or false, the text for a
-    # string and the JSON text for a list or object: the value test alone is exact unless 0 or 1
-    # is sought (true, false) or a text that looks like JSON ("[1,2]"); only then the JSON type
-    # is checked too, and only in rows whose value passed.
+    # string (never equal to a number: SQLite orders every number before every text) and the JSON
+    # text for a list or object: the value test alone is exact unless a text that looks like JSON
+    # ("[1,2]") is sought; only then the JSON type is checked too, and only in rows whose value
+    # passed.
     if numbers:
         marks = ", ".join("?" * len(numbers))
-        typed = any(v in (0, 1) for v in numbers)
-        sql = f"json_extract({column}, ?) IN ({marks})"
-        out.append(
-            (f"{sql} AND json_type({column}, ?) IN ('integer', 'real')", [jp, *numbers, jp])
-            if typed
-            else (sql, [jp, *numbers])
-        )
+        out.append((f"json_extract({column}, ?) IN ({marks})", [jp, *numbers]))
     if strings:
         marks = ", ".join("?" * len(strings))
         typed = any(v.startswith(("[", "{")) for v in strings)
@@ -369,8 +369,8 @@ def _scalar_alternatives(column: str, path: Path, op: str, values: Sequence[Any]
         out.append(
             (f"{sql} AND json_type({column}, ?) = 'text'", [jp, *strings, jp]) if typed else (sql, [jp, *strings])
         )
-    if types:
-        out.append((f"json_type({column}, ?) IN ({', '.join('?' * len(types))})", [jp, *types]))
+    if any(v is None for v in values):
+        out.append((f"json_type({column}, ?) = 'null'", [jp]))
     return out
 
 

@@ -114,7 +114,8 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
                 description="only memories whose context matches, as a JSON object (or its string) of dot paths: "
                 '{"task.success": true, "params.grip_force": {"$gte": 10, "$lt": 15}, '
                 '"robot.type": {"$in": ["ur5e"]}}. Operators: $eq $ne $lt $lte $gt $gte $in $nin $exists. '
-                "Values match by value and type (1 equals 1.0; true is not 1). Lists and objects match whole: the "
+                "Values match by value, as Python's == (1 equals 1.0 and true, 0 equals false; the text "
+                '"1" is not 1). Lists and objects match whole: the '
                 "same elements in order, the same keys in any order; a list is never searched for one element "
                 '(name it: "tags.0"). null matches a stored null only, not a missing path (use {"$exists": false}); '
                 "$ne and $nin also match memories without the path. A number in a path indexes a list "
