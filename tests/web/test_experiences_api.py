@@ -3,6 +3,7 @@ their timelines, collections, categories, recent failures, per-day counts — an
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -177,3 +178,34 @@ async def test_a_timeline_counts_as_the_list_does_and_opens_imported_session_ids
         mid = timeline["memories"][0]["id"]
         gone = await ok(await c.post(f"/api/memories/{mid}/forget", json={"reason": "   padded reason   "}))
         assert gone["reason"] == "padded reason"
+
+
+async def test_a_robot_is_not_shown_when_other_groups_recall_a_fleet_wide_memory(
+    secured: Connect, secured_memory: Memory
+) -> None:
+    """A shared memory's counters sum every group's recalls: a1 watched them go 0 → 5, with the
+    time, while b1 (another group) recalled it (review)."""
+    ids = await arrange(secured, secured_memory)
+    exp = secured_memory.experiences
+    shared = (await exp.learn(Principal("stdio"), "the hydraulic press on line 7 needs 2 s to settle")).memory_id
+    await secured_memory.experiences.store.write(
+        lambda c: c.execute("UPDATE memories SET robot = 'shared' WHERE id = ?", (shared,))
+    )
+    for _ in range(3):
+        found = await exp.recall(B1, "hydraulic press line 7")
+        assert [h.memory.id for h in found.hits] == [shared]
+        assert found.hits[0].memory.access_count is None
+    own = await exp.recall(A1, "blue mug", collection="kitchen")
+    assert own.hits[0].memory.access_count is not None  # its own group's memory: shown
+    pending = exp.store.access.flush()
+    assert pending is not None
+    await asyncio.wrap_future(pending)
+    async with secured(TOKENS["a1"]) as c:
+        seen = await ok(await c.get(f"/api/memories/{shared}"))
+        assert (seen["access_count"], seen["last_accessed"]) == (None, None)
+        mine = await ok(await c.get(f"/api/memories/{ids['ok']}"))
+        assert isinstance(mine["access_count"], int)
+    async with secured(ADMIN) as c:
+        full = await ok(await c.get(f"/api/memories/{shared}"))
+        assert full["access_count"] == 3
+        assert full["last_accessed"] is not None

@@ -94,7 +94,7 @@ class ExperienceBrowser:
         exp = await self.store.read(lambda c: browse_repo.one(c, mid))
         if exp is None or not self.policy.can_see(principal, exp.robot):
             raise NotFound(f"no memory {mid}; recall or the memory list shows what exists")
-        return exp
+        return exp if self.policy.sees_activity(principal, exp.robot) else exp.without_activity()
 
     async def sessions(
         self, principal: Principal, *, collection: str = "", robot: str = "", limit: int = 50, offset: int = 0

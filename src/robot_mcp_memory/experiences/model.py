@@ -16,7 +16,7 @@ import operator
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from robot_mcp_memory.errors import InvalidInput
@@ -81,10 +81,16 @@ class Experience:
     forget_reason: str | None
     created_at: float
     updated_at: float
-    access_count: int
+    #: None where the caller is not shown them: a fleet-wide memory's counters are the whole
+    #: fleet's, so a robot token would see when other groups recall it (`without_activity`).
+    access_count: int | None
     last_accessed: float | None
     tags: tuple[str, ...] = ()
     has_data: bool = False  # true when the perception has data (`data` may not have been read)
+
+    def without_activity(self) -> Experience:
+        """This memory without its access counters."""
+        return replace(self, access_count=None, last_accessed=None)
 
     def section(self, name: str) -> dict[str, Any]:
         value = self.context.get(name)

@@ -471,7 +471,12 @@ class ExperienceService:
         result = await self._search(scope, query, n, include_data)
         if result.hits:
             self.store.touch((h.memory.id for h in result.hits), scope.now)
-        return result
+        return Recalled(self._shown(principal, result.hits), result.mode)
+
+    def _shown(self, principal: Principal, hits: list[Hit]) -> list[Hit]:
+        """`hits` as `principal` may see them (`Policy.sees_activity`)."""
+        see = self.policy.sees_activity
+        return [h if see(principal, h.memory.robot) else replace(h, memory=h.memory.without_activity()) for h in hits]
 
     async def _search(self, scope: Scope, query: str, n: int, include_data: bool) -> Recalled:
         match = segment.match_phrases(query) if query.strip() else None
@@ -725,7 +730,7 @@ class ExperienceService:
         if ended is None:
             raise Conflict(f"session '{session_id}' has already ended")
         hits = await self._related(principal, s, related) if related else []
-        return EndedSession(ended.session, ended.summary, ended.consolidated, hits)
+        return EndedSession(ended.session, ended.summary, ended.consolidated, self._shown(principal, hits))
 
     async def _related(self, principal: Principal, s: Session, n: int) -> list[Hit]:
         """Proactive recall for the next episode: the collection's memories closest to this

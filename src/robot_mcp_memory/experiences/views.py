@@ -103,7 +103,10 @@ class MemoryView(BaseModel):
     status: Literal["active", "forgotten", "superseded"] = "active"
     created_at: str | None
     updated_at: str | None
-    access_count: int
+    access_count: int | None = Field(
+        description="how often recall returned it; null on a fleet-wide memory read with a robot token "
+        "(its count is every group's)"
+    )
 
     @classmethod
     def of(cls, m: Experience, *, hit: Hit | None = None, include_data: bool = True) -> MemoryView:

@@ -47,6 +47,11 @@ class Policy:
         vis = self.visible_robots(principal)
         return vis is None or owner in vis
 
+    def sees_activity(self, principal: Principal, owner: str) -> bool:
+        """Whether a caller is shown how often and when a memory was recalled: not a robot
+        token for a fleet-wide one, whose counters sum every group's recalls."""
+        return principal.robot_id is None or owner != SHARED
+
     # ------------------------------------------------------------------ writes
     def pin_author(self, principal: Principal, robot: str, default_robot: str) -> str:
         """The robot a saved document is attributed to, or `Forbidden`."""

@@ -82,7 +82,7 @@ class MemoryDetail(MemoryOut):
     data: Any = Field(default=None, description="a perception's data, when it has any")
     superseded_by: int | None
     forget_reason: str | None
-    access_count: int
+    access_count: int | None = Field(description="null on a fleet-wide memory read with a robot token")
     last_accessed: str | None
 
     @classmethod

@@ -71,7 +71,7 @@ async function detail(ctx, id) {
   const facts = h("dl", { class: "facts" },
     ...[["Robot", m.robot], ["Collection", m.collection], ["Category", m.category], ["Type", m.type + (m.perception_type ? ` (${m.perception_type})` : "")],
       ["Confidence", m.confidence.toFixed(3)], ["Status", m.status + (m.forget_reason ? ` — ${m.forget_reason}` : "")],
-      ["Created", when(m.created)], ["Updated", when(m.updated)], ["Recalled", `${m.access_count} times`],
+      ["Created", when(m.created)], ["Updated", when(m.updated)], ["Recalled", m.access_count === null ? "— (fleet-wide)" : `${m.access_count} times`],
       ["Tags", m.tags.join(", ") || "—"]].flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]),
     h("dt", {}, "Session"), h("dd", {}, m.session_id ? link(route("sessions", m.session_id), m.session_id) : "—"));
   const area = h("textarea", { rows: 4, id: "memory-editor", maxlength: 10000 });
