@@ -203,10 +203,11 @@ def _lean_memory_indexes(conn: sqlite3.Connection) -> None:
 
 
 def _facts_digests(conn: sqlite3.Connection) -> None:
-    """Migrations 7 and 9: every fact's dedup digest as `dedup.facts_of` computes it now (7:
-    numbers after a letter — ``M12``, Han text — and thousands separators count, an outcome
-    written ``1`` or ``"true"`` counts; 9: see `MIGRATIONS`). A digest from before would keep a
-    stored memory from ever being proposed as the duplicate of the same experience learned again."""
+    """Migrations 7, 9, 11 and 12: every fact's dedup digest as `dedup.facts_of` computes it now
+    (7: numbers after a letter — ``M12``, Han text — and thousands separators count, an outcome
+    written ``1`` or ``"true"`` counts; 9, 11, 12: see `MIGRATIONS`). A digest from before would
+    keep a stored memory from ever being proposed as the duplicate of the same experience learned
+    again."""
     rows = conn.execute("SELECT id, content, context FROM memories WHERE type = 'fact'").fetchall()
     conn.executemany(
         "UPDATE memories SET facts_hash = ? WHERE id = ?",
@@ -264,6 +265,10 @@ MIGRATIONS: list[Migration] = [
     _nfc_text_indexes,  # 10: indexes of text stored decomposed rebuilt in NFC (only when there is such text)
     # 11: the digests again — a plain-text note with no numbers or negation decides nothing, as no
     # note does; a digest from 9 would keep such a memory from being found as a duplicate
+    _facts_digests,
+    # 12: the digests again — the whole task (name, reward, steps…), the robot (type, id…) and the
+    # environment decide; a digest from 11 left them out, so the same insight learned again with
+    # the same task and robot would no longer find its stored copy
     _facts_digests,
 ]
 

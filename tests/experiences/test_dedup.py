@@ -59,7 +59,7 @@ def test_parameters_outcome_and_source_in_the_context_decide() -> None:
     assert not same_facts(t, t, {"task": {"success": True}}, {"task": {"success": False}})
     assert not same_facts(t, t, {"env": {"sim_or_real": "real"}}, {"env": {"sim_or_real": "sim"}})
     assert not same_facts(t, t, {"spatial": {"position": [1, 2, 3]}}, {"spatial": {"position": [1, 2, 4]}})
-    assert same_facts(t, t, {"params": {"force": 12}, "robot": {"id": "a"}}, {"params": {"force": 12.0}, "robot": {}})
+    assert same_facts(t, t, {"params": {"force": 12}, "tags": ["a"]}, {"params": {"force": 12.0}, "tags": ["b"]})
 
 
 @pytest.mark.parametrize("word", ["real", "real_world", "real-world", "hardware", "physical", " Hardware "])

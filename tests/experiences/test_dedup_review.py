@@ -110,9 +110,39 @@ def test_the_whole_context_decides(ca: dict[str, Any], cb: dict[str, Any]) -> No
 
 
 def test_what_is_not_the_experience_stays_out_of_the_facts() -> None:
-    assert same_facts(T, T, {"robot": {"id": "a"}, "tags": ["x"]}, {"robot": {"id": "b"}, "tags": ["y"]})
-    assert same_facts(T, T, {"task": {"status": "succeeded"}}, {"task": {"status": "success", "name": "pick"}})
+    assert same_facts(T, T, {"robot": {"id": "a"}, "tags": ["x"]}, {"robot": {"id": "a"}, "tags": ["y"]})
+    assert same_facts(T, T, {"task": {"status": "succeeded"}}, {"task": {"status": "success"}})
     assert same_facts(T, T, {"task": {"success": True}}, {"task": {"success": 1}})
+    # the source, read once: however it is said, it is not a value besides
+    assert same_facts(T, T, {"task": {"source": "hardware", "name": "pick"}}, {"env": "real", "task": {"name": "pick"}})
+    assert same_facts(
+        T, T, {"env": {"sim_or_real": "sim", "scene": "kitchen"}}, {"env": {"sim_or_real": "Sim", "scene": "kitchen"}}
+    )
+
+
+@pytest.mark.parametrize(
+    ("ca", "cb"),
+    [
+        ({"task": {"name": "grasp_mug"}}, {"task": {"name": "grasp_bottle"}}),
+        ({"task": {"name": "grasp_mug"}}, {}),
+        ({"task": {"reward": 0.95}}, {"task": {"reward": 0.35}}),
+        ({"task": {"steps": 30}}, {"task": {"steps": 80}}),
+        ({"task": {"total_reward": -3.5}}, {"task": {"total_reward": -1.0}}),
+        ({"task": "push_to_target"}, {"task": "pick_and_place"}),
+        ({"robot": {"type": "ur5e"}}, {"robot": {"type": "panda"}}),
+        ({"robot": {"id": "ur5-01"}}, {"robot": {"id": "ur5-02"}}),
+        ({"robot": "aloha"}, {"robot": "koch"}),
+        ({"env": {"scene": "kitchen"}}, {"env": {"scene": "lab"}}),
+        ({"source": "sim", "env": "kitchen"}, {"source": "sim", "env": "lab"}),
+    ],
+    ids=repr,
+)
+def test_the_whole_task_and_robot_decide(ca: dict[str, Any], cb: dict[str, Any]) -> None:
+    """Found by review: only the outcome keys of ``task`` decided and ``robot`` not at all ("dedup
+    is per robot already" — per caller, not per the robot the context names), so one robot id
+    running two tasks or robot types kept one of two experiences."""
+    assert not same_facts(T, T, ca, cb)
+    assert same_facts(T, T, ca, ca)
 
 
 def row(i: int, content: str, ctx: dict[str, Any]) -> Row:
@@ -289,6 +319,11 @@ DIFFERENT_CONTEXTS: list[tuple[Any, Any]] = [
     ("attempt failed", "attempt succeeded"),
     ({"force": 12}, {"force": 15}),
     ({"task": {"status": "succeeded"}}, {"task": {"status": "failed"}}),
+    (
+        {"task": {"name": "grasp_mug", "success": True, "reward": 0.95, "steps": 30}, "robot": {"type": "ur5e"}},
+        {"task": {"name": "grasp_bottle", "success": True, "reward": 0.35, "steps": 80}, "robot": {"type": "panda"}},
+    ),
+    ({"task": {"success": True}, "robot": {"type": "ur5e"}}, {"task": {"success": True}, "robot": {"type": "panda"}}),
 ]
 
 
@@ -319,3 +354,28 @@ def test_a_note_without_numbers_or_negation_decides_nothing() -> None:
     assert dedup.facts_hash(dedup.facts_of(text, {"note": "seen in lab"})) == bare
     assert dedup.facts_hash(dedup.facts_of(text, {"note": "seen at 12 N"})) != bare
     assert dedup.facts_hash(dedup.facts_of(text, {"note": "not seen again"})) != bare
+
+
+# ---------------------------------------------------------------------------- 7. the task and the robot
+async def test_a_filter_on_the_task_or_robot_finds_the_second_experience(memory: Memory) -> None:
+    svc = memory.experiences
+    text = "closing the gripper slowly avoids knocking the object over"
+    first = {"task": {"name": "grasp_mug", "success": True, "reward": 0.95, "steps": 30}, "robot": {"type": "ur5e"}}
+    second = {
+        "task": {"name": "grasp_bottle", "success": True, "reward": 0.35, "steps": 80},
+        "robot": {"type": "panda"},
+    }
+    assert (await svc.learn(STDIO, text, first)).status == "created"
+    assert (await svc.learn(STDIO, text, second)).status == "created"
+    for f in ({"task.name": "grasp_bottle"}, {"robot.type": "panda"}, {"task.reward": {"$lt": 0.5}}):
+        assert len((await svc.recall(STDIO, "gripper object", context_filter=f)).hits) == 1, f
+
+
+def test_consolidation_never_folds_another_task_or_robot_type() -> None:
+    text = "closing the gripper slowly avoids knocking the object over"
+    rows = [
+        row(1, text, {"task": {"name": "grasp_mug"}, "robot": {"type": "ur5e"}}),
+        row(2, text, {"task": {"name": "grasp_bottle"}, "robot": {"type": "ur5e"}}),
+        row(3, text, {"task": {"name": "grasp_mug"}, "robot": {"type": "panda"}}),
+    ]
+    assert plan(rows) == []

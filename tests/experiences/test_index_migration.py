@@ -117,3 +117,22 @@ def test_a_version_10_file_gets_digests_where_a_plain_note_decides_nothing(tmp_p
     with RobotMemory(tmp_path, robot_id="rap-1") as mem:
         again = mem.learn(text, "seen in lab")
     assert (again["status"], again["existing_id"]) == ("duplicate", first)
+
+
+def test_a_version_11_file_gets_digests_where_the_task_and_robot_decide(tmp_path: Path) -> None:
+    """Version 11 left the task's name, reward and steps and the robot out of the digest;
+    migration 12 writes today's, so the same experience learned again (same task, same robot)
+    is still found as the duplicate, and another robot type's is stored."""
+    from robot_mcp_memory.experiences import dedup
+
+    text = "closing the gripper slowly avoids knocking the object over"
+    ctx = {"task": {"name": "grasp_mug", "success": True, "reward": 0.95}, "robot": {"type": "ur5e"}}
+    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
+        first = mem.learn(text, ctx)["memory_id"]
+    old = dedup.facts_hash(dedup.facts_of(text, {"task": {"success": True}}))  # what version 11 stored
+    _back_to(tmp_path / "index.db", 11, f"UPDATE memories SET facts_hash = '{old}' WHERE id = {first}")  # noqa: S608
+    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
+        again = mem.learn(text, ctx)
+        other = mem.learn(text, {**ctx, "robot": {"type": "panda"}})
+    assert (again["status"], again["existing_id"]) == ("duplicate", first)
+    assert other["status"] == "created"

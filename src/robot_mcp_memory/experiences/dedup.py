@@ -10,8 +10,9 @@ vanished into a successful one, and "do not grasp the mug by the rim" was droppe
   each with its unit ("5 s" ≠ "5 min", "30 cm" ≠ "30 mm") and spelled ones too ("five seconds"
   is ``5 s``); a number of several groups (``192.168.1.10``, firmware ``1.2.10``) verbatim;
 - every value under ``context.params``, every value under ``context.spatial`` (a number or a
-  named place), and every value under any other top-level key of the context ({"force": 12})
-  but the known sections (``robot``, ``tags``, ``env``…: dedup is per robot already);
+  named place), the whole ``context.task`` (``name``, ``reward``, ``steps``…) and ``context.robot``
+  (``type``, ``id``…), the environment, and every value under any other top-level key of the
+  context ({"force": 12}) — but ``tags`` (labels, not the experience);
 - the outcome: ``success``, ``status``, ``outcome`` and ``result`` under ``context.task`` and at
   the top level, and the success/failure words of the text;
 - negation: whether the text negates ("not", "never", "avoid", "unless", "不", "не", "안" …);
@@ -301,10 +302,18 @@ def source_of(context: Mapping[str, Any]) -> str:
     if isinstance(task, Mapping):
         candidates += [task.get("source"), task.get("env")]
     for raw in candidates:
-        if isinstance(raw, str) and raw.strip():
-            value = raw.strip().lower()
-            return "real" if value in _REAL else value[:32]
+        found = _source_word(raw)
+        if found is not None:
+            return found
     return ""
+
+
+def _source_word(raw: Any) -> str | None:
+    """`raw` as a source (``real`` for each of its synonyms), or None when it is no such string."""
+    if isinstance(raw, str) and raw.strip():
+        value = raw.strip().lower()
+        return "real" if value in _REAL else value[:32]
+    return None
 
 
 @dataclass(frozen=True)
@@ -319,16 +328,41 @@ class Facts:
     source: str
     #: the numbers and the negation of ``context.note`` (its outcome words are in `outcome`)
     note: tuple[Any, ...] = ()
-    #: the values under the context's other top-level keys ({"force": 12})
+    #: every other value of the context, by its path: the task's (``task.name``, ``task.reward``,
+    #: ``task.steps``…), the robot's (``robot.type``, ``robot.id``), the environment's, and those of
+    #: any other top-level key ({"force": 12})
     extra: tuple[tuple[str, Any], ...] = ()
 
 
-#: Top-level context keys that are not facts of their own: sections read as such (``params``,
-#: ``spatial``, ``task``, ``note``, the source), ``robot`` (dedup is per robot already) and
-#: ``tags`` (labels, not the experience).
-_SECTIONS = frozenset({"params", "spatial", "robot", "task", "tags", "source", "env", "note"})
+#: Top-level context keys whose values are facts of their own (``params``, ``spatial``, the note,
+#: the source) or no fact at all (``tags``: labels, not the experience).
+_APART = frozenset({"params", "spatial", "tags", "source", "note"})
 #: The keys, under ``task`` and at the top level, that say how an attempt ended.
 _OUTCOME_KEYS = ("success", "status", "outcome", "result")
+
+
+def _other_values(context: Mapping[str, Any], source: str) -> list[tuple[str, Any]]:
+    """The `Facts.extra` of `context`: each value not read as a fact of its own (the outcome,
+    params, spatial, the note, the `source` — an ``env``, ``env.sim_or_real``, ``task.source`` or
+    ``task.env`` that says it) nor a tag, with its path. The task and the robot count whole: one
+    robot id (the Python API's and stdio's default) may run several tasks and robot types, and
+    the same insight from another of them is another experience (``task.reward`` is an outcome
+    measure too)."""
+    out: list[tuple[str, Any]] = []
+    for key in sorted(context):
+        value = context[key]
+        if key in _APART or key in _OUTCOME_KEYS or (key == "env" and _source_word(value) == source):
+            continue
+        if key == "task" and isinstance(value, dict):
+            value = {
+                k: v
+                for k, v in value.items()
+                if k not in _OUTCOME_KEYS and not (k in ("source", "env") and _source_word(v) == source)
+            }
+        elif key == "env" and isinstance(value, dict):
+            value = {k: v for k, v in value.items() if not (k == "sim_or_real" and _source_word(v) == source)}
+        out.extend((k, _number_key(v)) for k, v in _leaves(value, key))
+    return out
 
 
 def facts_of(text: str, context: Mapping[str, Any], analysis: Analysis | None = None) -> Facts:
@@ -338,12 +372,8 @@ def facts_of(text: str, context: Mapping[str, Any], analysis: Analysis | None = 
     task = task if isinstance(task, Mapping) else {}
     note = context.get("note")
     said = Analysis(note) if isinstance(note, str) and note.strip() else None
-    extra = [
-        (k, _number_key(v))
-        for key in sorted(context)
-        if key not in _SECTIONS and key not in _OUTCOME_KEYS
-        for k, v in _leaves(context[key], key)
-    ]
+    source = source_of(context)
+    extra = _other_values(context, source)
     if note is not None and said is None:  # a note that is no text is a value like any other
         extra += ((k, _number_key(v)) for k, v in _leaves(note, "note"))
     return Facts(
@@ -357,7 +387,7 @@ def facts_of(text: str, context: Mapping[str, Any], analysis: Analysis | None = 
             0 if said is None else text_outcome(said),
         ),
         negated=a.hit(NEGATION),
-        source=source_of(context),
+        source=source,
         note=_note_facts(said),
         extra=tuple(extra),
     )
