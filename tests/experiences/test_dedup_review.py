@@ -211,7 +211,7 @@ TEMPLATE = "the robot should {} when the red mug on the kitchen table is wet and
 def test_swapped_opposites_are_not_duplicates(x: str, y: str) -> None:
     a, b = TEMPLATE.format(x), TEMPLATE.format(y)
     sim = dedup.jaccard(dedup.lexical_words(segment.tokens(a)), dedup.lexical_words(segment.tokens(b)))
-    assert sim >= dedup.JACCARD_DUPLICATE  # similar enough: only the opposites tell them apart
+    assert sim >= 0.8  # nearly every word is shared
     assert not lexical_duplicate(a, b)
     assert not lexical_duplicate(b, a)
     assert dedup.judge(a, [], [], [Candidate(1, b, similarity=0.99)]) is None  # nor by cosine
@@ -313,6 +313,19 @@ DIFFERENT_TEXTS = [
     ("first open the door then press the elevator button", "first press the elevator button then open the door"),
     ("dont grasp the mug by the rim", "grasp the mug by the rim"),
     ("컵의 손잡이를 잡는다", "컵의 손잡이를 안 잡는다"),
+    # one content word in ten: another colour, tool, place, object (dropped by Jaccard ≥ 0.8)
+    ("grasp the red cube from the side with two fingers", "grasp the blue cube from the side with two fingers"),
+    ("pick the screwdriver from the tool rack by its handle", "pick the hammer from the tool rack by its handle"),
+    (
+        "wipe the kitchen table with the sponge before placing dishes",
+        "wipe the lab table with the sponge before placing dishes",
+    ),
+    ("carry the tray with both arms level to avoid spills", "carry the box with both arms level to avoid spills"),
+    (
+        "slow approach with the gripper open worked on the mug",
+        "slow approach with the gripper open worked on the bottle",
+    ),
+    ("用夹爪抓住桌子上的红色杯子然后慢慢抬起", "用夹爪抓住桌子上的蓝色杯子然后慢慢抬起"),
 ]
 DIFFERENT_CONTEXTS: list[tuple[Any, Any]] = [
     ("grip_force=12", "grip_force=15"),
@@ -379,3 +392,49 @@ def test_consolidation_never_folds_another_task_or_robot_type() -> None:
         row(3, text, {"task": {"name": "grasp_mug"}, "robot": {"type": "panda"}}),
     ]
     assert plan(rows) == []
+
+
+# ---------------------------------------------------------------------------- 8. one content word
+async def test_recall_finds_each_object_learned_in_the_same_sentence(memory: Memory) -> None:
+    """The reviewer's session: the blue cube and the hammer were answered 'duplicate' and recall
+    for them returned the red cube, or nothing."""
+    svc = memory.experiences
+    ok = {"task": {"success": True}}
+    for text in (
+        "grasp the red cube from the side with two fingers",
+        "grasp the blue cube from the side with two fingers",
+        "pick the screwdriver from the tool rack by its handle",
+        "pick the hammer from the tool rack by its handle",
+    ):
+        assert (await svc.learn(STDIO, text, ok)).status == "created", text
+    blue = [h.memory.content for h in (await svc.recall(STDIO, "blue cube", n=1)).hits]
+    assert blue == ["grasp the blue cube from the side with two fingers"]
+    hammer = [h.memory.content for h in (await svc.recall(STDIO, "hammer", n=3)).hits]
+    assert hammer == ["pick the hammer from the tool rack by its handle"]
+    again = await svc.learn(STDIO, "Grasp the blue cubes from the sides with two fingers.", ok)
+    assert (again.status, again.method) == ("duplicate", "jaccard")  # the same experience, reworded
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("grasp the red cube from the side with two fingers", "grasp the blue cube from the side with two fingers"),
+        ("grasp the red cube", "grasp the blue cube"),  # Jaccard 0.6 > 0.5: consolidation took it
+        ("the mug handle faces left on the shelf", "the mug handle faces left on the top shelf"),
+    ],
+)
+def test_consolidation_never_hides_what_only_one_memory_says(a: str, b: str) -> None:
+    """A memory is superseded only by one that says all it does: never another object's, and
+    never by one that lacks a word of it (the more confident "… on the shelf" kept "… on the top
+    shelf" out of recall)."""
+    rows = [row(1, b, {}), Row(2, "fact", a, "observation", 0.9, {}, 0, 2.0), row(3, "the door opens inwards", {})]
+    assert plan(rows) == []
+
+
+def test_consolidation_folds_a_memory_into_one_that_says_all_of_it() -> None:
+    rows = [
+        Row(1, "fact", "the mug handle faces left on the shelf", "observation", 0.9, {}, 0, 1.0),
+        row(2, "the mug handle faces left on the top shelf", {}),
+        row(3, "mug handles face left on the shelf", {}),
+    ]
+    assert plan(rows) == [(3, 1)]  # 2 says more than 1, the most confident: it stays

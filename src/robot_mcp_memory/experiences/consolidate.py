@@ -7,15 +7,20 @@ could be superseded by a successful one with the same wording):
    (``constraint``, ``postmortem``, ``gotcha``) and whose confidence is below 0.95;
 2. fewer than three → nothing to do;
 3. group by collection, by category **and** by the decisive facts (`dedup.Facts`: numbers with
-   their units, parameters, outcome — ``task.success``/``status``/``outcome``/``result`` —,
-   negation, the note, source) — so a failure is never merged into a success, nor 12 N into
-   15 N, and a memory learned into another collection under the same session never leaves it;
-4. within a group, greedy complete-link clustering on Jaccard similarity > 0.5 of the words
-   learn's dedup compares (`dedup.lexical_words`), every pair in a cluster clearing the threshold
-   and not `dedup.conflicting` ("increase" is never folded into "decrease", nor a sequence of
-   steps into its reverse);
-5. each cluster keeps one representative — highest confidence, then most accessed, then newest —
-   and the others become ``superseded`` by it (never deleted).
+   their units, parameters, the task and the robot, outcome — ``task.success``/``status``/
+   ``outcome``/``result`` —, negation, the note, source) — so a failure is never merged into a
+   success, nor 12 N into 15 N, nor one task's or robot type's experience into another's, and a
+   memory learned into another collection under the same session never leaves it;
+4. within a group, greedy complete-link clustering, the memories taken best first (highest
+   confidence, then most accessed, then newest): the first of a cluster is its representative;
+   a memory joins it when the representative says all it does (its `dedup.content_words`
+   include the memory's: "grasp the blue cube" never joins "grasp the red cube", and
+   "… on the *top* shelf" never joins "… on the shelf") and every pair in the cluster has
+   Jaccard similarity > 0.5 of the words learn's dedup compares (`dedup.lexical_words`) and is not
+   `dedup.conflicting` ("increase" is never folded into "decrease", nor a sequence of steps into
+   its reverse);
+5. the other members of each cluster become ``superseded`` by its representative (never
+   deleted): nothing one of them says is hidden from recall.
 
 Pure: `plan` takes rows and returns (superseded id, representative id) pairs.
 """
@@ -27,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from robot_mcp_memory.experiences.classify import PROTECTED
-from robot_mcp_memory.experiences.dedup import Facts, conflicting, facts_of, jaccard, lexical_words
+from robot_mcp_memory.experiences.dedup import Facts, conflicting, content_words, facts_of, jaccard, lexical_words
 from robot_mcp_memory.search import segment
 
 CLUSTER_THRESHOLD = 0.5
@@ -64,23 +69,25 @@ def plan(rows: Sequence[Row]) -> list[tuple[int, int]]:
     for members in groups.values():
         if len(members) < 2:
             continue
-        for cluster in _clusters(members):
-            rep = max(cluster, key=lambda r: (r.confidence, r.access_count, r.created_at, r.id))
-            out.extend((r.id, rep.id) for r in cluster if r.id != rep.id)
+        for rep, *others in _clusters(members):
+            out.extend((r.id, rep.id) for r in others)
     return out
 
 
 def _clusters(members: Sequence[Row]) -> list[list[Row]]:
+    """Clusters of two or more, each led by its representative."""
     every = {r.id: segment.tokens(r.content) for r in members}
+    said = {i: content_words(t) for i, t in every.items()}
     toks = {i: lexical_words(t) for i, t in every.items()}
-    ordered = sorted(members, key=lambda r: (-r.confidence, r.id))
+
+    def together(a: int, b: int) -> bool:
+        return jaccard(toks[a], toks[b]) > CLUSTER_THRESHOLD and not conflicting(every[a], every[b])
+
+    ordered = sorted(members, key=lambda r: (r.confidence, r.access_count, r.created_at, r.id), reverse=True)
     clusters: list[list[Row]] = []
     for r in ordered:
         for cluster in clusters:
-            if all(
-                jaccard(toks[r.id], toks[o.id]) > CLUSTER_THRESHOLD and not conflicting(every[r.id], every[o.id])
-                for o in cluster
-            ):
+            if said[r.id] <= said[cluster[0].id] and all(together(r.id, o.id) for o in cluster):
                 cluster.append(r)
                 break
         else:

@@ -394,12 +394,31 @@ SEQUENCE_WORDS = frozenset(
     )
 )
 
+#: The only words two texts of one experience may differ by (`dedup.content_words`): articles,
+#: demonstratives, pronouns, forms of "be", "have" and "do", "of", "to", "and", a possessive or
+#: contracted "s", a few discourse words, and the Chinese particles 的 了 着. Every other word is
+#: content — a noun, a colour, a place, a preposition of place ("in"/"on"/"under"), a quantifier
+#: ("some", "every"), "or", a modal ("can"/"should"), a frequency ("rarely"/"always") — and a text
+#: with one that the other lacks is another experience, however many words the two share.
+FILLER_WORDS = frozenset(
+    _spelled(
+        """
+        a an the this that these those
+        it its itself they them their theirs themselves we us our ours i me my mine you your yours
+        he him his she her hers
+        is are was were be been being am do does did done doing has have had having
+        of to and s now please also just
+        的 了 着
+        """
+    )
+)
 
 __all__ = [
     "CATEGORY_CUES",
     "CAUSAL",
     "CJK_OPPOSITES",
     "FAILURE",
+    "FILLER_WORDS",
     "HEDGE",
     "NEGATING_PREFIXES",
     "NEGATING_STEM",
