@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from robot_mcp_memory import store as sql
 from robot_mcp_memory.search import fts
-from tests.tie_corpus import QUERIES, WORDS, tie_heavy_db
+from tests.tie_corpus import NUMBERS, QUERIES, WORDS, tie_heavy_db
 
 
 def plain_join(
@@ -100,9 +100,9 @@ def test_search_scores_are_relevance_times_reliability(conn: sqlite3.Connection)
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    st.lists(st.sampled_from([*WORDS, "zebra", '"', "*", "OR", "NEAR", "(", "门", "🤖"]), min_size=1, max_size=12).map(
-        " ".join
-    ),
+    st.lists(
+        st.sampled_from([*WORDS, *NUMBERS, "zebra", '"', "*", "OR", "NEAR", "(", "门", "🤖"]), min_size=1, max_size=12
+    ).map(" ".join),
     st.sampled_from([1, 3, 10]),
     st.sampled_from([None, {"rap-1"}, {"rare", "g1"}]),
 )

@@ -287,6 +287,24 @@ async def test_saving_the_same_id_from_other_missions_forks_to_numbered_ids(proc
     assert total == 3
 
 
+async def test_a_version_finds_that_version_not_the_same_digits_in_another_order(
+    memory: Memory, processes: ProcessService, store: ProcessStore
+) -> None:
+    """Found by review: "1.2.10" was searched as "1" OR "2" OR "10", which "1.10.2" holds as well;
+    the tie went to the id that sorts first. A dotted number is now the phrase of its pieces."""
+    body = "## Steps\n1. flash the gripper controller\n2. power cycle the arm\n"
+    await processes.save(ADMIN, doc("a-firmware", "Update the gripper firmware to 1.10.2", body))
+    await processes.save(ADMIN, doc("b-firmware", "Update the gripper firmware to 1.2.10", body))
+    hits = await store.find("gripper firmware 1.2.10", 3)  # keyword search alone
+    assert [h.doc.id for h in hits] == ["b-firmware", "a-firmware"]
+    assert hits[0].relevance > hits[1].relevance
+    listed = memory.index.read_blocking(lambda c: sql.keyword_candidates(c, "gripper firmware 1.2.10", 3, None))
+    assert [pid for pid, _ in listed] == ["b-firmware", "a-firmware"]  # hybrid search's keyword list
+    assert listed[0][1] > listed[1][1]
+    only = await store.find("1.2.10", 3)
+    assert [h.doc.id for h in only] == ["b-firmware"]
+
+
 async def test_a_chinese_word_inside_a_title_or_body_is_found(processes: ProcessService, store: ProcessStore) -> None:
     """Keyword search only found a Chinese title whole: the index held the run as one token
     (found by review). Now both sides split runs into words, as memory recall does."""

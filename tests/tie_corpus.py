@@ -1,4 +1,5 @@
-"""A process index where relevances tie: ~700 documents over an 11-word vocabulary, 150 of them
+"""A process index where relevances tie: ~700 documents over an 11-word vocabulary (and, in
+half of them, one of a few dotted numbers: each a phrase and a prefix phrase), 150 of them
 saved again (so FTS rowids no longer follow the table's). Shared by the exactness tests of the
 keyword list (`tests/search/test_keyword.py`) and of keyword search (`tests/test_process_search_floor.py`)."""
 
@@ -15,7 +16,17 @@ from robot_mcp_memory.docmodel import ProcessDoc
 
 WORDS = ("fetch", "deliver", "parcel", "mailroom", "kitchen", "door", "elevator", "red", "blue", "floor", "the")
 ROBOTS = ("rap-1", "rap-2", "g1", "shared")
-QUERIES = ("fetch the red parcel", "the", "deliver to the kitchen", "elevator floor", "blue door mailroom", "zebra")
+NUMBERS = ("1.2.10", "1.10.2", "12.5", "12.50", "19.5", "0.12")
+QUERIES = (
+    "fetch the red parcel",
+    "the",
+    "deliver to the kitchen",
+    "elevator floor",
+    "blue door mailroom",
+    "zebra",
+    "deliver 12.5 to floor 1.2.10",
+    "1.2.10",
+)
 
 
 def tie_heavy_db(seed: int, *, counts: bool, edit: Callable[[ProcessDoc], dict[str, Any]]) -> sqlite3.Connection:
@@ -25,16 +36,18 @@ def tie_heavy_db(seed: int, *, counts: bool, edit: Callable[[ProcessDoc], dict[s
     for step in db.MIGRATIONS:
         step(c)
     rng = random.Random(seed)
+    numbers = random.Random(seed + 1)  # its own draws: the words stay as they were
     docs = []
     for i in range(700):
         words = rng.choices(WORDS, k=rng.randint(1, 6))
+        number = [numbers.choice(NUMBERS)] if numbers.random() < 0.5 else []
         robot = "rare" if i % 100 == 0 else rng.choice(ROBOTS)
         success, failure = rng.choice((0, 0, 1, 3, 9)), rng.choice((0, 0, 1, 2))
         docs.append(
             ProcessDoc(
                 id=f"doc-{i:04d}",
                 title=" ".join(words[:3]),
-                body=" ".join(words) + "\n",
+                body=" ".join(words + number) + "\n",
                 robot=robot,
                 created="2026-01-01T00:00:00Z",
                 updated="2026-01-01T00:00:00Z",

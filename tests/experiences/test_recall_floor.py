@@ -32,6 +32,9 @@ EXTRA_QUERIES = (
     "zebra",
     "mug",
     "grasp grasp grasp",
+    "grip force 12.5 N",  # dotted numbers: a phrase and a prefix phrase each
+    "approach at 0.35 m/s and 40 degrees",
+    "0.5",
 )
 FILTERS: tuple[dict[str, Any] | None, ...] = (None, {"task.success": True}, {"params.grip_force": {"$gte": 30}})
 
@@ -189,6 +192,10 @@ async def test_any_query_text_ranks_exactly_like_the_plain_query(
             "抓",
             "つかむ",
             "🤖",
+            "12.5",
+            "0.3",
+            "1.2.10",
+            "12.50N",
         ]
     )
 

@@ -210,6 +210,23 @@ def test_phrases_are_the_terms_then_their_joined_pairs() -> None:
     assert fts.match_expression("mail room") == '"mail" OR "room" OR "mailroom"'
 
 
+def test_a_dotted_number_is_one_phrase(fts5: sqlite3.Connection) -> None:
+    """Found by review: firmware "1.2.10" was searched as "1" OR "2" OR "10", so "1.10.2" matched
+    as well as itself."""
+    assert fts.terms("Firmware V1.2.10 on 12.5N") == ["Firmware", "V1.2.10", "on", "12.5N"]
+    assert fts.phrases("firmware 1.2.10") == ["firmware", "1.2.10"]
+    assert fts.match_expression("firmware 1.2.10") == '"firmware" OR "1.2.10"'
+    assert fts.phrases(" ".join(fts.content_terms("the 12.5N"))) == ["12.5N", "12.5"]
+    assert fts.phrases("12.5 mm") == ["12.5", "mm", "12.5mm"]
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute("CREATE VIRTUAL TABLE docs USING fts5(title, body, tokenize='porter unicode61')")
+    for title in ("Flash firmware 1.10.2", "Flash firmware 1.2.10", "Flash firmware 1.2.100"):
+        conn.execute("INSERT INTO docs(title, body) VALUES (?, '')", (title,))
+    expr = fts.match_expression("1.2.10")
+    assert expr is not None
+    assert _matches(conn, expr) == ["Flash firmware 1.2.10"]
+
+
 def test_most_added_is_bm25s_ceiling_for_a_phrase() -> None:
     assert fts.most_added(10, 1000) == pytest.approx(math.log(990.5 / 10.5) * 2.2)
     assert fts.most_added(600, 1000) == pytest.approx(2.2e-6)  # FTS5 clamps a negative idf

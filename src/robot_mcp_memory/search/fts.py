@@ -8,7 +8,9 @@ Tokens are Unicode word runs of the query in NFC (as `segment.index_text` stores
 Cyrillic, accented Latin typed in decomposed form, kana and Hangul survive. Adjacent word pairs
 are also offered joined ("mail room" → "mailroom") because compound spellings are common in place
 names, and a kanji-only word is also offered as the bigrams a mixed kanji/kana title holds
-(`segment.han_run_phrases`: "研究所" → "研究 究所").
+(`segment.han_run_phrases`: "研究所" → "研究 究所"). A dotted number ("1.2.10", "12.5") is one
+term, the phrase of its pieces, as recall searches it (`segment.DOTTED`, `segment.number_variants`):
+firmware "1.2.10" no longer matches "1.10.2".
 
 The keyword list of hybrid search drops function words (`content_terms`) and, when it can prove
 the top of the list unchanged, lets only the rarer phrases choose which documents FTS5 scores
@@ -23,11 +25,13 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
-from robot_mcp_memory.search.segment import STOPWORDS, han_run_phrases, has_cjk, query_text
+from robot_mcp_memory.search.segment import DOTTED, STOPWORDS, han_run_phrases, has_cjk, number_variants, query_text
 
 #: Word characters and the combining diacritics NFC leaves (Yoruba "ẹ́"), which FTS5 keeps inside
-#: a word too; a word starts with a letter or digit ("_" around a word is dropped).
+#: a word too; a word starts with a letter or digit ("_" around a word is dropped). A dotted
+#: number is one term (`segment.DOTTED`).
 _WORD = re.compile(r"[^\W_][\w\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]*")
+_TERM = re.compile(f"{DOTTED.pattern}|{_WORD.pattern}")
 MAX_TERMS = 32
 #: FTS5's bm25 constant k1. A phrase adds idf × f × (k1 + 1) / (f + k1 × (1 - b + b × D / avgdl))
 #: to a document's score (f its weighted frequency there, D the document's length), which stays
@@ -49,7 +53,7 @@ def terms(text: str) -> list[str]:
     content = function = 0
     # CJK runs become words as the index stores them (`segment.index_text`): "把包裹从收发室取来"
     # would otherwise be one token, matching only the whole title.
-    for m in _WORD.finditer(query_text(text)):
+    for m in _TERM.finditer(query_text(text)):
         tok = m.group(0).strip("_")
         key = tok.casefold()
         if not tok or key in seen:
@@ -77,14 +81,18 @@ def content_terms(text: str) -> list[str]:
 
 def phrases(text: str, *, join_pairs: bool = True) -> list[str]:
     """What `match_expression` ORs, unquoted: the terms of `text`, then (with `join_pairs`)
-    each adjacent pair of ASCII words joined, then the bigram phrases of its Han-only runs
-    (`segment.han_run_phrases`, at most `MAX_TERMS`: a kanji-only word finds a Japanese title)."""
+    each adjacent pair of ASCII words joined, then its dotted numbers written with or without
+    the space before their unit (`segment.number_variants`: "12.5 N" → "12.5n"), then the bigram
+    phrases of its Han-only runs (`segment.han_run_phrases`, at most `MAX_TERMS`: a kanji-only
+    word finds a Japanese title)."""
     words = terms(text)
     extra: list[str] = []
     if join_pairs:
         for a, b in itertools.pairwise(words):
             if a.isalpha() and b.isalpha() and a.isascii() and b.isascii():
                 extra.append(a + b)
+    mine = {w.casefold() for w in words}
+    extra.extend(v for t, v in number_variants(text) if t in mine and v not in mine)
     if has_cjk(text):
         extra.extend([p for p in han_run_phrases(text) if p not in words][:MAX_TERMS])
     return list(dict.fromkeys(words + extra))
