@@ -73,22 +73,26 @@ def test_search_ranks_exactly_like_a_join_over_every_match(
 def test_common_words_were_skipped_and_rechecked_on_this_corpus(
     conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The comparison above covers both paths: lists the rarer words found alone, and misses."""
-    scales: list[float] = []
+    """The comparison above covers every path: lists the rarer words found alone, lists found
+    once the rarest skipped word chose matches too (`store._by_rarer_phrases`), and misses."""
+    runs: list[list[float]] = []
     inner = sql._search
 
     def counted(
         c: sqlite3.Connection, expr: str, k: int, visible: Collection[str] | None, scale: float = 1.0
     ) -> list[sql.Hit]:
-        scales.append(scale)
+        runs[-1].append(scale)
         return inner(c, expr, k, visible, scale)
 
     monkeypatch.setattr(sql, "_search", counted)
     for k in (1, 3, 10):
         for query in QUERIES:
-            sql.search(conn, query, k, None)
-    assert scales.count(0.5) > 0
-    assert scales.count(0.5) < len(scales)
+            for visible in (None, {"rap-1"}, {"rare", "g1"}):
+                runs.append([])
+                sql.search(conn, query, k, visible)
+    assert [0.5] in runs  # the rarer words alone
+    assert [0.5, 0.5] in runs  # on a second try, with the rarest word skipped before
+    assert any(r[-1] == 1.0 and 0.5 in r for r in runs)  # every word, after a miss
 
 
 def test_search_scores_are_relevance_times_reliability(conn: sqlite3.Connection) -> None:

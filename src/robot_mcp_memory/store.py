@@ -245,7 +245,8 @@ def search(conn: sqlite3.Connection, query: str, k: int, visible: Collection[str
     choosing matches when together they can add less to a score than the rarest word alone
     (`fts.skippable`); they still count in every score. Reliability is below 1, so a document
     holding only those words scores below their bound: when the `k`-th best score found is above
-    it, the list is exact; otherwise every word chooses matches again. Same rows, same order as a
+    it, the list is exact; otherwise the rarest of them chooses matches again, and so on
+    (`_by_rarer_phrases`), down to every word. Same rows, same order as a
     plain join, up to scores that agree to 12 significant digits: counting each phrase twice and
     halving back can move a score's last bit (tests/test_process_search_floor.py)."""
     found = fts.phrases(query)
@@ -255,14 +256,46 @@ def search(conn: sqlite3.Connection, query: str, k: int, visible: Collection[str
         total, docs = _doc_counts(conn, found)
         held = [(t, d) for t, d in zip(found, docs, strict=True) if d > 0]
         found = [t for t, _ in held]
-        rest, bound = fts.skippable(found, [d for _, d in held], total)
-        if rest:
-            expr = fts.restricted_expression([t for t in found if t not in rest], rest)
+
+        def exact(expr: str, bound: float) -> list[Hit] | None:
             hits = _search(conn, expr, k, visible, scale=0.5)
-            if len(hits) == k and hits[-1].score > bound:
-                return hits
+            return hits if len(hits) == k and hits[-1].score > bound else None
+
+        found_by_rarer = _by_rarer_phrases(held, total, k, exact)
+        if found_by_rarer is not None:
+            return found_by_rarer
     every = fts.any_of(found)
     return _search(conn, every, k, visible) if every is not None else []
+
+
+def _by_rarer_phrases(
+    held: list[tuple[str, int]], total: int, k: int, exact: Callable[[str, float], list[T] | None]
+) -> list[T] | None:
+    """The `k` best the rarer phrases find alone, or None when every phrase must choose matches.
+
+    `held` pairs each phrase with how many of the `total` documents hold it. The commonest are
+    left out of choosing matches (`fts.skippable`); `exact(expression, bound)` runs the
+    restricted expression and returns its list when that is exact (`k` long, its last score
+    above `bound`: more than the phrases left out can add to any score), else None. On a miss
+    the rarest phrase left out chooses matches too, then the next — as recall does
+    (`ranking_repo._ranked_numbers`) — while it is held by fewer than half the documents: from
+    there the restricted query scores nearly every match, and the plain one costs no more.
+    Phrases held by fewer than `k` documents together are not tried alone: a sure miss. A query
+    with a version ("2.9.3": 23 of 10,000 documents) and a place word (660) went straight to
+    the plain query when the version alone fell short; a version searched as its digits ("2",
+    "9", "3", each in thousands) never had that happen."""
+    held_by = dict(held)
+    rest, _ = fts.skippable([t for t, _ in held], [d for _, d in held], total)
+    while rest:  # commonest first
+        essential = [t for t, _ in held if t not in rest]
+        if sum(held_by[t] for t in essential) >= k:
+            found = exact(fts.restricted_expression(essential, rest), fts.bound_of((held_by[t] for t in rest), total))
+            if found is not None:
+                return found
+        *rest, promoted = rest
+        if 2 * held_by[promoted] >= total:
+            break
+    return None
 
 
 def _search(
@@ -363,22 +396,25 @@ def keyword_candidates(
     the commonest words that together can add less to a score than its rarest word alone
     (`fts.skippable`) are first left out of choosing matches (`fts.restricted_expression`: they
     still count in the scores). When the `n`-th best score found is above what a document
-    holding only those words could reach, the list is exact; otherwise (seldom: 1 query in 300
-    of the benchmark) every word chooses matches again. Phrases no document holds are left out
-    altogether: they match nothing and add nothing, but bm25 would still loop over them."""
+    holding only those words could reach, the list is exact; otherwise the rarest of them
+    chooses matches again, and so on (`_by_rarer_phrases`), down to every word. Phrases no
+    document holds are left out altogether: they match nothing and add nothing, but bm25 would
+    still loop over them."""
     found = fts.phrases(" ".join(fts.content_terms(query)))
     if not found or n < 1:
         return []
     if len(found) > 1:
         total, docs = _doc_counts(conn, found)
         held = [(t, d) for t, d in zip(found, docs, strict=True) if d > 0]
-        found, docs = [t for t, _ in held], [d for _, d in held]
-        rest, bound = fts.skippable(found, docs, total)
-        if rest:
-            expr = fts.restricted_expression([t for t in found if t not in rest], rest)
+        found = [t for t, _ in held]
+
+        def exact(expr: str, bound: float) -> list[tuple[str, float]] | None:
             rows = conn.execute(*_keyword_sql(expr, n, visible, scale=0.5)).fetchall()
-            if len(rows) == n and rows[-1][1] > bound:
-                return [(r[0], float(r[1])) for r in rows]
+            return [(r[0], float(r[1])) for r in rows] if len(rows) == n and rows[-1][1] > bound else None
+
+        found_by_rarer = _by_rarer_phrases(held, total, n, exact)
+        if found_by_rarer is not None:
+            return found_by_rarer
     every = fts.any_of(found)
     if every is None:
         return []

@@ -127,9 +127,30 @@ def test_a_query_made_only_of_common_words_still_finds_documents() -> None:
 
 def test_a_common_word_chooses_matches_again_when_the_rare_ones_are_too_few() -> None:
     c = _store(_corpus())
-    # "cup" alone holds 61 documents: not enough for a top 100, so "reception" fills it up.
-    assert len(ranking_queries(c, "cup reception", 100)) == 2  # the restricted query, then the plain one
+    # "cup" alone holds 61 documents: not enough for a top 100, so "reception" fills it up. The
+    # counts say so before any scoring: only the plain query runs.
+    ran = ranking_queries(c, "cup reception", 100)
+    assert len(ran) == 1
+    assert """MATCH '"cup" OR "reception"'""" in ran[0]
     got = sql.keyword_candidates(c, "cup reception", 100, None)
     assert len(got) == 100
     assert sum(pid.startswith("tray-") for pid, _ in got) == 39
     assert same(got, plain_join(c, "cup reception", 100, None))
+
+
+def test_the_rarest_skipped_word_chooses_matches_before_every_word_does() -> None:
+    """A version in 3 documents cannot fill a top 5 (the counts say so: it is not tried alone),
+    so the place word (in 60 of 400) chooses matches too, and "firmware", in every document,
+    still does not: the query scores 63 documents instead of 400. Before, a miss went straight
+    to every word."""
+    docs = [(f"flash-{i:03d}", f"Flash the firmware {i}", "Check the version first.") for i in range(337)]
+    docs += [(f"kitchen-{i:03d}", f"Flash the firmware in the kitchen {i}", "") for i in range(60)]
+    docs += [(f"v293-{i}", f"Flash the firmware to 2.9.3 {i}", "") for i in range(3)]
+    c = _store(docs)
+    query = "firmware 2.9.3 kitchen"
+    ran = ranking_queries(c, query, 5)
+    assert len(ran) == 1
+    assert """'("2.9.3" OR "kitchen") AND (""" in ran[0]
+    got = sql.keyword_candidates(c, query, 5, None)
+    assert [pid for pid, _ in got[:3]] == ["v293-0", "v293-1", "v293-2"]
+    assert same(got, plain_join(c, query, 5, None))
