@@ -5,8 +5,10 @@ cosine dedup among same-facts memories only."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -308,3 +310,27 @@ async def test_a_hybrid_spatial_sort_by_distance_alone_finds_the_nearest_matches
     assert (hybrid.mode, keyword.mode) == ("hybrid", "keyword")
     assert [h.distance for h in keyword.hits] == [1.0, 2.0, 3.0]
     assert [h.distance for h in hybrid.hits] == [1.0, 2.0, 3.0]
+
+
+def test_hybrid_recall_among_memories_of_one_text_answers_the_same_after_the_vectors_are_rewritten(
+    tmp_path: Path,
+) -> None:
+    """Rows and vectors identical, byte for byte — only the order the vectors were written in
+    differs (a dump and load, a backfill after an outage) — and recall named other memories."""
+    from robot_mcp_memory.api import RobotMemory
+
+    data = tmp_path / "data"
+    with RobotMemory(data, robot_id="rap-1", embedder="hashing", wait_for_model=5) as mem:
+        mem.learn_many([("grasp the mug by the handle", {"params": {"force": i}}) for i in range(40)])
+        first = [h["id"] for h in mem.recall("grasp the mug handle", n=5)]
+    conn = sqlite3.connect(data / "index.db", isolation_level=None)
+    try:  # the same vectors, written again newest first
+        rows = conn.execute("SELECT * FROM vectors WHERE domain = 'memory' ORDER BY rowid DESC").fetchall()
+        conn.execute("DELETE FROM vectors WHERE domain = 'memory'")
+        conn.executemany(f"INSERT INTO vectors VALUES ({', '.join('?' * len(rows[0]))})", rows)  # noqa: S608 - a placeholder per column
+    finally:
+        conn.close()
+    with RobotMemory(data, robot_id="rap-1", embedder="hashing", wait_for_model=5) as mem:
+        again = [h["id"] for h in mem.recall("grasp the mug handle", n=5)]
+    assert len(first) == 5
+    assert again == first

@@ -130,3 +130,27 @@ def test_a_search_in_a_snapshot_older_than_the_cache_keeps_the_cache(tmp_path: P
         assert {ref for ref, _ in idx.search(np.array([0, 1, 0, 0], dtype=np.float32), 5, None)} == {"a", "b"}
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("among", [False, True], ids=["search", "search_among"])
+def test_equal_cosines_rank_by_ref_whatever_order_the_vectors_were_stored_in(among: bool) -> None:
+    """The same text learned 40 times (other params) has one vector; which 5 of them made the cut,
+    and in which order, followed the rows' order in the matrix — the order they were written in,
+    which a dump and load (or a backfill) changes. Now: by ref, the larger (newer) first. The
+    copies sit at every position of a matrix of other vectors, where BLAS rounds the same product
+    a few 1e-9 apart."""
+    rng = np.random.default_rng(3)
+    others = unit(rng, 700, 64)
+    same = unit(rng, 1, 64)[0]
+    q = unit(rng, 1, 64)[0]
+    q = (q + 3 * same) / np.linalg.norm(q + 3 * same)  # the copies are the nearest of all
+    copies = [str(i) for i in range(1, 41)]
+    refs = copies + [f"other-{i}" for i in range(700)]
+    matrix = dict.fromkeys(copies, same) | {f"other-{i}": others[i] for i in range(700)}
+    answers = []
+    for order in (refs, refs[::-1], list(rng.permutation(refs))):
+        index = ExactIndex.build("m", 64, order, ["a"] * len(order), np.stack([matrix[r] for r in order]))
+        got = index.search_among(q, 5, reversed(order)) if among else index.search(q, 5)
+        answers.append(got)
+    assert answers[0] == answers[1] == answers[2]
+    assert [r for r, _ in answers[0]] == ["40", "39", "38", "37", "36"]

@@ -67,12 +67,19 @@ class VectorIndex(Protocol):
 
     def search(self, query: Vector, k: int, within: Collection[str] | None = None) -> list[tuple[str, float]]:
         """Up to `k` (ref, cosine) pairs, best first, among refs whose partition is in
-        `within` (None: all). Rows and query are unit length, so cosine is a dot product."""
+        `within` (None: all). Rows and query are unit length, so cosine is a dot product. Equal
+        cosines are ordered by ref, whatever order the vectors were stored in."""
         ...
 
     def search_among(self, query: Vector, k: int, refs: Iterable[str]) -> list[tuple[str, float]]:
         """Up to `k` (ref, cosine) pairs, best first, among `refs` only (a filtered id set)."""
         ...
+
+
+#: Cosines closer than this are one: the same vector stored twice scores a few 1e-9 apart by
+#: where its rows sit (BLAS sums a product in another order at a block's tail), and texts this
+#: close are not told apart by meaning either.
+TIE = 1e-6
 
 
 class ExactIndex:
@@ -155,14 +162,7 @@ class ExactIndex:
                     return []
                 allowed = np.isin(self._codes[:n], np.asarray(wanted, dtype=np.int32))
                 scores = np.where(allowed, scores, np.float32(-np.inf))
-            take = min(k, n)
-            top = np.argpartition(-scores, take - 1)[:take] if take < n else np.arange(n)
-            top = top[np.argsort(-scores[top], kind="stable")]
-            best = scores[top]
-            keep = np.isfinite(best)
-            # Whole arrays to Python at once: per-element numpy indexing cost ~1 µs a hit.
-            refs = self._refs
-            return list(zip([refs[i] for i in top[keep].tolist()], best[keep].tolist(), strict=True))
+            return self._best(scores, None, k)
 
     def search_among(self, query: Vector, k: int, refs: Iterable[str]) -> list[tuple[str, float]]:
         """Exact top `k` among the rows of `refs` (unknown refs are skipped): the filter comes
@@ -174,11 +174,62 @@ class ExactIndex:
             if rows.size == 0 or k <= 0:
                 return []
             scores = self._matrix[rows] @ q if 4 * rows.size < n else (self._matrix[:n] @ q)[rows]
-            take = min(k, rows.size)
-            top = np.argpartition(-scores, take - 1)[:take] if take < rows.size else np.arange(rows.size)
-            top = top[np.argsort(-scores[top], kind="stable")]
-            refs = self._refs
-            return list(zip([refs[i] for i in rows[top].tolist()], scores[top].tolist(), strict=True))
+            return self._best(scores, rows, k)
+
+    def _best(
+        self, scores: npt.NDArray[np.float32], rows: npt.NDArray[np.int64] | None, k: int
+    ) -> list[tuple[str, float]]:
+        """The `k` best finite `scores` as (ref, score), best first; `rows` maps a score's position
+        to its matrix row (None: the same). Scores within `TIE` of each other — the same text
+        stored twice, or more — are one score, ordered by ref (`_order_ties`), never by where the
+        rows sit in the matrix: that is the order vectors were written in, which a dump and load
+        (or a backfill) changes, and the same store answered differently after one."""
+        m = scores.shape[0]
+        take = min(k, m)
+        if take < m:
+            top = np.argpartition(-scores, take - 1)[:take]
+            kth = scores[top].min()
+            if np.isfinite(kth):  # every row tied with the k-th best competes for the last places
+                top = np.flatnonzero(scores >= kth - TIE)
+        else:
+            top = np.arange(m)
+        top = top[np.argsort(-scores[top], kind="stable")]
+        best = scores[top]
+        keep = np.isfinite(best)
+        top, best = top[keep], best[keep]
+        at = top if rows is None else rows[top]
+        # Whole arrays to Python at once: per-element numpy indexing cost ~1 µs a hit.
+        found = list(zip([self._refs[i] for i in at.tolist()], best.tolist(), strict=True))
+        close = np.flatnonzero(best[:-1] - best[1:] <= TIE).tolist()  # i: found[i + 1] ties found[i]
+        if close:
+            _order_ties(found, close)
+        return found[:take]
+
+
+def _order_ties(found: list[tuple[str, float]], close: list[int]) -> None:
+    """Within `found` (best first), make each run of scores within `TIE` below the run's first
+    score that one, and order the run by ref, the larger first — by length, then text, so
+    numeric refs (memory ids) come newest first, as fusion breaks its own ties. `close` lists
+    each i whose next score is within `TIE` of its own: only those places are looked at (a
+    long list with a few ties costs a few steps, not one a hit)."""
+    k = 0
+    while k < len(close):
+        start = close[k]
+        end = start + 1  # a chain of close neighbours: found[start .. end]
+        k += 1
+        while k < len(close) and close[k] == end:
+            end += 1
+            k += 1
+        i = start
+        while i <= end:  # split the chain into runs within TIE of their first
+            first = found[i][1]
+            j = i + 1
+            while j <= end and found[j][1] >= first - TIE:
+                j += 1
+            if j - i > 1:
+                refs = sorted((ref for ref, _ in found[i:j]), key=lambda ref: (len(ref), ref), reverse=True)
+                found[i:j] = [(ref, first) for ref in refs]
+            i = j
 
 
 __all__ = ["ExactIndex", "Vector", "VectorIndex", "decode", "encode"]
