@@ -13,7 +13,7 @@ import heapq
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -110,6 +110,17 @@ def _unindex(conn: sqlite3.Connection, pid: str) -> None:
         "DELETE FROM processes_fts WHERE rowid = (SELECT fts_rowid FROM processes WHERE id = ?)",
         (pid,),
     )
+
+
+def restore_rows(conn: sqlite3.Connection, docs: Iterable[ProcessDoc]) -> int:
+    """Write documents exactly as given (the caller holds the transaction; `ProcessStore.restored`
+    follows its commit); how many. Their vectors were made from what they replace: dropped."""
+    n = 0
+    for d in docs:
+        upsert(conn, d)
+        vectorstore.delete(conn, "process", d.id)  # re-made by the backfill
+        n += 1
+    return n
 
 
 def upsert(conn: sqlite3.Connection, doc: ProcessDoc, *, index: bool = True) -> None:
@@ -756,17 +767,15 @@ class ProcessStore:
 
     async def restore(self, docs: list[ProcessDoc]) -> int:
         """Write documents exactly as given (timestamps and counters included), in one
-        transaction: what `load` uses so that a dump loads back identically."""
-
-        def job(c: sqlite3.Connection) -> int:
-            for d in docs:
-                upsert(c, d)
-                vectorstore.delete(c, "process", d.id)  # re-made by the backfill
-            return len(docs)
-
-        n = await self._write_then(job, lambda _n: self.vectors.invalidate("process"))
-        self.kick_backfill()
+        transaction, so that a dump loads back identically."""
+        n = await self._write_then(lambda c: restore_rows(c, docs), lambda _n: self.restored())
         return n
+
+    def restored(self) -> None:
+        """After a commit of `restore_rows` (`load` runs it inside its own transaction): the
+        cached vectors are read again and the ones dropped are made again."""
+        self.vectors.invalidate("process")
+        self.kick_backfill()
 
     async def index_counts(self) -> tuple[int, int]:
         """(rows, index entries): they agree unless something is wrong."""

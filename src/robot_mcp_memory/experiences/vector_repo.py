@@ -159,7 +159,7 @@ class MemoryVectorIndex:
 
 
 def drop_loaded_vectors(conn: sqlite3.Connection, table: str, rows: list[dict[str, Any]]) -> None:
-    """After an archive load replaced memories (`kit.archive.import_tables`' ``after``): a loaded
+    """After an archive load replaced memories (`kit.archive.loader`'s ``after``): a loaded
     memory's vector, if any, was made from the row it replaced — another deployment's memory of
     that id, or this one's text before an edit. Drop it in the load's transaction (the backfill
     makes one from the loaded text), so no memory is ranked by another text's embedding."""

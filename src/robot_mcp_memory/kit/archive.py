@@ -1,9 +1,19 @@
-"""A portable archive of declared tables: one JSON-lines file per table, plus a manifest.
+"""A portable archive of declared tables: one JSON-lines file per table.
 
 Generic over the `Schema`: `derived` tables are never archived (they are rebuilt from their
 sources after a load), everything else can be. Rows are written in primary-key order with sorted
-keys, so an archive of a loaded archive is byte-identical. Loading replaces rows with the same
-key and keeps others; it runs in one transaction per file.
+keys, so an archive of a loaded archive is byte-identical.
+
+Loading (`loader`) is a merge, run in the caller's one transaction, so a load is all or nothing:
+
+- A row of the archive replaces the row of the same primary key *in place*
+  (``INSERT … ON CONFLICT DO UPDATE``). Never ``INSERT OR REPLACE``: its delete of the old row
+  fires the ``ON DELETE`` actions of the rows that point at it, which the archive may not carry
+  at all (a robot that joined a group after the dump was ungrouped by loading the group).
+- Rows the archive does not carry are kept, and so are their references.
+- Rows owned by another row (a foreign key ``ON DELETE CASCADE``: a memory's tags) are the one
+  exception, and only when the archive carries both files: each loaded owner's rows are then
+  exactly the archive's, as a loaded row is exactly its line.
 """
 
 from __future__ import annotations
@@ -139,59 +149,129 @@ def _typed(cols: Mapping[str, str], row: Mapping[str, Any]) -> str | None:
     return None
 
 
-def import_tables(
-    store: SqliteStore,
+def _primary_key(conn: sqlite3.Connection, table: str) -> list[str]:
+    keyed = sorted((int(r[5]), str(r[1])) for r in conn.execute(f"PRAGMA table_info({table})") if r[5])
+    return [name for _, name in keyed]  # declared names only
+
+
+def _owned_by(conn: sqlite3.Connection, table: str) -> list[tuple[str, str, str]]:
+    """``(column, owner table, owner key)`` of each foreign key of `table` that deletes its rows
+    with their owner (``ON DELETE CASCADE``): those rows are part of the owner's."""
+    return [
+        (str(fk[3]), str(fk[2]), str(fk[4]))
+        for fk in conn.execute(f"PRAGMA foreign_key_list({table})")  # declared names only
+        if str(fk[6]).upper() == "CASCADE"
+    ]
+
+
+def _upsert(table: str, names: Sequence[str], columns: Sequence[str], key: Sequence[str]) -> str:
+    """An insert of `names` that updates the row of the same `key` in place when there is one.
+    Every other column is set, those the row does not name to their defaults (``excluded`` holds
+    them): the row becomes what the line says, as a fresh insert would, without being deleted."""
+    insert = f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"  # noqa: S608 - checked names
+    if not key:
+        return insert
+    rest = [c for c in columns if c not in key]
+    if not rest:
+        return f"{insert} ON CONFLICT({', '.join(key)}) DO NOTHING"
+    return f"{insert} ON CONFLICT({', '.join(key)}) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in rest)}"
+
+
+def loader(
     tables: Sequence[str],
     src: Path,
     prefix: str = "",
     check: RowCheck | None = None,
     after: AfterLoad | None = None,
-) -> dict[str, int]:
-    """Insert-or-replace the rows of each ``<prefix><table>.jsonl`` present in `src`. Blank lines
-    are skipped; a row that cannot be loaded is refused naming the file, the line and why: a
-    value not of its column's declared type, or what the caller's `check` says. `after` runs in
-    each table's transaction once its rows are in (a derived row to drop, say)."""
-    loaded: dict[str, int] = {}
-    for table in tables:
-        path = src / f"{prefix}{table}.jsonl"
-        if not path.exists():
-            continue
-        rows = _rows(path)
+    interrupt: Callable[[], None] | None = None,
+) -> Callable[[sqlite3.Connection], dict[str, int]]:
+    """A write job loading the rows of each ``<prefix><table>.jsonl`` present in `src` (see the
+    module's docstring for what a load does to the rows already there), in the caller's
+    transaction; it returns the rows loaded per file. Blank lines are skipped; a row that cannot
+    be loaded is refused naming the file, the line and why — a value not of its column's
+    declared type, what the caller's `check` says, what the database refuses — and the caller's
+    transaction rolls back: nothing was loaded. `after` runs once a table's rows are in (a
+    derived row to drop, say). `interrupt` is called before each row: what it raises (a Ctrl-C
+    the caller saw on another thread) stops the load likewise."""
 
-        def load(
-            conn: sqlite3.Connection,
-            table: str = table,
-            rows: list[tuple[int, dict[str, Any]]] = rows,
-            path: Path = path,
-        ) -> int:
+    def load(conn: sqlite3.Connection) -> dict[str, int]:
+        owned = {table: _owned_by(conn, table) for table in tables}
+        # What is remembered of each loaded row: the values its owned rows need.
+        wanted: dict[str, set[str]] = {}
+        for fks in owned.values():
+            for _column, owner, owned_key in fks:
+                wanted.setdefault(owner, set()).add(owned_key)
+        kept: dict[str, tuple[Path, list[tuple[int, dict[str, Any]]]]] = {}
+        loaded: dict[str, int] = {}
+        for table in tables:
+            path = src / f"{prefix}{table}.jsonl"
+            if not path.exists():
+                continue
+            rows = _rows(path)
             declared = _declared(conn, table)
             for n, row in rows:
+                if not row:
+                    raise InvalidInput(f"{path} line {n} is an empty JSON object")
                 unknown = set(row) - set(declared)
                 if unknown:
                     raise InvalidInput(f"{path} line {n} has unknown columns: {', '.join(sorted(unknown))}")
                 why = _typed(declared, row) or (check(table, row) if check is not None else None)
                 if why is not None:
-                    raise InvalidInput(f"{path} line {n} {why}; nothing of that file was loaded")
-            for n, row in rows:  # one by one, each with its own columns: a refusal names its line
-                if not row:
-                    raise InvalidInput(f"{path} line {n} is an empty JSON object")
-                names = sorted(row)
-                try:
-                    conn.execute(
-                        f"INSERT OR REPLACE INTO {table} ({', '.join(names)}) "  # noqa: S608 - checked names
-                        f"VALUES ({', '.join('?' * len(names))})",
-                        [row[k] for k in names],
+                    raise InvalidInput(f"{path} line {n} {why}; nothing was loaded")
+            for column, owner, owner_key in owned[table]:
+                if owner in kept:  # the archive carries the owners: their rows here become its rows
+                    conn.executemany(
+                        f"DELETE FROM {table} WHERE {column} = ?",  # noqa: S608 - declared names
+                        [(row[owner_key],) for _n, row in kept[owner][1] if row.get(owner_key) is not None],
                     )
+            key = _primary_key(conn, table)
+            statements: dict[tuple[str, ...], str] = {}
+            for n, row in rows:  # one by one, each with its own columns: a refusal names its line
+                if interrupt is not None:
+                    interrupt()
+                names = tuple(sorted(row))
+                sql = statements.get(names)
+                if sql is None:
+                    sql = statements[names] = _upsert(table, names, list(declared), key)
+                try:
+                    conn.execute(sql, [row[k] for k in names])
                 except sqlite3.IntegrityError as exc:
                     why = _refusal(conn, table, row, exc)
-                    raise InvalidInput(f"{path} line {n} {why}; nothing of that file was loaded") from exc
+                    raise InvalidInput(f"{path} line {n} {why}; nothing was loaded") from exc
                 except OverflowError as exc:  # an integer of a TEXT column past 64 bits (SQLite binds it as one)
                     raise InvalidInput(f"{path} line {n} has a number too large to store; write it as text") from exc
                 except (sqlite3.InterfaceError, sqlite3.ProgrammingError) as exc:  # a list or object as a value
                     raise InvalidInput(f"{path} line {n} has a value that is not a string, number or null") from exc
             if after is not None:
                 after(conn, table, [row for _, row in rows])
-            return len(rows)
+            if table in wanted:
+                kept[table] = (path, [(n, {c: row.get(c) for c in wanted[table]}) for n, row in rows])
+            loaded[table] = len(rows)
+        return loaded
 
-        loaded[table] = store.write_blocking(load)
-    return loaded
+    return load
+
+
+#: The `store_meta` entry of a load that spans two database files (index.db and lessons.db: no
+#: transaction spans both) between the first one's commit and the second's: a load stopped there
+#: (kill -9 between two commits, a full disk at the second) left one file loaded and not the
+#: other, and this says so (`doctor`) until a load finishes.
+UNFINISHED = "load_unfinished"
+
+
+def mark_unfinished(conn: sqlite3.Connection, what: str) -> None:
+    """Record, in the caller's transaction, that a load of `what` has not finished yet."""
+    conn.execute(
+        "INSERT INTO store_meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (UNFINISHED, what),
+    )
+
+
+def mark_finished(conn: sqlite3.Connection) -> None:
+    conn.execute("DELETE FROM store_meta WHERE key = ?", (UNFINISHED,))
+
+
+def unfinished(conn: sqlite3.Connection) -> str | None:
+    """What a load that did not finish was loading (`mark_unfinished`), or None."""
+    row = conn.execute("SELECT value FROM store_meta WHERE key = ?", (UNFINISHED,)).fetchone()
+    return None if row is None else str(row[0])

@@ -15,7 +15,8 @@ import json
 import os
 import shutil
 import stat
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,11 +25,11 @@ from robot_mcp_memory import db, docmodel
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import InvalidInput, SchemaTooNew, StorageError, StoreUnreadable
 from robot_mcp_memory.experiences import index_repo, robotmem_import, vector_repo
-from robot_mcp_memory.kit import archive, files, maintenance
+from robot_mcp_memory.kit import SqliteStore, archive, files, maintenance
 from robot_mcp_memory.principal import Principal
+from robot_mcp_memory.store import restore_rows
 
 Progress = Callable[[int, int], None]
-PAGE = 500
 
 
 @dataclass
@@ -51,30 +52,6 @@ class LoadReport:
 _NOT_ARCHIVED = ("processes", "store_meta")
 ARCHIVE = "archive"
 LESSONS_PREFIX = "lessons."
-
-
-async def _unarchive(memory: Memory, src: Path) -> dict[str, int]:
-    folder = src / ARCHIVE
-    if not folder.is_dir():
-        return {}
-    try:
-        counts = await asyncio.to_thread(
-            archive.import_tables,
-            memory.index,
-            archive.archivable(memory.index, _NOT_ARCHIVED),
-            folder,
-            check=_loadable,
-            after=vector_repo.drop_loaded_vectors,
-        )
-    finally:  # the memories loaded before a refused file are found by search too
-        await memory.index.write(index_repo.rebuild_memory_index)
-    if any(folder.glob(f"{LESSONS_PREFIX}*.jsonl")):
-        lessons = await memory.lessons.store.writable()
-        tables = archive.archivable(lessons, _NOT_ARCHIVED)
-        got = await asyncio.to_thread(archive.import_tables, lessons, tables, folder, LESSONS_PREFIX, _loadable)
-        counts.update({LESSONS_PREFIX + k: v for k, v in got.items()})
-    await memory.fleet.registry.reload()
-    return counts
 
 
 #: The columns holding JSON, by table: an object (or null where the column may be), or any value.
@@ -190,40 +167,119 @@ def _remove_stale(dest: Path, written: set[Path]) -> list[str]:
 
 async def load(memory: Memory, principal: Principal, src: Path, progress: Progress | None = None) -> LoadReport:
     """Load ``processes/*.md`` from a dump directory (or a directory of .md files) as-is, and
-    the dump's ``archive/`` (fleet, memories, sessions, tags, lessons) when it has one."""
+    the dump's ``archive/`` (fleet, memories, sessions, tags, lessons) when it has one — all of
+    index.db in one transaction, the search index rebuilt in it too: a load stopped at any point
+    (kill -9, SIGTERM, a refused row, a full disk) leaves index.db as it was, never half loaded.
+
+    lessons.db is another file, and no transaction spans two: its rows are loaded in a
+    transaction left open until index.db's has committed, so a refusal in either leaves both as
+    they were. Only a stop between the two commits leaves index.db loaded without the lessons; it
+    is recorded in index.db (`archive.UNFINISHED`, reported by `doctor`) until a load finishes.
+
+    What a load does to the rows already there (a merge; see `kit.archive`): an archive row
+    replaces the row of the same key, rows the archive does not carry are kept. Documents that
+    cannot be parsed are skipped and reported (`LoadReport.skipped`); the others load."""
     memory.policy.require_admin(principal, "load")
     folder = src / "processes" if (src / "processes").is_dir() else src
     if not folder.is_dir():
         raise InvalidInput(f"{src} is not a directory of process documents")
-    files = sorted(folder.glob("*.md"))
     report = LoadReport()
-    batch: list[docmodel.ProcessDoc] = []
-    seen: dict[str, str] = {}  # id -> the file that carried it
-    for n, path in enumerate(files, start=1):
-        if progress:
-            progress(n, len(files))
+    archived = src / ARCHIVE if (src / ARCHIVE).is_dir() else None
+    # Ctrl-C cancels the awaiting coroutine, while the transaction runs on a worker thread: without
+    # a word to it, the load went on and committed, and the command said "interrupted".
+    stop = threading.Event()
+
+    def interrupt() -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+
+    tables = archive.archivable(memory.index, _NOT_ARCHIVED)
+    index_archive = (
+        None
+        if archived is None
+        else archive.loader(
+            tables, archived, check=_loadable, after=vector_repo.drop_loaded_vectors, interrupt=interrupt
+        )
+    )
+    lessons: tuple[SqliteStore, Callable[[Any], dict[str, int]]] | None = None  # lessons.db, its job
+    if archived is not None and any(archived.glob(f"{LESSONS_PREFIX}*.jsonl")):
+        store = await memory.lessons.store.writable()
+        lesson_tables = archive.archivable(store, _NOT_ARCHIVED)
+        lessons = (store, archive.loader(lesson_tables, archived, LESSONS_PREFIX, _loadable, interrupt=interrupt))
+    paths = sorted(folder.glob("*.md"))
+
+    def documents() -> Iterator[docmodel.ProcessDoc]:
+        """The documents to load, parsed one at a time (inside the transaction: never all in memory)."""
+        seen: dict[str, str] = {}  # id -> the file that carried it
+        for n, path in enumerate(paths, start=1):
+            interrupt()
+            if progress:
+                progress(n, len(paths))
+            try:
+                doc = docmodel.parse(_read_document(path))
+            except InvalidInput as exc:
+                report.skipped.append(f"{path.name}: {exc.detail}")
+                continue
+            if doc.id in seen:
+                report.skipped.append(
+                    f"{path.name}: has the id '{doc.id}' of {seen[doc.id]}, which was loaded instead "
+                    "(two documents titled the same?); give one of them its own 'id:' in the frontmatter"
+                )
+                continue
+            seen[doc.id] = path.name
+            if not doc.created or not doc.updated:
+                now = doc.updated or doc.created or _now()
+                doc = doc.model_copy(update={"created": doc.created or now, "updated": now})
+            yield doc
+
+    def index_job(conn: Any) -> tuple[int, dict[str, int]]:
+        processes = restore_rows(conn, documents())
+        counts = {} if index_archive is None else index_archive(conn)
+        if {"memories", "memory_tags"} & set(counts):  # the memory index, from the rows as loaded
+            index_repo.rebuild_memory_index(conn, interrupt)
+        interrupt()
+        if lessons is not None:
+            archive.mark_unfinished(conn, str(src))
+        return processes, counts
+
+    def run() -> tuple[int, dict[str, int]]:
+        if lessons is None:
+            return memory.index.write_blocking(index_job)
+        store, lessons_job = lessons
+        committed = False
+
+        def both(conn: Any) -> tuple[int, dict[str, int]]:
+            nonlocal committed
+            got = lessons_job(conn)
+            processes, counts = memory.index.write_blocking(index_job)  # index.db commits here
+            committed = True
+            return processes, {**counts, **{LESSONS_PREFIX + k: v for k, v in got.items()}}
+
         try:
-            doc = docmodel.parse(_read_document(path))
-        except InvalidInput as exc:
-            report.skipped.append(f"{path.name}: {exc.detail}")
-            continue
-        if doc.id in seen:
-            report.skipped.append(
-                f"{path.name}: has the id '{doc.id}' of {seen[doc.id]}, which was loaded instead "
-                "(two documents titled the same?); give one of them its own 'id:' in the frontmatter"
-            )
-            continue
-        seen[doc.id] = path.name
-        if not doc.created or not doc.updated:
-            now = doc.updated or doc.created or _now()
-            doc = doc.model_copy(update={"created": doc.created or now, "updated": now})
-        batch.append(doc)
-        if len(batch) >= PAGE:
-            report.processes += await memory.processes.store.restore(batch)
-            batch = []
-    if batch:
-        report.processes += await memory.processes.store.restore(batch)
-    report.archived = await _unarchive(memory, src)
+            done = store.write_blocking(both)
+        except StorageError as exc:
+            if committed:
+                raise StorageError(
+                    f"index.db was loaded, but lessons.db was not: {exc.detail} Run the same load again "
+                    "once that is fixed (`doctor` reports the unfinished load until then)"
+                ) from exc
+            raise
+        memory.index.write_blocking(archive.mark_finished)
+        return done
+
+    loading = asyncio.ensure_future(asyncio.to_thread(run))
+    try:
+        report.processes, report.archived = await asyncio.shield(loading)
+    except asyncio.CancelledError:  # stop the transaction (it rolls back), then say so
+        stop.set()
+        with contextlib.suppress(BaseException):
+            await loading
+        raise
+    finally:  # whatever committed: caches read again, vectors of what was replaced made again
+        memory.processes.store.restored()
+        if isinstance(memory.experiences.vectors, vector_repo.MemoryVectorIndex):
+            memory.experiences.vectors.cache.invalidate(vector_repo.DOMAIN)
+    await memory.fleet.registry.reload()
     return report
 
 
@@ -329,6 +385,16 @@ async def doctor(memory: Memory, full: bool = False, deep_index_check: bool | No
         if ix.problem is not None:
             detail += f"; the index is damaged ({ix.problem})"
         lines.append((_INDEX_CHECKS.get(ix.table, ix.table), detail if ix.ok else f"{detail}: {REINDEX}", ix.ok))
+    unfinished = await memory.index.read(archive.unfinished)
+    if unfinished is not None:  # stopped between index.db's commit and lessons.db's (`load`)
+        lines.append(
+            (
+                "load",
+                f"a load of {unfinished} did not finish: index.db holds it, lessons.db may not. "
+                f"Run robot-mcp-memory load {unfinished} again",
+                False,
+            )
+        )
     lines.append(("size", f"index.db {h.size_bytes} bytes, WAL {h.wal_bytes} bytes", True))
     lines.append(_disk(memory.settings.data_dir))
     return Doctor(ok=all(ok for _, _, ok in lines), lines=lines)
