@@ -9,9 +9,9 @@ import asyncio
 import contextlib
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
 
@@ -20,7 +20,7 @@ from robot_mcp_memory.api import RobotMemory
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.errors import StorageError
-from robot_mcp_memory.kit import SqliteStore
+from robot_mcp_memory.kit import SqliteStore, files
 from robot_mcp_memory.params import ParamStore
 from robot_mcp_memory.principal import ADMIN
 from tests.conftest import MAILROOM
@@ -242,3 +242,61 @@ def test_a_loaded_row_is_its_line_whole_columns_it_leaves_out_take_their_default
         assert conn.execute("SELECT robot_id, name, meta, updated FROM fleet_robots").fetchall() == [
             ("rap-1", "", "{}", "2026-01-02T00:00:00Z")
         ]
+
+
+# ---------------------------------------------------------------------------- what load takes
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("session_id", "a-session-nowhere"), ("superseded_by", 999)],
+)
+def test_a_memory_naming_a_session_or_successor_nowhere_is_refused(
+    tmp_path: Path, column: str, value: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Neither is a foreign key (a memory outlives both), so an archive mixing two dumps loaded
+    memories in sessions that exist nowhere: `end_session` said not_found, recall found them."""
+    data = tmp_path / "data"
+    _learned(data, [("the hall conveyor is stuck", {}), ("the dock door jams", {})], session=True)
+    src = _dump(data, tmp_path / "dump")
+    rows = _jsonl(src / "archive" / "memories.jsonl")
+    rows[1][column] = value
+    _write_jsonl(src / "archive" / "memories.jsonl", rows)
+    assert _load(tmp_path / "b", src) == cli.EXIT_FAILED
+    line = next(ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("robot-mcp-memory:"))
+    assert f"memories.jsonl line 2 has {column} {json.dumps(value)}, which names no row of " in line
+    assert _rows_of(tmp_path / "b")["memories"] == []
+
+
+def test_a_dump_stopped_midway_is_refused_by_load_until_a_dump_finishes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dump replaces its files one by one: stopped after memories.jsonl, the directory held the
+    new memories with the earlier dump's tags and sessions, and `load` took it (exit 0)."""
+    data = tmp_path / "data"
+    _learned(data, [("the hall conveyor is stuck", {"tags": ["hall"]})], session=True)
+    dest = _dump(data, tmp_path / "dump")
+    _learned(data, [("night shift: the dock light flickers", {"tags": ["night"]})], session=True)
+    real = files.replacing
+
+    @contextlib.contextmanager
+    def stopped_at_the_tags(path: Path) -> Iterator[TextIO]:
+        if path.name == "memory_tags.jsonl":
+            raise KeyboardInterrupt  # Ctrl-C; kill -9 stops it there without even this
+        with real(path) as fh:
+            yield fh
+
+    monkeypatch.setattr(files, "replacing", stopped_at_the_tags)
+    assert cli.main(["dump", "--data-dir", str(data), str(dest)]) == 130
+    monkeypatch.undo()
+    capsys.readouterr()
+    assert _load(tmp_path / "b", dest) == cli.EXIT_FAILED
+    err = capsys.readouterr().err
+    assert err.startswith("robot-mcp-memory:")
+    assert "did not finish" in err
+    assert "nothing was loaded" in err
+    assert _rows_of(tmp_path / "b")["memories"] == []
+    assert _load(tmp_path / "b", dest / "processes") == cli.EXIT_FAILED  # its documents alone neither
+
+    _dump(data, dest)
+    assert _load(tmp_path / "b", dest) == 0
+    assert len(_rows_of(tmp_path / "b")["memories"]) == 2
+    assert not [p.name for p in dest.iterdir() if p.name.startswith(".dump-unfinished")]

@@ -149,6 +149,11 @@ def _typed(cols: Mapping[str, str], row: Mapping[str, Any]) -> str | None:
     return None
 
 
+#: Columns that name a row of another table without a declared foreign key, by table:
+#: ``(column, table, key)``. Checked once every file is in (the row may come later in the archive).
+Links = Mapping[str, Sequence[tuple[str, str, str]]]
+
+
 def _primary_key(conn: sqlite3.Connection, table: str) -> list[str]:
     keyed = sorted((int(r[5]), str(r[1])) for r in conn.execute(f"PRAGMA table_info({table})") if r[5])
     return [name for _, name in keyed]  # declared names only
@@ -183,24 +188,27 @@ def loader(
     prefix: str = "",
     check: RowCheck | None = None,
     after: AfterLoad | None = None,
+    links: Links | None = None,
     interrupt: Callable[[], None] | None = None,
 ) -> Callable[[sqlite3.Connection], dict[str, int]]:
     """A write job loading the rows of each ``<prefix><table>.jsonl`` present in `src` (see the
     module's docstring for what a load does to the rows already there), in the caller's
     transaction; it returns the rows loaded per file. Blank lines are skipped; a row that cannot
     be loaded is refused naming the file, the line and why — a value not of its column's
-    declared type, what the caller's `check` says, what the database refuses — and the caller's
-    transaction rolls back: nothing was loaded. `after` runs once a table's rows are in (a
-    derived row to drop, say). `interrupt` is called before each row: what it raises (a Ctrl-C
-    the caller saw on another thread) stops the load likewise."""
+    declared type, what the caller's `check` says, what the database refuses, a `links` value
+    naming no row — and the caller's transaction rolls back: nothing was loaded. `after` runs
+    once a table's rows are in (a derived row to drop, say). `interrupt` is called before each
+    row: what it raises (a Ctrl-C the caller saw on another thread) stops the load likewise."""
 
     def load(conn: sqlite3.Connection) -> dict[str, int]:
         owned = {table: _owned_by(conn, table) for table in tables}
-        # What is remembered of each loaded row: the values its owned rows need.
+        # What is remembered of each loaded row: the values its owned rows and `links` need.
         wanted: dict[str, set[str]] = {}
         for fks in owned.values():
             for _column, owner, owned_key in fks:
                 wanted.setdefault(owner, set()).add(owned_key)
+        for table, columns in (links or {}).items():
+            wanted.setdefault(table, set()).update(column for column, _t, _k in columns)
         kept: dict[str, tuple[Path, list[tuple[int, dict[str, Any]]]]] = {}
         loaded: dict[str, int] = {}
         for table in tables:
@@ -247,6 +255,23 @@ def loader(
             if table in wanted:
                 kept[table] = (path, [(n, {c: row.get(c) for c in wanted[table]}) for n, row in rows])
             loaded[table] = len(rows)
+        for table, columns in (links or {}).items():
+            path, rows = kept.get(table, (src, []))
+            for column, target, target_key in columns:
+                for n, row in rows:
+                    value = row.get(column)
+                    if value is None:
+                        continue
+                    found = conn.execute(
+                        f"SELECT 1 FROM {target} WHERE {target_key} = ?",  # noqa: S608 - declared names
+                        (value,),
+                    ).fetchone()
+                    if found is None:
+                        shown = json.dumps(value, ensure_ascii=False)
+                        raise InvalidInput(
+                            f"{path} line {n} has {column} {shown}, which names no row of {target} (neither "
+                            f"the archive nor this store holds one); nothing was loaded"
+                        )
         return loaded
 
     return load

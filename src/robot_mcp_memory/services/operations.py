@@ -89,14 +89,26 @@ def _loadable(table: str, row: Mapping[str, Any]) -> str | None:
     return None
 
 
+#: Columns naming a row without a foreign key (a memory is kept when its session or its successor
+#: is not, so none is declared): a loaded row must name one the archive or the store holds — an
+#: archive mixing two dumps' files had memories in sessions that exist nowhere.
+_LINKS = {"memories": (("session_id", "sessions", "id"), ("superseded_by", "memories", "id"))}
+
+
 async def dump(memory: Memory, principal: Principal, dest: Path, progress: Progress | None = None) -> DumpReport:
     """Write ``processes/<id>.md`` and ``archive/*.jsonl`` into `dest`. The processes and the other
     tables of index.db come from one snapshot (one read transaction), lessons.db from its own.
     Each file is replaced whole (never written through a symlink); the files an earlier dump wrote
     there (its `MANIFEST`) that this one did not are removed, so a later `load` cannot bring back
-    what was deleted since — a file someone added by hand is never touched."""
+    what was deleted since — a file someone added by hand is never touched.
+
+    Files are replaced one by one, so a dump stopped midway (kill, power cut, full disk) leaves
+    some of this snapshot's files beside the earlier dump's: `UNFINISHED_DUMP` is written before
+    the first file and removed after the last, and `load` refuses a directory that holds it."""
     memory.policy.require_admin(principal, "dump")
     out, folder = await asyncio.to_thread(_prepare, dest)
+    unfinished = dest / UNFINISHED_DUMP
+    await asyncio.to_thread(files.replace_text, unfinished, _UNFINISHED_NOTE.format(started=_now()))
     report = DumpReport()
     written: set[Path] = set()
 
@@ -118,6 +130,7 @@ async def dump(memory: Memory, principal: Principal, dest: Path, progress: Progr
         report.archived.update({LESSONS_PREFIX + k: v for k, v in got.items()})
     written.update(folder / f"{name}.jsonl" for name in report.archived)
     report.removed = await asyncio.to_thread(_remove_stale, dest, written)
+    await asyncio.to_thread(unfinished.unlink)  # the last step: every file is this dump's now
     return report
 
 
@@ -143,6 +156,13 @@ def _prepare(dest: Path) -> tuple[Path, Path]:
 #: The list of files a dump wrote, beside them: the next dump into the same directory removes
 #: those it does not write again, and nothing else (a document added by hand stays).
 MANIFEST = ".dump-manifest"
+#: Beside the files while a dump writes them: a dump that did not finish (`dump`) left it.
+UNFINISHED_DUMP = ".dump-unfinished"
+_UNFINISHED_NOTE = (
+    "A dump into this directory began at {started} and did not finish (it was interrupted, or is\n"
+    "still running). Its files may be a mix of two snapshots, so `robot-mcp-memory load` refuses\n"
+    "this directory until a dump into it finishes: run the dump again.\n"
+)
 
 
 def _remove_stale(dest: Path, written: set[Path]) -> list[str]:
@@ -183,6 +203,7 @@ async def load(memory: Memory, principal: Principal, src: Path, progress: Progre
     folder = src / "processes" if (src / "processes").is_dir() else src
     if not folder.is_dir():
         raise InvalidInput(f"{src} is not a directory of process documents")
+    _refuse_unfinished_dump(src)
     report = LoadReport()
     archived = src / ARCHIVE if (src / ARCHIVE).is_dir() else None
     # Ctrl-C cancels the awaiting coroutine, while the transaction runs on a worker thread: without
@@ -198,7 +219,7 @@ async def load(memory: Memory, principal: Principal, src: Path, progress: Progre
         None
         if archived is None
         else archive.loader(
-            tables, archived, check=_loadable, after=vector_repo.drop_loaded_vectors, interrupt=interrupt
+            tables, archived, check=_loadable, after=vector_repo.drop_loaded_vectors, links=_LINKS, interrupt=interrupt
         )
     )
     lessons: tuple[SqliteStore, Callable[[Any], dict[str, int]]] | None = None  # lessons.db, its job
@@ -281,6 +302,19 @@ async def load(memory: Memory, principal: Principal, src: Path, progress: Progre
             memory.experiences.vectors.cache.invalidate(vector_repo.DOMAIN)
     await memory.fleet.registry.reload()
     return report
+
+
+def _refuse_unfinished_dump(src: Path) -> None:
+    """`InvalidInput` when `src` (or the dump it is the ``processes/`` folder of) holds a dump that
+    did not finish (`UNFINISHED_DUMP`): its files may come from two snapshots — memories whose
+    tags and sessions are missing — and nothing says which."""
+    for where in (src, src.parent) if src.name == "processes" else (src,):
+        if os.path.lexists(where / UNFINISHED_DUMP):
+            raise InvalidInput(
+                f"{where} holds a dump that did not finish (it was interrupted, or is still running): its "
+                "files may be a mix of two snapshots, so nothing was loaded. Run `robot-mcp-memory dump "
+                f"{where}` again, or load another dump"
+            )
 
 
 #: The largest .md file `load` reads: a document's character limit at 4 bytes a character.
