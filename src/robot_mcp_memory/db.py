@@ -203,15 +203,29 @@ def _lean_memory_indexes(conn: sqlite3.Connection) -> None:
 
 
 def _facts_digests(conn: sqlite3.Connection) -> None:
-    """Migrations 7, 9, 11 and 12: every fact's dedup digest as `dedup.facts_of` computes it now
+    """Migrations 7, 9 and 11: every fact's dedup digest as `dedup.facts_of` computes it now
     (7: numbers after a letter — ``M12``, Han text — and thousands separators count, an outcome
-    written ``1`` or ``"true"`` counts; 9, 11, 12: see `MIGRATIONS`). A digest from before would
+    written ``1`` or ``"true"`` counts; 9, 11: see `MIGRATIONS`). A digest from before would
     keep a stored memory from ever being proposed as the duplicate of the same experience learned
     again."""
     rows = conn.execute("SELECT id, content, context FROM memories WHERE type = 'fact'").fetchall()
     conn.executemany(
         "UPDATE memories SET facts_hash = ? WHERE id = ?",
         [(dedup.facts_hash(dedup.facts_of(text, _object(ctx))), mid) for mid, text, ctx in rows],
+    )
+
+
+def _dedup_keys(conn: sqlite3.Connection) -> None:
+    """Migration 12: every fact's facts digest and lexical key (``content_hash``) as dedup computes
+    them now (see `MIGRATIONS`); a key from before (the hash of the normalised text) would keep a
+    stored memory from being found as the duplicate of the same experience learned again."""
+    rows = conn.execute("SELECT id, content, context FROM memories WHERE type = 'fact'").fetchall()
+    conn.executemany(
+        "UPDATE memories SET facts_hash = ?, content_hash = ? WHERE id = ?",
+        [
+            (dedup.facts_hash(dedup.facts_of(text, _object(ctx))), dedup.content_hash(text), mid)
+            for mid, text, ctx in rows
+        ],
     )
 
 
@@ -267,9 +281,11 @@ MIGRATIONS: list[Migration] = [
     # note does; a digest from 9 would keep such a memory from being found as a duplicate
     _facts_digests,
     # 12: the digests again — the whole task (name, reward, steps…), the robot (type, id…) and the
-    # environment decide; a digest from 11 left them out, so the same insight learned again with
-    # the same task and robot would no longer find its stored copy
-    _facts_digests,
+    # environment (a whole env or source string, not its first 32 characters) decide; a digest
+    # from 11 left them out, so the same insight learned again with the same task and robot would
+    # no longer find its stored copy. And a fact's content_hash becomes its lexical key (the hash
+    # of its content words in order), which finds its lexical duplicates without a text search
+    _dedup_keys,
 ]
 
 

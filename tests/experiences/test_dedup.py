@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
-from contextlib import closing
-
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from robot_mcp_memory.experiences import dedup
 from robot_mcp_memory.experiences.dedup import Candidate, facts_hash, facts_of
-from robot_mcp_memory.experiences.inflection import stem
-from robot_mcp_memory.search import segment
 
 
 def same_facts(a: str, b: str, ca: dict[str, object] | None = None, cb: dict[str, object] | None = None) -> bool:
@@ -118,7 +113,7 @@ def test_judge_proposes_exact_then_lexical_then_semantic() -> None:
     text = "Grasp the mug by its handle."
     exact = [Candidate(1, "grasp the mug by its handle")]
     assert dedup.judge(text, exact, []) == dedup.Duplicate(1, "exact", 1.0)
-    lexical = [Candidate(2, "grasp the mug by the handle"), Candidate(3, "open the door")]
+    lexical = [Candidate(2, "please grasp a mug by its handle"), Candidate(3, "open the door")]
     dup = dedup.judge(text, [], lexical)
     assert dup is not None
     assert dup.existing_id == 2
@@ -136,15 +131,16 @@ def test_the_lexical_stage_picks_the_most_similar_candidate_not_the_first() -> N
     assert dedup.judge(text, [], lexical[::-1]) == dedup.Duplicate(2, "jaccard", 1.0)
 
 
-def test_the_lexical_stage_needs_the_same_content_words() -> None:
-    """Filler words, case, punctuation and inflection may differ; a content word may not — not
-    even in a long sentence where it is one word in ten (found by review: Jaccard ≥ 0.8 of all
-    the words took "… the blue cube …" for a duplicate of "… the red cube …")."""
+def test_the_lexical_stage_needs_the_same_words_in_the_same_order() -> None:
+    """Articles, "please", case, punctuation and the writing of a number or unit may differ; a
+    word may not, nor the order of the words — not even in a long sentence where it is one word in
+    ten (found by review: Jaccard ≥ 0.8 of all the words took "… the blue cube …" for a duplicate
+    of "… the red cube …")."""
     text = "Grasp the red cube from the side with two fingers."
     for same in [
-        "grasp this red cube from its side with two fingers",
-        "the red cubes were grasped from the sides with two fingers",
-        "GRASP THE RED CUBE FROM THE SIDE, WITH TWO FINGERS",
+        "please grasp a red cube from the side with two fingers",
+        "GRASP THE RED CUBE FROM THE SIDE, WITH TWO FINGERS!",
+        "grasp the red cube from the side with 2 fingers",
     ]:
         dup = dedup.judge(text, [], [Candidate(1, same)])
         assert dup is not None, same
@@ -156,20 +152,26 @@ def test_the_lexical_stage_needs_the_same_content_words() -> None:
         "grasp the red cube from the side with two soft fingers",  # a word more
         "grasp the red cube from the side",  # words fewer
         "grasp the red cube at the side with two fingers",  # a preposition of place
+        "grasp this red cube from its side with two fingers",  # a demonstrative, a pronoun
+        "the red cubes were grasped from the sides with two fingers",  # an inflection: stored again
+        "from the side grasp the red cube with two fingers",  # another order
     ]:
         assert dedup.judge(text, [], [Candidate(1, other)]) is None, other
 
 
-def test_content_words_are_stems_without_filler_or_numbers() -> None:
-    assert dedup.content_words(segment.tokens("The grippers slipped on its two wet mugs, 12.5 N")) == {
-        "gripper",
-        "slip",
+def test_the_content_sequence_keeps_every_word_but_articles_please_and_quantities() -> None:
+    assert dedup.content_sequence("Please, the grippers slipped on its two wet mugs at 12.5 N") == (
+        "grippers",
+        "slipped",
         "on",
+        "its",
         "wet",
-        "mug",
-        "n",
-    }
-    assert dedup.content_words(segment.tokens("it is the one")) == frozenset()
+        "mugs",
+        "at",
+    )
+    assert dedup.content_sequence("it is the one") == ("it", "is")  # "one" is a number
+    assert dedup.content_sequence("a 5 s wait") == dedup.content_sequence("the five seconds wait") == ("wait",)
+    assert dedup.content_sequence("夹爪力12牛顿可以") == dedup.content_sequence("夹爪力 12 N 可以")
 
 
 @pytest.mark.parametrize(
@@ -178,17 +180,42 @@ def test_content_words_are_stems_without_filler_or_numbers() -> None:
         ("grasp the red cube from the side with two fingers", "grasp the blue cube from the side with two fingers"),
         ("pick the screwdriver from the tool rack by its handle", "pick the hammer from the tool rack by its handle"),
         ("grasp the mug", "grasp the mug firmly"),
+        ("grasp the mug firmly", "grasp the mug less firmly"),
+        ("the battery has been charged", "the battery has to be charged"),
+        ("stack the red block on the blue block", "stack the blue block on the red block"),
+        ("do not open the door, close the window", "open the door, do not close the window"),
     ],
 )
-def test_a_close_vector_does_not_make_another_object_the_same(a: str, b: str) -> None:
-    """Sharing most content words but one, the vectors are close because of the shared words."""
-    assert dedup.differing_content(dedup.content_words(segment.tokens(a)), dedup.content_words(segment.tokens(b)))
+def test_a_close_vector_does_not_make_a_substitution_the_same(a: str, b: str) -> None:
+    """Differing in a word or two, or in word order, the vectors are close because of the shared
+    words (the USE model scores such pairs up to 0.999)."""
+    assert dedup.substituted(dedup.content_sequence(a), dedup.content_sequence(b))
     assert dedup.judge(a, [], [], [Candidate(1, b, similarity=0.99)]) is None
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Den Becher am Henkel greifen", "Greife den Becher am Henkel"),  # a word moved and changed form
+        ("Saisir la tasse par l'anse", "Saisissez la tasse par l'anse"),
+        ("Agarra la taza por el asa", "Agarrar la taza por el asa"),
+        ("抓住杯子的把手", "抓杯子的把手"),
+        ("マグカップの取っ手を掴む", "マグカップは取っ手を掴む"),  # a particle
+        ("컵의 손잡이를 잡으세요", "컵 손잡이를 잡으세요"),
+        ("the grippers slipped on the wet mugs", "the gripper slips on the wet mug"),
+    ],
+)
+def test_an_inflection_or_particle_variant_is_left_to_the_cosine(a: str, b: str) -> None:
+    """Found by review: the cosine stage turned down every pair sharing half its content words, so
+    in any language but English nothing but exact text was caught."""
+    assert not dedup.substituted(dedup.content_sequence(a), dedup.content_sequence(b))
+    assert dedup.judge(a, [], [], [Candidate(1, b, similarity=0.95)]) == dedup.Duplicate(1, "cosine", 0.95)
+    assert dedup.judge(a, [], [], [Candidate(1, b, similarity=0.9)]) is None
 
 
 def test_a_paraphrase_in_other_words_is_still_a_semantic_duplicate() -> None:
     a, b = "grasp the mug by its handle", "hold the cup at its grip"
-    assert not dedup.differing_content(dedup.content_words(segment.tokens(a)), dedup.content_words(segment.tokens(b)))
+    assert not dedup.substituted(dedup.content_sequence(a), dedup.content_sequence(b))
     assert dedup.judge(a, [], [], [Candidate(1, b, similarity=0.95)]) == dedup.Duplicate(1, "cosine", 0.95)
 
 
@@ -207,76 +234,40 @@ def test_a_repeated_perception_with_new_data_hashes_differently() -> None:
     assert a == dedup.perception_hash("Mug on the  table.", "visual", {"bbox": [1, 2, 3, 4]}, {})
 
 
-#: Inflections of one word each: every form has one stem, and the index's porter stemmer makes them
-#: one term. Neighbouring groups that must stay apart: tape/tap, hope/hop, cube/cub, plane/plan.
-FORMS = [
-    ("cube", "cubes"),
-    ("cub", "cubs"),
-    ("grip", "grips", "gripped", "gripping"),
-    ("place", "places", "placed", "placing"),
-    ("handle", "handles", "handled", "handling"),
-    ("carry", "carries", "carried", "carrying"),
-    ("box", "boxes"),
-    ("bench", "benches"),
-    ("battery", "batteries"),
-    ("close", "closes", "closed", "closing"),
-    ("control", "controls", "controlled", "controlling"),
-    ("tape", "tapes", "taped", "taping"),
-    ("tap", "taps", "tapped", "tapping"),
-    ("hope", "hopes", "hoped", "hoping"),
-    ("hop", "hops", "hopped", "hopping"),
-    ("plane", "planes"),
-    ("plan", "plans", "planned", "planning"),
-    ("use", "uses", "used", "using"),
-    ("sponge", "sponges"),
-    ("slip", "slips", "slipped", "slipping"),
-    ("agree", "agrees", "agreed", "agreeing"),
-    ("wipe", "wipes", "wiped", "wiping"),
-    ("fall", "falls", "falling"),
-    ("mug", "mugs"),
-    ("glass", "glasses"),
-]
-FILLER = ["the", "a", "its", "is", "was", "and", "of", "to", "this"]
-
-
-def test_each_inflection_has_its_words_stem_and_no_other() -> None:
-    stems = [{stem(f) for f in forms} for forms in FORMS]
-    assert all(len(s) == 1 for s in stems), stems
-    assert len({next(iter(s)) for s in stems}) == len(FORMS)
-
-
 @st.composite
-def rewordings(draw: st.DrawFn) -> tuple[list[str], list[str]]:
-    """(a, b): the same words in other inflections, with other filler, in another order."""
-    groups = draw(st.lists(st.sampled_from(FORMS), min_size=1, max_size=8, unique=True))
-    a = [draw(st.sampled_from(g)) for g in groups] + draw(st.lists(st.sampled_from(FILLER), max_size=4))
-    b = [draw(st.sampled_from(g)) for g in groups] + draw(st.lists(st.sampled_from(FILLER), max_size=4))
-    return draw(st.permutations(a)), draw(st.permutations(b))
+def rewordings(draw: st.DrawFn) -> tuple[str, str]:
+    """(a, b): the same words in the same order, with other articles, "please", case,
+    punctuation and writings of their quantities."""
+    words = draw(
+        st.lists(
+            st.sampled_from(["grasp", "mug", "handle", "red", "his", "to", "is", "not", "on"]), min_size=1, max_size=8
+        )
+    )
+    quantity = draw(st.sampled_from([("12 N", "12N"), ("5 s", "five seconds"), ("30 cm", "30cm"), ("45 deg", "45°")]))
+    at = draw(st.integers(0, len(words)))
+
+    def write(q: str) -> str:
+        out = []
+        for w in [*words[:at], q, *words[at:]]:
+            out += draw(st.lists(st.sampled_from(["the", "a", "an", "please", "The"]), max_size=1))
+            out.append(draw(st.sampled_from([w, w.upper(), w + ","])))
+        return " ".join(out)
+
+    return write(quantity[0]), write(quantity[1])
 
 
 @settings(deadline=None)
 @given(case=rewordings())
-@example(case=(["the", "cubes", "slipped"], ["cube", "slips"]))
-@example(case=(["tapping", "plans"], ["tap", "planned"]))
-def test_the_candidate_query_finds_every_text_with_the_same_content_words(case: tuple[list[str], list[str]]) -> None:
-    """Completeness of the lexical stage: whenever b says what a says, b matches a's query in an
-    index tokenized as the memories' is (porter)."""
+def test_texts_with_the_same_content_sequence_share_the_lexical_key(case: tuple[str, str]) -> None:
+    """Completeness of the lexical stage: the store looks its candidates up by this key."""
     a, b = case
-    assert dedup.content_words(a) == dedup.content_words(b)
-    expr = dedup.candidate_expression(a)
-    assert expr is not None
-    with closing(sqlite3.connect(":memory:")) as c:
-        c.execute("CREATE VIRTUAL TABLE memories_fts USING fts5(content, context, tokenize='porter unicode61')")
-        c.execute("INSERT INTO memories_fts(rowid, content, context) VALUES (1, ?, ?)", (" ".join(b), " ".join(a)))
-        assert c.execute("SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?", (expr,)).fetchall(), expr
+    assert dedup.content_sequence(a) == dedup.content_sequence(b)
+    assert dedup.content_hash(a) == dedup.content_hash(b)
 
 
-def test_the_candidate_query_leaves_out_texts_that_say_something_else() -> None:
-    expr = dedup.candidate_expression(segment.tokens("grasp the red cube from the side"))
-    with closing(sqlite3.connect(":memory:")) as c:
-        c.execute("CREATE VIRTUAL TABLE memories_fts USING fts5(content, tokenize='porter unicode61')")
-        c.executemany(
-            "INSERT INTO memories_fts(rowid, content) VALUES (?, ?)",
-            [(1, "grasp the blue cube from the side"), (2, "grasped red cubes from their sides")],
-        )
-        assert c.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (expr,)).fetchall() == [(2,)]
+def test_texts_with_nothing_but_articles_and_numbers_are_keyed_by_their_text() -> None:
+    """An empty content sequence says nothing to compare: emoji, punctuation, a bare number."""
+    assert dedup.content_hash("👍") != dedup.content_hash("👎")
+    assert dedup.content_hash("12 N") != dedup.content_hash("the 12 N")
+    assert dedup.content_hash("12 N") == dedup.content_hash("12  n.")
+    assert dedup.judge("👍", [], [Candidate(1, "👎")]) is None

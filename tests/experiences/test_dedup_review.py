@@ -5,8 +5,6 @@ opposites and reversed steps, negations the lexicon lacked — and one it kept t
 
 from __future__ import annotations
 
-import sqlite3
-from contextlib import closing
 from typing import Any
 
 import pytest
@@ -162,7 +160,7 @@ def test_consolidation_never_folds_a_failure_into_a_success(ok: dict[str, Any], 
     rows = [
         row(1, "grasp the mug by the handle with two fingers", ok),
         row(2, "grasp the mug by its handle using two fingers", bad),
-        row(3, "grasp the mug by the handle with two fingers slowly", ok),
+        row(3, "Grasp the mug by the handle, with two fingers.", ok),
     ]
     assert plan(rows) == [(1, 3)]
 
@@ -226,10 +224,10 @@ def test_cjk_opposites_are_not_duplicates() -> None:
 def test_paraphrases_without_opposites_still_match() -> None:
     assert lexical_duplicate(TEMPLATE.format("increase grip force"), TEMPLATE.format("increase the grip force"))
     assert lexical_duplicate(
-        "use the left arm to grasp the red mug on the table", "use the left arm to grasp the red mug on this table"
+        "use the left arm to grasp the red mug on the table", "Use the left arm to grasp a red mug on the table."
     )
-    # no sequence word: the order of the words is free
-    assert lexical_duplicate("the mug on the shelf is red and heavy", "the mug on the shelf is heavy and red")
+    # the order of the words is never free (found by review: roles and the scope of "not" swap)
+    assert not lexical_duplicate("the mug on the shelf is red and heavy", "the mug on the shelf is heavy and red")
 
 
 def test_steps_in_another_order_are_not_duplicates() -> None:
@@ -237,7 +235,7 @@ def test_steps_in_another_order_are_not_duplicates() -> None:
     b = "first press the elevator button then open the door"
     assert dedup.jaccard(segment.words(a), segment.words(b)) == 1.0
     assert not lexical_duplicate(a, b)
-    assert lexical_duplicate(a, "first open the door and then press the elevator button")
+    assert lexical_duplicate(a, "First open the door, then press the elevator button.")
 
 
 def test_consolidation_never_folds_opposites_or_reversed_steps() -> None:
@@ -284,14 +282,9 @@ def test_the_same_number_written_otherwise_costs_no_similarity() -> None:
     assert dedup.lexical_words(segment.tokens("12 15 18")) == ["12", "15", "18"]  # numbers only: kept
 
 
-def test_the_pigeonhole_query_finds_a_number_written_otherwise() -> None:
+def test_the_same_number_written_otherwise_has_the_same_lexical_key() -> None:
     a, b = "grip force 12.5 N held the mug", "grip force 12.50 N held the mug"
-    expr = dedup.candidate_expression(segment.tokens(a))
-    assert expr is not None
-    with closing(sqlite3.connect(":memory:")) as c:
-        c.execute("CREATE VIRTUAL TABLE memories_fts USING fts5(content)")
-        c.execute("INSERT INTO memories_fts(rowid, content) VALUES (1, ?)", (b,))
-        assert c.execute("SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?", (expr,)).fetchall()
+    assert dedup.content_hash(a) == dedup.content_hash(b)
 
 
 # ---------------------------------------------------------------------------- end to end
@@ -411,7 +404,7 @@ async def test_recall_finds_each_object_learned_in_the_same_sentence(memory: Mem
     assert blue == ["grasp the blue cube from the side with two fingers"]
     hammer = [h.memory.content for h in (await svc.recall(STDIO, "hammer", n=3)).hits]
     assert hammer == ["pick the hammer from the tool rack by its handle"]
-    again = await svc.learn(STDIO, "Grasp the blue cubes from the sides with two fingers.", ok)
+    again = await svc.learn(STDIO, "Please grasp a blue cube from the side with 2 fingers.", ok)
     assert (again.status, again.method) == ("duplicate", "jaccard")  # the same experience, reworded
 
 
@@ -431,10 +424,120 @@ def test_consolidation_never_hides_what_only_one_memory_says(a: str, b: str) -> 
     assert plan(rows) == []
 
 
-def test_consolidation_folds_a_memory_into_one_that_says_all_of_it() -> None:
+def test_consolidation_folds_only_a_lexical_duplicate() -> None:
     rows = [
         Row(1, "fact", "the mug handle faces left on the shelf", "observation", 0.9, {}, 0, 1.0),
         row(2, "the mug handle faces left on the top shelf", {}),
-        row(3, "mug handles face left on the shelf", {}),
+        row(3, "The mug handle faces left on a shelf.", {}),
     ]
-    assert plan(rows) == [(3, 1)]  # 2 says more than 1, the most confident: it stays
+    assert plan(rows) == [(3, 1)]  # 2 says more than 1, 1 less than 2: both stay
+
+
+# ---------------------------------------------------------------------------- 9. review of the content-word rewrite
+#: Pairs the rewrite answered 'duplicate' (F1: pronouns, be/have/do, "to" were filler and "locked"
+#: was "lock"; F5: the same words in other roles or another scope of "not"; F8: Porter step 1
+#: joined different objects). Each is another experience.
+REWRITE_MERGED = [
+    ("The battery has been charged", "The battery has to be charged"),
+    ("Calibration is done", "Calibration is to be done"),
+    ("The gate is locked", "Lock the gate"),
+    ("The light is turned off", "Turn off the light"),
+    ("The mug was filled with water", "Fill the mug with water"),
+    ("Bring his medication to the bedroom", "Bring her medication to the bedroom"),
+    ("Hand the screwdriver to him", "Hand the screwdriver to her"),
+    ("They dropped the mug on the floor", "I dropped the mug on the floor"),
+    ("The mug is on the table", "Is the mug on the table"),
+    ("Stack the red block on the blue block", "Stack the blue block on the red block"),
+    ("Place the cup on the plate", "Place the plate on the cup"),
+    ("Move the box from the table to the shelf", "Move the box from the shelf to the table"),
+    ("Grasp the mug by the handle, not the rim", "Grasp the mug by the rim, not the handle"),
+    ("Do not open the door, close the window", "Open the door, do not close the window"),
+    (
+        "Use the left gripper for the mug and the right gripper for the cup",
+        "Use the right gripper for the mug and the left gripper for the cup",
+    ),
+    ("Move the arm to the left", "Move the left arm"),
+]
+#: Stored apart by learn, and left to the cosine: one word in another inflection (F8), or more
+#: words differing than a substitution's two (the USE model puts these pairs below
+#: `dedup.COSINE_DUPLICATE`).
+INFLECTED = [
+    ("The gripper was replaced", "The gripper is to be replaced"),
+    ("Wipe the casing", "Wipe the case"),
+    ("Check the housing for cracks", "Check the house for cracks"),
+    ("Tighten the fitting", "Tighten the fit"),
+    ("Pick up the glass", "Pick up the glasses"),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), REWRITE_MERGED + INFLECTED)
+async def test_learn_keeps_what_the_rewrite_merged(memory: Memory, a: str, b: str) -> None:
+    svc = memory.experiences
+    first = await svc.learn(STDIO, a)
+    second = await svc.learn(STDIO, b)
+    assert (first.status, second.status) == ("created", "created")
+
+
+@pytest.mark.parametrize(("a", "b"), REWRITE_MERGED)
+def test_a_close_vector_does_not_merge_what_the_rewrite_merged_either(a: str, b: str) -> None:
+    """The USE model scores these pairs up to 0.999: the cosine stage must not take them."""
+    assert dedup.judge(a, [], [], [Candidate(1, b, similarity=0.999)]) is None
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Grip the wet mug by the handle at 12 N", "Grip the wet mug by the handle at 12N"),
+        ("Grip the wet mug by the handle at 12 N", "Grip the wet mug by the handle at 12 newtons"),
+        ("Wait 5 s after closing the gripper", "Wait five seconds after closing the gripper"),
+        ("Wait 5 s after closing the gripper", "Wait 5 seconds after closing the gripper"),
+        ("Move the arm 30 cm to the left of the red box", "Move the arm 30cm to the left of the red box"),
+        ("Set the approach angle to 45 deg", "Set the approach angle to 45°"),
+        ("Set the approach angle to 45 degrees", "Set the approach angle to 45 deg"),
+    ],
+)
+async def test_the_same_quantity_with_another_unit_spelling_is_a_duplicate(memory: Memory, a: str, b: str) -> None:
+    """Found by review (F3): unit tokens were content words, so "12 N" and "12N" were two
+    experiences though the facts read both as ``12 N``."""
+    svc = memory.experiences
+    first = await svc.learn(STDIO, a)
+    again = await svc.learn(STDIO, b)
+    assert (again.status, again.method, again.memory_id) == ("duplicate", "jaccard", first.memory_id)
+
+
+async def test_an_environment_counts_whole(memory: Memory) -> None:
+    """Found by review (F6): the source was cut to 32 characters, and an env string that was the
+    source left the facts, so environments sharing their first 32 characters were one."""
+    svc = memory.experiences
+    text = "the shelf is too high for the gripper"
+    a = {"env": "warehouse-7/aisle-12/shelf-unit-04/bay-A"}
+    b = {"env": "warehouse-7/aisle-12/shelf-unit-04/bay-B"}
+    assert facts_hash(facts_of(text, a)) != facts_hash(facts_of(text, b))
+    first = await svc.learn(STDIO, text, a)
+    second = await svc.learn(STDIO, text, b)
+    assert second.status == "created"
+    found = await svc.recall(STDIO, "shelf gripper", context_filter={"env": b["env"]})
+    assert [h.memory.id for h in found.hits] == [second.memory_id]
+    assert (await svc.learn(STDIO, text, a)).memory_id == first.memory_id
+
+
+@pytest.mark.parametrize(
+    ("kept", "added"),
+    [
+        ("Grasp the mug firmly", "Grasp the mug less firmly"),
+        ("The gripper lost the wet mug", "The gripper nearly lost the wet mug"),
+    ],
+)
+async def test_end_session_keeps_a_memory_a_newer_one_reverses_with_a_word(
+    memory: Memory, kept: str, added: str
+) -> None:
+    """Found by review (F2): end_session superseded the first by the second, so recall gave only
+    the reversed advice."""
+    svc = memory.experiences
+    s = await svc.start_session(STDIO)
+    first = await svc.learn(STDIO, kept, session_id=s.id)
+    await svc.learn(STDIO, added, session_id=s.id)
+    await svc.learn(STDIO, "the door opens inwards", session_id=s.id)
+    ended = await svc.end_session(STDIO, s.id)
+    assert ended.consolidated == []
+    assert first.memory_id in [h.memory.id for h in (await svc.recall(STDIO, kept, n=5)).hits]

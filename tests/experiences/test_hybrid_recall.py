@@ -141,10 +141,10 @@ async def test_the_blocking_api_runs_hybrid_without_suspending(memory: Memory) -
     assert [h.memory.id for h in found.hits] == [slipped.memory_id]
 
 
-#: The same in British and American spelling: few content words in common, so only the vectors
-#: can see it (`dedup.differing_content` is false).
-BASE = "its grey colour is the colour of the aluminium in the centre of the tyre at 12 N"
-PARAPHRASE = "its gray color is the color of the aluminum in the center of the tire at 12 N"
+#: The same in British and American spelling: more words differ than a substitution's two, so
+#: only the vectors can see it (`dedup.substituted` is false).
+BASE = "its grey colour is the colour of the aluminium in the centre of the tyre by the kerb at 12 N"
+PARAPHRASE = "its gray color is the color of the aluminum in the center of the tire by the curb at 12 N"
 #: The hashing embedder is a bag of words and spellings: such a paraphrase reaches a cosine of 0.77
 #: there, where a language model puts it above `COSINE_DUPLICATE`. The stage is exercised at that
 #: cosine instead.

@@ -93,7 +93,7 @@ async def test_the_same_sentence_with_different_parameters_or_outcome_is_a_new_m
 async def test_numbers_in_the_text_decide_and_a_rephrasing_is_a_duplicate(client: Client) -> None:
     a = await client.call("learn", insight="Grip the wet mug with 12 N of force.")
     b = await client.call("learn", insight="grip the wet mug with 15 N of force")
-    c = await client.call("learn", insight="grip the wet mug with 12 N of force now")
+    c = await client.call("learn", insight="Please grip the wet mug with 12N of force")
     assert b["status"] == "created"
     assert c["status"] == "duplicate"
     assert c["existing_id"] == a["memory_id"]
@@ -122,8 +122,11 @@ async def test_consolidation_never_merges_a_failure_into_a_success(client: Clien
     ok = {"task": {"success": True}}
     bad = {"task": {"success": False}}
     first = "approach the shelf from the left because the cart blocks the right"
-    texts = (first, "approach the shelf slowly and carefully from the left because the cart blocks the right side")
+    texts = (first, "approach the shelf slowly from the left because the cart blocks the right")
     wins = [await client.call("learn", insight=text, context=ok, session_id=s) for text in texts]
+    # corrected into a lexical duplicate of the first, which learn would have caught
+    up = await client.call("update", memory_id=wins[1]["memory_id"], new_content=f"Please: {first}.", context=ok)
+    assert "error" not in up
     await client.call("learn", insight="go round the cart", context=ok, session_id=s)
     loss = await client.call("learn", insight=first, context=bad, session_id=s)  # same words, other outcome
     assert loss["status"] == "created"

@@ -6,21 +6,25 @@ could be superseded by a successful one with the same wording):
 1. eligible: the session's active **facts** (never perceptions), whose category is not protected
    (``constraint``, ``postmortem``, ``gotcha``) and whose confidence is below 0.95;
 2. fewer than three → nothing to do;
-3. group by collection, by category **and** by the decisive facts (`dedup.Facts`: numbers with
-   their units, parameters, the task and the robot, outcome — ``task.success``/``status``/
-   ``outcome``/``result`` —, negation, the note, source) — so a failure is never merged into a
-   success, nor 12 N into 15 N, nor one task's or robot type's experience into another's, and a
-   memory learned into another collection under the same session never leaves it;
+3. group by collection, by category, by the decisive facts (`dedup.Facts`: numbers with their
+   units, parameters, the task and the robot, outcome — ``task.success``/``status``/``outcome``/
+   ``result`` —, negation, the note, source) **and** by the lexical key (`dedup.content_hash`):
+   only memories that are lexical duplicates of each other, as learn judges them, can fold — the
+   same words in the same order, differing at most in articles, "please", punctuation, case and
+   how a number or unit is written. So a failure is never merged into a success, nor 12 N into
+   15 N, nor one task's or robot type's experience into another's, and no word only one memory
+   says is lost: "grasp the mug less firmly" never supersedes "grasp the mug firmly", nor "the
+   gripper nearly lost the mug" "the gripper lost the mug" (a memory with a word more is no
+   duplicate, whatever that word does to the meaning); a memory learned into another collection
+   under the same session never leaves it;
 4. within a group, greedy complete-link clustering, the memories taken best first (highest
    confidence, then most accessed, then newest): the first of a cluster is its representative;
-   a memory joins it when the representative says all it does (its `dedup.content_words`
-   include the memory's: "grasp the blue cube" never joins "grasp the red cube", and
-   "… on the *top* shelf" never joins "… on the shelf") and every pair in the cluster has
-   Jaccard similarity > 0.5 of the words learn's dedup compares (`dedup.lexical_words`) and is not
-   `dedup.conflicting` ("increase" is never folded into "decrease", nor a sequence of steps into
-   its reverse);
+   a memory joins it when it is `dedup.conflicting` with no member;
 5. the other members of each cluster become ``superseded`` by its representative (never
-   deleted): nothing one of them says is hidden from recall.
+   deleted): each says what the representative says.
+
+Near-duplicates that learn kept apart stay apart here too: learn stored them because a word
+differs, and a word can reverse what a memory says.
 
 Pure: `plan` takes rows and returns (superseded id, representative id) pairs.
 """
@@ -32,10 +36,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from robot_mcp_memory.experiences.classify import PROTECTED
-from robot_mcp_memory.experiences.dedup import Facts, conflicting, content_words, facts_of, jaccard, lexical_words
+from robot_mcp_memory.experiences.dedup import Facts, conflicting, content_hash, content_sequence, facts_of
 from robot_mcp_memory.search import segment
 
-CLUSTER_THRESHOLD = 0.5
 KEEP_CONFIDENCE = 0.95
 MIN_MEMORIES = 3
 
@@ -62,9 +65,10 @@ def plan(rows: Sequence[Row]) -> list[tuple[int, int]]:
     pool = [r for r in rows if eligible(r)]
     if len(pool) < MIN_MEMORIES:
         return []
-    groups: dict[tuple[str, str, Facts], list[Row]] = {}
+    groups: dict[tuple[str, str, Facts, str], list[Row]] = {}
     for r in pool:
-        groups.setdefault((r.collection, r.category, facts_of(r.content, r.context)), []).append(r)
+        key = (r.collection, r.category, facts_of(r.content, r.context), content_hash(r.content))
+        groups.setdefault(key, []).append(r)
     out: list[tuple[int, int]] = []
     for members in groups.values():
         if len(members) < 2:
@@ -75,19 +79,19 @@ def plan(rows: Sequence[Row]) -> list[tuple[int, int]]:
 
 
 def _clusters(members: Sequence[Row]) -> list[list[Row]]:
-    """Clusters of two or more, each led by its representative."""
+    """Clusters of two or more, each led by its representative. The members share their lexical
+    key; an empty content sequence keys the text itself, so the sequences are compared too."""
     every = {r.id: segment.tokens(r.content) for r in members}
-    said = {i: content_words(t) for i, t in every.items()}
-    toks = {i: lexical_words(t) for i, t in every.items()}
+    said = {r.id: content_sequence(r.content) for r in members}
 
     def together(a: int, b: int) -> bool:
-        return jaccard(toks[a], toks[b]) > CLUSTER_THRESHOLD and not conflicting(every[a], every[b])
+        return said[a] == said[b] and not conflicting(every[a], every[b])
 
     ordered = sorted(members, key=lambda r: (r.confidence, r.access_count, r.created_at, r.id), reverse=True)
     clusters: list[list[Row]] = []
     for r in ordered:
         for cluster in clusters:
-            if said[r.id] <= said[cluster[0].id] and all(together(r.id, o.id) for o in cluster):
+            if all(together(r.id, o.id) for o in cluster):
                 cluster.append(r)
                 break
         else:
@@ -95,4 +99,4 @@ def _clusters(members: Sequence[Row]) -> list[list[Row]]:
     return [c for c in clusters if len(c) > 1]
 
 
-__all__ = ["CLUSTER_THRESHOLD", "KEEP_CONFIDENCE", "MIN_MEMORIES", "Row", "eligible", "plan"]
+__all__ = ["KEEP_CONFIDENCE", "MIN_MEMORIES", "Row", "eligible", "plan"]

@@ -23,17 +23,18 @@ vanished into a successful one, and "do not grasp the mug by the rim" was droppe
 Stages (the first that finds a match with equal facts wins):
 
 1. **exact** — same normalised text (case, spacing and trailing punctuation ignored), by hash;
-2. **lexical** — the same `content_words`: the texts differ only in filler words ("the", "its",
-   "is", "and"…), punctuation, case and inflection ("grippers slipped" / "gripper slips"). A
-   word only one text has — another object, colour, place, tool, a preposition of place, an
-   adverb — makes another experience however many words they share: dropping a distinct
-   experience is far worse than keeping a near-duplicate. Candidates come from the full-text
-   index with a query for every content word (`candidate_expression`): all the memories that
-   share the facts when a few do, else the newest `storage.Probe.lexical_limit` the query finds;
+2. **lexical** — the same `content_sequence`: the same words in the same order once articles,
+   "please", punctuation, case and the numbers with their units are set aside (the facts
+   compare those). Any other word only one text has — another object, colour, place, person, a
+   form of "be"/"have", "to", an inflection — or another order makes another experience:
+   dropping a distinct experience is far worse than keeping a near-duplicate. Candidates are the
+   memories with the same lexical key (`content_hash`, a digest of the sequence): one indexed
+   lookup finds every one of them, for this robot only;
 3. **semantic** — cosine ≥ `COSINE_DUPLICATE` between embeddings, when a vector index supplies
-   candidates, unless the texts share most of their content words but not all
-   (`differing_content`): their vectors are close because of the shared words, not because the
-   differing ones mean the same. What this stage catches is a paraphrase in other words.
+   candidates, unless the texts differ by a substitution (`substituted`: a word or two, or the
+   word order): their vectors are close because of the shared words, not because the differing
+   ones mean the same. What this stage catches is a rewording in other words, and inflection or
+   particle variants in any language.
 
 A lexical or semantic candidate is still no duplicate when the texts are `conflicting`: a word
 only one of them has is the opposite of a word only the other has ("increase"/"decrease",
@@ -55,7 +56,6 @@ from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from robot_mcp_memory.experiences.inflection import stem
 from robot_mcp_memory.experiences.lexicon import (
     CJK_OPPOSITES,
     FAILURE,
@@ -96,7 +96,13 @@ def normalise(text: str) -> str:
 
 
 def content_hash(text: str) -> str:
-    return hashlib.sha256(normalise(text).encode()).hexdigest()[:32]
+    """The lexical key of a fact: a digest of its `content_sequence`, so every text a lexical
+    duplicate of it is (and its exact repeats) shares it, and one indexed lookup finds them all —
+    for this robot only, with no full-text query. A text whose sequence is empty (articles and
+    numbers only, emoji, punctuation) is keyed by its `normalise`d text: "👍" is not "👎"."""
+    seq = content_sequence(text)
+    key = "\x1f".join(seq) if seq else "\x1e" + normalise(text)
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
 def perception_hash(description: str, perception_type: str, data: Any, metadata: Any) -> str:
@@ -142,35 +148,41 @@ _SMALL = ("unit", "teen", "tens")
 _LETTERS = re.compile(r"[^\W\d_]+")
 
 
-def _unit(run: str, spaced: bool) -> str | None:
-    """The canonical unit `run` names, or None. A Han run names one when a unit opens it (the
-    number is followed by the rest of the sentence: 12牛顿可以…)."""
+def _unit(run: str, spaced: bool) -> tuple[str, int] | None:
+    """The canonical unit `run` names and how many of its characters name it, or None. A Han run
+    names one when a unit opens it (the number is followed by the rest of the sentence: 12牛顿可以…)."""
     low = run.lower()
     unit = UNIT_NAMES.get(low)
     if unit is not None:
-        return None if spaced and low in SPACED_UNIT_EXCLUDED else unit
+        return None if spaced and low in SPACED_UNIT_EXCLUDED else (unit, len(run))
     if not run.isascii() and segment.has_cjk(run[:1]):
-        return UNIT_NAMES.get(run[:2]) or UNIT_NAMES.get(run[:1])
+        for n in (2, 1):
+            unit = UNIT_NAMES.get(run[:n])
+            if unit is not None:
+                return unit, n
     return None
 
 
-def _quantity(number: str, text: str, end: int) -> str:
-    """`number` with the unit that follows it in `text` at `end` (``5 s``, ``0.3 m/s``), if any."""
+def _quantity(number: str, text: str, end: int) -> tuple[str, int]:
+    """`number` with the unit that follows it in `text` at `end` (``5 s``, ``0.3 m/s``), if any,
+    and where the two end."""
     m = _UNIT.match(text, end)
     if m is None:
-        return number
+        return number, end
     unit = _unit(m.group(2), bool(m.group(1)))
     if unit is None:
-        return number
+        return number, end
     per = _unit(m.group(3), False) if m.group(3) else None
-    return f"{number} {unit}/{per}" if per else f"{number} {unit}"
+    if per:
+        return f"{number} {unit[0]}/{per[0]}", m.start(3) + per[1]
+    return f"{number} {unit[0]}", m.start(2) + unit[1]
 
 
-def _spelled(text: str) -> list[tuple[int, str]]:
-    """English number words as numbers, with their position: "twenty-five" → 25, "two hundred and
-    five" → 205, "half" → 0.5. Words join only where a number can go on ("twenty five", not
-    "five twenty" — that is two numbers)."""
-    out: list[tuple[int, str]] = []
+def _spelled(text: str) -> list[tuple[int, int, str]]:
+    """English number words as numbers, with where each starts and ends (its unit too):
+    "twenty-five" → 25, "two hundred and five" → 205, "half" → 0.5. Words join only where a
+    number can go on ("twenty five", not "five twenty" — that is two numbers)."""
+    out: list[tuple[int, int, str]] = []
     start = end = -1  # the number being read: where it starts, where its last word ends
     total = current = 0  # its thousands, and the rest
     last = ""  # the kind of its last word
@@ -179,7 +191,8 @@ def _spelled(text: str) -> list[tuple[int, str]]:
         if start >= 0:
             value = str(total + current)
             sign = "-" if _MINUS_BEFORE.search(text, max(0, start - 12), start) else ""
-            out.append((start, _quantity(sign + value, text, end)))
+            q, stop = _quantity(sign + value, text, end)
+            out.append((start, stop, q))
 
     for m in _LETTERS.finditer(text):
         word = m.group(0).lower()
@@ -200,7 +213,8 @@ def _spelled(text: str) -> list[tuple[int, str]]:
             flush()
             start = -1
             if kind in ("half", "zero"):  # a number of its own, never part of another
-                out.append((m.start(), _quantity("0.5" if kind == "half" else "0", text, m.end())))
+                q, stop = _quantity("0.5" if kind == "half" else "0", text, m.end())
+                out.append((m.start(), stop, q))
                 last = ""
                 continue
             start = m.start()
@@ -210,11 +224,9 @@ def _spelled(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def numbers(text: str, words: Set[str] | None = None) -> tuple[str, ...]:
-    """The numbers written in `text`, in order, canonicalised (``12.50`` → ``12.5``; ``minus 5``
-    → ``-5``), each with the unit that follows it (``12.5 N``, ``5 s``, ``45 deg``), spelled ones
-    too ("five seconds" → ``5 s``). `words`, the text's tokens when known, spare the searches for
-    number and sign words in a text that has none."""
+def _quantities(text: str, words: Set[str] | None = None) -> tuple[str, list[tuple[int, int, str]]]:
+    """`text` with its sign words written as signs ("minus 5" → "-5"), and the numbers in it: where
+    each starts and ends (its unit included), canonical, with its unit (see `numbers`)."""
     signed = text
     if words is None or not _SIGN_WORDS.isdisjoint(words):
         signed = _SIGN_WORD.sub(lambda m: "-" if m.group(1).lower() in ("minus", "negative") else "+", text)
@@ -223,12 +235,21 @@ def numbers(text: str, words: Set[str] | None = None) -> tuple[str, ...]:
         start, raw = m.start(), m.group(0)
         if raw[0] in "+-" and start and (signed[start - 1].isalnum() or signed[start - 1] in "._"):
             start, raw = start + 1, raw[1:]  # a hyphen ("ur5-01", "x-5"), not a sign
-        found.append((start, _quantity(_canonical_number(raw), signed, m.end())))
+        q, stop = _quantity(_canonical_number(raw), signed, m.end())
+        found.append((start, stop, q))
     if words is None or not _SPELLED_WORDS.isdisjoint(words):
         spelled = _spelled(signed)
         if spelled:
             found = sorted(found + spelled)
-    return tuple(q for _, q in found)
+    return signed, found
+
+
+def numbers(text: str, words: Set[str] | None = None) -> tuple[str, ...]:
+    """The numbers written in `text`, in order, canonicalised (``12.50`` → ``12.5``; ``minus 5``
+    → ``-5``), each with the unit that follows it (``12.5 N``, ``5 s``, ``45 deg``), spelled ones
+    too ("five seconds" → ``5 s``). `words`, the text's tokens when known, spare the searches for
+    number and sign words in a text that has none."""
+    return tuple(q for _, _, q in _quantities(text, words)[1])
 
 
 def negated(text: str | Analysis) -> bool:
@@ -316,7 +337,7 @@ def _source_word(raw: Any) -> str | None:
     """`raw` as a source (``real`` for each of its synonyms), or None when it is no such string."""
     if isinstance(raw, str) and raw.strip():
         value = raw.strip().lower()
-        return "real" if value in _REAL else value[:32]
+        return "real" if value in _REAL else value
     return None
 
 
@@ -429,29 +450,134 @@ def lexical_words(tokens: Iterable[str]) -> list[str]:
     return kept or uniq
 
 
-def _content(token: str) -> bool:
-    return bool(token) and token not in FILLER_WORDS and token not in _SPELLED_WORDS and not token.isdecimal()
+def content_sequence(text: str) -> tuple[str, ...]:
+    """What a text says, for dedup: its tokens in order (`normalise`d: case and width folded),
+    without the articles and "please" (`lexicon.FILLER_WORDS`) and without its numbers and their
+    units (`numbers`: "12 N", "12N", "twelve newtons" — the facts compare those as quantities).
+    Nothing else is dropped and nothing is stemmed: a pronoun ("his"/"her"), a form of "be" or
+    "have", "to", a particle, an inflection ("casing"/"case") or the order of the words ("stack
+    the red block on the blue one" / "… the blue block on the red one") can be all that tells two
+    experiences apart, and when in doubt dedup stores."""
+    norm = normalise(text)
+    words = segment.tokens(norm)
+    signed, found = _quantities(norm, frozenset(words))
+    if found:  # a sign word only becomes a sign before a number
+        pieces, pos = [], 0
+        for start, stop, _ in found:
+            pieces.append(signed[pos:start] if start > pos else "")
+            pos = max(pos, stop)
+        pieces.append(signed[pos:])
+        words = segment.tokens(" ".join(pieces))
+    return tuple(w for w in words if w not in FILLER_WORDS)
 
 
-def content_words(tokens: Iterable[str]) -> frozenset[str]:
-    """What a text says, for dedup: the stem (`inflection.stem`) of each of its tokens but the
-    filler words (`lexicon.FILLER_WORDS`: "the", "its", "is", "and"…) and the numbers, written in
-    digits or words (the facts compare those exactly). Two texts are the same experience only
-    with the same content words: "grasp the red cube" is never "grasp the blue cube", however
-    many other words they share."""
-    return frozenset(stem(t) for t in tokens if _content(t))
+#: A cosine candidate this many word edits or fewer away is a substitution, not a paraphrase.
+SUBSTITUTION_EDITS = 2
+_HIRAGANA = re.compile("[\u3041-\u309f]+")
 
 
-def differing_content(a: Set[str], b: Set[str]) -> bool:
-    """Whether two texts' content words (`content_words`) say different things though at least
-    half of them are shared: one text names something the other does not ("grasp the red cube
-    from the side" / "… the blue cube …", "grasp the mug" / "grasp the mug firmly"). An
+def _variant(x: str, y: str) -> bool:
+    """Whether two words are, as far as spelling tells, forms of one word: equal, or sharing a
+    prefix of at least three letters and 60 % of the shorter ("cube"/"cubes", "greifen"/"greife",
+    "saisir"/"saisissez"; not "red"/"rod", "left"/"leave"). In CJK text also when one is the
+    other's prefix (抓住/抓, 컵의/컵), or when only their hiragana differ (particles and endings:
+    プの/プは)."""
+    if x == y:
+        return True
+    shorter = min(len(x), len(y))
+    common = next((i for i, (p, q) in enumerate(zip(x, y, strict=False)) if p != q), shorter)
+    if common >= max(3, math.ceil(0.6 * shorter)):
+        return True
+    if segment.has_cjk(x) or segment.has_cjk(y):
+        if common == shorter:
+            return True
+        bare = _HIRAGANA.sub("", x)
+        return bool(bare) and bare == _HIRAGANA.sub("", y)
+    return False
+
+
+def _edits(a: Sequence[str], b: Sequence[str]) -> tuple[list[tuple[str, str]], list[str], list[str]] | None:
+    """The substitutions, deletions (words of `a`) and insertions (words of `b`) of a cheapest
+    alignment of `a` with `b` where `_variant`s align as equal; None when that takes more than
+    `SUBSTITUTION_EDITS` edits. A band of that width around the diagonal is all it computes."""
+    k = SUBSTITUTION_EDITS
+    i = 0
+    while i < len(a) and i < len(b) and _variant(a[i], b[i]):
+        i += 1
+    j = 0
+    while j < len(a) - i and j < len(b) - i and _variant(a[-1 - j], b[-1 - j]):
+        j += 1
+    a, b = a[i : len(a) - j], b[i : len(b) - j]
+    n, m = len(a), len(b)
+    if abs(n - m) > k:
+        return None
+    far = k + 1
+    cost: dict[tuple[int, int], int] = {}
+    for x in range(n + 1):
+        for y in range(max(0, x - k), min(m, x + k) + 1):
+            best = x + y if not (x and y) else cost[x - 1, y - 1] + (0 if _variant(a[x - 1], b[y - 1]) else 1)
+            if x and abs(x - 1 - y) <= k:
+                best = min(best, cost[x - 1, y] + 1)
+            if y and abs(x - y + 1) <= k:
+                best = min(best, cost[x, y - 1] + 1)
+            cost[x, y] = min(best, far)
+    if cost[n, m] > k:
+        return None
+    subs: list[tuple[str, str]] = []
+    dels: list[str] = []
+    ins: list[str] = []
+    x, y = n, m
+    while x or y:
+        here = cost[x, y]
+        if x and y and cost[x - 1, y - 1] + (0 if _variant(a[x - 1], b[y - 1]) else 1) == here:
+            if not _variant(a[x - 1], b[y - 1]):
+                subs.append((a[x - 1], b[y - 1]))
+            x, y = x - 1, y - 1
+        elif x and abs(x - 1 - y) <= k and cost[x - 1, y] + 1 == here:
+            dels.append(a[x - 1])
+            x -= 1
+        else:
+            ins.append(b[y - 1])
+            y -= 1
+    return subs, dels, ins
+
+
+def _unshared(a: Sequence[str], b: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The words of `a` and of `b` the other has no copy or `_variant` of (repeats counted)."""
+    ca, cb = Counter(a), Counter(b)
+    only_a, only_b = list((ca - cb).elements()), list((cb - ca).elements())
+    for w in list(only_a):
+        match = next((o for o in only_b if _variant(w, o)), None)
+        if match is not None:
+            only_a.remove(w)
+            only_b.remove(match)
+    return only_a, only_b
+
+
+def substituted(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Whether two texts' `content_sequence`s differ by a substitution rather than a paraphrase:
+    at most `SUBSTITUTION_EDITS` words inserted, deleted or replaced, one of them no `_variant` of
+    its counterpart ("the red cube" / "the blue cube", "grasp the mug" / "grasp the mug less
+    firmly", "has been charged" / "has to be charged"); or the same words in another order, but
+    for one at most (roles or the scope of "not" swapped: "stack the red block on the blue block"
+    / "… the blue block on the red block"; "move the arm to the left" / "move the left arm"). An
     embedding of such a pair is made mostly of the words they share, so their cosine is high
-    whatever the differing word names — the red cube is not the blue one. Paraphrases that share
-    few content words ("grasp the mug by its handle" / "hold the cup at its grip") pass."""
-    if a == b:
+    (up to 0.999) whatever the edit does to the meaning. Not a substitution: only inflections
+    differ ("Agarra"/"Agarrar la taza por el asa"), one word moved and changed form (German verb
+    second: "den Becher greifen" / "greife den Becher"), or more words differ — a rewording, which
+    the cosine threshold judges."""
+    if list(a) == list(b):
         return False
-    return len(a & b) >= len(a ^ b)
+    if Counter(a) == Counter(b):
+        return True
+    found = _edits(a, b)
+    if found is None:  # more than a local edit: a reordering of nearly the same words is no rewording
+        only_a, only_b = _unshared(a, b)
+        return max(len(only_a), len(only_b)) <= 1
+    subs, dels, ins = found
+    if not subs and len(dels) == 1 and len(ins) == 1 and dels[0] != ins[0] and _variant(dels[0], ins[0]):
+        return False
+    return bool(subs or dels or ins)
 
 
 def _opposed(mine: Set[str], theirs: Set[str]) -> bool:
@@ -508,22 +634,6 @@ def conflicting(a: Sequence[str], b: Sequence[str]) -> bool:
     return False
 
 
-def candidate_expression(tokens: Sequence[str]) -> str | None:
-    """An FTS5 query every stored text with the same `content_words` as `tokens` matches: their
-    content words, as written, AND-ed — the index's porter stemmer (`inflection`) finds the other
-    inflections too ("grippers" finds "gripper"). Complete, as the lexical stage needs every such
-    text, and selective. Common words ("in", "with": `segment.STOPWORDS`) are left out of the
-    query when others remain: reading their long lists of entries made a learn cost 720 µs of CPU
-    instead of 545 at 10,000 memories sharing one digest, and a text with the rarer words but not
-    them is only one more candidate for `judge` to turn down. A text with no content word (filler and
-    numbers only) asks for all of its words."""
-    words = [t for t in dict.fromkeys(tokens) if _content(t)] or lexical_words(tokens)
-    words = [t for t in words if t not in segment.STOPWORDS] or words
-    if not words:
-        return None
-    return "content : (" + " AND ".join(segment.quote(t) for t in words) + ")"
-
-
 @dataclass(frozen=True)
 class Candidate:
     """A stored memory proposed as a possible duplicate."""
@@ -543,7 +653,7 @@ class Duplicate:
 def judge(
     text: str,
     exact: Sequence[Candidate],
-    lexical: Sequence[Candidate],
+    lexical: Sequence[Candidate] = (),
     semantic: Sequence[Candidate] = (),
     tokens: Sequence[str] | None = None,
 ) -> Duplicate | None:
@@ -552,13 +662,14 @@ def judge(
     numbers and outcomes have decided before the text is even compared:
 
     - **exact**: the same normalised text;
-    - **lexical**: the same `content_words` — the texts differ at most in filler words,
-      punctuation, case and inflection — and not `conflicting` (steps in another order); of
+    - **lexical**: the same `content_sequence` — the texts differ at most in articles, "please",
+      punctuation, case and how their numbers and units are written — and not `conflicting`; of
       several, the one whose words overlap most (Jaccard of `lexical_words`, the similarity
-      reported);
-    - **semantic**: cosine ≥ `COSINE_DUPLICATE`, not `conflicting`, and no `differing_content`:
-      a pair sharing most of its content words but one is two experiences, however close their
-      vectors.
+      reported). `exact` holds the memories with the same `content_hash` (the lexical key), and
+      they are lexical candidates too;
+    - **semantic**: cosine ≥ `COSINE_DUPLICATE`, not `conflicting`, and not `substituted`: a
+      pair that differs in a word or two, or in word order, is two experiences however close
+      their vectors.
 
     `tokens`: the text's tokens, when the caller has them already."""
     norm = normalise(text)
@@ -566,7 +677,7 @@ def judge(
         if normalise(c.content) == norm:
             return Duplicate(c.id, "exact", 1.0)
     words = segment.tokens(text) if tokens is None else tokens
-    said = content_words(words)
+    said = content_sequence(text)
     mine: list[str] | None = None  # lexical_words(words): made when a candidate says the same
     every: list[str] = []  # the text's tokens with repeats, for `conflicting`: made when needed
 
@@ -576,10 +687,10 @@ def judge(
         return conflicting(every, theirs)
 
     best: Duplicate | None = None
-    for c in lexical:
-        theirs = segment.tokens(c.content)
-        if content_words(theirs) != said:
+    for c in (*exact, *lexical) if said else ():  # an empty sequence says nothing to compare
+        if content_sequence(c.content) != said:
             continue
+        theirs = segment.tokens(c.content)
         if mine is None:
             mine = lexical_words(words)
         sim = jaccard(mine, lexical_words(theirs))
@@ -590,8 +701,7 @@ def judge(
     for c in semantic:
         if c.similarity is None or c.similarity < COSINE_DUPLICATE:
             continue
-        theirs = segment.tokens(c.content)
-        if not differing_content(said, content_words(theirs)) and not differs(theirs):
+        if not substituted(said, content_sequence(c.content)) and not differs(segment.tokens(c.content)):
             return Duplicate(c.id, "cosine", round(c.similarity, 4))
     return None
 
@@ -601,11 +711,9 @@ __all__ = [
     "Candidate",
     "Duplicate",
     "Facts",
-    "candidate_expression",
     "conflicting",
     "content_hash",
-    "content_words",
-    "differing_content",
+    "content_sequence",
     "facts_hash",
     "facts_of",
     "jaccard",
@@ -616,4 +724,5 @@ __all__ = [
     "numbers",
     "perception_hash",
     "source_of",
+    "substituted",
 ]

@@ -394,24 +394,11 @@ SEQUENCE_WORDS = frozenset(
     )
 )
 
-#: The only words two texts of one experience may differ by (`dedup.content_words`): articles,
-#: demonstratives, pronouns, forms of "be", "have" and "do", "of", "to", "and", a possessive or
-#: contracted "s", a few discourse words, and the Chinese particles 的 了 着. Every other word is
-#: content — a noun, a colour, a place, a preposition of place ("in"/"on"/"under"), a quantifier
-#: ("some", "every"), "or", a modal ("can"/"should"), a frequency ("rarely"/"always") — and a text
-#: with one that the other lacks is another experience, however many words the two share.
-FILLER_WORDS = frozenset(
-    _spelled(
-        """
-        a an the this that these those
-        it its itself they them their theirs themselves we us our ours i me my mine you your yours
-        he him his she her hers
-        is are was were be been being am do does did done doing has have had having
-        of to and s now please also just
-        的 了 着
-        """
-    )
-)
+#: The only words two texts of one experience may differ by (`dedup.content_sequence`): the
+#: articles and "please", which change nothing a sentence says. Not pronouns ("his"/"her"
+#: medication), not "be"/"have"/"do" or "to" ("has been charged" / "has to be charged"), not a
+#: particle (的, 了): each of those can be all that tells two experiences apart.
+FILLER_WORDS = frozenset({"a", "an", "the", "please"})
 
 __all__ = [
     "CATEGORY_CUES",

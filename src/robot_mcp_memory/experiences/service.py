@@ -217,7 +217,7 @@ class ExperienceService:
             tags=tags,
         )
         words = list(dict.fromkeys(a.tokens))
-        probe = Probe(new.content_hash, tuple(words))
+        probe = Probe(new.content_hash)
         return new, probe, lambda e, lx, s: dedup.judge(text, e, lx, s, words)
 
     async def _embed(self, texts: Sequence[str]) -> list[Embedded | None]:
@@ -291,7 +291,7 @@ class ExperienceService:
         robot = self._author(principal)
         new, probe, decide = self._fact(robot, check_collection(collection), text, ctx, _session_arg(session_id))
         (vec,) = await self._embed([text])
-        probe = Probe(probe.content_hash, probe.words, await self._semantic(new, vec))
+        probe = Probe(probe.content_hash, await self._semantic(new, vec))
         now = time.time()
         (out,) = await self._write_memories(lambda c: [storage.learn(c, new, probe, decide, now)], robot, [vec])
         return self._learned(new, out)

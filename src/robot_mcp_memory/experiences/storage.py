@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from robot_mcp_memory.errors import Conflict, NotFound, StorageError
 from robot_mcp_memory.experiences import consolidate
-from robot_mcp_memory.experiences.dedup import Candidate, Duplicate, candidate_expression
+from robot_mcp_memory.experiences.dedup import Candidate, Duplicate
 from robot_mcp_memory.experiences.model import (
     Experience,
     NewMemory,
@@ -237,20 +237,17 @@ Decide = Callable[[list[Candidate], list[Candidate], list[Candidate]], Duplicate
 
 @dataclass(frozen=True)
 class Probe:
-    """How to look for duplicates of a new memory: its hash, its words (for the lexical stage), the ids
-    (with cosines) a vector index proposed. Candidates must share the new memory's facts digest
+    """How to look for duplicates of a new memory: its hash (for a fact, the lexical key
+    `dedup.content_hash`: its exact repeats and lexical duplicates share it), the ids (with
+    cosines) a vector index proposed. Candidates must share the new memory's facts digest
     (`NewMemory.facts_hash`) — memories with different numbers or outcomes are never proposed."""
 
     content_hash: str
-    words: tuple[str, ...] = ()  # empty: no lexical stage (perceptions)
     semantic: tuple[tuple[int, float], ...] = ()
     same_session: bool = False
-    #: Up to this many same-facts memories are compared directly; beyond, the FTS query narrows
-    #: to the `lexical_limit` newest of those it proposes. Not the most relevant: ranking them
-    #: scores every match of a query of a dozen phrases (~3 µs each: 7 ms a learn at 1,900
-    #: matches), where the newest cost 0.6 ms however many match.
-    direct_limit: int = 32
-    lexical_limit: int = 100
+    #: At most this many memories with the same hash are proposed: of one robot, collection and
+    #: facts digest, more than one shares a key only where `dedup.conflicting` kept them apart.
+    hash_limit: int = 20
 
 
 def learn(conn: sqlite3.Connection, new: NewMemory, probe: Probe, decide: Decide, now: float) -> int | Duplicate:
@@ -265,32 +262,15 @@ def learn(conn: sqlite3.Connection, new: NewMemory, probe: Probe, decide: Decide
     if probe.same_session:
         scope += " AND m.session_id IS ?"
         base.append(new.session_id)
-    exact_sql = (
+    # Every exact and lexical candidate shares the key: one indexed lookup finds them, whatever
+    # else this robot or another has stored (no full-text query, whose matches grew with every
+    # robot's memories sharing the words).
+    exact = _candidates(
+        conn,
         f"SELECT m.id, m.content FROM memories m INDEXED BY idx_memories_hash "  # noqa: S608
-        f"WHERE m.content_hash = ? AND {scope} LIMIT 20"
+        f"WHERE m.content_hash = ? AND {scope} ORDER BY m.id LIMIT ?",
+        [probe.content_hash, *base, probe.hash_limit],
     )
-    if not probe.words:
-        exact, lexical = _candidates(conn, exact_sql, [probe.content_hash, *base]), []
-    else:
-        # Usually a handful of memories share the digest: one lookup fetches them all, and the
-        # exact stage is the ones among them with the same content hash.
-        same = conn.execute(
-            f"SELECT m.id, m.content, m.content_hash FROM memories m INDEXED BY idx_memories_facts "  # noqa: S608
-            f"WHERE {scope} ORDER BY m.id DESC LIMIT ?",
-            [*base, probe.direct_limit + 1],
-        ).fetchall()
-        if len(same) <= probe.direct_limit:
-            exact = [Candidate(r[0], r[1]) for r in reversed(same) if r[2] == probe.content_hash]
-            lexical = [Candidate(r[0], r[1]) for r in same]
-        else:  # a common digest (text without numbers): the hash index and FTS narrow
-            exact = _candidates(conn, exact_sql, [probe.content_hash, *base])
-            lexical = _candidates(
-                conn,
-                "SELECT m.id, m.content FROM memories_fts JOIN memories m "  # noqa: S608 - fixed text
-                f"ON m.id = memories_fts.rowid WHERE memories_fts MATCH ? AND {scope} "
-                "ORDER BY memories_fts.rowid DESC LIMIT ?",
-                [candidate_expression(probe.words), *base, probe.lexical_limit],
-            )
     semantic: list[Candidate] = []
     if probe.semantic:
         cos = dict(probe.semantic)
@@ -300,7 +280,7 @@ def learn(conn: sqlite3.Connection, new: NewMemory, probe: Probe, decide: Decide
             [*cos, *base],
         ).fetchall()
         semantic = sorted((Candidate(r[0], r[1], cos[r[0]]) for r in rows), key=lambda c: -(c.similarity or 0))
-    dup = decide(exact, lexical, semantic)
+    dup = decide(exact, [], semantic)
     if dup is not None:
         return dup
     return insert_memory(conn, new, now)
