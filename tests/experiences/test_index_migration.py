@@ -136,3 +136,27 @@ def test_a_version_11_file_gets_digests_where_the_task_and_robot_decide(tmp_path
         other = mem.learn(text, {**ctx, "robot": {"type": "panda"}})
     assert (again["status"], again["existing_id"]) == ("duplicate", first)
     assert other["status"] == "created"
+
+
+def test_a_version_11_file_gets_lexical_keys_and_whole_environments(tmp_path: Path) -> None:
+    """Version 11 stored the hash of the normalised text as content_hash and an env cut to 32
+    characters in the digest; migration 12 writes the lexical key and today's digest, so a
+    rewording in other articles and unit spellings still finds the stored copy."""
+    import hashlib
+
+    from robot_mcp_memory.experiences import dedup
+
+    text = "Grip the wet mug by the handle at 12 N"
+    ctx = {"env": "warehouse-7/aisle-12/shelf-unit-04/bay-A"}
+    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
+        first = mem.learn(text, ctx)["memory_id"]
+    old_hash = hashlib.sha256(dedup.normalise(text).encode()).hexdigest()[:32]  # what version 11 stored
+    old_facts = dedup.facts_hash(dedup.facts_of(text, {"env": ctx["env"][:32]}))
+    _back_to(
+        tmp_path / "index.db",
+        11,
+        f"UPDATE memories SET content_hash = '{old_hash}', facts_hash = '{old_facts}' WHERE id = {first}",  # noqa: S608
+    )
+    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
+        again = mem.learn("Please grip a wet mug by the handle at 12N", ctx)
+    assert (again["status"], again["existing_id"]) == ("duplicate", first)
