@@ -6,6 +6,8 @@ import asyncio
 import json
 import socket
 import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -894,3 +896,94 @@ def test_a_load_drops_the_vector_of_a_memory_whose_id_is_written_as_a_float(tmp_
     assert cli.main(["load", "--data-dir", str(target), str(src)]) == 0
     with sqlite3.connect(target / "index.db") as conn:
         assert conn.execute("SELECT count(*) FROM vectors WHERE domain = 'memory'").fetchone()[0] == 0
+
+
+def _older_store(data: Path, memories: int) -> None:
+    """A store at version 11 holding `memories` facts: its first open here upgrades it, which needs
+    the write lock, and disk room — migration 12 rewrites every fact's digest."""
+    from robot_mcp_memory.api import RobotMemory
+
+    with RobotMemory(data, robot_id="rap-1") as mem:
+        mem.learn_many([f"bin {i} jams at {i} N with the gripper closed halfway" for i in range(memories)])
+    _sql(
+        data,
+        "UPDATE memories SET facts_hash = ''",  # as digests from before look: each one changes
+        "UPDATE store_meta SET value = '11' WHERE key = 'schema_version'",
+    )
+
+
+def test_a_store_another_process_keeps_locked_during_its_upgrade_is_busy_exit_75_not_a_broken_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server upgrading the store while `doctor` (or a second server, a training loop) opened it:
+    "not a usable database (database is locked) — restore it from a backup", exit 65, which the
+    service manager does not restart, and `doctor` said FAIL integrity. 75 is restarted."""
+    from robot_mcp_memory.kit import SqliteStore
+
+    data = tmp_path / "d"
+    _older_store(data, 3)
+    before = (data / "index.db").read_bytes()
+
+    def impatient(path: Path, **_: Any) -> SqliteStore:  # the real open, waiting 0.2 s instead of 30 s
+        return SqliteStore.open(path, db.schema(), db.MIGRATIONS, busy_timeout_ms=20, write_patience_s=0.2)
+
+    monkeypatch.setattr(db, "open_index", impatient)
+    other = sqlite3.connect(data / "index.db", isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        capsys.readouterr()
+        for command in ("doctor", "stats"):  # a server exits through the same line (main)
+            assert cli.main([command, "--data-dir", str(data)]) == cli.EXIT_TEMPFAIL, command
+            captured = capsys.readouterr()
+            assert captured.out == ""
+            lines = [ln for ln in captured.err.splitlines() if ln.startswith("robot-mcp-memory:")]
+            assert len(lines) == 1, captured.err
+            assert str(data / "index.db") in lines[0]
+            assert "busy" in lines[0]
+            assert "start again in a moment" in lines[0]
+            assert "backup" not in lines[0]
+    finally:
+        other.close()
+    assert (data / "index.db").read_bytes() == before
+    assert cli.main(["doctor", "--data-dir", str(data)]) == 0  # the lock gone, it upgrades
+
+
+_LIMIT_FILE_SIZE = r"""
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG), as on a full disk
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), int(sys.argv[1])))
+sys.argv = ["robot-mcp-memory", *sys.argv[2:]]
+from robot_mcp_memory.cli import main
+sys.exit(main())
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs RLIMIT_FSIZE")
+def test_a_disk_that_refuses_the_upgrade_is_exit_74_naming_the_disk_not_a_broken_file(tmp_path: Path) -> None:
+    """The upgrade's WAL could not grow (a full disk; here a file-size limit): SQLite rolled back by
+    itself, the unconditional ROLLBACK failed, and the store was reported corrupt — "restore it
+    from a backup, or move it aside to start empty" (exit 65) — while it was fine."""
+    from tests.kit.test_store_open import child_env
+
+    data = tmp_path / "d"
+    _older_store(data, 1000)
+    before = (data / "index.db").read_bytes()
+    assert len(before) > 64 * 1024
+
+    done = subprocess.run(
+        [sys.executable, "-c", _LIMIT_FILE_SIZE, str(64 * 1024), "doctor"],
+        env={**child_env(), "MEMORY_DATA_DIR": str(data), "MEMORY_EMBEDDER": "none"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == cli.EXIT_IOERR, done.stderr[-800:]
+    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("robot-mcp-memory:")]
+    assert len(lines) == 1, done.stderr
+    assert str(data / "index.db") in lines[0]
+    assert "could not be written" in lines[0]
+    assert "Free space" in lines[0]
+    assert "backup" not in lines[0]
+    assert (data / "index.db").read_bytes() == before
+    assert cli.main(["doctor", "--data-dir", str(data)]) == 0  # with room, the same file upgrades

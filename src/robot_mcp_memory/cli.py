@@ -7,7 +7,9 @@ Exit codes: 0 ok · 1 command failed · 2 usage · 65 the database cannot be use
 foreign, newer schema, or not writable: restarting will not help; for ``import-robotmem``, the
 robotmem file is not a robotmem database this version can read) · 69 ``serve``/``web`` cannot listen
 on the host:port (in use, host does not resolve) · 74 a file or directory could not be
-read or written (the message names it) · 75 a resource is busy for now · 78 bad configuration.
+read or written (the message names it; a full disk while creating or upgrading the database) · 75 a
+resource is busy for now (another process held the database's write lock while this one opened
+it; a locked robotmem file) · 78 bad configuration.
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ from robot_mcp_memory.errors import (
     MemoryError_,
     MigrationFailed,
     SchemaTooNew,
+    StoreBusy,
     StoreNotWritable,
     StoreUnreadable,
+    StoreWriteFailed,
 )
 from robot_mcp_memory.experiences import robotmem_import
 from robot_mcp_memory.experiences.vector_repo import MemoryVectorIndex
@@ -156,6 +160,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (StoreUnreadable, StoreNotWritable, SchemaTooNew, MigrationFailed) as exc:
         sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
         return EXIT_DATA
+    except StoreBusy as exc:  # another process held the lock: the same start works in a moment
+        sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
+        return EXIT_TEMPFAIL
+    except StoreWriteFailed as exc:  # a full disk: works again once there is room, without a restore
+        sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
+        return EXIT_IOERR
     except CannotListen as exc:
         sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
         return EXIT_UNAVAILABLE

@@ -189,8 +189,15 @@ def rebuild_text_indexes(conn: sqlite3.Connection) -> dict[str, int]:
 
 
 def _fts_rowid(conn: sqlite3.Connection) -> None:
-    """Migration 5: processes remember their index entry's rowid (FTS5 cannot index `id`)."""
-    conn.execute("ALTER TABLE processes ADD COLUMN fts_rowid INTEGER")
+    """Migration 5: processes remember their index entry's rowid (FTS5 cannot index `id`).
+
+    The column may be there already: two processes opening a new data directory at once could
+    leave a finished file saying version 4 (a late one re-ran steps 1-4 over it; `SqliteStore`
+    now chooses each step under the write lock). Every later step is idempotent — it drops and
+    creates an index, or re-derives digests and full-text entries from the rows — so such a file
+    is repaired by running them again from here, keeping every row."""
+    if "fts_rowid" not in {r[1] for r in conn.execute("PRAGMA table_info(processes)")}:
+        conn.execute("ALTER TABLE processes ADD COLUMN fts_rowid INTEGER")
     rebuild_process_index(conn)
 
 

@@ -16,12 +16,14 @@
           ├── SchemaTooNew          storage
           ├── StoreUnreadable       storage
           ├── StoreNotWritable      storage
+          ├── StoreBusy             storage   (opening: another process kept the write lock; retry)
+          ├── StoreWriteFailed      storage   (opening: the disk refused a write — full; the file is fine)
           └── MigrationFailed       storage
 
 Every adapter (MCP tools, REST, CLI) maps this tree once. Messages are written for the
 reader — an LLM planner or an operator — and say what to do next. They never contain SQL,
-tokens or internal paths, except `StoreUnreadable`/`SchemaTooNew`/`StoreNotWritable`, which are
-operator-facing startup errors and must name the file.
+tokens or internal paths, except the `StorageError` subclasses below, which are operator-facing
+startup errors and must name the file.
 
 This module imports nothing of ours.
 """
@@ -149,6 +151,40 @@ class StoreNotWritable(StorageError):
             "MEMORY_DATA_DIR at a writable directory. The file was not modified."
         )
         self.path = path
+        self.reason = reason
+
+
+class StoreBusy(StorageError):
+    """Opening (creating or upgrading) the file needed its write lock, and another process — a
+    server, a training loop's `RobotMemory`, a CLI command, perhaps upgrading the same file — held
+    it past this process's patience. Nothing is wrong with the file: the same start succeeds a
+    moment later, so the remedy is to retry (a service manager restarts it) — never the restore
+    advice of `StoreUnreadable`."""
+
+    def __init__(self, path: str, doing: str, waited_s: float) -> None:
+        super().__init__(
+            f"{path} is busy: another process (a server, a training loop, a command — perhaps upgrading "
+            f"this same file) held its write lock for over {waited_s:.0f} s while this one was {doing}. "
+            "Nothing is wrong with the file: start again in a moment (systemd restarts the service by "
+            "itself); do not restore or move it."
+        )
+        self.path = path
+        self.doing = doing
+
+
+class StoreWriteFailed(StorageError):
+    """Opening (creating or upgrading) the file needed to write it, and the disk refused: full, a
+    file-size limit, or failing. The step was rolled back and the file is intact; the remedy is
+    room on the disk — never the restore advice of `StoreUnreadable`, which would lose data."""
+
+    def __init__(self, path: str, doing: str, reason: str, needed: str = "") -> None:
+        super().__init__(
+            f"{path} could not be written while {doing}: {reason}. Nothing is wrong with the file "
+            f"(what was not finished was rolled back). Free space on that disk{needed} or raise the "
+            "file-size limit, then start again; do not restore or move the file."
+        )
+        self.path = path
+        self.doing = doing
         self.reason = reason
 
 

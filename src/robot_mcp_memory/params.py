@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from robot_mcp_memory import logs
-from robot_mcp_memory.errors import StorageError
+from robot_mcp_memory.errors import StorageError, StoreBusy
 from robot_mcp_memory.kit import Kind, Migration, Schema, SqliteStore, Table
 from robot_mcp_memory.kit.store import now_iso
 
@@ -253,6 +253,9 @@ class ParamStore:
             return self._db
         try:
             return await asyncio.to_thread(self._open)
+        except StoreBusy as exc:  # another process is upgrading (or writing) lessons.db: nothing is wrong
+            _log.warning("lessons.open_busy", path=str(self.path), reason=exc.detail)
+            raise StorageError("the lesson store is busy (another process holds it); retry shortly") from exc
         except StorageError as exc:
             _log.error("lessons.open_failed", path=str(self.path), reason=exc.detail)
             raise StorageError("the lesson store could not be opened; the operator can find why in the log") from exc

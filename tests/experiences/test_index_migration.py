@@ -160,3 +160,27 @@ def test_a_version_11_file_gets_lexical_keys_and_whole_environments(tmp_path: Pa
     with RobotMemory(tmp_path, robot_id="rap-1") as mem:
         again = mem.learn("Please grip a wet mug by the handle at 12N", ctx)
     assert (again["status"], again["existing_id"]) == ("duplicate", first)
+
+
+def test_a_file_whose_version_a_concurrent_open_rewound_to_4_is_repaired_keeping_its_memories(tmp_path: Path) -> None:
+    """Two processes creating one data directory at once could leave a finished file saying
+    version 4 (a late one re-ran steps 1-4 over it); every later open failed at step 5 ("duplicate
+    column name: fts_rowid"), and the memories were unreachable. Step 5 takes the column as it
+    finds it, and the steps after it are re-derivations, so the file opens and is whole again."""
+    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
+        mem.learn("the blue bin jams at 30 N", {"params": {"force": 30}})
+    path = tmp_path / "index.db"
+    _back_to(path, 4)
+
+    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
+        assert [m["content"] for m in mem.recall("blue bin")] == ["the blue bin jams at 30 N"]
+        again = mem.learn("the blue bin jams at 30 N", {"params": {"force": 30}})
+        assert again["status"] == "duplicate"
+    conn = sqlite3.connect(path)
+    try:
+        version = conn.execute("SELECT value FROM store_meta WHERE key = 'schema_version'").fetchone()[0]
+        assert int(version) == len(db.MIGRATIONS)
+        health = db.text_index_health(conn)
+        assert all(ix.ok for ix in health), health
+    finally:
+        conn.close()

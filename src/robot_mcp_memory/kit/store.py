@@ -18,10 +18,13 @@
 - Readers use their own ``mode=ro`` connections (``PRAGMA query_only``) on a small thread pool;
   under WAL they never wait for the writer.
 - Opening is versioned: migrations are an append-only list, each applied in its own transaction
-  together with the version bump; a newer file raises `SchemaTooNew` and a file that is not an
-  SQLite database (or fails its integrity check, or belongs to another application) raises
-  `StoreUnreadable`; a file or directory that cannot be written raises `StoreNotWritable`. In
-  every case the file is left untouched.
+  together with the version bump, chosen from the version read under the write lock (processes
+  started together share one file's creation or upgrade; `_migrate`); a newer file raises
+  `SchemaTooNew` and a file that is not an SQLite database (or fails its integrity check, or
+  belongs to another application) raises `StoreUnreadable`; a file or directory that cannot be
+  written raises `StoreNotWritable`. In every case the file is left untouched. A lock another
+  process kept past the patience raises `StoreBusy`, a disk that refused the upgrade's writes
+  `StoreWriteFailed` (the step rolled back): neither is the file's fault (`_open_failure`).
 
 No `sqlite3.Error` escapes this module: it is translated into `StorageError` at the boundary.
 """
@@ -45,7 +48,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from robot_mcp_memory import logs
-from robot_mcp_memory.errors import MigrationFailed, SchemaTooNew, StorageError, StoreNotWritable, StoreUnreadable
+from robot_mcp_memory.errors import (
+    MigrationFailed,
+    SchemaTooNew,
+    StorageError,
+    StoreBusy,
+    StoreNotWritable,
+    StoreUnreadable,
+    StoreWriteFailed,
+)
 from robot_mcp_memory.kit.checkpoint import WRITER_AUTOCHECKPOINT, Checkpointer
 from robot_mcp_memory.kit.kinds import Kind, Schema
 
@@ -301,81 +312,174 @@ class SqliteStore:
     def _open_rw(self) -> tuple[sqlite3.Connection, OpenReport]:
         path = self.path
         spath = str(path)
+        started = time.monotonic()
         self._check_writable(path)
         if path.is_dir():  # (an empty one can have a size of 0, which would read as "create it")
             raise StoreUnreadable(spath, "it is a directory, not a file")
-        existed = path.exists() and path.stat().st_size > 0
-        from_version = 0
-        if existed:
-            from_version = self._inspect(path)
-        if from_version > len(self.migrations):
-            raise SchemaTooNew(spath, from_version, len(self.migrations))
+        new = not (path.exists() and path.stat().st_size > 0)
+        if not new:
+            seen = self._inspect(path, started)  # ours, whole, not too new: checked before anything writes
+            if seen > len(self.migrations):
+                raise SchemaTooNew(spath, seen, len(self.migrations))
+        conn: sqlite3.Connection | None = None
         try:
             conn = sqlite3.connect(spath, isolation_level=None, check_same_thread=False)
             # A value no other writer of the file produces, for rows that let a reader tell this
             # store's writes from another process's (`vectorstore`'s freshness stamps).
             conn.create_function("store_stamp", 0, self._stamp)
-            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
+            self._enter_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
             conn.execute(f"PRAGMA wal_autocheckpoint={WRITER_AUTOCHECKPOINT}")  # kit/checkpoint.py
-        except sqlite3.DatabaseError as exc:
-            raise StoreUnreadable(spath, _short(exc)) from exc
-        try:
-            version = from_version
-            for step in range(from_version, len(self.migrations)):
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    conn.execute(_META_DDL)
-                    self.migrations[step](conn)
-                    conn.execute(
-                        "INSERT INTO store_meta(key, value) VALUES('schema_version', ?) "
-                        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                        (str(step + 1),),
-                    )
-                    conn.execute("COMMIT")
-                except BaseException as exc:
-                    conn.execute("ROLLBACK")
-                    if isinstance(exc, Exception):
-                        conn.close()
-                        raise MigrationFailed(spath, step, step + 1, _short(exc)) from exc
-                    raise
-                version = step + 1
+            from_version, version = self._migrate(conn, started)
             names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
             undeclared = self.schema.undeclared(names)
             for name in undeclared:
                 _log.warning("store.undeclared_table", table=name, path=spath)
             pruned: dict[str, int] = {}
             for t in self.schema.pruned:
-                conn.execute("BEGIN IMMEDIATE")
+                self._begin(conn)
                 try:
                     pruned[t.name] = self.schema.prune(conn, t.name)
                     conn.execute("COMMIT")
                 except BaseException:
-                    conn.execute("ROLLBACK")
+                    self._rollback(conn)
                     raise
             counts = {
                 t.name: conn.execute(f"SELECT count(*) FROM {t.name}").fetchone()[0]  # noqa: S608 - declared
                 for t in self.schema.tables
                 if t.kind is not Kind.DERIVED and t.name in names
             }
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise StoreUnreadable(spath, _short(exc)) from exc
-        except BaseException:
-            conn.close()
+        except BaseException as exc:
+            if conn is not None:
+                conn.close()
+            if isinstance(exc, sqlite3.Error):
+                raise self._open_failure(exc, "creating it" if new else "opening it", started) from exc
             raise
         report = OpenReport(
             path=spath,
             from_version=from_version,
             to_version=version,
-            created=not existed,
+            created=from_version == 0,
             counts=counts,
             undeclared=undeclared,
             pruned=pruned,
         )
         return conn, report
+
+    def _enter_wal(self, conn: sqlite3.Connection) -> None:
+        """``PRAGMA journal_mode=WAL``, tried again while another process creating the same new
+        file holds its lock. SQLite answers that "busy" at once, without waiting (its busy handler
+        is skipped where waiting could deadlock), so the busy timeout does not cover it: one of
+        several processes started together on an empty data directory failed to open it."""
+        deadline = time.monotonic() + self.write_patience_s
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01)
+
+    def _migrate(self, conn: sqlite3.Connection, started: float) -> tuple[int, int]:
+        """Bring the file to the last version, one step per transaction: (the version this process
+        found, the version it left). Several processes may open one new or old file at the same
+        moment (a server and training loops started together): each step is chosen from the
+        version read *under the write lock*, so a step never runs twice and the version never goes
+        down — a process that planned its steps from a version read before the lock re-ran steps
+        1-4 over a finished file, wrote version 4 over it, failed at step 5, and left a store no
+        later start could open. A file already at the last version is opened without the lock."""
+        spath = str(self.path)
+        target = len(self.migrations)
+        version = self._version(conn)
+        found: int | None = None
+        while version < target:
+            doing = "creating it" if version == 0 else f"upgrading it from schema version {version} to {target}"
+            waiting = time.monotonic()
+            try:
+                # Waits for the lock like any write: another process may be running a long step.
+                self._begin(conn)
+            except sqlite3.Error as exc:
+                raise self._open_failure(exc, doing, waiting) from exc
+            try:
+                version = self._version(conn)  # what the processes that held the lock before left
+                if found is None:
+                    found = version
+                if version >= target:
+                    conn.execute("COMMIT")
+                    break
+                conn.execute(_META_DDL)
+                self.migrations[version](conn)
+                conn.execute(
+                    "INSERT INTO store_meta(key, value) VALUES('schema_version', ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    (str(version + 1),),
+                )
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                self._rollback(conn)
+                if isinstance(exc, sqlite3.Error):
+                    raise self._open_failure(exc, doing, started, at=version) from exc
+                if isinstance(exc, Exception) and not isinstance(exc, StorageError):
+                    raise MigrationFailed(spath, version, version + 1, _short(exc)) from exc
+                raise
+            version += 1
+        if version > target:  # a newer robot-mcp-memory upgraded it meanwhile
+            raise SchemaTooNew(spath, version, target)
+        return (version if found is None else found), version
+
+    def _version(self, conn: sqlite3.Connection) -> int:
+        """The file's schema version as `conn` sees it now (0: a new file)."""
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='store_meta'").fetchone() is None:
+            return 0
+        row = conn.execute("SELECT value FROM store_meta WHERE key='schema_version'").fetchone()
+        return _parse_version(str(self.path), row)
+
+    def _open_failure(self, exc: sqlite3.Error, doing: str, started: float, at: int | None = None) -> StorageError:
+        """What an SQLite error while opening means for the operator. Only damage to the file gets
+        `StoreUnreadable` (restore a backup, or move it aside): a lock another process held, a
+        full disk or a read-only one leave a good file, and that advice would throw its data away.
+        `started`: when the wait a "busy" ended began; `at`: the version a failed migration step
+        started from (rolled back to)."""
+        spath = str(self.path)
+        code = getattr(exc, "sqlite_errorcode", None) or 0
+        base = code & 0xFF
+        if base in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            return StoreBusy(spath, doing, time.monotonic() - started)
+        if base == sqlite3.SQLITE_FULL or code in _WRITE_IOERRS:
+            reason = (
+                "the disk is full"
+                if base == sqlite3.SQLITE_FULL
+                else "the disk refused the write (it is full, a file-size limit was reached, or it is failing)"
+            )
+            return StoreWriteFailed(spath, doing, reason, self._room_hint())
+        if base == sqlite3.SQLITE_READONLY:
+            return StoreNotWritable(spath, "the disk or the file is read-only")
+        if at is not None and base not in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+            return MigrationFailed(spath, at, at + 1, _short(exc))
+        return StoreUnreadable(spath, _short(exc))
+
+    def _room_hint(self) -> str:
+        """How much room an upgrade wants: its steps rewrite rows, and the WAL holds the new pages
+        until they are folded into the file (up to about the file's own size)."""
+        try:
+            mib = self.path.stat().st_size // (1024 * 1024)
+        except OSError:
+            return ""
+        return f" (an upgrade needs about as much free space as {self.path.name} takes: {mib + 1} MiB)" if mib else ""
+
+    def _rollback(self, conn: sqlite3.Connection) -> None:
+        """Roll back what is left of a failed transaction. SQLite has already rolled it back after
+        some errors (a full disk): a ROLLBACK then fails with an error of its own ("no transaction
+        is active"), which must not take the place of the one that says what happened."""
+        if not conn.in_transaction:
+            return
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            _log.error("store.rollback_failed", error=_short(exc), path=str(self.path))
 
     @staticmethod
     def _check_writable(path: Path) -> None:
@@ -398,7 +502,7 @@ class SqliteStore:
         if path.exists() and not os.access(path, os.W_OK):
             raise StoreNotWritable(str(path), "the file is read-only")
 
-    def _inspect(self, path: Path) -> int:
+    def _inspect(self, path: Path, started: float) -> int:
         """Read-only look at an existing file: is it ours, is it whole, which version is it?"""
         spath = str(path)
         try:
@@ -411,8 +515,9 @@ class SqliteStore:
         try:
             ro = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
         except sqlite3.Error as exc:
-            raise StoreUnreadable(spath, _short(exc)) from exc
+            raise self._open_failure(exc, "opening it", started) from exc
         try:
+            ro.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
             check = ro.execute("PRAGMA quick_check").fetchone()
             if not check or check[0] != "ok":
                 raise StoreUnreadable(spath, "its integrity check failed")
@@ -422,15 +527,9 @@ class SqliteStore:
                     raise StoreUnreadable(spath, "it belongs to another application (no store_meta table)")
                 return 0
             row = ro.execute("SELECT value FROM store_meta WHERE key='schema_version'").fetchone()
-            try:
-                version = int(row[0]) if row else 0
-            except ValueError as exc:
-                raise StoreUnreadable(spath, "its schema version is not a number") from exc
-            if version < 0:  # no migration leads from it: step indexes would count from the end
-                raise StoreUnreadable(spath, f"its schema version is negative ({version})")
-            return version
-        except sqlite3.DatabaseError as exc:
-            raise StoreUnreadable(spath, _short(exc)) from exc
+            return _parse_version(spath, row)
+        except sqlite3.Error as exc:
+            raise self._open_failure(exc, "opening it", started) from exc
         finally:
             ro.close()
 
@@ -500,11 +599,7 @@ class SqliteStore:
             result = job.context.run(job.fn, conn)
             conn.execute("COMMIT")
         except BaseException as exc:
-            if conn.in_transaction:
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    _log.error("store.rollback_failed", path=str(self.path))
+            self._rollback(conn)
             if isinstance(exc, sqlite3.Error):
                 _log.error("store.write_failed", error=_short(exc), hot=job.hot)
                 raise translate(exc, "the write") from exc
@@ -528,8 +623,7 @@ class SqliteStore:
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
-                busy = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF == sqlite3.SQLITE_BUSY
-                if not busy or time.monotonic() >= deadline:
+                if not _busy(exc) or time.monotonic() >= deadline:
                     raise
                 waits += 1
                 _log.warning("store.write_lock_busy", attempt=waits, path=str(self.path))
@@ -731,6 +825,22 @@ class SqliteStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    """Whether `exc` is SQLite's "database is locked": another connection holds the lock."""
+    return (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF == sqlite3.SQLITE_BUSY
+
+
+def _parse_version(path: str, row: tuple[Any, ...] | None) -> int:
+    """The ``schema_version`` row's value as a step count; a file without one is version 0."""
+    try:
+        version = int(row[0]) if row else 0
+    except ValueError as exc:
+        raise StoreUnreadable(path, "its schema version is not a number") from exc
+    if version < 0:  # no migration leads from it: step indexes would count from the end
+        raise StoreUnreadable(path, f"its schema version is negative ({version})")
+    return version
 
 
 def _short(exc: BaseException) -> str:
