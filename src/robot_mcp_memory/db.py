@@ -262,6 +262,13 @@ def _nfc_text_indexes(conn: sqlite3.Connection) -> None:
         rebuild_process_index(conn)
 
 
+def _rank_index(conn: sqlite3.Connection) -> None:
+    """Migration 13: idx_memories_rank on files made by the first build of migration 4, which
+    lacked it (the step's DDL gained it later, so files created since have it and this is a no-op
+    there): keyword recall ranked without it was 10-25 % slower at 100,000 memories."""
+    conn.execute(experiences.RANK_INDEX_DDL)
+
+
 def _segmented_process_index(conn: sqlite3.Connection) -> None:
     """Migration 8: the process index rebuilt with CJK runs as words — a Chinese title was one
     token, so only the whole title found it in keyword search."""
@@ -293,6 +300,7 @@ MIGRATIONS: list[Migration] = [
     # no longer find its stored copy. And a fact's content_hash becomes its lexical key (the hash
     # of its content words in order), which finds its lexical duplicates without a text search
     _dedup_keys,
+    _rank_index,  # 13: the ranking index on files from the first experience-memory release
 ]
 
 

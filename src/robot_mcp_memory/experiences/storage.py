@@ -39,6 +39,13 @@ from robot_mcp_memory.search import segment
 
 T = TypeVar("T")
 
+#: Everything ranking needs except the context, keyed by id: a text search joins its matches here
+#: (narrow rows, cache-friendly) instead of into the table. Migration 13 adds it to files made
+#: before migration 4's DDL had it.
+RANK_INDEX_DDL = (
+    "CREATE INDEX IF NOT EXISTS idx_memories_rank ON memories"
+    "(id, collection, status, robot, confidence, updated_at, source_weight, session_id)"
+)
 MEMORIES = Table(
     name="memories",
     kind=Kind.DEFINITION,  # experience never ages out by retention; decay is computed at read time
@@ -72,10 +79,7 @@ MEMORIES = Table(
         "CREATE INDEX IF NOT EXISTS idx_memories_session ON memories(session_id) WHERE session_id IS NOT NULL",
         "CREATE INDEX IF NOT EXISTS idx_memories_hash ON memories(content_hash)",
         "CREATE INDEX IF NOT EXISTS idx_memories_facts ON memories(facts_hash)",
-        # Everything ranking needs except the context, keyed by id: a text search joins its matches
-        # here (narrow rows, cache-friendly) instead of into the table.
-        "CREATE INDEX IF NOT EXISTS idx_memories_rank ON memories"
-        "(id, collection, status, robot, confidence, updated_at, source_weight, session_id)",
+        RANK_INDEX_DDL,
     ),
 )
 MEMORY_TAGS = Table(
@@ -506,7 +510,8 @@ class ExperienceStore:
         self.db = db
         self.blocking = blocking
         self.access = AccessCounts(db)
-        #: Whether idx_memories_rank exists (files made by the first build of migration 4 lack it).
+        #: Whether idx_memories_rank exists: from migration 13 on it always does (files made by the
+        #: first build of migration 4 lacked it); checked all the same, as ranking names it.
         self.covering = db.read_blocking(_has_rank_index)
         if not blocking and db.read_blocking(_recent_cjk):
             # Chinese is in use here: load jieba in the background now, not on the event loop
