@@ -987,3 +987,33 @@ def test_a_disk_that_refuses_the_upgrade_is_exit_74_naming_the_disk_not_a_broken
     assert "backup" not in lines[0]
     assert (data / "index.db").read_bytes() == before
     assert cli.main(["doctor", "--data-dir", str(data)]) == 0  # with room, the same file upgrades
+
+
+def test_commands_that_only_read_work_on_a_read_only_data_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A snapshot or a read-only mount of a stopped server's data directory: `backup` failed with
+    "unable to open database file" (no cause named), and `doctor`, `stats` and `dump` refused it
+    as not writable although they only read. Commands that write still refuse it."""
+    from tests.kit.test_store_open import read_only
+
+    data = tmp_path / "d"
+    _learn(data, "the red bin opens at 12 N")
+    capsys.readouterr()
+
+    with read_only(data):
+        assert cli.main(["backup", "--data-dir", str(data), str(tmp_path / "bk")]) == 0
+        assert cli.main(["doctor", "--data-dir", str(data)]) == 0
+        doctor = capsys.readouterr().out
+        assert "FTS5's own check skipped: the directory is read-only" in doctor
+        assert cli.main(["stats", "--data-dir", str(data)]) == 0
+        assert json.loads(capsys.readouterr().out)["memories"] == 1
+        assert cli.main(["dump", "--data-dir", str(data), str(tmp_path / "dump")]) == 0
+        capsys.readouterr()
+        assert cli.main(["reindex", "--data-dir", str(data)]) == cli.EXIT_DATA
+        assert "cannot be written" in capsys.readouterr().err
+    assert sorted(p.name for p in data.iterdir()) == ["index.db"]
+
+    assert _recall(tmp_path / "bk", "red bin") == ["the red bin opens at 12 N"]
+    dumped = (tmp_path / "dump" / "archive" / "memories.jsonl").read_text()
+    assert "the red bin opens at 12 N" in dumped

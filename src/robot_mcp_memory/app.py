@@ -35,17 +35,19 @@ class Memory:
     embedder: ResilientEmbedder | None = None
 
     @classmethod
-    def open(cls, settings: Settings, *, backfill: bool = True) -> Memory:
+    def open(cls, settings: Settings, *, backfill: bool = True, read_only: bool = False) -> Memory:
         """Open ``index.db`` (creating or migrating it) and log one ``store_ready`` line.
 
         With `backfill` (a server), vectors missing for the model are made in the background once
         it is ready. One-shot commands pass False: a backfill racing `reembed` would do its work
-        behind its back (and its report would say 0), and `stats` should not start embedding."""
-        index = db.open_index(settings.index_path, hot_queue_max=settings.hot_queue_max)
+        behind its back (and its report would say 0), and `stats` should not start embedding.
+        `read_only`: commands that only read, on a data directory they cannot write (see
+        `SqliteStore.open`); every write is refused."""
+        index = db.open_index(settings.index_path, hot_queue_max=settings.hot_queue_max, read_only=read_only)
         try:
             # An existing lessons.db is checked now, before anything is logged as ready: a broken
             # file stops the start with one line on stderr (docs/operations.md), not two.
-            params = ParamStore(settings.lessons_path)
+            params = ParamStore(settings.lessons_path, read_only=read_only)
         except BaseException:
             index.close()
             raise

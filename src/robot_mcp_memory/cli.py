@@ -229,7 +229,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if command == "doctor":
         try:
             return asyncio.run(_with_memory(args, settings))
-        except (StoreUnreadable, SchemaTooNew) as exc:  # raised before anything was modified
+        except (StoreUnreadable, SchemaTooNew, StoreNotWritable) as exc:  # raised before anything was modified
             return _doctor_lines(operations.doctor_unopenable(settings.data_dir, exc))
     return asyncio.run(_with_memory(args, settings))
 
@@ -237,6 +237,9 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 #: Commands that only read or rework what a database holds: on a directory without one they say
 #: so instead of creating an empty database (``load`` and ``import-robotmem`` fill a new one).
 _READS_A_DATABASE = frozenset({"doctor", "dump", "stats", "reindex", "reembed"})
+#: Commands that only read: on a data directory they cannot write (a snapshot, a read-only mount)
+#: they open the database read-only instead of refusing it.
+_ONLY_READS = frozenset({"doctor", "dump", "stats"})
 
 
 def _doctor_lines(report: operations.Doctor) -> int:
@@ -246,7 +249,12 @@ def _doctor_lines(report: operations.Doctor) -> int:
 
 
 async def _with_memory(args: argparse.Namespace, settings: Settings) -> int:
-    memory = Memory.open(settings, backfill=False)  # a command does its own work, in the foreground
+    try:
+        memory = Memory.open(settings, backfill=False)  # a command does its own work, in the foreground
+    except StoreNotWritable:
+        if args.command not in _ONLY_READS:
+            raise
+        memory = Memory.open(settings, backfill=False, read_only=True)
     try:
         if args.command == "dump":
             dumped = await operations.dump(memory, LOCAL, Path(args.dest), _progress("dump"))

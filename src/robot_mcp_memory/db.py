@@ -308,6 +308,9 @@ def schema() -> Schema:
     return Schema(tuple(TABLES))
 
 
-def open_index(path: Path, *, hot_queue_max: int = 10_000, readers: int = 4) -> SqliteStore:
-    """Open (creating or migrating) index.db. Raises `SchemaTooNew` / `StoreUnreadable`."""
-    return SqliteStore.open(path, schema(), MIGRATIONS, hot_queue_max=hot_queue_max, readers=readers)
+def open_index(path: Path, *, hot_queue_max: int = 10_000, readers: int = 4, read_only: bool = False) -> SqliteStore:
+    """Open (creating or migrating) index.db; `read_only`: see `SqliteStore.open`. Raises
+    `SchemaTooNew` / `StoreUnreadable` / `StoreNotWritable` / `StoreBusy` / `StoreWriteFailed`."""
+    return SqliteStore.open(
+        path, schema(), MIGRATIONS, hot_queue_max=hot_queue_max, readers=readers, read_only=read_only
+    )

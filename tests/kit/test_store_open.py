@@ -10,6 +10,7 @@ from __future__ import annotations
 import concurrent.futures
 import hashlib
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -21,7 +22,14 @@ from pathlib import Path
 import pytest
 
 import robot_mcp_memory
-from robot_mcp_memory.errors import MigrationFailed, StoreBusy, StoreUnreadable, StoreWriteFailed
+from robot_mcp_memory.errors import (
+    MigrationFailed,
+    StorageError,
+    StoreBusy,
+    StoreNotWritable,
+    StoreUnreadable,
+    StoreWriteFailed,
+)
 from robot_mcp_memory.kit import Kind, Migration, Schema, SqliteStore, Table
 from tests.conftest import eventually
 
@@ -346,3 +354,137 @@ def test_a_full_database_during_an_upgrade_is_a_write_failure_not_a_failed_migra
     assert not isinstance(caught.value, MigrationFailed)
     assert "the disk is full" in caught.value.detail
     assert version_of(path) == 1
+
+
+# ---------------------------------------------------------------------------- a read-only directory
+@contextmanager
+def read_only(d: Path) -> Iterator[Path]:
+    """`d` made read-only for this process, as a snapshot or a read-only mount is: permission bits
+    for a normal user; for root (whom they do not stop) the immutable attribute, where the file
+    system has it. The files in it keep their mode."""
+    d.chmod(0o555)
+    immutable = False
+    if os.access(d, os.W_OK):
+        chattr = shutil.which("chattr")
+        immutable = chattr is not None and subprocess.run([chattr, "+i", str(d)], capture_output=True).returncode == 0
+        if not immutable:
+            d.chmod(0o755)
+            pytest.skip("running as root without chattr: no way to make a directory read-only here")
+    try:
+        yield d
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(d)], check=True)
+        d.chmod(0o755)
+
+
+NOTES = Table("notes", Kind.DEFINITION, ("CREATE TABLE IF NOT EXISTS notes (id TEXT PRIMARY KEY)",))
+NOTES_SCHEMA = Schema((STORE_META, NOTES))
+
+
+def _create_notes(conn: sqlite3.Connection) -> None:
+    conn.execute(NOTES.ddl[0])
+
+
+def _note(store: SqliteStore, note: str) -> None:
+    store.write_blocking(lambda c: c.execute("INSERT INTO notes(id) VALUES (?)", (note,)))
+
+
+def _notes(store: SqliteStore) -> list[str]:
+    return store.read_blocking(lambda c: [r[0] for r in c.execute("SELECT id FROM notes ORDER BY id")])
+
+
+def test_a_store_in_a_read_only_directory_opens_read_only_reads_it_and_refuses_writes(tmp_path: Path) -> None:
+    """A read-only connection creates ``-shm`` beside a WAL-mode file, which a read-only directory
+    refuses ("unable to open database file", no cause named): a stopped store (no WAL) is read
+    as an immutable file instead."""
+    d = tmp_path / "data"
+    d.mkdir()
+    with SqliteStore.open(d / "index.db", NOTES_SCHEMA, [_create_notes]) as s:
+        _note(s, "kept")
+    before = sha256(d / "index.db")
+
+    with read_only(d):
+        with pytest.raises(StoreNotWritable):  # opened to write, as a server does: refused as before
+            SqliteStore.open(d / "index.db", NOTES_SCHEMA, [_create_notes])
+        with SqliteStore.open(d / "index.db", NOTES_SCHEMA, [_create_notes], read_only=True) as s:
+            assert s.report is not None
+            assert (s.report.to_version, s.report.counts["notes"]) == (1, 1)
+            assert _notes(s) == ["kept"]
+            with pytest.raises(StorageError, match="read-only"):
+                _note(s, "new")
+            with pytest.raises(StorageError, match="read-only"):
+                s.on_writer(lambda c: None)
+
+    assert sorted(p.name for p in d.iterdir()) == ["index.db"]
+    assert sha256(d / "index.db") == before
+
+
+def test_a_read_only_store_reads_the_commits_still_in_the_wal_of_a_running_writer(tmp_path: Path) -> None:
+    """``-shm`` is there (a server has the file open through a writable path, or was killed): the
+    commits not yet copied into the file are read too."""
+    d = tmp_path / "data"
+    d.mkdir()
+    SqliteStore.open(d / "index.db", NOTES_SCHEMA, [_create_notes]).close()
+    writer = sqlite3.connect(d / "index.db", isolation_level=None)
+    try:
+        writer.execute("PRAGMA wal_autocheckpoint=0")
+        writer.execute("INSERT INTO notes(id) VALUES ('in the wal')")
+        with (
+            read_only(d),
+            SqliteStore.open(d / "index.db", NOTES_SCHEMA, [_create_notes], read_only=True) as s,
+        ):
+            assert _notes(s) == ["in the wal"]
+    finally:
+        writer.close()
+
+
+def test_a_wal_without_its_shm_in_a_read_only_directory_is_refused_saying_what_to_do(tmp_path: Path) -> None:
+    """Its commits cannot be read without creating ``-shm``; reading the file alone would miss
+    them without a word."""
+    d, copy = tmp_path / "data", tmp_path / "copy"
+    d.mkdir()
+    copy.mkdir()
+    SqliteStore.open(d / "index.db", NOTES_SCHEMA, [_create_notes]).close()
+    writer = sqlite3.connect(d / "index.db", isolation_level=None)
+    try:
+        writer.execute("PRAGMA wal_autocheckpoint=0")
+        writer.execute("INSERT INTO notes(id) VALUES ('in the wal')")
+        for name in ("index.db", "index.db-wal"):  # a copy that left -shm behind
+            shutil.copyfile(d / name, copy / name)
+    finally:
+        writer.close()
+
+    with read_only(copy), pytest.raises(StoreNotWritable) as caught:
+        SqliteStore.open(copy / "index.db", NOTES_SCHEMA, [_create_notes], read_only=True)
+    assert "index.db-wal holds commits" in caught.value.detail
+    assert "writable directory" in caught.value.detail
+
+
+def test_a_read_only_store_at_an_older_version_says_it_must_be_upgraded_where_it_can_be_written(
+    tmp_path: Path,
+) -> None:
+    d = tmp_path / "data"
+    d.mkdir()
+    SqliteStore.open(d / "index.db", NOTES_SCHEMA, [_create_notes]).close()
+    with read_only(d), pytest.raises(StoreNotWritable) as caught:
+        SqliteStore.open(d / "index.db", NOTES_SCHEMA, [_create_notes, lambda c: None], read_only=True)
+    assert "schema version 1" in caught.value.detail
+
+
+def test_a_file_read_without_locks_that_changed_meanwhile_is_refused(tmp_path: Path) -> None:
+    """An immutable file is read without locks: a process writing it through another, writable
+    path could change it under the read, which is then not one state of the file."""
+    d = tmp_path / "data"
+    d.mkdir()
+    with SqliteStore.open(d / "index.db", NOTES_SCHEMA, [_create_notes]) as s:
+        _note(s, "kept")
+    with (
+        read_only(d),
+        SqliteStore.open(d / "index.db", NOTES_SCHEMA, [_create_notes], read_only=True) as s,
+    ):
+        assert _notes(s) == ["kept"]
+        st = (d / "index.db").stat()
+        os.utime(d / "index.db", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # as a checkpoint would
+        with pytest.raises(StorageError, match="changed while it was read"):
+            _notes(s)

@@ -1,7 +1,8 @@
 """Operations on a database file that do not need the writer: online backup, integrity, size.
 
 Each opens its own read-only connection, so they are safe while a server is writing the same
-file (WAL lets readers and the writer proceed together).
+file (WAL lets readers and the writer proceed together), and work in a read-only directory (a
+snapshot) too (`readonly`).
 """
 
 from __future__ import annotations
@@ -14,17 +15,20 @@ from pathlib import Path
 
 from robot_mcp_memory.errors import StorageError, StoreUnreadable
 from robot_mcp_memory.kit import files
+from robot_mcp_memory.kit.readonly import ReadView, read_view
 
 Progress = Callable[[int, int], None]
 
 
-def _ro(path: Path) -> sqlite3.Connection:
+def _ro(path: Path) -> tuple[sqlite3.Connection, ReadView]:
+    """A read-only connection to `path`, also in a read-only directory (`readonly.read_view`)."""
     if not path.exists():
         raise StoreUnreadable(str(path), "the file does not exist")
+    view = read_view(path)
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+        conn = sqlite3.connect(view.uri, uri=True, isolation_level=None)
         conn.execute("PRAGMA busy_timeout=5000")
-        return conn
+        return conn, view
     except sqlite3.Error as exc:
         raise StoreUnreadable(str(path), str(exc).splitlines()[0]) from exc
 
@@ -37,7 +41,7 @@ def backup(src: Path, dest: Path, progress: Progress | None = None) -> int:
     if dest.exists() or dest.is_symlink():
         raise StorageError(f"{dest} already exists; choose a new backup location")
     dest.parent.mkdir(parents=True, exist_ok=True)
-    source = _ro(src)
+    source, view = _ro(src)
     tmp = files.temp_beside(dest)
     copied = 0
 
@@ -59,6 +63,7 @@ def backup(src: Path, dest: Path, progress: Progress | None = None) -> int:
             target.close()
         if not check or check[0] != "ok":
             raise StorageError(f"the backup of {src.name} failed its integrity check; nothing was kept")
+        view.check()  # read without locks (a read-only directory): was it one state of the file?
         os.replace(tmp, dest)
     except sqlite3.Error as exc:
         raise StorageError(f"the backup of {src.name} failed: {str(exc).splitlines()[0]}") from exc
@@ -80,7 +85,7 @@ class FileHealth:
 
 def health(path: Path, full: bool = False) -> FileHealth:
     """Integrity (`quick_check`, or `integrity_check` with `full`), schema version and sizes."""
-    conn = _ro(path)
+    conn, view = _ro(path)
     try:
         pragma = "integrity_check" if full else "quick_check"
         problems = [r[0] for r in conn.execute(f"PRAGMA {pragma}") if r[0] != "ok"]
@@ -93,6 +98,7 @@ def health(path: Path, full: bool = False) -> FileHealth:
         problems, version = [str(exc).splitlines()[0]], None
     finally:
         conn.close()
+    view.check()  # a check of a file that changed under a lock-free read would report false damage
     wal = path.with_name(path.name + "-wal")
     return FileHealth(
         path=str(path),
@@ -105,13 +111,15 @@ def health(path: Path, full: bool = False) -> FileHealth:
 
 def count_rows(path: Path, tables: list[str]) -> dict[str, int]:
     """Row counts of declared tables (names come from our own declarations)."""
-    conn = _ro(path)
+    conn, view = _ro(path)
     try:
         present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        return {
+        counts = {
             t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0])  # noqa: S608 - declared names
             for t in tables
             if t in present
         }
     finally:
         conn.close()
+    view.check()
+    return counts

@@ -25,6 +25,8 @@
   written raises `StoreNotWritable`. In every case the file is left untouched. A lock another
   process kept past the patience raises `StoreBusy`, a disk that refused the upgrade's writes
   `StoreWriteFailed` (the step rolled back): neither is the file's fault (`_open_failure`).
+- ``read_only=True`` opens without the writer (commands that only read, in a directory they cannot
+  write): see `kit.readonly`.
 
 No `sqlite3.Error` escapes this module: it is translated into `StorageError` at the boundary.
 """
@@ -59,6 +61,7 @@ from robot_mcp_memory.errors import (
 )
 from robot_mcp_memory.kit.checkpoint import WRITER_AUTOCHECKPOINT, Checkpointer
 from robot_mcp_memory.kit.kinds import Kind, Schema
+from robot_mcp_memory.kit.readonly import ReadView, read_view
 
 T = TypeVar("T")
 Migration = Callable[[sqlite3.Connection], None]
@@ -239,8 +242,12 @@ class SqliteStore:
         readers: int = 4,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         write_patience_s: float = WRITE_PATIENCE_S,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path)
+        #: Opened for reading only (`open`): no writer connection, no migrations, no checkpoints.
+        self.read_only = read_only
+        self._view: ReadView | None = None  # how readers open the file when `read_only`
         self.busy_timeout_ms = busy_timeout_ms
         self.write_patience_s = write_patience_s
         #: This open store's own mark, unlike any other process's (or any other store's in this
@@ -290,7 +297,12 @@ class SqliteStore:
         readers: int = 4,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         write_patience_s: float = WRITE_PATIENCE_S,
+        read_only: bool = False,
     ) -> SqliteStore:
+        """Open `path`, creating or migrating it. With `read_only` (commands that only read, on a
+        directory they cannot write: a snapshot, a read-only mount) nothing is written: the file
+        must exist at the last version, every write is refused, and readers open it as
+        `readonly.read_view` says."""
         store = cls(
             path,
             schema,
@@ -299,6 +311,7 @@ class SqliteStore:
             readers=readers,
             busy_timeout_ms=busy_timeout_ms,
             write_patience_s=write_patience_s,
+            read_only=read_only,
         )
         try:
             store.report = store._ready.result()
@@ -306,7 +319,8 @@ class SqliteStore:
             store._thread.join(timeout=5)
             store._pool.shutdown(wait=False)
             raise
-        store._checkpointer = Checkpointer(store.path)
+        if not read_only:
+            store._checkpointer = Checkpointer(store.path)
         return store
 
     def _open_rw(self) -> tuple[sqlite3.Connection, OpenReport]:
@@ -481,6 +495,40 @@ class SqliteStore:
         except sqlite3.Error as exc:
             _log.error("store.rollback_failed", error=_short(exc), path=str(self.path))
 
+    def _open_ro(self) -> OpenReport:
+        """Open for reading only: nothing is created, migrated or pruned, so the file must exist at
+        the last version (an older one is upgraded by the first process that can write it)."""
+        path = self.path
+        spath = str(path)
+        started = time.monotonic()
+        if path.is_dir():
+            raise StoreUnreadable(spath, "it is a directory, not a file")
+        if not path.exists() or path.stat().st_size == 0:
+            raise StoreUnreadable(spath, "there is no database in it")
+        self._view = read_view(path)
+        version = self._inspect(path, started)
+        target = len(self.migrations)
+        if version > target:
+            raise SchemaTooNew(spath, version, target)
+        if version < target:
+            raise StoreNotWritable(
+                spath,
+                f"it is at schema version {version}, and this robot-mcp-memory reads it only once "
+                f"upgraded to {target}, which writes it: run it once where its directory is writable",
+            )
+        report = self.read_blocking(lambda conn: self._report(conn, version))
+        _log.info("store.opened_read_only", path=spath, immutable=self._view.immutable)
+        return report
+
+    def _report(self, conn: sqlite3.Connection, version: int) -> OpenReport:
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        counts = {
+            t.name: conn.execute(f"SELECT count(*) FROM {t.name}").fetchone()[0]  # noqa: S608 - declared
+            for t in self.schema.tables
+            if t.kind is not Kind.DERIVED and t.name in names
+        }
+        return OpenReport(str(self.path), version, version, False, counts, self.schema.undeclared(names), {})
+
     @staticmethod
     def _check_writable(path: Path) -> None:
         """Fail with `StoreNotWritable` before SQLite is involved when the directory (where the
@@ -513,7 +561,7 @@ class SqliteStore:
         if head != _SQLITE_MAGIC:
             raise StoreUnreadable(spath, "it is not an SQLite database")
         try:
-            ro = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+            ro = sqlite3.connect(self._reader_uri(), uri=True, isolation_level=None)
         except sqlite3.Error as exc:
             raise self._open_failure(exc, "opening it", started) from exc
         try:
@@ -535,8 +583,12 @@ class SqliteStore:
 
     # ------------------------------------------------------------------ writer thread
     def _run(self) -> None:
+        conn: sqlite3.Connection | None = None
         try:
-            conn, report = self._open_rw()
+            if self.read_only:
+                report = self._open_ro()
+            else:
+                conn, report = self._open_rw()
         except BaseException as exc:
             self._ready.set_exception(exc)
             return
@@ -557,6 +609,8 @@ class SqliteStore:
             result: Any = None
             with self._writing:
                 try:
+                    if conn is None:
+                        raise self._read_only_error()
                     result = self._execute(conn, job)
                 except BaseException as exc:
                     failure = exc
@@ -569,8 +623,9 @@ class SqliteStore:
                 future.set_exception(failure)
             else:
                 future.set_result(result)
-        with self._writing:  # after a blocking caller's write in progress, if any
-            self._close_writer(conn)
+        if conn is not None:
+            with self._writing:  # after a blocking caller's write in progress, if any
+                self._close_writer(conn)
 
     def _committed(self, job: _Job) -> None:
         checkpointer = self._checkpointer
@@ -678,8 +733,10 @@ class SqliteStore:
             # Should the writer take the lock first, this waits for its one job, then runs.
             with self._writing:
                 conn = self._conn
-                if self._closed or conn is None:
+                if self._closed:
                     raise self._closed_error()
+                if conn is None:
+                    raise self._read_only_error()
                 job = _Job(fn, contextvars.copy_context(), hot=False, after=after)
                 try:
                     result: T = self._execute(conn, job)
@@ -733,7 +790,7 @@ class SqliteStore:
         conn: sqlite3.Connection | None = getattr(self._readers_local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(
-                f"{self.path.resolve().as_uri()}?mode=ro",
+                self._reader_uri(),
                 uri=True,
                 isolation_level=None,
                 check_same_thread=False,
@@ -760,9 +817,12 @@ class SqliteStore:
             conn = self._reader()
             conn.execute("BEGIN")
             try:
-                return fn(conn)
+                result = fn(conn)
             finally:
                 conn.execute("COMMIT")
+            if self._view is not None:
+                self._view.check()  # read without locks: refused if another process changed the file
+            return result
         except sqlite3.Error as exc:
             _log.error("store.read_failed", error=_short(exc))
             raise translate(exc, "the read") from exc
@@ -771,6 +831,15 @@ class SqliteStore:
                 self._reads -= 1
                 if not self._reads:
                     self._reads_idle.notify_all()
+
+    def _reader_uri(self) -> str:
+        view = self._view
+        return view.uri if view is not None else f"{self.path.resolve().as_uri()}?mode=ro"
+
+    def _read_only_error(self) -> StorageError:
+        return StorageError(
+            f"{self.path.name} was opened read-only (its directory cannot be written): nothing can be stored"
+        )
 
     def _closed_error(self) -> StorageError:
         if self._forked:

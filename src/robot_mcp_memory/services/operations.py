@@ -23,7 +23,7 @@ from typing import Any
 
 from robot_mcp_memory import db, docmodel
 from robot_mcp_memory.app import Memory
-from robot_mcp_memory.errors import InvalidInput, SchemaTooNew, StorageError, StoreUnreadable
+from robot_mcp_memory.errors import InvalidInput, SchemaTooNew, StorageError, StoreNotWritable, StoreUnreadable
 from robot_mcp_memory.experiences import index_repo, robotmem_import, vector_repo
 from robot_mcp_memory.kit import SqliteStore, archive, files, maintenance
 from robot_mcp_memory.principal import Principal
@@ -407,6 +407,9 @@ async def doctor(memory: Memory, full: bool = False, deep_index_check: bool | No
     check of each full-text index (`deep_index_check`, default: with `full`) holds the write lock
     while it reads the index, so a serving process runs it only when asked; the CLI always does."""
     deep = full if deep_index_check is None else deep_index_check
+    # FTS5's own check is an INSERT: a store opened read-only (a read-only directory) cannot run it.
+    skipped = deep and memory.index.read_only
+    deep = deep and not skipped
     lines: list[tuple[str, str, bool]] = []
     h = maintenance.health(memory.settings.index_path, full=full)
     lines.append(("integrity", "ok" if not h.integrity else "; ".join(h.integrity[:5]), not h.integrity))
@@ -418,6 +421,8 @@ async def doctor(memory: Memory, full: bool = False, deep_index_check: bool | No
         detail = f"{ix.rows} rows, {ix.entries} index entries"
         if ix.problem is not None:
             detail += f"; the index is damaged ({ix.problem})"
+        elif skipped:
+            detail += " (FTS5's own check skipped: the directory is read-only)"
         lines.append((_INDEX_CHECKS.get(ix.table, ix.table), detail if ix.ok else f"{detail}: {REINDEX}", ix.ok))
     unfinished = await memory.index.read(archive.unfinished)
     if unfinished is not None:  # stopped between index.db's commit and lessons.db's (`load`)
@@ -430,21 +435,25 @@ async def doctor(memory: Memory, full: bool = False, deep_index_check: bool | No
             )
         )
     lines.append(("size", f"index.db {h.size_bytes} bytes, WAL {h.wal_bytes} bytes", True))
-    lines.append(_disk(memory.settings.data_dir))
+    lines.append(_disk(memory.settings.data_dir, read_only=memory.index.read_only))
     return Doctor(ok=all(ok for _, _, ok in lines), lines=lines)
 
 
-def _disk(data_dir: Path) -> tuple[str, str, bool]:
+def _disk(data_dir: Path, *, read_only: bool = False) -> tuple[str, str, bool]:
     usage = shutil.disk_usage(data_dir)
-    free_ok = usage.free > 100 * 1024 * 1024
-    return ("disk", f"{usage.free // (1024 * 1024)} MiB free of {usage.total // (1024 * 1024)} MiB", free_ok)
+    detail = f"{usage.free // (1024 * 1024)} MiB free of {usage.total // (1024 * 1024)} MiB"
+    if read_only:  # a snapshot mount shows no free space, and nothing is written to it
+        return ("disk", f"{detail} (read-only: nothing is written there)", True)
+    return ("disk", detail, usage.free > 100 * 1024 * 1024)
 
 
-def doctor_unopenable(data_dir: Path, exc: StoreUnreadable | SchemaTooNew) -> Doctor:
+def doctor_unopenable(data_dir: Path, exc: StoreUnreadable | SchemaTooNew | StoreNotWritable) -> Doctor:
     """The doctor's report on a database that could not be opened (nothing was modified):
     the reason and the remedy as a failed check, instead of the server's exit 65."""
     if isinstance(exc, SchemaTooNew):
         lines = [("schema", f"version {exc.found} (this server: {exc.supported}): upgrade robot-mcp-memory", False)]
+    elif isinstance(exc, StoreNotWritable):  # a read-only directory holding a file to upgrade
+        lines = [("access", f"{Path(exc.path).name}: {exc.reason}", False)]
     else:
         lines = [("integrity", f"{Path(exc.path).name}: {exc.reason}. {exc.remedy}", False)]
     if data_dir.is_dir():
