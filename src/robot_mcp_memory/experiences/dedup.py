@@ -100,8 +100,12 @@ def content_hash(text: str) -> str:
     duplicate of it is (and its exact repeats) shares it, and one indexed lookup finds them all —
     for this robot only, with no full-text query. A text whose sequence is empty (articles and
     numbers only, emoji, punctuation) is keyed by its `normalise`d text: "👍" is not "👎"."""
-    seq = content_sequence(text)
-    key = "\x1f".join(seq) if seq else "\x1e" + normalise(text)
+    return lexical_key(content_sequence(text), text)
+
+
+def lexical_key(sequence: Sequence[str], text: str) -> str:
+    """`content_hash` of `text` whose `content_sequence` is `sequence` (when the caller has it)."""
+    key = "\x1f".join(sequence) if sequence else "\x1e" + normalise(text)
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
@@ -656,6 +660,7 @@ def judge(
     lexical: Sequence[Candidate] = (),
     semantic: Sequence[Candidate] = (),
     tokens: Sequence[str] | None = None,
+    sequence: Sequence[str] | None = None,
 ) -> Duplicate | None:
     """The first candidate, stage by stage, that tells the same experience. Every candidate already
     shares the new memory's facts digest (`facts_hash`; the SQL that fetched it checked), so
@@ -671,13 +676,15 @@ def judge(
       pair that differs in a word or two, or in word order, is two experiences however close
       their vectors.
 
-    `tokens`: the text's tokens, when the caller has them already."""
+    `tokens` and `sequence`: the text's tokens and `content_sequence`, when the caller has them."""
+    if not (exact or lexical or semantic):
+        return None  # most learns: nothing to compare with
     norm = normalise(text)
     for c in exact:
         if normalise(c.content) == norm:
             return Duplicate(c.id, "exact", 1.0)
     words = segment.tokens(text) if tokens is None else tokens
-    said = content_sequence(text)
+    said = tuple(content_sequence(text) if sequence is None else sequence)
     mine: list[str] | None = None  # lexical_words(words): made when a candidate says the same
     every: list[str] = []  # the text's tokens with repeats, for `conflicting`: made when needed
 
@@ -718,6 +725,7 @@ __all__ = [
     "facts_of",
     "jaccard",
     "judge",
+    "lexical_key",
     "lexical_words",
     "negated",
     "normalise",

@@ -199,6 +199,7 @@ class ExperienceService:
     ) -> tuple[NewMemory, Probe, storage.Decide]:
         """Classify a fact and prepare its duplicate probe (one tokenisation for everything)."""
         a = Analysis(text)
+        said = dedup.content_sequence(text)
         c = classify.classify(a, ctx)
         tags = tuple((t, "auto") for t in c.tags) + tuple((t, "user") for t in c.user_tags if t not in c.tags)
         new = NewMemory(
@@ -209,7 +210,7 @@ class ExperienceService:
             category=c.category,
             confidence=c.confidence,
             context=ctx,
-            content_hash=dedup.content_hash(text),
+            content_hash=dedup.lexical_key(said, text),
             source_weight=_source_weight(ctx),
             facts_hash=dedup.facts_hash(dedup.facts_of(text, ctx, a)),
             session_id=session_id,
@@ -218,7 +219,7 @@ class ExperienceService:
         )
         words = list(dict.fromkeys(a.tokens))
         probe = Probe(new.content_hash)
-        return new, probe, lambda e, lx, s: dedup.judge(text, e, lx, s, words)
+        return new, probe, lambda e, lx, s: dedup.judge(text, e, lx, s, words, said)
 
     async def _embed(self, texts: Sequence[str]) -> list[Embedded | None]:
         """Vectors for memories about to be written (or a query), made before the write is queued:
