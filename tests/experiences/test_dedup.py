@@ -271,3 +271,14 @@ def test_texts_with_nothing_but_articles_and_numbers_are_keyed_by_their_text() -
     assert dedup.content_hash("12 N") != dedup.content_hash("the 12 N")
     assert dedup.content_hash("12 N") == dedup.content_hash("12  n.")
     assert dedup.judge("👍", [], [Candidate(1, "👎")]) is None
+
+
+def test_facts_read_numbers_as_the_exact_stage_reads_the_text() -> None:
+    """The facts and the lexical key read one normalised text (one pass for both): a unit two
+    spaces after its number, or full-width digits, are the same quantity as written plainly."""
+    assert same_facts("grip the mug at 12  N", "grip the mug at 12 N")
+    assert same_facts("grip the mug at １２ N", "grip the mug at 12 N")
+    assert not same_facts("grip the mug at １２ N", "grip the mug at 13 N")
+    measured = dedup.Measured.of("Grip at 12  N")
+    assert measured.numbers == ("12 N",)
+    assert dedup.facts_of("Grip at 12  N", {}, measured=measured) == dedup.facts_of("Grip at 12 N", {})

@@ -394,8 +394,11 @@ def _other_values(context: Mapping[str, Any], source: str) -> list[tuple[str, An
     return out
 
 
-def facts_of(text: str, context: Mapping[str, Any], analysis: Analysis | None = None) -> Facts:
-    """The decisive facts of `text` learned with `context` (see the module docstring)."""
+def facts_of(
+    text: str, context: Mapping[str, Any], analysis: Analysis | None = None, measured: Measured | None = None
+) -> Facts:
+    """The decisive facts of `text` learned with `context` (see the module docstring). `analysis`
+    and `measured`: the text's, when the caller has them."""
     a = analysis or Analysis(text)
     task = context.get("task")
     task = task if isinstance(task, Mapping) else {}
@@ -406,7 +409,7 @@ def facts_of(text: str, context: Mapping[str, Any], analysis: Analysis | None = 
     if note is not None and said is None:  # a note that is no text is a value like any other
         extra += ((k, _number_key(v)) for k, v in _leaves(note, "note"))
     return Facts(
-        numbers=numbers(text, a.words),
+        numbers=(measured or Measured.of(text)).numbers,
         params=tuple((k, _number_key(v)) for k, v in _leaves(context.get("params", {}))),
         spatial=tuple((k, _number_key(v)) for k, v in _leaves(context.get("spatial", {}))),
         outcome=(
@@ -454,7 +457,29 @@ def lexical_words(tokens: Iterable[str]) -> list[str]:
     return kept or uniq
 
 
-def content_sequence(text: str) -> tuple[str, ...]:
+@dataclass(frozen=True)
+class Measured:
+    """A text's numbers as dedup reads them, found once for its facts and its `content_sequence`:
+    in its `normalise`d form (units are read case-blind anyway, and "12  N" with two spaces or a
+    full-width "１２ N" is "12 N" as the exact stage already says)."""
+
+    tokens: tuple[str, ...]  # of the normalised text
+    signed: str  # the normalised text with its sign words as signs
+    found: tuple[tuple[int, int, str], ...]  # (start, stop, quantity) in `signed`
+
+    @classmethod
+    def of(cls, text: str) -> Measured:
+        norm = normalise(text)
+        tokens = segment.tokens(norm)
+        signed, found = _quantities(norm, frozenset(tokens))
+        return cls(tuple(tokens), signed, tuple(found))
+
+    @property
+    def numbers(self) -> tuple[str, ...]:
+        return tuple(q for _, _, q in self.found)
+
+
+def content_sequence(text: str, measured: Measured | None = None) -> tuple[str, ...]:
     """What a text says, for dedup: its tokens in order (`normalise`d: case and width folded),
     without the articles and "please" (`lexicon.FILLER_WORDS`) and without its numbers and their
     units (`numbers`: "12 N", "12N", "twelve newtons" — the facts compare those as quantities).
@@ -462,12 +487,11 @@ def content_sequence(text: str) -> tuple[str, ...]:
     "have", "to", a particle, an inflection ("casing"/"case") or the order of the words ("stack
     the red block on the blue one" / "… the blue block on the red one") can be all that tells two
     experiences apart, and when in doubt dedup stores."""
-    norm = normalise(text)
-    words = segment.tokens(norm)
-    signed, found = _quantities(norm, frozenset(words))
-    if found:  # a sign word only becomes a sign before a number
-        pieces, pos = [], 0
-        for start, stop, _ in found:
+    m = measured or Measured.of(text)
+    words: Sequence[str] = m.tokens
+    if m.found:  # a sign word only becomes a sign before a number
+        pieces, pos, signed = [], 0, m.signed
+        for start, stop, _ in m.found:
             pieces.append(signed[pos:start] if start > pos else "")
             pos = max(pos, stop)
         pieces.append(signed[pos:])
@@ -718,6 +742,7 @@ __all__ = [
     "Candidate",
     "Duplicate",
     "Facts",
+    "Measured",
     "conflicting",
     "content_hash",
     "content_sequence",

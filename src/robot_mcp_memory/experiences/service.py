@@ -199,7 +199,8 @@ class ExperienceService:
     ) -> tuple[NewMemory, Probe, storage.Decide]:
         """Classify a fact and prepare its duplicate probe (one tokenisation for everything)."""
         a = Analysis(text)
-        said = dedup.content_sequence(text)
+        measured = dedup.Measured.of(text)
+        said = dedup.content_sequence(text, measured)
         c = classify.classify(a, ctx)
         tags = tuple((t, "auto") for t in c.tags) + tuple((t, "user") for t in c.user_tags if t not in c.tags)
         new = NewMemory(
@@ -212,7 +213,7 @@ class ExperienceService:
             context=ctx,
             content_hash=dedup.lexical_key(said, text),
             source_weight=_source_weight(ctx),
-            facts_hash=dedup.facts_hash(dedup.facts_of(text, ctx, a)),
+            facts_hash=dedup.facts_hash(dedup.facts_of(text, ctx, a, measured)),
             session_id=session_id,
             metadata={"scope": c.scope} if c.scope else {},
             tags=tags,
