@@ -236,6 +236,15 @@ def _dedup_keys(conn: sqlite3.Connection) -> None:
     )
 
 
+def _dedup_keys_and_index(conn: sqlite3.Connection) -> None:
+    """Migration 14: the lexical keys and digests again (see `MIGRATIONS`), and the duplicate
+    lookup's index on (key, robot, collection, digest) in place of the one on the key alone
+    (`experiences.KEY_INDEX_DDL`)."""
+    _dedup_keys(conn)
+    conn.execute("DROP INDEX IF EXISTS idx_memories_hash")
+    conn.execute(experiences.KEY_INDEX_DDL)
+
+
 def _object(text: str | None) -> dict[str, Any]:
     try:
         value = json.loads(text or "{}")
@@ -301,6 +310,11 @@ MIGRATIONS: list[Migration] = [
     # of its content words in order), which finds its lexical duplicates without a text search
     _dedup_keys,
     _rank_index,  # 13: the ranking index on files from the first experience-memory release
+    # 14: the lexical keys and digests again — a number is kept as a placeholder where it stands
+    # (B12 is not 12B), symbols that carry meaning (> <, ✅ ❌, 10:30 / 10/30) and exponents
+    # (1e-3) count, contractions are written out ("don't" = "do not"); and the key's index gains
+    # robot, collection and digest, so a lookup no longer walks every row sharing the key
+    _dedup_keys_and_index,
 ]
 
 

@@ -160,17 +160,20 @@ def test_the_lexical_stage_needs_the_same_words_in_the_same_order() -> None:
 
 
 def test_the_content_sequence_keeps_every_word_but_articles_please_and_quantities() -> None:
+    """Each number with its unit is one placeholder where it stands; the facts compare its value."""
     assert dedup.content_sequence("Please, the grippers slipped on its two wet mugs at 12.5 N") == (
         "grippers",
         "slipped",
         "on",
         "its",
+        "#",
         "wet",
         "mugs",
         "at",
+        "#",
     )
-    assert dedup.content_sequence("it is the one") == ("it", "is")  # "one" is a number
-    assert dedup.content_sequence("a 5 s wait") == dedup.content_sequence("the five seconds wait") == ("wait",)
+    assert dedup.content_sequence("it is the one") == ("it", "is", "#")  # "one" is a number
+    assert dedup.content_sequence("a 5 s wait") == dedup.content_sequence("the five seconds wait") == ("#", "wait")
     assert dedup.content_sequence("夹爪力12牛顿可以") == dedup.content_sequence("夹爪力 12 N 可以")
 
 
@@ -202,12 +205,19 @@ def test_a_close_vector_does_not_make_a_substitution_the_same(a: str, b: str) ->
         ("抓住杯子的把手", "抓杯子的把手"),
         ("マグカップの取っ手を掴む", "マグカップは取っ手を掴む"),  # a particle
         ("컵의 손잡이를 잡으세요", "컵 손잡이를 잡으세요"),
-        ("the grippers slipped on the wet mugs", "the gripper slips on the wet mug"),
     ],
 )
-def test_an_inflection_or_particle_variant_is_left_to_the_cosine(a: str, b: str) -> None:
-    """Found by review: the cosine stage turned down every pair sharing half its content words, so
-    in any language but English nothing but exact text was caught."""
+def test_an_inflection_or_particle_variant_of_one_word_is_stored_again(a: str, b: str) -> None:
+    """Found by review (F1): a word counted as "another form" of one sharing its beginning, so
+    wired/wireless, cup/cupboard and charged/charging were cosine duplicates. No spelling rule
+    tells a form from another word, so a one-word variant is a substitution in every language: a
+    near-duplicate kept is cheap, a distinct experience dropped is lost."""
+    assert dedup.substituted(dedup.content_sequence(a), dedup.content_sequence(b))
+    assert dedup.judge(a, [], [], [Candidate(1, b, similarity=0.99)]) is None
+
+
+def test_a_rewording_of_several_words_is_left_to_the_cosine() -> None:
+    a, b = "the grippers slipped on the wet mugs", "the gripper slips on the wet mug"
     assert not dedup.substituted(dedup.content_sequence(a), dedup.content_sequence(b))
     assert dedup.judge(a, [], [], [Candidate(1, b, similarity=0.95)]) == dedup.Duplicate(1, "cosine", 0.95)
     assert dedup.judge(a, [], [], [Candidate(1, b, similarity=0.9)]) is None
@@ -265,11 +275,14 @@ def test_texts_with_the_same_content_sequence_share_the_lexical_key(case: tuple[
     assert dedup.content_hash(a) == dedup.content_hash(b)
 
 
-def test_texts_with_nothing_but_articles_and_numbers_are_keyed_by_their_text() -> None:
-    """An empty content sequence says nothing to compare: emoji, punctuation, a bare number."""
+def test_texts_with_nothing_but_articles_numbers_and_symbols_are_keyed_by_them() -> None:
+    """A symbol is a word of the sequence and a number its placeholder: "👍" is not "👎", and "12 N"
+    shares its key with "the 12 N" and "13 N" — the facts tell those apart. Only punctuation
+    alone has an empty sequence, and is keyed by its text."""
     assert dedup.content_hash("👍") != dedup.content_hash("👎")
-    assert dedup.content_hash("12 N") != dedup.content_hash("the 12 N")
+    assert dedup.content_hash("12 N") == dedup.content_hash("the 12 N") == dedup.content_hash("13 N")
     assert dedup.content_hash("12 N") == dedup.content_hash("12  n.")
+    assert dedup.content_hash("?") != dedup.content_hash("!")
     assert dedup.judge("👍", [], [Candidate(1, "👎")]) is None
 
 

@@ -192,7 +192,7 @@ def test_a_file_from_the_first_experience_release_gets_the_ranking_index(tmp_pat
     with RobotMemory(tmp_path, robot_id="rap-1") as mem:
         mem.learn("the red bin opens at 12 N", {"params": {"force": 12}})
     path = tmp_path / "index.db"
-    _back_to(path, len(db.MIGRATIONS) - 1, "DROP INDEX idx_memories_rank")
+    _back_to(path, 12, "DROP INDEX idx_memories_rank")
 
     with RobotMemory(tmp_path, robot_id="rap-1") as mem:
         assert [m["content"] for m in mem.recall("red bin")] == ["the red bin opens at 12 N"]
@@ -204,3 +204,28 @@ def test_a_file_from_the_first_experience_release_gets_the_ranking_index(tmp_pat
         assert ExperienceStore(store).covering
     finally:
         store.close()
+
+
+def test_a_version_13_file_gets_todays_lexical_keys_and_the_bounded_key_index(tmp_path: Path) -> None:
+    """Migration 14: keys from 13 dropped numbers and symbols ("> 50 C" was "< 50 C") and kept
+    "don't" apart from "do not"; its key index held the key alone, so a lookup walked every row
+    sharing it. The keys are recomputed and the index gains robot, collection and digest."""
+    from robot_mcp_memory.experiences import dedup
+
+    text = "Don't stop if the temperature > 50 C"
+    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
+        first = mem.learn(text)["memory_id"]
+    old_key = dedup.lexical_key(("don", "t", "stop", "if", "temperature", "c"), text)  # what 13 stored
+    _back_to(
+        tmp_path / "index.db",
+        13,
+        f"UPDATE memories SET content_hash = '{old_key}' WHERE id = {first}",  # noqa: S608
+        "DROP INDEX idx_memories_hash",
+        "CREATE INDEX idx_memories_hash ON memories(content_hash)",
+    )
+    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
+        again = mem.learn("Do not stop if the temperature > 50 C")
+        other = mem.learn("Don't stop if the temperature < 50 C")
+    assert (again["status"], again["existing_id"]) == ("duplicate", first)
+    assert other["status"] == "created"
+    assert "content_hash, robot, collection, facts_hash" in _indexes(tmp_path / "index.db")["idx_memories_hash"]

@@ -84,6 +84,9 @@ Method = Literal["exact", "jaccard", "cosine"]
 #: opens with a character class is scanned for three times faster, and a left-to-right scan never
 #: starts inside a number anyway.
 _NUMBER = re.compile(r"[-+]?\d+(?:[.,]\d+)*")
+#: The exponent of a number in scientific notation (``1e-3``, ``2.5E+4``), read only when the
+#: number does not follow a letter ("ur5e-01" is a name and a number, not 5·10⁻¹).
+_EXPONENT = re.compile(r"[eE][-+]?\d+")
 _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _SPACE = re.compile(r"\s+")
 _REAL = frozenset({"real", "real_world", "real-world", "hardware", "physical"})
@@ -120,6 +123,11 @@ def _canonical_number(raw: str) -> str:
     single comma is a decimal one (``1,5`` → ``1.5``). A number of several groups that are not
     thousands — an address (``192.168.1.10``), a version (``1.2.10``) — is kept as written: it is
     no decimal, and its trailing zeros matter."""
+    mantissa, e, exponent = raw.partition("e")
+    if e:  # scientific notation: 1e+4 = 1e4 = 1e04, but 1e-4 is another number
+        power = exponent.lstrip("+")
+        digits = power.lstrip("-").lstrip("0") or "0"
+        return f"{_canonical_number(mantissa)}e{'-' if power.startswith('-') and digits != '0' else ''}{digits}"
     sign = "-" if raw.startswith("-") else ""
     body = raw.lstrip("+-")
     if _THOUSANDS.fullmatch(body):
@@ -235,11 +243,15 @@ def _quantities(text: str, words: Set[str] | None = None) -> tuple[str, list[tup
     if words is None or not _SIGN_WORDS.isdisjoint(words):
         signed = _SIGN_WORD.sub(lambda m: "-" if m.group(1).lower() in ("minus", "negative") else "+", text)
     found = []
-    for m in _NUMBER.finditer(signed):
-        start, raw = m.start(), m.group(0)
+    pos = 0
+    while (m := _NUMBER.search(signed, pos)) is not None:
+        start, raw, pos = m.start(), m.group(0), m.end()
+        after_letter = start > 0 and signed[start - 1].isalpha()
+        if not after_letter and (e := _EXPONENT.match(signed, pos)) is not None:
+            raw, pos = raw + e.group(0).lower(), e.end()
         if raw[0] in "+-" and start and (signed[start - 1].isalnum() or signed[start - 1] in "._"):
             start, raw = start + 1, raw[1:]  # a hyphen ("ur5-01", "x-5"), not a sign
-        q, stop = _quantity(_canonical_number(raw), signed, m.end())
+        q, stop = _quantity(_canonical_number(raw), signed, pos)
         found.append((start, stop, q))
     if words is None or not _SPELLED_WORDS.isdisjoint(words):
         spelled = _spelled(signed)
@@ -479,133 +491,158 @@ class Measured:
         return tuple(q for _, _, q in self.found)
 
 
+#: What may be a symbol of the sequence: a run of ASCII operators and signs, or one character
+#: outside ASCII that is neither part of a word nor white space (`_symbol` decides).
+_MAYBE_SYMBOL = re.compile(r"[<>=!+\-&^~|$]+|[^\w\s\x00-\x7f]")
+#: Unicode categories of the characters that are words of their own: math (≥ → ±), other (✅ ❌
+#: 👍 🔒 °), modifier (^) and currency symbols.
+_SYMBOL_CATEGORIES = frozenset({"Sm", "So", "Sk", "Sc"})
+#: English contractions, as token pairs (`segment.tokens` splits at the apostrophe: "don't" →
+#: ``don t``), and the words they stand for: "don't" and "do not" are one experience.
+_NOT = {
+    "don": "do", "doesn": "does", "didn": "did", "isn": "is", "aren": "are", "wasn": "was",
+    "weren": "were", "haven": "have", "hasn": "has", "hadn": "had", "shouldn": "should",
+    "wouldn": "would", "couldn": "could", "mustn": "must", "needn": "need", "can": "can",
+    "won": "will", "shan": "shall",
+}  # fmt: skip
+_CONTRACTED = {
+    "t": _NOT,
+    "s": dict.fromkeys(("it", "that", "there", "here", "what", "he", "she", "who"), "is"),
+    "m": {"i": "am"},
+    "re": dict.fromkeys(("you", "we", "they"), "are"),
+    "ll": dict.fromkeys(("i", "you", "we", "they", "it", "he", "she", "that"), "will"),
+    "ve": dict.fromkeys(("i", "you", "we", "they"), "have"),
+}
+_EXPANDED = {"cannot": ("can", "not")}
+#: A number's place in the sequence (`segment.tokens` never yields it from text: every digit is
+#: in some number, which the sequence replaces).
+NUMBER_TOKEN = "#"
+_MARK = " 0 "  # what stands for a number or a symbol while the rest is split into tokens
+
+
+def _symbol(run: str, piece: str, start: int, end: int) -> str | None:
+    """The token a `_MAYBE_SYMBOL` match `run` at `start`:`end` of `piece` is, or None when it is
+    ordinary punctuation: a comparison ("<", ">=", "!=", "->"), "&" (the word "and"), a sign or
+    dash standing apart or against a digit ("offset + 5", "x-5"; not the hyphen in "wi-fi" nor a
+    list's leading "- "), a symbol character (✅ → ≤ ± ° $); not "!", "’", "—", "…"."""
+    if not run.isascii():
+        return run if unicodedata.category(run) in _SYMBOL_CATEGORIES else None
+    if "<" in run or ">" in run or "=" in run:
+        return run
+    if run == "&":
+        return "and"
+    run = run.replace("!", "")
+    if run.strip("+-"):
+        return run  # ^ ~ | $
+    if not run:
+        return None
+    before = piece[start - 1] if start else ""
+    after = piece[end] if end < len(piece) else ""
+    if before.isalpha() and after.isalpha():
+        return None  # a hyphen inside a word
+    if run == "-" and not piece[:start].strip() and after.isspace():
+        return None  # a list item's dash
+    return run
+
+
+def _scan(piece: str, chunks: list[str], marks: list[str]) -> None:
+    """`piece` (text without numbers) into `chunks`, each of its symbols replaced by `_MARK` and
+    appended to `marks`."""
+    last = 0
+    for s in _MAYBE_SYMBOL.finditer(piece):
+        sym = _symbol(s.group(0), piece, s.start(), s.end())
+        if sym is not None:
+            chunks.append(piece[last : s.start()])
+            chunks.append(_MARK)
+            marks.append(sym)
+            last = s.end()
+    chunks.append(piece[last:])
+
+
+def _expand(words: Sequence[str]) -> list[str]:
+    """`words` with English contractions written out ("don t" → ``do not``, "cannot" → ``can
+    not``, "it s" → ``it is``) and "wi fi" as ``wifi``."""
+    out: list[str] = []
+    for w in words:
+        table = _CONTRACTED.get(w)
+        if table is not None and out and out[-1] in table:
+            if w == "t":
+                out[-1:] = [table[out[-1]], "not"]
+            else:
+                out.append(table[out[-1]])
+        elif w == "fi" and out and out[-1] == "wi":
+            out[-1] = "wifi"
+        elif w in _EXPANDED:
+            out.extend(_EXPANDED[w])
+        else:
+            out.append(w)
+    return out
+
+
 def content_sequence(text: str, measured: Measured | None = None) -> tuple[str, ...]:
     """What a text says, for dedup: its tokens in order (`normalise`d: case and width folded),
-    without the articles and "please" (`lexicon.FILLER_WORDS`) and without its numbers and their
-    units (`numbers`: "12 N", "12N", "twelve newtons" — the facts compare those as quantities).
-    Nothing else is dropped and nothing is stemmed: a pronoun ("his"/"her"), a form of "be" or
-    "have", "to", a particle, an inflection ("casing"/"case") or the order of the words ("stack
-    the red block on the blue one" / "… the blue block on the red one") can be all that tells two
-    experiences apart, and when in doubt dedup stores."""
+    without the articles and "please" (`lexicon.FILLER_WORDS`), each number with its unit
+    (`numbers`: "12 N", "12N", "twelve newtons") as one `NUMBER_TOKEN` where it stands — the
+    facts compare the quantities, the sequence where they stand ("give 2 pills to the patient" /
+    "give the pills to patient 2"; "room B12" / "room 12B") — and each symbol that carries meaning
+    as a token of its own (`_symbol`: "> 50 C" / "< 50 C", ✅ / ❌, "10:30" / "10/30"). English
+    contractions are written out ("don't" is "do not", "can't" and "cannot" "can not") and "&"
+    is "and". Nothing else is dropped and nothing is stemmed: a pronoun ("his"/"her"), a form of
+    "be" or "have", "to", a particle, an inflection ("casing"/"case") or the order of the words
+    ("stack the red block on the blue one" / "… the blue block on the red one") can be all that
+    tells two experiences apart, and when in doubt dedup stores."""
     m = measured or Measured.of(text)
-    words: Sequence[str] = m.tokens
-    if m.found:  # a sign word only becomes a sign before a number
-        pieces, pos, signed = [], 0, m.signed
+    signed = m.signed
+    words: Sequence[str]
+    if not m.found and _MAYBE_SYMBOL.search(signed) is None:
+        words = m.tokens  # most texts: no numbers, no symbols
+    else:
+        chunks: list[str] = []
+        marks: list[str] = []
+        pos, after_number = 0, -1
         for start, stop, _ in m.found:
-            pieces.append(signed[pos:start] if start > pos else "")
-            pos = max(pos, stop)
-        pieces.append(signed[pos:])
-        words = segment.tokens(" ".join(pieces))
+            if start < pos:
+                pos = max(pos, stop)
+                continue  # inside the number before (a spelled one around a digit)
+            gap = signed[pos:start]
+            if pos == after_number and gap.strip() in (":", "/"):  # 10:30 is not 10/30
+                chunks.append(_MARK)
+                marks.append(gap.strip())
+            else:
+                _scan(gap, chunks, marks)
+            chunks.append(_MARK)
+            marks.append(NUMBER_TOKEN)
+            pos = after_number = stop
+        _scan(signed[pos:], chunks, marks)
+        placed = iter(marks)
+        words = [next(placed) if w == "0" else w for w in segment.tokens("".join(chunks))]
+    if "'" in signed or "\u2019" in signed or not _EXPANDED.keys().isdisjoint(words) or "fi" in words:
+        words = _expand(words)
     return tuple(w for w in words if w not in FILLER_WORDS)
 
 
 #: A cosine candidate this many word edits or fewer away is a substitution, not a paraphrase.
 SUBSTITUTION_EDITS = 2
-_HIRAGANA = re.compile("[\u3041-\u309f]+")
-
-
-def _variant(x: str, y: str) -> bool:
-    """Whether two words are, as far as spelling tells, forms of one word: equal, or sharing a
-    prefix of at least three letters and 60 % of the shorter ("cube"/"cubes", "greifen"/"greife",
-    "saisir"/"saisissez"; not "red"/"rod", "left"/"leave"). In CJK text also when one is the
-    other's prefix (抓住/抓, 컵의/컵), or when only their hiragana differ (particles and endings:
-    プの/プは)."""
-    if x == y:
-        return True
-    shorter = min(len(x), len(y))
-    common = next((i for i, (p, q) in enumerate(zip(x, y, strict=False)) if p != q), shorter)
-    if common >= max(3, math.ceil(0.6 * shorter)):
-        return True
-    if segment.has_cjk(x) or segment.has_cjk(y):
-        if common == shorter:
-            return True
-        bare = _HIRAGANA.sub("", x)
-        return bool(bare) and bare == _HIRAGANA.sub("", y)
-    return False
-
-
-def _edits(a: Sequence[str], b: Sequence[str]) -> tuple[list[tuple[str, str]], list[str], list[str]] | None:
-    """The substitutions, deletions (words of `a`) and insertions (words of `b`) of a cheapest
-    alignment of `a` with `b` where `_variant`s align as equal; None when that takes more than
-    `SUBSTITUTION_EDITS` edits. A band of that width around the diagonal is all it computes."""
-    k = SUBSTITUTION_EDITS
-    i = 0
-    while i < len(a) and i < len(b) and _variant(a[i], b[i]):
-        i += 1
-    j = 0
-    while j < len(a) - i and j < len(b) - i and _variant(a[-1 - j], b[-1 - j]):
-        j += 1
-    a, b = a[i : len(a) - j], b[i : len(b) - j]
-    n, m = len(a), len(b)
-    if abs(n - m) > k:
-        return None
-    far = k + 1
-    cost: dict[tuple[int, int], int] = {}
-    for x in range(n + 1):
-        for y in range(max(0, x - k), min(m, x + k) + 1):
-            best = x + y if not (x and y) else cost[x - 1, y - 1] + (0 if _variant(a[x - 1], b[y - 1]) else 1)
-            if x and abs(x - 1 - y) <= k:
-                best = min(best, cost[x - 1, y] + 1)
-            if y and abs(x - y + 1) <= k:
-                best = min(best, cost[x, y - 1] + 1)
-            cost[x, y] = min(best, far)
-    if cost[n, m] > k:
-        return None
-    subs: list[tuple[str, str]] = []
-    dels: list[str] = []
-    ins: list[str] = []
-    x, y = n, m
-    while x or y:
-        here = cost[x, y]
-        if x and y and cost[x - 1, y - 1] + (0 if _variant(a[x - 1], b[y - 1]) else 1) == here:
-            if not _variant(a[x - 1], b[y - 1]):
-                subs.append((a[x - 1], b[y - 1]))
-            x, y = x - 1, y - 1
-        elif x and abs(x - 1 - y) <= k and cost[x - 1, y] + 1 == here:
-            dels.append(a[x - 1])
-            x -= 1
-        else:
-            ins.append(b[y - 1])
-            y -= 1
-    return subs, dels, ins
-
-
-def _unshared(a: Sequence[str], b: Sequence[str]) -> tuple[list[str], list[str]]:
-    """The words of `a` and of `b` the other has no copy or `_variant` of (repeats counted)."""
-    ca, cb = Counter(a), Counter(b)
-    only_a, only_b = list((ca - cb).elements()), list((cb - ca).elements())
-    for w in list(only_a):
-        match = next((o for o in only_b if _variant(w, o)), None)
-        if match is not None:
-            only_a.remove(w)
-            only_b.remove(match)
-    return only_a, only_b
 
 
 def substituted(a: Sequence[str], b: Sequence[str]) -> bool:
     """Whether two texts' `content_sequence`s differ by a substitution rather than a paraphrase:
-    at most `SUBSTITUTION_EDITS` words inserted, deleted or replaced, one of them no `_variant` of
-    its counterpart ("the red cube" / "the blue cube", "grasp the mug" / "grasp the mug less
-    firmly", "has been charged" / "has to be charged"); or the same words in another order, but
-    for one at most (roles or the scope of "not" swapped: "stack the red block on the blue block"
-    / "… the blue block on the red block"; "move the arm to the left" / "move the left arm"). An
-    embedding of such a pair is made mostly of the words they share, so their cosine is high
-    (up to 0.999) whatever the edit does to the meaning. Not a substitution: only inflections
-    differ ("Agarra"/"Agarrar la taza por el asa"), one word moved and changed form (German verb
-    second: "den Becher greifen" / "greife den Becher"), or more words differ — a rewording, which
-    the cosine threshold judges."""
+    each has at most `SUBSTITUTION_EDITS` words (repeats counted) the other lacks, in whatever
+    order — words inserted, deleted or replaced ("the red cube" / "the blue cube", "grasp the mug"
+    / "grasp the mug less firmly", "has been charged" / "has to be charged", "wired" /
+    "wireless", "charged" / "charging"), and the rest perhaps reordered (roles or the scope of
+    "not" swapped: "stack the red block on the blue block" / "… the blue block on the red block";
+    "move the arm to the left" / "move the left arm"; "the gate is locked" / "lock the gate").
+    An embedding of such a pair is made mostly of the words they share, so their cosine is high
+    (up to 0.999) whatever the edit does to the meaning. No word counts as "another form" of a
+    different one: a shared beginning tells nothing (cup/cupboard, pen/pencil, lock/locked), so
+    an inflection variant ("Agarra"/"Agarrar la taza") is stored twice — a near-duplicate kept is
+    cheap, a distinct experience dropped is lost. Not a substitution: more words differ — a
+    rewording, which the cosine threshold judges."""
     if list(a) == list(b):
         return False
-    if Counter(a) == Counter(b):
-        return True
-    found = _edits(a, b)
-    if found is None:  # more than a local edit: a reordering of nearly the same words is no rewording
-        only_a, only_b = _unshared(a, b)
-        return max(len(only_a), len(only_b)) <= 1
-    subs, dels, ins = found
-    if not subs and len(dels) == 1 and len(ins) == 1 and dels[0] != ins[0] and _variant(dels[0], ins[0]):
-        return False
-    return bool(subs or dels or ins)
+    ca, cb = Counter(a), Counter(b)
+    return max((ca - cb).total(), (cb - ca).total()) <= SUBSTITUTION_EDITS
 
 
 def _opposed(mine: Set[str], theirs: Set[str]) -> bool:

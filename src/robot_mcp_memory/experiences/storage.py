@@ -42,6 +42,11 @@ T = TypeVar("T")
 #: Everything ranking needs except the context, keyed by id: a text search joins its matches here
 #: (narrow rows, cache-friendly) instead of into the table. Migration 13 adds it to files made
 #: before migration 4's DDL had it.
+#: The duplicate lookup's index: by lexical key *and* robot, collection and facts digest. The key
+#: leaves the numbers and context out, so one template text learned per episode (its reward and
+#: steps in the context) gives every row one key; an index on the key alone made each learn walk
+#: all of them (5 ms at 20,000 episodes, growing). db.py migration 14 replaces that one.
+KEY_INDEX_DDL = "CREATE INDEX IF NOT EXISTS idx_memories_hash ON memories(content_hash, robot, collection, facts_hash)"
 RANK_INDEX_DDL = (
     "CREATE INDEX IF NOT EXISTS idx_memories_rank ON memories"
     "(id, collection, status, robot, confidence, updated_at, source_weight, session_id)"
@@ -77,7 +82,7 @@ MEMORIES = Table(
         "CREATE INDEX IF NOT EXISTS idx_memories_scope ON memories(robot, collection, status)",
         # Partial: most memories belong to no session, and every lookup is `session_id = …`.
         "CREATE INDEX IF NOT EXISTS idx_memories_session ON memories(session_id) WHERE session_id IS NOT NULL",
-        "CREATE INDEX IF NOT EXISTS idx_memories_hash ON memories(content_hash)",
+        KEY_INDEX_DDL,
         "CREATE INDEX IF NOT EXISTS idx_memories_facts ON memories(facts_hash)",
         RANK_INDEX_DDL,
     ),
