@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
@@ -140,14 +141,15 @@ def test_a_load_stopped_between_index_db_and_lessons_db_is_reported_by_doctor_un
 
     monkeypatch.setattr(ParamStore, "writable", failing_at_commit)
     target = tmp_path / "b"
-    assert _load(target, src) == cli.EXIT_FAILED
+    monkeypatch.chdir(tmp_path)  # the load names the dump and the data directory relatively
+    assert cli.main(["load", "--data-dir", "b", "dump"]) == cli.EXIT_FAILED
     assert "index.db was loaded, but lessons.db was not" in capsys.readouterr().err
-    monkeypatch.undo()
+    monkeypatch.undo()  # doctor runs from elsewhere: the command it gives must work from there
     assert cli.main(["doctor", "--data-dir", str(target)]) == cli.EXIT_FAILED
     failed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("FAIL")]
     assert len(failed) == 1
     assert failed[0].startswith("FAIL load: ")
-    assert str(src) in failed[0]
+    assert failed[0].endswith(f"Run robot-mcp-memory load --data-dir {target} {src} again")
     assert _load(target, src) == 0
     assert cli.main(["doctor", "--data-dir", str(target)]) == 0
     with contextlib.closing(sqlite3.connect(target / "lessons.db")) as conn:
@@ -300,3 +302,99 @@ def test_a_dump_stopped_midway_is_refused_by_load_until_a_dump_finishes(
     assert _load(tmp_path / "b", dest) == 0
     assert len(_rows_of(tmp_path / "b")["memories"]) == 2
     assert not [p.name for p in dest.iterdir() if p.name.startswith(".dump-unfinished")]
+
+
+# ---------------------------------------------------------------------------- derived data of loaded memories
+def test_a_hand_edited_memory_is_found_as_the_duplicate_of_its_new_text(tmp_path: Path) -> None:
+    """The documented edit (dump, fix the line, load back) kept the lexical key and facts digest
+    of the old text, and dedup finds candidates only through them: learning the corrected text
+    again made a second copy. A dump of an older release (keys that meant something else) too."""
+    data = tmp_path / "data"
+    ctx = {"params": {"x": 1}}
+    _learned(data, [("The red cube sits on the left shelf", ctx), ("The arm parks at bay 3", {})])
+    src = _dump(data, tmp_path / "dump")
+    rows = _jsonl(src / "archive" / "memories.jsonl")
+    rows[0]["content"] = "The red cube sits on the right shelf"
+    rows[1]["content_hash"] = "a key of an older release"
+    rows[1]["facts_hash"] = "a digest of an older release"
+    _write_jsonl(src / "archive" / "memories.jsonl", rows)
+    assert _load(data, src) == 0
+    with RobotMemory(data, robot_id="rap-1", embedder="none") as mem:
+        again = mem.learn("The red cube sits on the right shelf", context=ctx)
+        assert again["status"] == "duplicate", again
+        assert mem.learn("The arm parks at bay 3")["status"] == "duplicate"
+
+
+def test_a_memory_line_without_its_dedup_keys_loads_and_gets_them(tmp_path: Path) -> None:
+    """The keys are derived, and nobody can compute a lexical key by hand: a line without
+    `content_hash` was refused ("misses the required field"). They are computed as a write does."""
+    data = tmp_path / "data"
+    with RobotMemory(data, robot_id="rap-1", embedder="none") as mem:
+        mem.learn("Grip force 12 N held the wet mug", context={"params": {"grip_force": 12}})
+        mem.save_perception("wet mug on the tray", perception_type="visual", data={"x": 1})
+    src = _dump(data, tmp_path / "dump")
+    stored = _jsonl(src / "archive" / "memories.jsonl")
+    _write_jsonl(
+        src / "archive" / "memories.jsonl",
+        [{k: v for k, v in r.items() if k not in ("content_hash", "facts_hash")} for r in stored],
+    )
+    target = tmp_path / "b"
+    assert _load(target, src) == 0
+    _dump(target, tmp_path / "again")
+    assert _jsonl(tmp_path / "again" / "archive" / "memories.jsonl") == stored  # keys exactly as learn made them
+    with RobotMemory(target, robot_id="rap-1", embedder="none") as mem:
+        assert mem.learn("Grip force 12 N held the wet mug", context={"params": {"grip_force": 12}})["status"] == (
+            "duplicate"
+        )
+
+
+def test_loading_a_dump_back_keeps_the_vectors_of_unchanged_memories(tmp_path: Path) -> None:
+    """Every loaded memory's vector was dropped, changed or not (7,326 of 7,328 on loading a dump
+    back), and a running server made none until it restarted: hybrid recall ranked without them.
+    Only a memory whose text changed, or that the line forgets, loses its vector now."""
+    data = tmp_path / "data"
+    ids = _learned(data, [("the hall conveyor is stuck", {}), ("the dock door jams", {}), ("the lift is slow", {})])
+    src = _dump(data, tmp_path / "dump")
+    rows = _jsonl(src / "archive" / "memories.jsonl")
+    assert [r["id"] for r in rows] == ids
+    rows[1]["content"] = "the dock door jams when it rains"
+    rows[2]["status"] = "forgotten"
+    _write_jsonl(src / "archive" / "memories.jsonl", rows)
+    assert ("memory", str(ids[1])) in _rows_of(data)["vectors"]
+    assert _load(data, src) == 0
+    assert [ref for domain, ref in _rows_of(data)["vectors"] if domain == "memory"] == [str(ids[0])]
+
+
+def test_a_second_dump_into_a_directory_being_dumped_into_is_refused_and_the_first_finishes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two dumps at once shared `.dump-unfinished`: the one that finished first removed it while
+    the other still wrote (a load then took the mix), and the other failed at its end with exit
+    74 "No such file or directory (.dump-unfinished)" though it had written every file."""
+    data = tmp_path / "data"
+    _learned(data, [("the hall conveyor is stuck", {"tags": ["hall"]})], session=True)
+    dest = tmp_path / "dump"
+    real = files.replacing
+    second: list[int] = []
+
+    @contextlib.contextmanager
+    def another_dump_meanwhile(path: Path) -> Iterator[TextIO]:
+        if path.name == "memory_tags.jsonl" and not second:  # the first dump is midway
+            second.append(-1)
+            worker = threading.Thread(
+                target=lambda: second.append(cli.main(["dump", "--data-dir", str(data), str(dest)]))
+            )
+            worker.start()
+            worker.join()
+            assert (dest / ".dump-unfinished").exists()  # the first one's: still there
+        with real(path) as fh:
+            yield fh
+
+    monkeypatch.setattr(files, "replacing", another_dump_meanwhile)
+    assert cli.main(["dump", "--data-dir", str(data), str(dest)]) == 0
+    monkeypatch.undo()
+    assert second[-1] == cli.EXIT_FAILED
+    assert f"another dump into {dest} is running" in capsys.readouterr().err
+    assert not (dest / ".dump-unfinished").exists()
+    assert _load(tmp_path / "b", dest) == 0
+    assert _rows_of(tmp_path / "b")["memory_tags"] == _rows_of(data)["memory_tags"]

@@ -228,11 +228,8 @@ def _dedup_keys(conn: sqlite3.Connection) -> None:
     stored memory from being found as the duplicate of the same experience learned again."""
     rows = conn.execute("SELECT id, content, context FROM memories WHERE type = 'fact'").fetchall()
     conn.executemany(
-        "UPDATE memories SET facts_hash = ?, content_hash = ? WHERE id = ?",
-        [
-            (dedup.facts_hash(dedup.facts_of(text, _object(ctx))), dedup.content_hash(text), mid)
-            for mid, text, ctx in rows
-        ],
+        "UPDATE memories SET content_hash = ?, facts_hash = ? WHERE id = ?",
+        [(*dedup.memory_keys("fact", text, _object(ctx)), mid) for mid, text, ctx in rows],
     )
 
 

@@ -118,6 +118,20 @@ def perception_hash(description: str, perception_type: str, data: Any, metadata:
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
+def memory_keys(
+    kind: str, content: str, context: Mapping[str, Any], perception_type: str | None = None, data: Any = None
+) -> tuple[str, str]:
+    """``(content_hash, facts_hash)`` of a memory of type `kind`, as every write stores them: a
+    fact's lexical key and facts digest, a perception's `perception_hash` (and no digest). `update`,
+    `load` and migration 12 all derive them here, so a key computed by one is found by another."""
+    if kind == "perception":
+        return perception_hash(content, perception_type or "", data, context), ""
+    measured = Measured.of(content)  # the numbers are found once for both, as learn finds them
+    return lexical_key(content_sequence(content, measured), content), facts_hash(
+        facts_of(content, context, measured=measured)
+    )
+
+
 def _canonical_number(raw: str) -> str:
     """``+012.50`` → ``12.5``; ``-0`` → ``0``; ``1,000`` and ``1,234.5`` group thousands; another
     single comma is a decimal one (``1,5`` → ``1.5``). A number of several groups that are not
@@ -789,6 +803,7 @@ __all__ = [
     "judge",
     "lexical_key",
     "lexical_words",
+    "memory_keys",
     "negated",
     "normalise",
     "numbers",

@@ -1,11 +1,14 @@
-"""Rebuilding `memories_fts` (derived) from the `memories` rows, e.g. after an archive load."""
+"""What is derived from the `memories` rows, remade from them after an archive load:
+`memories_fts`, and each row's dedup keys (`with_dedup_keys`)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
+from robot_mcp_memory.experiences import dedup
 from robot_mcp_memory.experiences.storage import MEMORIES_FTS, context_text
 from robot_mcp_memory.kit import recreate
 from robot_mcp_memory.search import segment
@@ -41,3 +44,36 @@ def rebuild_memory_index(conn: sqlite3.Connection, interrupt: Callable[[], None]
         )
         n += 1
     return n
+
+
+def _json(text: Any) -> Any:
+    """A stored JSON column's value; text that is not JSON (perception data of an older
+    release) is the text itself, as `model.parse_data` keeps it."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+
+
+def with_dedup_keys(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A `memories` row (an archive line: columns as stored, a missing one at its default) with
+    ``content_hash`` and ``facts_hash`` computed from its own type, content, context and data as a
+    write computes them (`dedup.memory_keys`) — whatever the line said: an archive of another
+    version holds keys that meant something else, a hand-edited line the keys of the text it
+    replaced, and dedup finds a duplicate only through them. A row whose type or content cannot
+    be read is left as it is, for the database to refuse."""
+    kind, content = row.get("type"), row.get("content")
+    if kind not in ("fact", "perception") or not isinstance(content, str):
+        return dict(row)
+    context = _json(row.get("context", "{}"))
+    perception_type = row.get("perception_type")
+    content_hash, facts_hash = dedup.memory_keys(
+        kind,
+        content,
+        context if isinstance(context, dict) else {},
+        perception_type if isinstance(perception_type, str) else None,
+        _json(row.get("data")),
+    )
+    return {**row, "content_hash": content_hash, "facts_hash": facts_hash}

@@ -654,6 +654,7 @@ class ExperienceService:
                 c = classify.classify_perception(text, old.perception_type or "visual", told)
             else:
                 c = classify.classify(text, told)
+            content_hash, facts_hash = dedup.memory_keys(old.type, text, ctx, old.perception_type, old.data)
             return NewMemory(
                 robot=old.robot,
                 collection=old.collection,
@@ -662,11 +663,9 @@ class ExperienceService:
                 category=c.category,
                 confidence=c.confidence,
                 context=ctx,
-                content_hash=dedup.content_hash(text)
-                if old.type == "fact"
-                else dedup.perception_hash(text, old.perception_type or "", old.data, ctx),
+                content_hash=content_hash,
                 source_weight=_source_weight(ctx),
-                facts_hash=dedup.facts_hash(dedup.facts_of(text, ctx)) if old.type == "fact" else "",
+                facts_hash=facts_hash,
                 # scope and tags exactly as learn (a fact) or save_perception (a perception) makes them
                 metadata={"scope": c.scope} if c.scope else {},
                 tags=tuple(dict.fromkeys((t, "auto") for t in c.tags))

@@ -159,16 +159,26 @@ class MemoryVectorIndex:
 
 
 def drop_loaded_vectors(conn: sqlite3.Connection, table: str, rows: list[dict[str, Any]]) -> None:
-    """After an archive load replaced memories (`kit.archive.loader`'s ``after``): a loaded
-    memory's vector, if any, was made from the row it replaced — another deployment's memory of
-    that id, or this one's text before an edit. Drop it in the load's transaction (the backfill
-    makes one from the loaded text), so no memory is ranked by another text's embedding."""
-    if table == "memories":
-        for row in rows:
-            mid = row.get("id")
-            if isinstance(mid, float) and mid.is_integer():  # 2.0 is stored as the id 2
-                mid = int(mid)
-            vectorstore.delete(conn, DOMAIN, str(mid))
+    """Before an archive load writes memories (`kit.archive.loader`'s ``before``): a memory's
+    vector is kept only while it is still the embedding of the memory's text — the row is there
+    with the same content, and the line keeps it active (a forgotten memory has no vector). Any
+    other loaded memory's vector, if any, was made from another text (another deployment's memory
+    of that id, or this one's text before an edit): it is dropped in the load's transaction, and
+    `reembed` (or the next start's backfill) makes one from the loaded text, so no memory is
+    ranked by another text's embedding. Dropping every loaded memory's vector threw away
+    thousands of valid ones on loading a dump back, and hybrid recall lost them until a restart."""
+    if table != "memories":
+        return
+    for row in rows:
+        mid = row.get("id")
+        if isinstance(mid, float) and mid.is_integer():  # 2.0 is stored as the id 2
+            mid = int(mid)
+        if not isinstance(mid, int):
+            continue  # a new row, given the next id: no vector was made for it
+        stored = conn.execute("SELECT content FROM memories WHERE id = ?", (mid,)).fetchone()
+        if stored is not None and stored[0] == row.get("content") and row.get("status", "active") == "active":
+            continue
+        vectorstore.delete(conn, DOMAIN, str(mid))
 
 
 __all__ = ["DOMAIN", "SOURCE", "MemoryVectorIndex", "drop_loaded_vectors"]

@@ -122,8 +122,11 @@ def _refusal(conn: sqlite3.Connection, table: str, row: dict[str, Any], exc: sql
 
 #: A row check of the caller's: why `row` of `table` cannot be loaded, or None.
 RowCheck = Callable[[str, Mapping[str, Any]], str | None]
-#: Run in each table's transaction after its rows are in: ``(conn, table, rows)``.
+#: Run in each table's transaction before or after its rows are written: ``(conn, table, rows)``.
 AfterLoad = Callable[[sqlite3.Connection, str, list[dict[str, Any]]], None]
+#: The row as it is stored, from a checked line of `table`: the caller's derived columns (a
+#: digest of other columns) computed from the line's own values, never taken from the archive.
+Derive = Callable[[str, Mapping[str, Any]], dict[str, Any]]
 
 
 def _typed(cols: Mapping[str, str], row: Mapping[str, Any]) -> str | None:
@@ -187,6 +190,8 @@ def loader(
     src: Path,
     prefix: str = "",
     check: RowCheck | None = None,
+    derive: Derive | None = None,
+    before: AfterLoad | None = None,
     after: AfterLoad | None = None,
     links: Links | None = None,
     interrupt: Callable[[], None] | None = None,
@@ -196,9 +201,12 @@ def loader(
     transaction; it returns the rows loaded per file. Blank lines are skipped; a row that cannot
     be loaded is refused naming the file, the line and why — a value not of its column's
     declared type, what the caller's `check` says, what the database refuses, a `links` value
-    naming no row — and the caller's transaction rolls back: nothing was loaded. `after` runs
-    once a table's rows are in (a derived row to drop, say). `interrupt` is called before each
-    row: what it raises (a Ctrl-C the caller saw on another thread) stops the load likewise."""
+    naming no row — and the caller's transaction rolls back: nothing was loaded. `derive` makes
+    each checked line the row stored (derived columns recomputed: a line may leave them out, and
+    an archive from another version or a hand edit holds stale ones). `before` runs once a
+    table's rows are checked and before they are written (it can compare them with the rows they
+    replace), `after` once they are in. `interrupt` is called before each row: what it raises
+    (a Ctrl-C the caller saw on another thread) stops the load likewise."""
 
     def load(conn: sqlite3.Connection) -> dict[str, int]:
         owned = {table: _owned_by(conn, table) for table in tables}
@@ -217,7 +225,7 @@ def loader(
                 continue
             rows = _rows(path)
             declared = _declared(conn, table)
-            for n, row in rows:
+            for i, (n, row) in enumerate(rows):
                 if not row:
                     raise InvalidInput(f"{path} line {n} is an empty JSON object")
                 unknown = set(row) - set(declared)
@@ -226,6 +234,12 @@ def loader(
                 why = _typed(declared, row) or (check(table, row) if check is not None else None)
                 if why is not None:
                     raise InvalidInput(f"{path} line {n} {why}; nothing was loaded")
+                if derive is not None:
+                    if interrupt is not None and i % 1000 == 0:  # ~20 ms of digests between two looks
+                        interrupt()
+                    rows[i] = (n, derive(table, row))
+            if before is not None:
+                before(conn, table, [row for _, row in rows])
             for column, owner, owner_key in owned[table]:
                 if owner in kept:  # the archive carries the owners: their rows here become its rows
                     conn.executemany(

@@ -13,6 +13,7 @@ import contextlib
 import functools
 import json
 import os
+import shlex
 import shutil
 import stat
 import threading
@@ -23,7 +24,14 @@ from typing import Any
 
 from robot_mcp_memory import db, docmodel
 from robot_mcp_memory.app import Memory
-from robot_mcp_memory.errors import InvalidInput, SchemaTooNew, StorageError, StoreNotWritable, StoreUnreadable
+from robot_mcp_memory.errors import (
+    Conflict,
+    InvalidInput,
+    SchemaTooNew,
+    StorageError,
+    StoreNotWritable,
+    StoreUnreadable,
+)
 from robot_mcp_memory.experiences import index_repo, robotmem_import, vector_repo
 from robot_mcp_memory.kit import SqliteStore, archive, files, maintenance
 from robot_mcp_memory.principal import Principal
@@ -70,6 +78,8 @@ def _loadable(table: str, row: Mapping[str, Any]) -> str | None:
     """Why an archive row cannot be loaded beyond what its columns' types say: a JSON column that
     is not JSON (or not an object where every reader expects one) would make each list and page
     showing the row fail, and the index rebuild with them."""
+    if table == "memories" and "content" in row and not isinstance(row["content"], str):
+        return "has content that is not text (a JSON string)"
     if table in ("memories", "sessions"):
         for col, value in row.items():
             if col.endswith("_at") and isinstance(value, int | float) and not _TIMES[0] <= value <= _TIMES[1]:
@@ -89,6 +99,12 @@ def _loadable(table: str, row: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _derive(table: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    """An archive row as it is stored: a memory's dedup keys are recomputed from its text
+    (`index_repo.with_dedup_keys`), never taken from the archive."""
+    return index_repo.with_dedup_keys(row) if table == "memories" else dict(row)
+
+
 #: Columns naming a row without a foreign key (a memory is kept when its session or its successor
 #: is not, so none is declared): a loaded row must name one the archive or the store holds — an
 #: archive mixing two dumps' files had memories in sessions that exist nowhere.
@@ -104,9 +120,25 @@ async def dump(memory: Memory, principal: Principal, dest: Path, progress: Progr
 
     Files are replaced one by one, so a dump stopped midway (kill, power cut, full disk) leaves
     some of this snapshot's files beside the earlier dump's: `UNFINISHED_DUMP` is written before
-    the first file and removed after the last, and `load` refuses a directory that holds it."""
+    the first file and removed after the last, and `load` refuses a directory that holds it.
+
+    One dump at a time writes into a directory (`files.directory_lock`; another is refused as a
+    `Conflict`): two at once shared the marker — the first to finish removed it while the second
+    still wrote, so `load` took a mix of two snapshots, and the second then failed at its end —
+    and their files interleaved."""
     memory.policy.require_admin(principal, "dump")
     out, folder = await asyncio.to_thread(_prepare, dest)
+    with files.directory_lock(dest) as alone:
+        if not alone:
+            raise Conflict(
+                f"another dump into {dest} is running; wait for it to finish (and dump again for a "
+                "newer snapshot), or dump into another directory"
+            )
+        return await _dump(memory, dest, out, folder, progress)
+
+
+async def _dump(memory: Memory, dest: Path, out: Path, folder: Path, progress: Progress | None) -> DumpReport:
+    """`dump`'s writing, under the directory's lock."""
     unfinished = dest / UNFINISHED_DUMP
     await asyncio.to_thread(files.replace_text, unfinished, _UNFINISHED_NOTE.format(started=_now()))
     report = DumpReport()
@@ -130,7 +162,7 @@ async def dump(memory: Memory, principal: Principal, dest: Path, progress: Progr
         report.archived.update({LESSONS_PREFIX + k: v for k, v in got.items()})
     written.update(folder / f"{name}.jsonl" for name in report.archived)
     report.removed = await asyncio.to_thread(_remove_stale, dest, written)
-    await asyncio.to_thread(unfinished.unlink)  # the last step: every file is this dump's now
+    await asyncio.to_thread(unfinished.unlink, missing_ok=True)  # the last step: every file is this dump's now
     return report
 
 
@@ -219,7 +251,13 @@ async def load(memory: Memory, principal: Principal, src: Path, progress: Progre
         None
         if archived is None
         else archive.loader(
-            tables, archived, check=_loadable, after=vector_repo.drop_loaded_vectors, links=_LINKS, interrupt=interrupt
+            tables,
+            archived,
+            check=_loadable,
+            derive=_derive,
+            before=vector_repo.drop_loaded_vectors,
+            links=_LINKS,
+            interrupt=interrupt,
         )
     )
     lessons: tuple[SqliteStore, Callable[[Any], dict[str, int]]] | None = None  # lessons.db, its job
@@ -260,7 +298,7 @@ async def load(memory: Memory, principal: Principal, src: Path, progress: Progre
             index_repo.rebuild_memory_index(conn, interrupt)
         interrupt()
         if lessons is not None:
-            archive.mark_unfinished(conn, str(src))
+            archive.mark_unfinished(conn, str(src.resolve()))  # `doctor` may run from anywhere
         return processes, counts
 
     def run() -> tuple[int, dict[str, int]]:
@@ -429,8 +467,9 @@ async def doctor(memory: Memory, full: bool = False, deep_index_check: bool | No
         lines.append(
             (
                 "load",
-                f"a load of {unfinished} did not finish: index.db holds it, lessons.db may not. "
-                f"Run robot-mcp-memory load {unfinished} again",
+                f"a load of {unfinished} did not finish: index.db holds it, lessons.db may not. Run "
+                f"robot-mcp-memory load --data-dir {shlex.quote(str(memory.settings.data_dir.resolve()))} "
+                f"{shlex.quote(unfinished)} again",
                 False,
             )
         )
