@@ -24,10 +24,10 @@ import pytest
 from robot_mcp_memory import cli
 from robot_mcp_memory.api import RobotMemory
 from tests.e2e.harness import child_env
+from tests.test_dump_load import Rows, _rows_of
 
 pytestmark = pytest.mark.e2e
 
-Rows = dict[str, list[tuple[Any, ...]]]
 
 #: Memories the archive adds, each with a perception's data: enough that the load's transaction
 #: spills into the WAL (SQLite's page cache holds ~2 MB) long before it commits.
@@ -46,16 +46,6 @@ class Loads:
     after: Rows  # what a load that ran to its end made
     probe: int  # a memory the archive rewords
     probe_text: str
-
-
-def _rows_of(data: Path) -> Rows:
-    """Every row a load writes, the memory index's entries and the vectors, in a stable order."""
-    tables = ("processes", "fleet_groups", "fleet_robots", "memories", "memory_tags", "sessions")
-    with contextlib.closing(sqlite3.connect(data / "index.db")) as conn:
-        rows = {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in tables}  # noqa: S608
-        rows["memories_fts"] = conn.execute("SELECT rowid, content, context FROM memories_fts ORDER BY 1").fetchall()
-        rows["vectors"] = conn.execute("SELECT domain, ref FROM vectors ORDER BY 1, 2").fetchall()
-    return rows
 
 
 def _command(data: Path, *args: str) -> list[str]:

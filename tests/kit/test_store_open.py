@@ -30,8 +30,9 @@ from robot_mcp_memory.errors import (
     StoreUnreadable,
     StoreWriteFailed,
 )
-from robot_mcp_memory.kit import Kind, Migration, Schema, SqliteStore, Table
+from robot_mcp_memory.kit import Kind, Schema, SqliteStore, Table
 from tests.conftest import eventually
+from tests.kit.test_sqlite_store import Steps, _schema
 
 WAIT = 10.0  # upper bound for any wait; a passing test never gets near it
 CHILD_WAIT = 120.0  # a child process: interpreter start and imports on a loaded 2-core machine
@@ -138,27 +139,6 @@ def test_processes_creating_one_new_file_at_once_run_each_step_once_and_all_open
 
 
 # ---------------------------------------------------------------------------- a lock another process holds
-class Steps:
-    """Migrations: step i creates table t<i> and records that it ran."""
-
-    def __init__(self) -> None:
-        self.ran: list[int] = []
-
-    def __call__(self, n: int) -> list[Migration]:
-        return [self._step(i) for i in range(n)]
-
-    def _step(self, i: int) -> Migration:
-        def step(conn: sqlite3.Connection) -> None:
-            self.ran.append(i)
-            conn.execute(f"CREATE TABLE t{i} (x)")
-
-        return step
-
-
-def _schema(n: int) -> Schema:
-    return Schema((STORE_META, *(Table(f"t{i}", Kind.DEFINITION, ()) for i in range(n))))
-
-
 @contextmanager
 def lock_held_elsewhere(path: Path) -> Iterator[threading.Event]:
     """Another connection (as another process would: a server upgrading the file, a training loop
