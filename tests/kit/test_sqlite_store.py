@@ -923,14 +923,11 @@ def test_an_unknown_sqlite_failure_says_nothing_internal() -> None:
     assert "as sqlite reports it" not in err.detail
 
 
-@pytest.fixture
-def read_only_dir(tmp_path: Path) -> Iterator[Path]:
-    """A directory this process cannot write: permission bits for a normal user; for root (whom
-    permission bits do not stop) the immutable attribute, where the file system has it."""
-    d = tmp_path / "ro"
-    d.mkdir()
-    with open_store(d / "index.db") as s:
-        s.write_blocking(insert_note("kept"))
+@contextmanager
+def read_only(d: Path) -> Iterator[Path]:
+    """`d` made read-only for this process, as a snapshot or a read-only mount is: permission bits
+    for a normal user; for root (whom they do not stop) the immutable attribute, where the file
+    system has it. The files in it keep their mode."""
     d.chmod(0o555)
     immutable = False
     if os.access(d, os.W_OK):
@@ -945,6 +942,18 @@ def read_only_dir(tmp_path: Path) -> Iterator[Path]:
         if immutable:
             subprocess.run(["chattr", "-i", str(d)], check=True)
         d.chmod(0o755)
+
+
+@pytest.fixture
+def read_only_dir(tmp_path: Path) -> Iterator[Path]:
+    """A directory this process cannot write: permission bits for a normal user; for root (whom
+    permission bits do not stop) the immutable attribute, where the file system has it."""
+    d = tmp_path / "ro"
+    d.mkdir()
+    with open_store(d / "index.db") as s:
+        s.write_blocking(insert_note("kept"))
+    with read_only(d):
+        yield d
 
 
 def test_a_read_only_directory_raises_store_not_writable_naming_the_path_not_store_unreadable(

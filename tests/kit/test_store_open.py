@@ -32,7 +32,7 @@ from robot_mcp_memory.errors import (
 )
 from robot_mcp_memory.kit import Kind, Schema, SqliteStore, Table
 from tests.conftest import eventually
-from tests.kit.test_sqlite_store import Steps, _schema
+from tests.kit.test_sqlite_store import Steps, _schema, read_only
 
 WAIT = 10.0  # upper bound for any wait; a passing test never gets near it
 CHILD_WAIT = 120.0  # a child process: interpreter start and imports on a loaded 2-core machine
@@ -337,27 +337,6 @@ def test_a_full_database_during_an_upgrade_is_a_write_failure_not_a_failed_migra
 
 
 # ---------------------------------------------------------------------------- a read-only directory
-@contextmanager
-def read_only(d: Path) -> Iterator[Path]:
-    """`d` made read-only for this process, as a snapshot or a read-only mount is: permission bits
-    for a normal user; for root (whom they do not stop) the immutable attribute, where the file
-    system has it. The files in it keep their mode."""
-    d.chmod(0o555)
-    immutable = False
-    if os.access(d, os.W_OK):
-        chattr = shutil.which("chattr")
-        immutable = chattr is not None and subprocess.run([chattr, "+i", str(d)], capture_output=True).returncode == 0
-        if not immutable:
-            d.chmod(0o755)
-            pytest.skip("running as root without chattr: no way to make a directory read-only here")
-    try:
-        yield d
-    finally:
-        if immutable:
-            subprocess.run(["chattr", "-i", str(d)], check=True)
-        d.chmod(0o755)
-
-
 NOTES = Table("notes", Kind.DEFINITION, ("CREATE TABLE IF NOT EXISTS notes (id TEXT PRIMARY KEY)",))
 NOTES_SCHEMA = Schema((STORE_META, NOTES))
 
