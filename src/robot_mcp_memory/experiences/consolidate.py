@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from robot_mcp_memory.experiences.classify import PROTECTED
-from robot_mcp_memory.experiences.dedup import Facts, conflicting, content_hash, content_sequence, facts_of
+from robot_mcp_memory.experiences.dedup import FactKeys, conflicting, fact_keys
 from robot_mcp_memory.search import segment
 
 KEEP_CONFIDENCE = 0.95
@@ -65,27 +65,27 @@ def plan(rows: Sequence[Row]) -> list[tuple[int, int]]:
     pool = [r for r in rows if eligible(r)]
     if len(pool) < MIN_MEMORIES:
         return []
-    groups: dict[tuple[str, str, Facts, str], list[Row]] = {}
+    keys = {r.id: fact_keys(r.content, r.context) for r in pool}
+    groups: dict[tuple[str, str, str, str], list[Row]] = {}
     for r in pool:
-        key = (r.collection, r.category, facts_of(r.content, r.context), content_hash(r.content))
-        groups.setdefault(key, []).append(r)
+        k = keys[r.id]
+        groups.setdefault((r.collection, r.category, k.facts_hash, k.content_hash), []).append(r)
     out: list[tuple[int, int]] = []
     for members in groups.values():
         if len(members) < 2:
             continue
-        for rep, *others in _clusters(members):
+        for rep, *others in _clusters(members, keys):
             out.extend((r.id, rep.id) for r in others)
     return out
 
 
-def _clusters(members: Sequence[Row]) -> list[list[Row]]:
+def _clusters(members: Sequence[Row], keys: Mapping[int, FactKeys]) -> list[list[Row]]:
     """Clusters of two or more, each led by its representative. The members share their lexical
     key; an empty content sequence keys the text itself, so the sequences are compared too."""
     every = {r.id: segment.tokens(r.content) for r in members}
-    said = {r.id: content_sequence(r.content) for r in members}
 
     def together(a: int, b: int) -> bool:
-        return said[a] == said[b] and not conflicting(every[a], every[b])
+        return keys[a].sequence == keys[b].sequence and not conflicting(every[a], every[b])
 
     ordered = sorted(members, key=lambda r: (r.confidence, r.access_count, r.created_at, r.id), reverse=True)
     clusters: list[list[Row]] = []

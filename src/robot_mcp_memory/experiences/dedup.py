@@ -118,18 +118,36 @@ def perception_hash(description: str, perception_type: str, data: Any, metadata:
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
+@dataclass(frozen=True)
+class FactKeys:
+    """What dedup derives from a fact: its `content_sequence`, its lexical key (`content_hash`)
+    and its facts digest (`facts_hash`)."""
+
+    sequence: tuple[str, ...]
+    content_hash: str
+    facts_hash: str
+
+
+def fact_keys(text: str, context: Mapping[str, Any], analysis: Analysis | None = None) -> FactKeys:
+    """The `FactKeys` of `text` learned with `context`, its numbers found once for all three.
+    learn, update, the robotmem import, `load`, consolidation and the migrations all derive them
+    here, so a key computed by one is found by another. `analysis`: the text's, when the caller
+    has it."""
+    measured = Measured.of(text)
+    sequence = content_sequence(text, measured)
+    digest = facts_hash(facts_of(text, context, analysis, measured))
+    return FactKeys(sequence, lexical_key(sequence, text), digest)
+
+
 def memory_keys(
     kind: str, content: str, context: Mapping[str, Any], perception_type: str | None = None, data: Any = None
 ) -> tuple[str, str]:
     """``(content_hash, facts_hash)`` of a memory of type `kind`, as every write stores them: a
-    fact's lexical key and facts digest, a perception's `perception_hash` (and no digest). `update`,
-    `load` and migration 12 all derive them here, so a key computed by one is found by another."""
+    fact's (`fact_keys`), a perception's `perception_hash` (and no digest)."""
     if kind == "perception":
         return perception_hash(content, perception_type or "", data, context), ""
-    measured = Measured.of(content)  # the numbers are found once for both, as learn finds them
-    return lexical_key(content_sequence(content, measured), content), facts_hash(
-        facts_of(content, context, measured=measured)
-    )
+    keys = fact_keys(content, context)
+    return keys.content_hash, keys.facts_hash
 
 
 def _canonical_number(raw: str) -> str:
@@ -792,11 +810,13 @@ __all__ = [
     "COSINE_DUPLICATE",
     "Candidate",
     "Duplicate",
+    "FactKeys",
     "Facts",
     "Measured",
     "conflicting",
     "content_hash",
     "content_sequence",
+    "fact_keys",
     "facts_hash",
     "facts_of",
     "jaccard",

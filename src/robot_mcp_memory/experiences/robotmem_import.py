@@ -593,6 +593,7 @@ def prepare(src: SourceMemory, robot: str, prefix: str, now: float, notes: Count
             return BAD_CONTEXT
         a = Analysis(text)
         c = classify.classify(a, ctx)
+        keys = dedup.fact_keys(text, ctx, a)
         category = (src.category or "").strip()[:64] or c.category  # robotmem's, as it stored it
         new = NewMemory(
             robot=robot,
@@ -602,9 +603,9 @@ def prepare(src: SourceMemory, robot: str, prefix: str, now: float, notes: Count
             category=category,
             confidence=confidence,
             context=ctx,
-            content_hash=dedup.content_hash(text),
+            content_hash=keys.content_hash,
             source_weight=_source_weight(ctx),
-            facts_hash=dedup.facts_hash(dedup.facts_of(text, ctx, a)),
+            facts_hash=keys.facts_hash,
             session_id=session,
             metadata={**({"scope": c.scope} if c.scope else {}), "imported_from": marker},
             tags=_tags(src, classify.tags_of(a, category), c.user_tags),

@@ -199,8 +199,7 @@ class ExperienceService:
     ) -> tuple[NewMemory, Probe, storage.Decide]:
         """Classify a fact and prepare its duplicate probe (one tokenisation for everything)."""
         a = Analysis(text)
-        measured = dedup.Measured.of(text)
-        said = dedup.content_sequence(text, measured)
+        keys = dedup.fact_keys(text, ctx, a)
         c = classify.classify(a, ctx)
         tags = tuple((t, "auto") for t in c.tags) + tuple((t, "user") for t in c.user_tags if t not in c.tags)
         new = NewMemory(
@@ -211,16 +210,16 @@ class ExperienceService:
             category=c.category,
             confidence=c.confidence,
             context=ctx,
-            content_hash=dedup.lexical_key(said, text),
+            content_hash=keys.content_hash,
             source_weight=_source_weight(ctx),
-            facts_hash=dedup.facts_hash(dedup.facts_of(text, ctx, a, measured)),
+            facts_hash=keys.facts_hash,
             session_id=session_id,
             metadata={"scope": c.scope} if c.scope else {},
             tags=tags,
         )
         words = list(dict.fromkeys(a.tokens))
         probe = Probe(new.content_hash)
-        return new, probe, lambda e, lx, s: dedup.judge(text, e, lx, s, words, said)
+        return new, probe, lambda e, lx, s: dedup.judge(text, e, lx, s, words, keys.sequence)
 
     async def _embed(self, texts: Sequence[str]) -> list[Embedded | None]:
         """Vectors for memories about to be written (or a query), made before the write is queued:
