@@ -114,6 +114,7 @@ TABLES.append(VECTORS)
 # The experience memory (experiences/storage.py declares them: memories, memory_tags, sessions are
 # definitions — a robot's experience never ages out; memories_fts is derived).
 TABLES.extend(experiences.TABLES)
+TABLES.append(experiences.MEMORIES_FTS_CHANGES)
 
 
 def _create(*tables: Table) -> Migration:
@@ -312,6 +313,9 @@ MIGRATIONS: list[Migration] = [
     # (1e-3) count, contractions are written out ("don't" = "do not"); and the key's index gains
     # robot, collection and digest, so a lookup no longer walks every row sharing the key
     _dedup_keys_and_index,
+    # 15: the index's change log, which keeps the in-memory keyword cache current across
+    # processes (experiences/keyword_repo.py)
+    _create(experiences.MEMORIES_FTS_CHANGES),
 ]
 
 

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from robot_mcp_memory.experiences.filters import Condition, json_path, parse_path
+from robot_mcp_memory.experiences.keyword_repo import KeywordCache
 from robot_mcp_memory.experiences.model import DECAY_FLOOR, HALF_LIFE_S, MAX_SOURCE_WEIGHT, Experience, Spatial
 from robot_mcp_memory.experiences.storage import BM25_WEIGHTS, rows_of
-from robot_mcp_memory.search import fts
+from robot_mcp_memory.search import bm25, fts
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,7 @@ def _ranking_sql(
     ids_only: bool = False,
     floored: bool | None = None,
     scale: float = 1.0,
+    given: Sequence[tuple[int, float]] | None = None,
 ) -> tuple[str, list[Any]]:
     """The ranking query: ``(id, rel, w, confd, dist2, blend)`` of the memories passing every
     filter of `scope`, best first. Only ids and numbers travel through the sort; rows are fetched
@@ -144,7 +146,10 @@ def _ranking_sql(
     computes bm25 for every match and joins only those that can reach the floor. With only the
     visibility, collection and status filters nearly every match passes, and the floor saves
     the joins (10,000 memories, bench queries: 1.75 → 1.35 ms); a `context_filter` or a session
-    passing one match in ten makes the plain query's bm25 the cheaper (1.8 ms against 2.8)."""
+    passing one match in ten makes the plain query's bm25 the cheaper (1.8 ms against 2.8).
+
+    `given`: the matches and their relevance, computed already (`keyword_repo.KeywordCache`),
+    in place of FTS5's — the floored query over them."""
     confd = "m.confidence * max(?, pow(0.5, max(0.0, ? - m.updated_at) / ?))"
     confd_p: list[Any] = [DECAY_FLOOR, scope.now, HALF_LIFE_S]
     # Distances are computed in SQL only when they order or filter; otherwise `rank` computes them
@@ -157,9 +162,17 @@ def _ranking_sql(
     hint = "" if scope.condition.sql != "1" or in_sql or not covering else " INDEXED BY idx_memories_rank"
     if floored is None:
         floored = scope.condition.sql == "1" and scope.session_id is None
-    floored = floored and match is not None and order == "score" and not ids_only and limit >= 1
-    hits, hits_p, rel_p = "", [], []
-    if floored:
+    floored = floored and (match is not None or given is not None) and order == "score" and not ids_only and limit >= 1
+    hits, rel_p = "", []
+    hits_p: list[Any] = []
+    if given is not None and floored:
+        hits = (
+            f"WITH hits(hid, rel) AS MATERIALIZED (VALUES {','.join(['(?,?)'] * len(given))}), "  # noqa: S608
+            "pool AS (SELECT hid, rel FROM hits ORDER BY rel DESC LIMIT ?), "
+        )
+        hits_p = [*(v for pair in given for v in pair), max(FLOOR_POOL_MIN, FLOOR_POOL_FACTOR * limit)]
+        rel, source = "h.rel", f"{{hits}} h CROSS JOIN memories m{hint} ON m.id = h.hid"
+    elif floored:
         # CROSS JOIN pins the loop order: each match, then its row (and only if it passes the floor).
         hits = (
             f"WITH hits AS MATERIALIZED (SELECT rowid AS hid, -bm25(memories_fts, {BM25_WEIGHTS}) * ? AS rel "  # noqa: S608
@@ -237,13 +250,14 @@ def rank(
     limit: int,
     include_data: bool = False,
     covering: bool = True,
+    keywords: KeywordCache | None = None,
 ) -> list[Ranked]:
     """One ranked list of memories that pass every filter of `scope`, best first.
 
     `match` holds the query's FTS5 phrases, each quoted (`segment.match_phrases`; a memory
     matches when it holds any), or is None for a filter-only list (every memory in scope, by
     decayed confidence and source weight, newest first among equals)."""
-    ranked = _ranked_numbers(conn, scope, match, order, limit, covering)
+    ranked = _ranked_numbers(conn, scope, match, order, limit, covering, keywords)
     rows = rows_of(conn, [r[0] for r in ranked], include_data)
     sp = scope.spatial
     return [
@@ -281,7 +295,13 @@ def _narrowing(scope: Scope) -> tuple[list[str], list[Any]]:
 
 
 def _ranked_numbers(
-    conn: sqlite3.Connection, scope: Scope, match: Sequence[str] | None, order: Order, limit: int, covering: bool
+    conn: sqlite3.Connection,
+    scope: Scope,
+    match: Sequence[str] | None,
+    order: Order,
+    limit: int,
+    covering: bool,
+    keywords: KeywordCache | None = None,
 ) -> list[tuple[Any, ...]]:
     """``(id, rel, w, confd, dist2, blend)`` rows of the ranking, best first.
 
@@ -303,7 +323,16 @@ def _ranked_numbers(
     total = 0
     if match is not None and order == "score" and limit >= 1:
         (total,) = conn.execute("SELECT coalesce(max(id), 0) FROM memories").fetchone()
-    broad = total >= SHORTCUTS_FROM and _passes_broadly(conn, scope)
+    if keywords is not None and match is not None and order == "score" and limit >= 1:
+        if _passes_broadly(conn, scope):
+            cached = _ranked_from_cache(conn, scope, match, limit, covering, keywords)
+            if cached is not None:
+                return cached
+            broad = total >= SHORTCUTS_FROM
+        else:
+            broad = False
+    else:
+        broad = total >= SHORTCUTS_FROM and _passes_broadly(conn, scope)
     if broad and match is not None and len(match) > 1 and limit <= SKIP_UP_TO:
         docs = _phrase_counts(conn, match)
         held = [(p, d) for p, d in zip(match, docs, strict=True) if d > 0]
@@ -326,6 +355,39 @@ def _ranked_numbers(
     return conn.execute(*_ranking_sql(scope, expression, order, limit, covering, floored=broad)).fetchall()
 
 
+def _ranked_from_cache(
+    conn: sqlite3.Connection, scope: Scope, match: Sequence[str], limit: int, covering: bool, keywords: KeywordCache
+) -> list[tuple[Any, ...]] | None:
+    """`_ranked_numbers`'s rows with bm25 from the keyword cache, or None when it cannot answer.
+
+    The most relevant matches go to the floored query as given rows (`_ranking_sql`'s `given`),
+    which applies every filter and weight exactly as over FTS5's matches. The list is exact once
+    its `limit`-th score is above what the best match left out could reach (its relevance ×
+    `MAX_SOURCE_WEIGHT`); otherwise four times as many go, up to `MAX_GIVEN` (then SQL ranks)."""
+    found = keywords.scores(conn, match)
+    if found is None:
+        return None
+    ids, rels = found
+    if not len(ids):
+        return []
+    k = max(FLOOR_POOL_MIN, FLOOR_POOL_FACTOR * limit)
+    while True:
+        head, head_rels, left = bm25.split(ids, rels, k)
+        given = list(zip(head.tolist(), head_rels.tolist(), strict=True))
+        got = conn.execute(*_ranking_sql(scope, None, "score", limit, covering, floored=True, given=given)).fetchall()
+        if left is None:
+            return got
+        if len(got) >= limit:
+            _, rel, w, confd, *_ = got[limit - 1]
+            if rel * w * (0.5 + 0.5 * confd) > left * MAX_SOURCE_WEIGHT:
+                return got
+        if k >= MAX_GIVEN:
+            return None
+        k *= 4
+
+
+#: The most matches `_ranked_from_cache` gives the ranking query (two parameters each).
+MAX_GIVEN = 4096
 #: Below this many memories (the largest id) the plain query is cheapest: the shortcuts' own
 #: queries cost more than they save (measured: 0.20 against 0.32 ms at 1,000, even at 3,000).
 SHORTCUTS_FROM = 5_000
@@ -399,10 +461,15 @@ class Weighed:
 
 
 def weighed(
-    conn: sqlite3.Connection, scope: Scope, match: Sequence[str], limit: int, covering: bool = True
+    conn: sqlite3.Connection,
+    scope: Scope,
+    match: Sequence[str],
+    limit: int,
+    covering: bool = True,
+    keywords: KeywordCache | None = None,
 ) -> list[Weighed]:
     """`rank`'s list by score (no spatial order), as numbers only: no row is read."""
-    return [_weighed(r) for r in _ranked_numbers(conn, scope, match, "score", limit, covering)]
+    return [_weighed(r) for r in _ranked_numbers(conn, scope, match, "score", limit, covering, keywords)]
 
 
 def weighed_ids(conn: sqlite3.Connection, scope: Scope, ids: Collection[int], covering: bool = True) -> list[Weighed]:

@@ -495,8 +495,8 @@ class ExperienceService:
         relevance and proximity, computed over every match in one pass)."""
         sp = scope.spatial
         order: ranking_repo.Order = "score" if sp is None else "blend"
-        cover = self.store.covering
-        rows = await self.store.read(lambda c: ranking_repo.rank(c, scope, match, order, n, include_data, cover))
+        cover, kw = self.store.covering, self.store.keywords
+        rows = await self.store.read(lambda c: ranking_repo.rank(c, scope, match, order, n, include_data, cover, kw))
         return _normalised([(r, r.score if r.blend is None else r.blend) for r in rows], sp)
 
     async def _hybrid(
@@ -512,7 +512,7 @@ class ExperienceService:
         if not v.would_embed():
             return None
         pool = max(HYBRID_POOL, 3 * n)
-        cover = self.store.covering
+        cover, kw = self.store.covering, self.store.keywords
         sp = scope.spatial
         early: list[ranking_repo.Weighed] | None = None
         if sp is None and not self.store.blocking:
@@ -520,7 +520,7 @@ class ExperienceService:
             # of each other: run them together (~1.3 ms of ~5.6 at 10,000 memories). The list
             # comes from an earlier snapshot than the vector list, so `read` re-applies every
             # filter to its memories in its own.
-            keyword_list = self.store.read(lambda c: ranking_repo.weighed(c, scope, match, pool, cover))
+            keyword_list = self.store.read(lambda c: ranking_repo.weighed(c, scope, match, pool, cover, kw))
             (qvec,), early = await asyncio.gather(self._embed([query]), keyword_list)
         else:
             (qvec,) = await self._embed([query])
@@ -562,7 +562,7 @@ class ExperienceService:
                 return None
             if sp is None:  # fused on numbers; only the `n` kept have their rows read
                 if early is None:
-                    keyword = ranking_repo.weighed(c, scope, match, pool, cover)
+                    keyword = ranking_repo.weighed(c, scope, match, pool, cover, kw)
                     known = {w.id: w for w in keyword}
                     extra = [m for m, cos in vec if m not in known and cos >= MIN_COSINE]
                     known.update((w.id, w) for w in ranking_repo.weighed_ids(c, scope, extra, cover))
@@ -576,7 +576,7 @@ class ExperienceService:
                 rows = storage.rows_of(c, [m for m, _ in best[:n]], include_data)
                 return [(known[m].ranked(rows[m]), s) for m, s in best[:n] if m in rows]
             # spatial_sort blends in each candidate's distance, read from its context
-            ranked = ranking_repo.rank(c, scope, match, "score", pool, include_data, cover)
+            ranked = ranking_repo.rank(c, scope, match, "score", pool, include_data, cover, kw)
             rows_by = {r.memory.id: r for r in ranked}
             # and the `n` keyword matches best by the blend itself (keyword recall's spatial order,
             # exact over every match): a near one ranked low by score alone was never a candidate,

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 from robot_mcp_memory.errors import Conflict, NotFound, StorageError
 from robot_mcp_memory.experiences import consolidate
 from robot_mcp_memory.experiences.dedup import Candidate, Duplicate
+from robot_mcp_memory.experiences.keyword_repo import CHANGES, KeywordCache
 from robot_mcp_memory.experiences.model import (
     Experience,
     NewMemory,
@@ -118,9 +119,25 @@ SESSIONS = Table(
         "CREATE INDEX IF NOT EXISTS idx_sessions_scope ON sessions(robot, collection, started_at)",
     ),
 )
-MEMORIES_FTS = fts5_table(
-    "memories_fts", source="memories", columns="content, context", tokenize="porter unicode61 remove_diacritics 2"
+#: memories_fts's tokenizer (the keyword cache tokenizes with it too).
+MEMORIES_TOKENIZE = "porter unicode61 remove_diacritics 2"
+MEMORIES_FTS = fts5_table("memories_fts", source="memories", columns="content, context", tokenize=MEMORIES_TOKENIZE)
+#: The change log of memories_fts: (seq, doc) for each write of a memory's index entry, doc NULL
+#: when the whole index was rebuilt. The in-memory keyword cache (`keyword_repo`) reads what was
+#: appended since it last looked — whichever process wrote it — and re-reads only those entries.
+#: Derived like the index it tracks; it keeps its newest `KEEP_CHANGES` entries (`log_changes`).
+MEMORIES_FTS_CHANGES = Table(
+    name=CHANGES,
+    kind=Kind.DERIVED,
+    ddl=(f"CREATE TABLE IF NOT EXISTS {CHANGES} (seq INTEGER PRIMARY KEY, doc INTEGER)",),
+    source="memories_fts",
 )
+#: The log keeps this many of its newest entries; a cache further behind reads everything again.
+KEEP_CHANGES = 10_000
+#: The log is trimmed once every this many entries.
+TRIM_EVERY = 1_000
+# Not part of migration 4's tables (migration 15 creates it): steps before 15 rebuild the index
+# without it (`log_rebuild`).
 TABLES: tuple[Table, ...] = (MEMORIES, MEMORY_TAGS, SESSIONS, MEMORIES_FTS)
 
 #: Access counts wait at most this long before they are written (one transaction for the lot).
@@ -221,6 +238,7 @@ def insert_memory(conn: sqlite3.Connection, new: NewMemory, now: float) -> int:
         "INSERT INTO memories_fts(rowid, content, context) VALUES (?, ?, ?)",
         (mid, segment.index_text(new.content), context_text(new.context, user)),
     )
+    log_changes(conn, (mid,))
     if new.tags:
         conn.executemany(
             "INSERT OR IGNORE INTO memory_tags(memory_id, tag, source) VALUES (?, ?, ?)",
@@ -360,7 +378,24 @@ def update(conn: sqlite3.Connection, mid: int, new: NewMemory, now: float, *, ke
         "INSERT INTO memories_fts(rowid, content, context) VALUES (?, ?, ?)",
         (mid, segment.index_text(new.content), context_text(new.context, user)),
     )
+    log_changes(conn, (mid,))
     return True
+
+
+def log_changes(conn: sqlite3.Connection, ids: Iterable[int]) -> None:
+    """Record, in the writer's transaction, that the index entries of `ids` were (re)written;
+    every `TRIM_EVERY` entries, drop those older than the newest `KEEP_CHANGES`."""
+    for mid in ids:
+        seq = conn.execute(f"INSERT INTO {CHANGES}(doc) VALUES (?)", (mid,)).lastrowid  # noqa: S608
+        if seq is not None and seq % TRIM_EVERY == 0:
+            conn.execute(f"DELETE FROM {CHANGES} WHERE seq <= ?", (seq - KEEP_CHANGES,))  # noqa: S608
+
+
+def log_rebuild(conn: sqlite3.Connection) -> None:
+    """Record that the whole index was rebuilt. A no-op on a file from before the log (the
+    migrations that rebuild the index run before migration 15 creates it)."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (CHANGES,)).fetchone():
+        conn.execute(f"INSERT INTO {CHANGES}(doc) VALUES (NULL)")  # noqa: S608
 
 
 def touch(conn: sqlite3.Connection, counts: Mapping[int, int], now: float) -> None:
@@ -518,6 +553,8 @@ class ExperienceStore:
         #: Whether idx_memories_rank exists: from migration 13 on it always does (files made by the
         #: first build of migration 4 lacked it); checked all the same, as ranking names it.
         self.covering = db.read_blocking(_has_rank_index)
+        #: bm25 from posting lists in memory, kept current through the change log (keyword_repo).
+        self.keywords = KeywordCache(MEMORIES_TOKENIZE, BM25_WEIGHTS)
         if not blocking and db.read_blocking(_recent_cjk):
             # Chinese is in use here: load jieba in the background now, not on the event loop
             # during the first call that needs it.
@@ -555,6 +592,7 @@ class ExperienceStore:
         twin = ExperienceStore(self.db, blocking=True)
         twin.access = self.access
         twin.covering = self.covering
+        twin.keywords = self.keywords
         return twin
 
 

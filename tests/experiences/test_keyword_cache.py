@@ -1,0 +1,265 @@
+"""The keyword cache ranks exactly like the plain SQL query, and stays current through writes.
+
+`keyword_repo.KeywordCache` computes FTS5's bm25 from posting lists in memory
+(`search.bm25`); keyword recall hands the best matches to the floored ranking query. Compared
+here with the plain query (every match scored by FTS5 and joined) — the very same rows, the
+same relevance to the last bit, the same order — over a corpus full of common words, ties, ages,
+robots and filters; and after learns, updates, forgets, writes by another process, an index
+rebuild and a trimmed change log."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+from bench.experience_corpus import QUERIES, corpus
+
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.config import Settings
+from robot_mcp_memory.db import rebuild_text_indexes
+from robot_mcp_memory.experiences import ranking_repo, storage
+from robot_mcp_memory.experiences.filters import compile_filter
+from robot_mcp_memory.experiences.keyword_repo import KeywordCache
+from robot_mcp_memory.experiences.ranking_repo import Scope
+from robot_mcp_memory.principal import STDIO, Principal
+from robot_mcp_memory.search import bm25, segment
+from tests.experiences.conftest import age
+
+EXTRA_QUERIES = (
+    "grip force",
+    "grip force approach angle speed",
+    "grasp red mug zebra",  # a word no memory holds
+    "zebra",
+    "grasp grasp grasp",
+    "grasping grasped grasps",  # three phrases, one stem: each counts, as in FTS5
+    "mailroom",
+    "mail room",  # a joined pair is offered as a phrase too
+    "grip force 12.5 N",  # a dotted number is a two-word phrase: SQL ranks
+    "The Pose ESTIMATE",
+)
+FILTERS: tuple[dict[str, Any] | None, ...] = (None, {"task.success": True}, {"task.name": "dock"})
+
+
+def _plain(conn: sqlite3.Connection, scope: Scope, phrases: list[str], n: int) -> list[tuple[Any, ...]]:
+    sql, params = ranking_repo._ranking_sql(scope, " OR ".join(phrases), "score", n, floored=False)
+    return list(conn.execute(sql, params).fetchall())
+
+
+def _cache() -> KeywordCache:
+    return KeywordCache(storage.MEMORIES_TOKENIZE, storage.BM25_WEIGHTS)
+
+
+def _answered(cache: KeywordCache, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether the cache answered, for every keyword ranking from now on."""
+    answered: list[bool] = []
+    ranked_from_cache = ranking_repo._ranked_from_cache
+
+    def counted(*args: Any) -> Any:
+        got = ranked_from_cache(*args)
+        answered.append(got is not None)
+        return got
+
+    monkeypatch.setattr(ranking_repo, "_ranked_from_cache", counted)
+    return answered
+
+
+def _check(memory: Memory, cache: KeywordCache, scope: Scope, queries: Any, ns: Any = (1, 5, 50)) -> int:
+    """Compare the cached ranking with the plain query; how many lists held something."""
+    found = 0
+    for q in queries:
+        phrases = segment.match_phrases(q)
+        if not phrases:
+            continue
+        for n in ns:
+
+            def both(c: sqlite3.Connection, p: list[str] = phrases, k: int = n) -> tuple[list[Any], list[Any]]:
+                return ranking_repo._ranked_numbers(c, scope, p, "score", k, True, cache), _plain(c, scope, p, k)
+
+            got, want = memory.index.read_blocking(both)
+            assert got == want, (q, n)
+            found += bool(want)
+    return found
+
+
+async def test_cached_ranking_is_the_plain_query_to_the_last_bit(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    svc = memory.experiences
+    items = list(corpus(1500, seed=7))
+    for coll in ("default", "kitchen-lab"):
+        mine = [(it.insight, it.context) for it in items if it.collection == coll]
+        await svc.learn_many(STDIO, mine, collection=coll)
+    await svc.learn_many(Principal.robot("rap-9"), [(it.insight, it.context) for it in items[:300]])
+    twins = [(items[0].insight, {**items[0].context, "params": {"grip_force": float(f)}}) for f in range(1, 30)]
+    await svc.learn_many(STDIO, twins)  # ties: the same relevance, told apart by weight, age and id
+    for mid in range(1, 1800, 7):
+        age(memory, mid, days=(mid % 400))
+    cache = _cache()
+    answered = _answered(cache, monkeypatch)
+    now = time.time()
+    found = 0
+    for visible in (None, frozenset({"bench-01", "shared"}), frozenset({"rap-9"})):
+        for coll in ("default", "kitchen-lab"):
+            for spec in FILTERS:
+                scope = Scope(visible, coll, 0.3, now, condition=compile_filter(spec, "m.context"))
+                found += _check(memory, cache, scope, (*QUERIES, *EXTRA_QUERIES))
+    assert found > 500
+    # The cache answered most lists; a narrow filter (docking) and a dotted number went to SQL.
+    assert answered.count(True) > 400, answered.count(True)
+    assert answered.count(False) > 0
+
+
+async def test_the_cache_follows_learns_updates_and_forgets(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    svc = memory.experiences
+    cache = svc.store.keywords
+    answered = _answered(cache, monkeypatch)
+    items = list(corpus(600, seed=3))
+    await svc.learn_many(STDIO, [(it.insight, it.context) for it in items if it.collection == "default"])
+    scope = Scope(None, "default", 0.0, time.time())
+    queries = ("grasp the red mug", "zebra crossing", "purple kettle", "wet surface slipped", "grip force")
+    rng = random.Random(5)
+    assert _check(memory, cache, scope, queries)  # the cache now holds these words' lists
+    for step in range(60):
+        kind = step % 4
+        if kind == 0:
+            await svc.learn(STDIO, f"zebra crossing {step} seen near the purple kettle", {"task": {"success": True}})
+        elif kind == 1:
+            ids = memory.index.read_blocking(
+                lambda c: [r[0] for r in c.execute("SELECT id FROM memories WHERE status = 'active'")]
+            )
+            mid = rng.choice(ids)
+            text = rng.choice(["grasp the red mug twice", "zebra stripes on the floor", "nothing to see"])
+            await svc.update(STDIO, mid, f"{text} ({step})")
+        elif kind == 2:
+            ids = memory.index.read_blocking(
+                lambda c: [r[0] for r in c.execute("SELECT id FROM memories WHERE status = 'active'")]
+            )
+            await svc.forget(STDIO, rng.choice(ids), "wrong")
+        else:
+            await svc.learn_many(STDIO, [(f"grip force {step} on the zebra mug", {}), (f"red kettle {step}", {})])
+        scope = Scope(None, "default", 0.0, time.time())
+        _check(memory, cache, scope, queries, ns=(5, 30))
+    assert answered.count(True) > 100
+    assert answered.count(False) == 0
+
+
+async def test_the_cache_follows_another_process_and_a_rebuild(memory: Memory, settings: Settings) -> None:
+    svc = memory.experiences
+    cache = svc.store.keywords
+    await svc.learn_many(STDIO, [(it.insight, it.context) for it in corpus(300, seed=1) if it.collection == "default"])
+    queries = ("grasp the red mug", "okapi", "okapi sighting")
+    scope = Scope(None, "default", 0.0, time.time())
+    _check(memory, cache, scope, queries)
+    other = Memory.open(settings)  # another writer on the same file, as the CLI would be
+    try:
+        for i in range(5):
+            await other.experiences.learn(STDIO, f"okapi sighting {i} by the red mug")
+        mid = (await other.experiences.learn(STDIO, "an okapi in the lab")).memory_id
+        assert mid is not None
+        await other.experiences.update(STDIO, mid, "no okapi after all, a red mug")
+    finally:
+        other.close()
+    scope = Scope(None, "default", 0.0, time.time())
+    assert _check(memory, cache, scope, queries)
+    rows = memory.index.read_blocking(lambda c: _plain(c, scope, ['"okapi"'], 10))
+    assert len(rows) == 6  # five sightings and the update's text
+    # rows changed underneath the index (as a `load` writes them), then `reindex` makes every entry again
+    memory.index.write_blocking(lambda c: c.execute("UPDATE memories SET content = 'okapi okapi okapi' WHERE id <= 3"))
+    memory.index.write_blocking(rebuild_text_indexes)
+    await svc.learn(STDIO, "okapi tracks after the rebuild")
+    scope = Scope(None, "default", 0.0, time.time())
+    assert _check(memory, cache, scope, queries)
+
+
+async def test_a_cache_behind_a_trimmed_log_reads_everything_again(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(storage, "KEEP_CHANGES", 4)
+    monkeypatch.setattr(storage, "TRIM_EVERY", 2)
+    svc = memory.experiences
+    cache = svc.store.keywords
+    await svc.learn_many(STDIO, [(f"heron {i} by the pond", {}) for i in range(20)])
+    scope = Scope(None, "default", 0.0, time.time())
+    _check(memory, cache, scope, ("heron", "pond"))
+    for i in range(12):  # the log keeps four of these: the cache has not seen the rest
+        await svc.learn(STDIO, f"heron {i} flew over the pond and the heron landed")
+    kept = memory.index.read_blocking(lambda c: c.execute("SELECT count(*) FROM memory_index_log").fetchone()[0])
+    assert kept < 12
+    scope = Scope(None, "default", 0.0, time.time())
+    assert _check(memory, cache, scope, ("heron", "pond", "heron landed"))
+
+
+async def test_a_reader_behind_the_cache_is_answered_by_sql(memory: Memory, settings: Settings) -> None:
+    """A snapshot older than what the cache has seen: the cache declines, SQL ranks it."""
+    svc = memory.experiences
+    await svc.learn_many(STDIO, [(f"ibis {i} on the roof", {}) for i in range(10)])
+    cache = _cache()
+    path = settings.data_dir / "index.db"
+    old = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+    try:
+        old.execute("BEGIN")
+        assert cache.scores(old, ['"ibis"']) is not None  # the snapshot starts here
+        await svc.learn(STDIO, "ibis 11 on the roof")
+        assert memory.index.read_blocking(lambda c: cache.scores(c, ['"ibis"'])) is not None  # moved on
+        assert cache.scores(old, ['"ibis"']) is None  # still the old snapshot
+        scope = Scope(None, "default", 0.0, time.time())
+        got = ranking_repo._ranked_numbers(old, scope, ['"ibis"'], "score", 20, True, cache)
+        assert len(got) == 10
+        assert got == _plain(old, scope, ['"ibis"'], 20)
+        old.execute("COMMIT")
+    finally:
+        old.close()
+
+
+async def test_phrases_that_are_not_one_word_go_to_sql(memory: Memory) -> None:
+    await memory.experiences.learn_many(STDIO, [("grip force 12.5 N on the mug", {}), ("mug 包裹", {})])
+    cache = _cache()
+    for phrases in (['"12 5"'], ['"mug"', '"12 5"'], ['"包" *'], ['""'], ['"mug'], ["mug"]):
+
+        def scores(c: sqlite3.Connection, p: list[str] = phrases) -> Any:
+            return cache.scores(c, p)
+
+        assert memory.index.read_blocking(scores) is None, phrases
+    got = memory.index.read_blocking(lambda c: cache.scores(c, ['"mug"', '"MUGS"']))
+    assert got is not None
+    assert len(got[0]) == 2
+
+
+def test_weighted_frequency_adds_each_instance_in_column_order() -> None:
+    """f is the column weight added once per instance (1.0 + 0.4 + 0.4 is not 1.0 + 0.8 in
+    doubles everywhere): the order FTS5 adds them in."""
+    f = 0.0
+    for w in (1.0, 1.0, 0.4, 0.4, 0.4):
+        f += w
+    assert bm25.weighted_frequency((2, 3), (1.0, 0.4)) == f
+    assert bm25.weighted_frequency((0, 0), (1.0, 0.4)) == 0.0
+    assert bm25.idf(10, 10) == 1e-6  # a word in every document still counts a little
+    ids, values = bm25.scores([], np.zeros(3), 10, 30)
+    assert len(ids) == len(values) == 0
+    head, _head_values, left = bm25.split(np.array([1, 2, 3]), np.array([0.5, 2.0, 1.0]), 2)
+    assert sorted(head.tolist()) == [2, 3]
+    assert left == 0.5
+    assert bm25.split(np.array([1]), np.array([0.5]), 2)[2] is None
+
+
+async def test_without_the_change_log_sql_ranks(memory: Memory) -> None:
+    """A file without the log (as one opened read-only before migration 15 would be): the cache
+    declines, and starts again from the index next time."""
+    await memory.experiences.learn_many(STDIO, [(f"stork {i} nesting", {}) for i in range(8)])
+    cache = _cache()
+    assert memory.index.read_blocking(lambda c: cache.scores(c, ['"stork"'])) is not None
+    memory.index.write_blocking(lambda c: c.execute("ALTER TABLE memory_index_log RENAME TO kept_aside"))
+    assert memory.index.read_blocking(lambda c: cache.scores(c, ['"stork"'])) is None
+    scope = Scope(None, "default", 0.0, time.time())
+    got = memory.index.read_blocking(
+        lambda c: ranking_repo._ranked_numbers(c, scope, ['"stork"'], "score", 5, True, cache)
+    )
+    assert got == memory.index.read_blocking(lambda c: _plain(c, scope, ['"stork"'], 5))
+    memory.index.write_blocking(lambda c: c.execute("ALTER TABLE kept_aside RENAME TO memory_index_log"))
+    found = memory.index.read_blocking(lambda c: cache.scores(c, ['"stork"']))
+    assert found is not None
+    assert len(found[0]) == 8
