@@ -11,6 +11,7 @@ list rank within the filters.
 
 from __future__ import annotations
 
+import itertools
 import math
 import sqlite3
 from collections.abc import Collection, Mapping, Sequence
@@ -170,7 +171,7 @@ def _ranking_sql(
             f"WITH hits(hid, rel) AS MATERIALIZED (VALUES {','.join(['(?,?)'] * len(given))}), "  # noqa: S608
             "pool AS (SELECT hid, rel FROM hits ORDER BY rel DESC LIMIT ?), "
         )
-        hits_p = [*(v for pair in given for v in pair), max(FLOOR_POOL_MIN, FLOOR_POOL_FACTOR * limit)]
+        hits_p = [*itertools.chain.from_iterable(given), max(FLOOR_POOL_MIN, FLOOR_POOL_FACTOR * limit)]
         rel, source = "h.rel", f"{{hits}} h CROSS JOIN memories m{hint} ON m.id = h.hid"
     elif floored:
         # CROSS JOIN pins the loop order: each match, then its row (and only if it passes the floor).
@@ -363,7 +364,9 @@ def _ranked_from_cache(
     The most relevant matches go to the floored query as given rows (`_ranking_sql`'s `given`),
     which applies every filter and weight exactly as over FTS5's matches. The list is exact once
     its `limit`-th score is above what the best match left out could reach (its relevance ×
-    `MAX_SOURCE_WEIGHT`); otherwise four times as many go, up to `MAX_GIVEN` (then SQL ranks)."""
+    `MAX_SOURCE_WEIGHT`); otherwise every match that could reach that score goes (one more
+    query, then exact), or, when fewer than `limit` passed the filters, four times as many. Never
+    more than `MAX_GIVEN` (then SQL ranks)."""
     found = keywords.scores(conn, match)
     if found is None:
         return None
@@ -371,19 +374,26 @@ def _ranked_from_cache(
     if not len(ids):
         return []
     k = max(FLOOR_POOL_MIN, FLOOR_POOL_FACTOR * limit)
+    head, head_rels, left = bm25.split(ids, rels, k)
     while True:
-        head, head_rels, left = bm25.split(ids, rels, k)
         given = list(zip(head.tolist(), head_rels.tolist(), strict=True))
         got = conn.execute(*_ranking_sql(scope, None, "score", limit, covering, floored=True, given=given)).fetchall()
         if left is None:
             return got
         if len(got) >= limit:
             _, rel, w, confd, *_ = got[limit - 1]
-            if rel * w * (0.5 + 0.5 * confd) > left * MAX_SOURCE_WEIGHT:
+            floor = rel * w * (0.5 + 0.5 * confd)
+            if floor > left * MAX_SOURCE_WEIGHT:
                 return got
-        if k >= MAX_GIVEN:
+            # Every match that could reach this `limit`-th score goes next: what is left out then
+            # stays below it, and the next list's `limit`-th score can only be higher.
+            reach = rels * MAX_SOURCE_WEIGHT >= floor
+            head, head_rels, left = ids[reach], rels[reach], None
+        else:  # too few of them pass the filters: four times as many
+            k *= 4
+            head, head_rels, left = bm25.split(ids, rels, k)
+        if len(head) > MAX_GIVEN:
             return None
-        k *= 4
 
 
 #: The most matches `_ranked_from_cache` gives the ranking query (two parameters each).

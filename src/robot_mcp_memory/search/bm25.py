@@ -75,7 +75,7 @@ def scores(terms: Sequence[Term], doclen: Floats, rows: int, tokens: int) -> tup
         d = doclen[t.ids]
         # `1 - b + b * D / avgdl` in C is ((1 - b) + ((b * D) / avgdl)): the same operations here.
         acc[t.ids] += idf(len(t.ids), rows) * ((t.f * (K1 + 1.0)) / (t.f + K1 * ((1 - B) + (B * d) / avgdl)))
-    ids = np.unique(np.concatenate([t.ids for t in terms]))
+    ids = np.flatnonzero(acc)  # every term added is > 0 (idf >= 1e-6, f > 0): the matches
     return ids.astype(np.int64, copy=False), acc[ids]
 
 
