@@ -21,7 +21,7 @@ from bench.experience_corpus import QUERIES, corpus
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.db import rebuild_text_indexes
-from robot_mcp_memory.experiences import ranking_repo, storage
+from robot_mcp_memory.experiences import keyword_repo, ranking_repo, storage
 from robot_mcp_memory.experiences.filters import compile_filter
 from robot_mcp_memory.experiences.keyword_repo import KeywordCache
 from robot_mcp_memory.experiences.ranking_repo import Scope
@@ -263,3 +263,91 @@ async def test_without_the_change_log_sql_ranks(memory: Memory) -> None:
     found = memory.index.read_blocking(lambda c: cache.scores(c, ['"stork"']))
     assert found is not None
     assert len(found[0]) == 8
+
+
+def _unlogged(memory: Memory, mid: int, content: str) -> None:
+    """Write an index entry as a build from before the change log would: without logging it."""
+
+    def write(c: sqlite3.Connection) -> None:
+        if c.execute("SELECT 1 FROM memories WHERE id = ?", (mid,)).fetchone() is None:
+            c.execute(
+                "INSERT INTO memories(id, robot, collection, type, content, category, confidence, context, "
+                "content_hash, created_at, updated_at) "
+                "VALUES (?, 'bench-01', 'default', 'fact', ?, 'observation', 0.9, '{}', 'x', 0, 0)",
+                (mid, content),
+            )
+        else:
+            c.execute("UPDATE memories SET content = ? WHERE id = ?", (content, mid))
+            c.execute("DELETE FROM memories_fts WHERE rowid = ?", (mid,))
+        c.execute("INSERT INTO memories_fts(rowid, content, context) VALUES (?, ?, '')", (mid, content))
+
+    memory.index.write_blocking(write)
+
+
+async def test_writes_the_log_missed_are_noticed_by_the_index_totals(memory: Memory) -> None:
+    """A process of an older build, opened before migration 15, writes the index without logging:
+    its inserts and its updates that change a text's length show in FTS5's own totals, and the
+    cache reads everything again."""
+    svc = memory.experiences
+    await svc.learn_many(STDIO, [(f"heron {i} by the pond", {}) for i in range(20)])
+    cache = svc.store.keywords
+    scope = Scope(None, "default", 0.0, time.time())
+    _check(memory, cache, scope, ("heron", "pond"))
+    for i in range(5):
+        _unlogged(memory, 1000 + i, f"heron heron {i}")
+    _unlogged(memory, 3, "heron heron heron heron pond")  # longer than before
+    scope = Scope(None, "default", 0.0, time.time())
+    assert _check(memory, cache, scope, ("heron", "pond"), ns=(3, 30))
+    got = memory.index.read_blocking(lambda c: cache.scores(c, ['"heron"']))
+    assert got is not None
+    assert 1004 in got[0].tolist()
+
+
+async def test_an_interrupted_first_read_leaves_the_cache_empty_not_wrong(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await memory.experiences.learn_many(STDIO, [(f"egret {i} " + "word " * i, {}) for i in range(20)])
+    cache = _cache()
+    calls = 0
+    length = keyword_repo._length
+
+    def interrupted(blob: bytes | None) -> int:
+        nonlocal calls
+        calls += 1
+        if calls == 5:
+            raise KeyboardInterrupt
+        return length(blob)
+
+    monkeypatch.setattr(keyword_repo, "_length", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        memory.index.read_blocking(lambda c: cache.scores(c, ['"egret"']))
+    scope = Scope(None, "default", 0.0, time.time())
+    assert _check(memory, cache, scope, ("egret",))
+    assert calls > 20  # read again, in full
+
+
+@pytest.mark.parametrize("mid", [-1, 10**12])
+async def test_ids_arrays_cannot_hold_are_ranked_by_sql(memory: Memory, mid: int) -> None:
+    """Ids are array indexes in the cache: a negative one, or one in the trillions (an archive
+    loaded with such ids), would alias another memory or need terabytes. SQL ranks then."""
+    await memory.experiences.learn_many(STDIO, [(f"plover {i} on the shore", {}) for i in range(6)])
+    cache = memory.experiences.store.keywords
+    scope = Scope(None, "default", 0.0, time.time())
+    _check(memory, cache, scope, ("plover",))
+    _unlogged(memory, mid, "plover plover plover")
+    memory.index.write_blocking(lambda c: storage.log_changes(c, [mid]))
+    assert memory.index.read_blocking(lambda c: cache.scores(c, ['"plover"'])) is None
+    assert _check(memory, cache, scope, ("plover", "shore"))
+    fresh = _cache()
+    assert memory.index.read_blocking(lambda c: fresh.scores(c, ['"plover"'])) is None
+
+
+def test_a_sqlite_that_rounds_bm25_otherwise_turns_the_cache_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache checks its arithmetic against this sqlite's bm25() on a sample index when made:
+    a build that fuses multiply-adds (as GCC does on aarch64) rounds differently, and then SQL
+    ranks everything."""
+    assert _cache().enabled
+    monkeypatch.setattr(bm25, "K1", bm25.K1 * (1 + 1e-15))
+    off = _cache()
+    assert not off.enabled
+    assert off.scores(sqlite3.connect(":memory:"), ['"mug"']) is None

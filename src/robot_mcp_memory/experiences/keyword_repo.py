@@ -14,13 +14,25 @@ cache answers for exactly the snapshot the caller reads, or not at all (`scores`
 and the caller ranks in SQL): a query whose phrases are not single words, a reader whose
 snapshot is older than the cache's.
 
-Row counts and token totals come from FTS5's averages record on every query, and idf from the
-lists themselves, so every score is the double ``-bm25(memories_fts, 1.0, 0.4)`` would return
-(tests/experiences/test_keyword_cache.py compares them over random corpora and writes).
+Row counts and token totals come from FTS5's averages record, and idf from the lists
+themselves, so every score is the double ``-bm25(memories_fts, 1.0, 0.4)`` would return
+(tests/experiences/test_keyword_cache.py compares them over random corpora and writes). Three
+guards keep it that way:
+
+- the cache counts the index's rows and tokens itself and compares them with FTS5's averages
+  record on every query: a write the log missed (a process of an older build, opened before the
+  log's migration) shows there, and everything is read again — all but an update that keeps a
+  text's length, by such a process, while it runs;
+- made, the cache scores a sample index and compares with this sqlite's bm25(): a build that
+  rounds otherwise (GCC fuses multiply-adds by default on aarch64) turns it off;
+- ids are array indexes: a negative id, or ids far sparser than the rows, and SQL ranks.
+
+Anything that goes wrong inside it empties it and lets SQL rank (an interrupt empties it too).
 """
 
 from __future__ import annotations
 
+import random
 import re
 import sqlite3
 import threading
@@ -77,7 +89,52 @@ class _Tokenizer:
         quoted = "'" + tokenize.replace("'", "''") + "'"
         self._conn.execute(f"CREATE VIRTUAL TABLE tok USING fts5(a, b, tokenize={quoted})")
         self._conn.execute("CREATE VIRTUAL TABLE tokv USING fts5vocab(tok, instance)")
+        self._quoted = quoted
         self._words: dict[str, str | None] = {}
+
+    def agrees(self, weights: tuple[float, ...]) -> bool:
+        """Whether `search.bm25` scores a sample index exactly as this sqlite's bm25() does."""
+        conn = self._conn
+        rng = random.Random(7)
+        vocab = ["grasp", "mug", "red", "the", "force", "door", "open", "slipped", "dock", "charger", "12"]
+        docs = [
+            (i, " ".join(rng.choices(vocab, k=rng.randint(1, 30))), " ".join(rng.choices(vocab, k=rng.randint(0, 12))))
+            for i in range(1, 61)
+        ]
+        conn.execute(f"CREATE VIRTUAL TABLE probe USING fts5(a, b, tokenize={self._quoted})")
+        try:
+            conn.executemany("INSERT INTO probe(rowid, a, b) VALUES (?, ?, ?)", docs)
+            conn.execute("CREATE VIRTUAL TABLE probev USING fts5vocab(probe, instance)")
+            counts: dict[str, dict[int, list[int]]] = {}
+            for term, doc, col in conn.execute("SELECT term, doc, col FROM probev"):
+                counts.setdefault(term, {}).setdefault(doc, [0, 0])[0 if col == "a" else 1] += 1
+            doclen = np.zeros(len(docs) + 1, np.float64)
+            for doc, blob in conn.execute("SELECT id, sz FROM probe_docsize"):
+                doclen[doc] = _length(blob)
+            rows, tokens = _averages(conn, "probe")
+            weight_sql = ", ".join(repr(w) for w in weights)
+            for query in (["grasp"], ["mug", "red"], ["the", "force", "door"], ["slipped", "mug", "mug", "12"]):
+                terms = []
+                for word in query:
+                    per = counts.get(self.word(f'"{word}"') or word, {})
+                    ids = np.fromiter(per.keys(), np.int64, len(per))
+                    f = [bm25.weighted_frequency(tuple(n), weights) for n in per.values()]
+                    terms.append(bm25.Term(ids, np.array(f, np.float64)))
+                ids, values = bm25.scores(terms, doclen, rows, tokens)
+                ours = dict(zip(ids.tolist(), values.tolist(), strict=True))
+                match = " OR ".join(f'"{w}"' for w in query)
+                theirs = dict(
+                    conn.execute(
+                        f"SELECT rowid, -bm25(probe, {weight_sql}) FROM probe WHERE probe MATCH ?",  # noqa: S608
+                        (match,),
+                    ).fetchall()
+                )
+                if ours != theirs:
+                    return False
+            return True
+        finally:
+            conn.execute("DROP TABLE IF EXISTS probev")
+            conn.execute("DROP TABLE probe")
 
     def word(self, phrase: str) -> str | None:
         """The one token a query phrase (quoted, as `segment.match_phrases` writes it) stands for,
@@ -130,6 +187,11 @@ class KeywordCache:
         self._weights = tuple(float(w) for w in weights.split(","))
         self._lock = threading.Lock()
         self._tokenizer = _Tokenizer(tokenize)
+        #: Whether this sqlite computes bm25 as `search.bm25` does, to the bit (`_agrees`): a build
+        #: that fuses multiply-adds (FMA, as GCC does by default on aarch64) rounds differently.
+        self.enabled = self._tokenizer.agrees(self._weights)
+        if not self.enabled:
+            _log.warning("keyword_cache.disabled", reason="this sqlite's bm25 rounds differently: SQL ranks")
         self._seq: int | None = None
         self._reset(None)
 
@@ -141,78 +203,110 @@ class KeywordCache:
         self._changed_at = np.zeros(0, np.int64)
         self._overlay: dict[str, dict[int, float]] = {}  # cached word → changed doc → f
         self._overlay_docs: dict[int, tuple[str, ...]] = {}  # changed doc → its cached words
+        self._present = np.zeros(0, np.bool_)  # which ids have an index entry
+        #: The index's rows and tokens at `_seq` as the cache counts them: equal to FTS5's averages
+        #: record unless something wrote the index without logging it (an older build of this
+        #: server on the same file): then everything is read again.
+        self._totals = (0, 0)
+        #: False while ids are negative or far sparser than the rows (the arrays are indexed by id).
+        self._dense = True
 
     def scores(self, conn: sqlite3.Connection, phrases: Sequence[str]) -> tuple[bm25.Ids, bm25.Floats] | None:
         """(ids, scores) of every memory holding one of `phrases` (FTS5 phrases, OR-ed), each
         score ``-bm25(memories_fts, 1.0, 0.4)`` to the bit; None when the cache cannot answer
         (then the caller ranks in SQL). Runs in `conn`'s open read transaction."""
+        if not self.enabled:
+            return None
         with self._lock:
             try:
                 words = [self._tokenizer.word(p) for p in phrases]
-                if any(w is None for w in words) or not self._sync(conn):
+                if any(w is None for w in words) or not self._sync(conn) or not self._dense:
                     return None
                 terms = [self._term(conn, w) for w in words if w is not None]
-                rows, tokens = _averages(conn)
-            except sqlite3.Error as exc:
-                # A file without the change log (opened read-only before its migration), or a
-                # read that failed half-way through an update: start again from the index next
-                # time, and let SQL rank (and report what is wrong with the file).
-                _log.warning("keyword_cache.unavailable", error=str(exc).splitlines()[0] if str(exc) else "?")
+                rows, tokens = self._totals
+                return bm25.scores(terms, self._doclen, rows, tokens)
+            except Exception as exc:  # SQL ranks instead; the file's faults surface there
+                # A file without the change log (opened read-only before its migration), a read
+                # that failed half-way through an update, an allocation that failed: start again
+                # from the index next time, and let SQL rank (and report what is wrong).
+                _log.warning("keyword_cache.unavailable", error=type(exc).__name__, detail=str(exc).splitlines()[:1])
                 self._reset(None)
                 return None
-            return bm25.scores(terms, self._doclen, rows, tokens)
+            except BaseException:  # an interrupt half-way through an update: nothing of it is trusted
+                self._reset(None)
+                raise
 
     # ------------------------------------------------------------------ keeping it current
     def _sync(self, conn: sqlite3.Connection) -> bool:
+        """Bring the cache to `conn`'s snapshot: False when that is older than the cache's."""
+        if self._seq is not None:
+            # What was logged from the cache's own entry on (the log's first entry is 1): that
+            # entry first, unless the log was trimmed past it or this snapshot is older.
+            changes = conn.execute(
+                f"SELECT seq, doc FROM {CHANGES} WHERE seq >= ? ORDER BY seq",  # noqa: S608
+                (self._seq,),
+            ).fetchall()
+            anchored = self._seq == 0 or (bool(changes) and changes[0][0] == self._seq)
+            news = changes if self._seq == 0 else changes[1:]
+            if anchored and (not news or news[0][0] == self._seq + 1):
+                patchable = (
+                    all(doc is not None for _, doc in news) and len(self._overlay_docs) + len(news) <= self.max_changed
+                )
+                if news and patchable:
+                    self._apply(conn, {doc: seq for seq, doc in news})
+                    self._seq = news[-1][0]
+                    news = []
+                if not news and _averages(conn) == self._totals:
+                    return True
         (top,) = conn.execute(f"SELECT coalesce(max(seq), 0) FROM {CHANGES}").fetchone()  # noqa: S608
-        if self._seq is None:
-            self._load_all(conn, top)
-            return True
-        if top == self._seq:
-            return True
-        if top < self._seq:  # a snapshot older than the cache's (another reader moved it on)
+        if self._seq is not None and top < self._seq:  # a snapshot older than the cache's
             return False
-        changes = conn.execute(
-            f"SELECT seq, doc FROM {CHANGES} WHERE seq > ? ORDER BY seq",  # noqa: S608
-            (self._seq,),
-        ).fetchall()
-        if (
-            not changes
-            or changes[0][0] != self._seq + 1  # trimmed past what the cache has seen
-            or any(doc is None for _, doc in changes)  # the index was rebuilt
-            or len(self._overlay_docs) + len(changes) > self.max_changed
-        ):
-            self._load_all(conn, top)
-            return True
-        self._apply(conn, {doc: seq for seq, doc in changes})
-        self._seq = top
+        # First use, the log trimmed past the cache's place, a rebuilt index, or too many changes
+        # to patch: everything from the index again.
+        self._load_all(conn, top)
         return True
 
     def _load_all(self, conn: sqlite3.Connection, top: int) -> None:
-        self._reset(top)
-        size = conn.execute("SELECT coalesce(max(id), 0) FROM memories_fts_docsize").fetchone()[0] + 1
-        self._grow(size)
-        for doc, blob in conn.execute("SELECT id, sz FROM memories_fts_docsize"):
-            self._doclen[doc] = _length(blob)
+        self._reset(None)  # until it is complete: an interrupt leaves the cache empty, not wrong
+        low, high, count = conn.execute("SELECT min(id), max(id), count(*) FROM memories_fts_docsize").fetchone()
+        self._dense = _dense(low, high, count)
+        if self._dense:
+            self._grow(high + 1 if high is not None else 0)
+            for doc, blob in conn.execute("SELECT id, sz FROM memories_fts_docsize"):
+                self._doclen[doc] = _length(blob)
+                self._present[doc] = True
+        self._totals = _averages(conn)
+        self._seq = top
 
     def _grow(self, size: int) -> None:
         if size > len(self._doclen):
             size = max(size, len(self._doclen) * 2, 1024)
-            self._doclen = np.concatenate([self._doclen, np.zeros(size - len(self._doclen), np.float64)])
-            self._changed_at = np.concatenate([self._changed_at, np.zeros(size - len(self._changed_at), np.int64)])
+            more = size - len(self._doclen)
+            self._doclen = np.concatenate([self._doclen, np.zeros(more, np.float64)])
+            self._changed_at = np.concatenate([self._changed_at, np.zeros(more, np.int64)])
+            self._present = np.concatenate([self._present, np.zeros(more, np.bool_)])
 
     def _apply(self, conn: sqlite3.Connection, changed: dict[int, int]) -> None:
         """Re-read the entries of the `changed` memories (doc → its latest log position)."""
         docs = sorted(changed)
         marks = ",".join("?" * len(docs))
         texts = conn.execute(
-            f"SELECT rowid, content, context FROM memories_fts WHERE rowid IN ({marks})",  # noqa: S608
+            "SELECT d.id, f.content, f.context, d.sz FROM memories_fts_docsize d "  # noqa: S608
+            f"JOIN memories_fts f ON f.rowid = d.id WHERE d.id IN ({marks})",
             docs,
         ).fetchall()
-        sizes = dict(conn.execute(f"SELECT id, sz FROM memories_fts_docsize WHERE id IN ({marks})", docs).fetchall())  # noqa: S608
-        counts = self._tokenizer.counts([(d, a or "", b or "") for d, a, b in texts])
+        sizes = {d: sz for d, _, _, sz in texts}
+        rows, tokens = self._totals
+        if not _dense(docs[0], docs[-1], rows + len(docs)):
+            self._dense = False
+            return
+        counts = self._tokenizer.counts([(d, a or "", b or "") for d, a, b, _ in texts])
         self._grow(docs[-1] + 1)
         for doc in docs:
+            length = _length(sizes.get(doc))
+            rows += int(doc in sizes) - int(self._present[doc])
+            tokens += length - int(self._doclen[doc])
+            self._present[doc] = doc in sizes
             for word in self._overlay_docs.pop(doc, ()):
                 self._overlay.get(word, {}).pop(doc, None)
             held = {w: n for w, n in counts.get(doc, {}).items() if w in self._terms}
@@ -220,7 +314,8 @@ class KeywordCache:
                 self._overlay.setdefault(word, {})[doc] = bm25.weighted_frequency(n, self._weights)
             self._overlay_docs[doc] = tuple(held)
             self._changed_at[doc] = changed[doc]
-            self._doclen[doc] = _length(sizes.get(doc))
+            self._doclen[doc] = length
+        self._totals = (rows, tokens)
 
     # ------------------------------------------------------------------ a word's list
     def _term(self, conn: sqlite3.Connection, word: str) -> bm25.Term:
@@ -271,9 +366,15 @@ class KeywordCache:
             self._overlay.pop(evicted, None)
 
 
-def _averages(conn: sqlite3.Connection) -> tuple[int, int]:
-    """(rows, tokens over all columns) of memories_fts: FTS5's averages record."""
-    row = conn.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
+def _dense(low: int | None, high: int | None, rows: int) -> bool:
+    """Whether ids from `low` to `high` over `rows` rows suit arrays indexed by id: none negative,
+    and not far sparser than the rows (an archive loaded with ids in the billions)."""
+    return low is None or (low >= 0 and high is not None and high <= 4 * rows + 1_000_000)
+
+
+def _averages(conn: sqlite3.Connection, table: str = "memories_fts") -> tuple[int, int]:
+    """(rows, tokens over all columns) of an FTS5 table: its averages record."""
+    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()  # noqa: S608
     values = _varints(row[0]) if row and row[0] else [0]
     return values[0], sum(values[1:])
 
