@@ -119,3 +119,33 @@ async def test_optional_output_fields_are_type_lists_which_clients_check_faster(
         assert _nullable_pairs(tool.outputSchema) == [], tool.name
         lists += json.dumps(tool.outputSchema).count('"null"]')
     assert lists > 10
+
+
+def _keywords(node: Any, found: list[tuple[str, Any]]) -> None:
+    """Every (keyword, value) pair of every subschema in `node` (property names are not keywords)."""
+    if isinstance(node, list):
+        for v in node:
+            _keywords(v, found)
+        return
+    if not isinstance(node, dict):
+        return
+    for key, value in node.items():
+        found.append((key, value))
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            for sub in value.values():
+                _keywords(sub, found)
+        else:
+            _keywords(value, found)
+
+
+async def test_output_schemas_carry_no_keyword_that_checks_nothing(server: MemoryMCP) -> None:
+    """No pydantic titles and no ``additionalProperties: true`` (server.lean_schema): a client
+    checking every result walks them all. A property named title is still there."""
+    titled = 0
+    for tool in await server.list_tools():
+        found: list[tuple[str, Any]] = []
+        _keywords(tool.outputSchema, found)
+        assert not [v for k, v in found if k == "title" and isinstance(v, str)], tool.name
+        assert ("additionalProperties", True) not in found, tool.name
+        titled += '"title": {' in json.dumps(tool.outputSchema)
+    assert titled >= 2  # find_processes and list_processes return processes with a title
