@@ -351,3 +351,40 @@ def test_a_sqlite_that_rounds_bm25_otherwise_turns_the_cache_off(monkeypatch: py
     off = _cache()
     assert not off.enabled
     assert off.scores(sqlite3.connect(":memory:"), ['"mug"']) is None
+
+
+async def test_many_changes_fold_into_the_lists_and_a_big_batch_reads_everything_again(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past `max_changed` tracked memories every overlay folds into its list; more than
+    `max_batch` changes at once (an import) and the cache reads everything again."""
+    svc = memory.experiences
+    await svc.learn_many(STDIO, [(f"curlew {i} on the mudflat", {}) for i in range(30)])
+    cache = KeywordCache(storage.MEMORIES_TOKENIZE, storage.BM25_WEIGHTS, max_changed=2, max_batch=3)
+    folds = reloads = 0
+    fold_all, load_all = cache._fold_all, cache._load_all
+
+    def counted_fold() -> None:
+        nonlocal folds
+        folds += 1
+        fold_all()
+
+    def counted_load(conn: sqlite3.Connection, top: int) -> None:
+        nonlocal reloads
+        reloads += 1
+        load_all(conn, top)
+
+    monkeypatch.setattr(cache, "_fold_all", counted_fold)
+    monkeypatch.setattr(cache, "_load_all", counted_load)
+    queries = ("curlew", "mudflat curlew", "godwit")
+    rng = random.Random(2)
+    for step in range(30):
+        if step % 5 == 4:
+            await svc.learn_many(STDIO, [(f"godwit {step} {k} and a curlew", {}) for k in range(5)])
+        elif step % 3 == 0:
+            await svc.update(STDIO, rng.randint(1, 30), f"curlew curlew godwit {step}")
+        else:
+            await svc.learn(STDIO, f"curlew {step} feeding on the mudflat with a godwit")
+        _check(memory, cache, Scope(None, "default", 0.0, time.time()), queries, ns=(3, 20))
+    assert folds > 3
+    assert reloads > 3

@@ -183,11 +183,22 @@ class KeywordCache:
     """Posting lists of `memories_fts` in memory (see the module's docstring). Thread-safe: one
     caller at a time updates and reads it."""
 
-    def __init__(self, tokenize: str, weights: str, *, max_entries: int = 4_000_000, max_changed: int = 20_000) -> None:
+    def __init__(
+        self,
+        tokenize: str,
+        weights: str,
+        *,
+        max_entries: int = 4_000_000,
+        max_changed: int = 20_000,
+        max_batch: int = 5_000,
+    ) -> None:
         """`tokenize`: memories_fts's ``tokenize=`` option; `weights`: the column weights bm25 is
         given, as in SQL ("1.0, 0.4")."""
         self.max_entries = max_entries
+        #: Changed memories tracked one by one; past this many, every overlay is folded into its list.
         self.max_changed = max_changed
+        #: More changes than this at once (an import) and everything is read again instead.
+        self.max_batch = max_batch
         self._weights = tuple(float(w) for w in weights.split(","))
         self._lock = threading.Lock()
         self._tokenizer = _Tokenizer(tokenize)
@@ -253,13 +264,13 @@ class KeywordCache:
             anchored = self._seq == 0 or (bool(changes) and changes[0][0] == self._seq)
             news = changes if self._seq == 0 else changes[1:]
             if anchored and (not news or news[0][0] == self._seq + 1):
-                patchable = (
-                    all(doc is not None for _, doc in news) and len(self._overlay_docs) + len(news) <= self.max_changed
-                )
+                patchable = all(doc is not None for _, doc in news) and len(news) <= self.max_batch
                 if news and patchable:
                     self._apply(conn, {doc: seq for seq, doc in news})
                     self._seq = news[-1][0]
                     news = []
+                    if len(self._overlay_docs) > self.max_changed:
+                        self._fold_all()
                 if not news and _averages(conn) == self._totals:
                     return True
         (top,) = conn.execute(f"SELECT coalesce(max(seq), 0) FROM {CHANGES}").fetchone()  # noqa: S608
@@ -329,20 +340,38 @@ class KeywordCache:
             got = self._read(conn, word)
         else:
             self._terms.move_to_end(word)
-        # Every entry of a word's overlay changed after its list was read: `_apply` adds entries
-        # only for words whose list it holds, and a list read again (folded, or evicted and read
-        # anew) drops the word's overlay.
+        ids, f = self._merged(word, got)
+        if len(self._overlay.get(word, ())) > 64:  # fold the overlay into the list: later queries skip the merge
+            self._fold(word, ids, f)
+        return bm25.Term(ids, f)
+
+    def _merged(self, word: str, got: _Postings) -> tuple[bm25.Ids, bm25.Floats]:
+        """`word`'s current list: what was read, less the memories changed since, plus the overlay.
+        Every entry of a word's overlay changed after its list was read: `_apply` adds entries
+        only for words whose list it holds, and a list read again (folded, or evicted and read
+        anew) drops the word's overlay."""
         extra = self._overlay.get(word, {})
         live = self._changed_at[got.ids] <= got.as_of
         ids, f = got.ids[live], got.f[live]
         if extra:
             ids = np.concatenate([ids, np.fromiter(extra.keys(), np.int64, len(extra))])
             f = np.concatenate([f, np.fromiter(extra.values(), np.float64, len(extra))])
-            if len(extra) > 64:  # fold the overlay into the list: later queries skip the merge
-                order = np.argsort(ids, kind="stable")
-                self._store(word, _Postings(ids[order], f[order], self._seq))
-                self._overlay.pop(word, None)
-        return bm25.Term(ids, f)
+        return ids, f
+
+    def _fold(self, word: str, ids: bm25.Ids, f: bm25.Floats) -> None:
+        assert self._seq is not None
+        order = np.argsort(ids, kind="stable")
+        self._store(word, _Postings(ids[order], f[order], self._seq))
+        self._overlay.pop(word, None)
+
+    def _fold_all(self) -> None:
+        """Every overlay into its list: then no changed memory needs tracking one by one."""
+        for word in list(self._overlay):
+            got = self._terms.get(word)
+            if got is not None:
+                self._fold(word, *self._merged(word, got))
+        self._overlay.clear()
+        self._overlay_docs.clear()
 
     def _read(self, conn: sqlite3.Connection, word: str) -> _Postings:
         _ensure_vocab(conn)
