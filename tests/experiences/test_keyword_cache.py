@@ -284,13 +284,19 @@ def _unlogged(memory: Memory, mid: int, content: str) -> None:
     memory.index.write_blocking(write)
 
 
-async def test_writes_the_log_missed_are_noticed_by_the_index_totals(memory: Memory) -> None:
+async def test_writes_the_log_missed_turn_the_cache_off_for_a_while(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A process of an older build, opened before migration 15, writes the index without logging:
-    its inserts and its updates that change a text's length show in FTS5's own totals, and the
-    cache reads everything again."""
+    its inserts and its updates that change a text's length show in FTS5's own totals. SQL ranks
+    for a while (reading everything again on every such write would cost more than SQL while
+    that process goes on writing), twice as long at each new such write; then the cache reads
+    everything again."""
     svc = memory.experiences
     await svc.learn_many(STDIO, [(f"heron {i} by the pond", {}) for i in range(20)])
     cache = svc.store.keywords
+    clock = [1000.0]
+    monkeypatch.setattr(keyword_repo, "_now", lambda: clock[0])
     scope = Scope(None, "default", 0.0, time.time())
     _check(memory, cache, scope, ("heron", "pond"))
     for i in range(5):
@@ -298,9 +304,32 @@ async def test_writes_the_log_missed_are_noticed_by_the_index_totals(memory: Mem
     _unlogged(memory, 3, "heron heron heron heron pond")  # longer than before
     scope = Scope(None, "default", 0.0, time.time())
     assert _check(memory, cache, scope, ("heron", "pond"), ns=(3, 30))
+    assert memory.index.read_blocking(lambda c: cache.scores(c, ['"heron"'])) is None  # off
+    clock[0] += cache.cooldown_s
     got = memory.index.read_blocking(lambda c: cache.scores(c, ['"heron"']))
     assert got is not None
     assert 1004 in got[0].tolist()
+    _unlogged(memory, 1005, "heron")
+    assert memory.index.read_blocking(lambda c: cache.scores(c, ['"heron"'])) is None
+    clock[0] += cache.cooldown_s  # off twice as long now
+    assert memory.index.read_blocking(lambda c: cache.scores(c, ['"heron"'])) is None
+    clock[0] += cache.cooldown_s
+    assert _check(memory, cache, scope, ("heron", "pond"), ns=(3, 30))
+    got = memory.index.read_blocking(lambda c: cache.scores(c, ['"heron"']))
+    assert got is not None
+    assert 1005 in got[0].tolist()
+
+
+async def test_a_query_waits_little_for_another_one_using_the_cache(memory: Memory) -> None:
+    """While another query holds the cache (filling it after a big batch, say), SQL ranks."""
+    await memory.experiences.learn_many(STDIO, [(f"avocet {i}", {}) for i in range(5)])
+    cache = _cache()
+    assert memory.index.read_blocking(lambda c: cache.scores(c, ['"avocet"'])) is not None
+    cache._lock.acquire()
+    try:
+        assert memory.index.read_blocking(lambda c: cache.scores(c, ['"avocet"'])) is None
+    finally:
+        cache._lock.release()
 
 
 async def test_an_interrupted_first_read_leaves_the_cache_empty_not_wrong(

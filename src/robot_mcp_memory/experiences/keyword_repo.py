@@ -36,6 +36,7 @@ import random
 import re
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,6 +47,13 @@ from robot_mcp_memory import logs
 from robot_mcp_memory.search import bm25
 
 _log = logs.get("robot_mcp_memory.keywords")
+
+_now = time.monotonic  # the clock of the cooldown (a test moves it)
+
+#: How long a query waits for another to finish with the cache before SQL ranks it instead.
+LOCK_WAIT_S = 0.002
+#: The longest the cache stays off after writes the log missed (`KeywordCache.cooldown_s`).
+MAX_COOLDOWN_S = 600.0
 
 #: The change log of memories_fts (declared in `storage`, which writes it).
 CHANGES = "memory_index_log"
@@ -190,15 +198,23 @@ class KeywordCache:
         *,
         max_entries: int = 4_000_000,
         max_changed: int = 20_000,
-        max_batch: int = 5_000,
+        max_batch: int = 256,
     ) -> None:
         """`tokenize`: memories_fts's ``tokenize=`` option; `weights`: the column weights bm25 is
         given, as in SQL ("1.0, 0.4")."""
         self.max_entries = max_entries
         #: Changed memories tracked one by one; past this many, every overlay is folded into its list.
         self.max_changed = max_changed
-        #: More changes than this at once (an import) and everything is read again instead.
+        #: More changes at once than this, or than 1/64 of the rows if that is more (an import, a
+        #: batch another process wrote), and everything is read again instead: tokenizing each
+        #: costs ~45 µs, reading every length ~1 µs a row (then each word's list once again).
         self.max_batch = max_batch
+        #: Seconds the cache stays off after it caught a write the log missed (doubling while such
+        #: writes go on, up to `MAX_COOLDOWN_S`): an older build's process writing beside this one
+        #: would otherwise make it read everything again on every query.
+        self.cooldown_s = 30.0
+        self._cooldown = 0.0
+        self._off_until = 0.0
         self._weights = tuple(float(w) for w in weights.split(","))
         self._lock = threading.Lock()
         self._tokenizer = _Tokenizer(tokenize)
@@ -230,9 +246,13 @@ class KeywordCache:
         """(ids, scores) of every memory holding one of `phrases` (FTS5 phrases, OR-ed), each
         score ``-bm25(memories_fts, 1.0, 0.4)`` to the bit; None when the cache cannot answer
         (then the caller ranks in SQL). Runs in `conn`'s open read transaction."""
-        if not self.enabled:
+        if not self.enabled or _now() < self._off_until:
             return None
-        with self._lock:
+        # Another reader filling or patching the cache (a long one after a big batch): SQL ranks
+        # this one rather than wait behind it.
+        if not self._lock.acquire(timeout=LOCK_WAIT_S):
+            return None
+        try:
             try:
                 words = [self._tokenizer.word(p) for p in phrases]
                 if any(w is None for w in words) or not self._sync(conn) or not self._dense:
@@ -250,6 +270,8 @@ class KeywordCache:
             except BaseException:  # an interrupt half-way through an update: nothing of it is trusted
                 self._reset(None)
                 raise
+        finally:
+            self._lock.release()
 
     # ------------------------------------------------------------------ keeping it current
     def _sync(self, conn: sqlite3.Connection) -> bool:
@@ -264,15 +286,24 @@ class KeywordCache:
             anchored = self._seq == 0 or (bool(changes) and changes[0][0] == self._seq)
             news = changes if self._seq == 0 else changes[1:]
             if anchored and (not news or news[0][0] == self._seq + 1):
-                patchable = all(doc is not None for _, doc in news) and len(news) <= self.max_batch
+                small = len(news) <= max(self.max_batch, self._totals[0] // 64)
+                patchable = small and all(doc is not None for _, doc in news)
                 if news and patchable:
                     self._apply(conn, {doc: seq for seq, doc in news})
                     self._seq = news[-1][0]
                     news = []
                     if len(self._overlay_docs) > self.max_changed:
                         self._fold_all()
-                if not news and _averages(conn) == self._totals:
-                    return True
+                if not news:
+                    if _averages(conn) == self._totals:
+                        return True
+                    # Nothing logged that the cache has not counted, yet the index's totals moved:
+                    # a write the log missed (an older build's process on this file).
+                    self._cooldown = min(max(self.cooldown_s, 2 * self._cooldown), MAX_COOLDOWN_S)
+                    self._off_until = _now() + self._cooldown
+                    _log.warning("keyword_cache.unlogged_writes", off_s=self._cooldown)
+                    self._reset(None)
+                    return False
         (top,) = conn.execute(f"SELECT coalesce(max(seq), 0) FROM {CHANGES}").fetchone()  # noqa: S608
         if self._seq is not None and top < self._seq:  # a snapshot older than the cache's
             return False
