@@ -9,6 +9,7 @@ rebuild and a trimmed change log."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import sqlite3
 import time
@@ -417,3 +418,31 @@ async def test_many_changes_fold_into_the_lists_and_a_big_batch_reads_everything
         _check(memory, cache, Scope(None, "default", 0.0, time.time()), queries, ns=(3, 20))
     assert folds > 3
     assert reloads > 3
+
+
+async def test_a_stdio_server_brings_the_cache_up_to_a_write_while_the_answer_travels(memory: Memory) -> None:
+    """Reads on the event loop (stdio: one client): shortly after a write, the cache has read
+    the changed memories, so the next recall does not wait for that; a cache never filled stays
+    empty (filling it is a recall's business), and with reads on threads nothing is done."""
+    svc = memory.experiences
+    cache = svc.store.keywords
+    await svc.learn_many(STDIO, [(f"dunlin {i} at low tide", {}) for i in range(10)])
+
+    def logged(c: sqlite3.Connection) -> int:
+        return int(c.execute("SELECT max(seq) FROM memory_index_log").fetchone()[0])
+
+    memory.index.reads_on_loop = True
+    await svc.learn(STDIO, "dunlin flock at high tide")
+    await asyncio.sleep(0.05)
+    assert cache._seq is None  # never filled: left so
+    scope = Scope(None, "default", 0.0, time.time())
+    _check(memory, cache, scope, ("dunlin",))
+    for i in range(3):
+        await svc.learn(STDIO, f"dunlin {i} roosting on the spit")
+        await asyncio.sleep(0.05)
+        assert cache._seq == memory.index.read_blocking(logged)
+    memory.index.reads_on_loop = False
+    await svc.learn(STDIO, "dunlin and knot together")
+    await asyncio.sleep(0.05)
+    assert cache._seq != memory.index.read_blocking(logged)
+    _check(memory, cache, Scope(None, "default", 0.0, time.time()), ("dunlin", "knot"))

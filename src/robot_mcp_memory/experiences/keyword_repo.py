@@ -273,6 +273,24 @@ class KeywordCache:
         finally:
             self._lock.release()
 
+    def refresh(self, conn: sqlite3.Connection) -> None:
+        """Bring a filled cache up to `conn`'s snapshot now (idle time after a write), unless
+        another caller holds it; what `scores` would do first, without answering anything."""
+        if not self.enabled or self._seq is None or _now() < self._off_until:
+            return
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            self._sync(conn)
+        except Exception as exc:  # as in `scores`: start again from the index next time
+            _log.warning("keyword_cache.unavailable", error=type(exc).__name__, detail=str(exc).splitlines()[:1])
+            self._reset(None)
+        except BaseException:
+            self._reset(None)
+            raise
+        finally:
+            self._lock.release()
+
     # ------------------------------------------------------------------ keeping it current
     def _sync(self, conn: sqlite3.Connection) -> bool:
         """Bring the cache to `conn`'s snapshot: False when that is older than the cache's."""
