@@ -50,8 +50,6 @@ _log = logs.get("robot_mcp_memory.keywords")
 
 _now = time.monotonic  # the clock of the cooldown (a test moves it)
 
-#: How long a query waits for another to finish with the cache before SQL ranks it instead.
-LOCK_WAIT_S = 0.002
 #: The longest the cache stays off after writes the log missed (`KeywordCache.cooldown_s`).
 MAX_COOLDOWN_S = 600.0
 
@@ -215,6 +213,9 @@ class KeywordCache:
         self.cooldown_s = 30.0
         self._cooldown = 0.0
         self._off_until = 0.0
+        #: Set while a caller reads everything again (~10 ms at 10,000 memories, more at 100,000):
+        #: others rank in SQL meanwhile rather than wait for the lock.
+        self._filling = False
         self._weights = tuple(float(w) for w in weights.split(","))
         self._lock = threading.Lock()
         self._tokenizer = _Tokenizer(tokenize)
@@ -246,16 +247,12 @@ class KeywordCache:
         """(ids, scores) of every memory holding one of `phrases` (FTS5 phrases, OR-ed), each
         score ``-bm25(memories_fts, 1.0, 0.4)`` to the bit; None when the cache cannot answer
         (then the caller ranks in SQL). Runs in `conn`'s open read transaction."""
-        if not self.enabled or _now() < self._off_until:
-            return None
-        # Another reader filling or patching the cache (a long one after a big batch): SQL ranks
-        # this one rather than wait behind it.
-        if not self._lock.acquire(timeout=LOCK_WAIT_S):
-            return None
-        try:
+        if not self.enabled or _now() < self._off_until or self._filling:
+            return None  # off, or another reader is filling it (long): SQL ranks this one
+        with self._lock:
             try:
                 words = [self._tokenizer.word(p) for p in phrases]
-                if any(w is None for w in words) or not self._sync(conn) or not self._dense:
+                if any(w is None for w in words) or not self._sync(conn, reload=True) or not self._dense:
                     return None
                 terms = [self._term(conn, w) for w in words if w is not None]
                 rows, tokens = self._totals
@@ -270,31 +267,28 @@ class KeywordCache:
             except BaseException:  # an interrupt half-way through an update: nothing of it is trusted
                 self._reset(None)
                 raise
-        finally:
-            self._lock.release()
 
     def refresh(self, conn: sqlite3.Connection) -> None:
-        """Bring a filled cache up to `conn`'s snapshot now (idle time after a write), unless
-        another caller holds it; what `scores` would do first, without answering anything."""
-        if not self.enabled or self._seq is None or _now() < self._off_until:
+        """Patch a filled cache up to `conn`'s snapshot now (idle time after a write): what
+        `scores` would do first, without answering anything — and never a full read, which is
+        left to the next recall (it may be long, and more may change before that recall)."""
+        if not self.enabled or self._seq is None or _now() < self._off_until or self._filling:
             return
-        if not self._lock.acquire(blocking=False):
-            return
-        try:
-            self._sync(conn)
-        except Exception as exc:  # as in `scores`: start again from the index next time
-            _log.warning("keyword_cache.unavailable", error=type(exc).__name__, detail=str(exc).splitlines()[:1])
-            self._reset(None)
-        except BaseException:
-            self._reset(None)
-            raise
-        finally:
-            self._lock.release()
+        with self._lock:
+            try:
+                self._sync(conn, reload=False)
+            except Exception as exc:  # as in `scores`: start again from the index next time
+                _log.warning("keyword_cache.unavailable", error=type(exc).__name__, detail=str(exc).splitlines()[:1])
+                self._reset(None)
+            except BaseException:
+                self._reset(None)
+                raise
 
     # ------------------------------------------------------------------ keeping it current
-    def _sync(self, conn: sqlite3.Connection) -> bool:
-        """Bring the cache to `conn`'s snapshot: False when that is older than the cache's."""
-        if self._seq is not None:
+    def _sync(self, conn: sqlite3.Connection, *, reload: bool) -> bool:
+        """Bring the cache to `conn`'s snapshot: False when that is older than the cache's, or
+        when it would have to read everything again and `reload` is False."""
+        if self._seq is not None and self._dense:
             # What was logged from the cache's own entry on (the log's first entry is 1): that
             # entry first, unless the log was trimmed past it or this snapshot is older.
             changes = conn.execute(
@@ -304,10 +298,9 @@ class KeywordCache:
             anchored = self._seq == 0 or (bool(changes) and changes[0][0] == self._seq)
             news = changes if self._seq == 0 else changes[1:]
             if anchored and (not news or news[0][0] == self._seq + 1):
-                small = len(news) <= max(self.max_batch, self._totals[0] // 64)
-                patchable = small and all(doc is not None for _, doc in news)
-                if news and patchable:
-                    self._apply(conn, {doc: seq for seq, doc in news})
+                changed = {doc: seq for seq, doc in news}
+                small = len(changed) <= max(self.max_batch, self._totals[0] // 64)
+                if news and small and None not in changed and self._apply(conn, changed):
                     self._seq = news[-1][0]
                     news = []
                     if len(self._overlay_docs) > self.max_changed:
@@ -325,9 +318,15 @@ class KeywordCache:
         (top,) = conn.execute(f"SELECT coalesce(max(seq), 0) FROM {CHANGES}").fetchone()  # noqa: S608
         if self._seq is not None and top < self._seq:  # a snapshot older than the cache's
             return False
-        # First use, the log trimmed past the cache's place, a rebuilt index, or too many changes
-        # to patch: everything from the index again.
-        self._load_all(conn, top)
+        if not reload:
+            return False
+        # First use, the log trimmed past the cache's place, a rebuilt index, too many changes
+        # to patch, ids arrays cannot hold: everything from the index again.
+        self._filling = True
+        try:
+            self._load_all(conn, top)
+        finally:
+            self._filling = False
         return True
 
     def _load_all(self, conn: sqlite3.Connection, top: int) -> None:
@@ -350,8 +349,9 @@ class KeywordCache:
             self._changed_at = np.concatenate([self._changed_at, np.zeros(more, np.int64)])
             self._present = np.concatenate([self._present, np.zeros(more, np.bool_)])
 
-    def _apply(self, conn: sqlite3.Connection, changed: dict[int, int]) -> None:
-        """Re-read the entries of the `changed` memories (doc → its latest log position)."""
+    def _apply(self, conn: sqlite3.Connection, changed: dict[int, int]) -> bool:
+        """Re-read the entries of the `changed` memories (doc → its latest log position); False,
+        changing nothing, when their ids do not suit the arrays (then everything is read again)."""
         docs = sorted(changed)
         marks = ",".join("?" * len(docs))
         texts = conn.execute(
@@ -362,8 +362,7 @@ class KeywordCache:
         sizes = {d: sz for d, _, _, sz in texts}
         rows, tokens = self._totals
         if not _dense(docs[0], docs[-1], rows + len(docs)):
-            self._dense = False
-            return
+            return False
         counts = self._tokenizer.counts([(d, a or "", b or "") for d, a, b, _ in texts])
         self._grow(docs[-1] + 1)
         for doc in docs:
@@ -380,6 +379,7 @@ class KeywordCache:
             self._changed_at[doc] = changed[doc]
             self._doclen[doc] = length
         self._totals = (rows, tokens)
+        return True
 
     # ------------------------------------------------------------------ a word's list
     def _term(self, conn: sqlite3.Connection, word: str) -> bm25.Term:
