@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+from bench.experience_corpus import corpus
+
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences.service import ExperienceService
-from robot_mcp_memory.principal import ADMIN
+from robot_mcp_memory.principal import ADMIN, STDIO, Principal
 
 
 async def put_in_group(memory: Memory, group: str, *robots: str) -> None:
@@ -22,3 +24,19 @@ def age(memory: Memory, memory_id: int, days: float) -> None:
     memory.index.write_blocking(
         lambda c: c.execute("UPDATE memories SET updated_at = updated_at - ? WHERE id = ?", (days * 86400, memory_id))
     )
+
+
+async def ranking_corpus(memory: Memory) -> None:
+    """1,800 memories for the ranking exactness tests: the bench corpus over two collections, a
+    second robot's copies of 300, 29 ties (one sentence with other numbers: the same relevance,
+    told apart by weight, age and id), and one memory in seven made up to 400 days older."""
+    svc = memory.experiences
+    items = list(corpus(1500, seed=7))
+    for coll in ("default", "kitchen-lab"):
+        mine = [(it.insight, it.context) for it in items if it.collection == coll]
+        await svc.learn_many(STDIO, mine, collection=coll)
+    await svc.learn_many(Principal.robot("rap-9"), [(it.insight, it.context) for it in items[:300]])
+    twins = [(items[0].insight, {**items[0].context, "params": {"grip_force": float(f)}}) for f in range(1, 30)]
+    await svc.learn_many(STDIO, twins)
+    for mid in range(1, 1800, 7):
+        age(memory, mid, days=(mid % 400))

@@ -26,9 +26,9 @@ from robot_mcp_memory.experiences import keyword_repo, ranking_repo, storage
 from robot_mcp_memory.experiences.filters import compile_filter
 from robot_mcp_memory.experiences.keyword_repo import KeywordCache
 from robot_mcp_memory.experiences.ranking_repo import Scope
-from robot_mcp_memory.principal import STDIO, Principal
+from robot_mcp_memory.principal import STDIO
 from robot_mcp_memory.search import bm25, segment
-from tests.experiences.conftest import age
+from tests.experiences.conftest import ranking_corpus
 
 EXTRA_QUERIES = (
     "grip force",
@@ -89,16 +89,7 @@ def _check(memory: Memory, cache: KeywordCache, scope: Scope, queries: Any, ns: 
 async def test_cached_ranking_is_the_plain_query_to_the_last_bit(
     memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    svc = memory.experiences
-    items = list(corpus(1500, seed=7))
-    for coll in ("default", "kitchen-lab"):
-        mine = [(it.insight, it.context) for it in items if it.collection == coll]
-        await svc.learn_many(STDIO, mine, collection=coll)
-    await svc.learn_many(Principal.robot("rap-9"), [(it.insight, it.context) for it in items[:300]])
-    twins = [(items[0].insight, {**items[0].context, "params": {"grip_force": float(f)}}) for f in range(1, 30)]
-    await svc.learn_many(STDIO, twins)  # ties: the same relevance, told apart by weight, age and id
-    for mid in range(1, 1800, 7):
-        age(memory, mid, days=(mid % 400))
+    await ranking_corpus(memory)
     cache = _cache()
     answered = _answered(cache, monkeypatch)
     now = time.time()

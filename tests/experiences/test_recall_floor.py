@@ -20,9 +20,9 @@ from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences import ranking_repo
 from robot_mcp_memory.experiences.filters import compile_filter
 from robot_mcp_memory.experiences.ranking_repo import Scope
-from robot_mcp_memory.principal import STDIO, Principal
+from robot_mcp_memory.principal import STDIO
 from robot_mcp_memory.search import segment
-from tests.experiences.conftest import age
+from tests.experiences.conftest import ranking_corpus
 
 EXTRA_QUERIES = (
     "grip force",  # two words in every other memory
@@ -78,17 +78,7 @@ def _same(got: list[tuple[Any, ...]], want: list[tuple[Any, ...]]) -> None:
 async def test_floor_and_skipping_rank_exactly_like_the_plain_query(
     memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    svc = memory.experiences
-    items = list(corpus(1500, seed=7))
-    for coll in ("default", "kitchen-lab"):
-        mine = [(it.insight, it.context) for it in items if it.collection == coll]
-        await svc.learn_many(STDIO, mine, collection=coll)
-    await svc.learn_many(Principal.robot("rap-9"), [(it.insight, it.context) for it in items[:300]])
-    # Ties: the same sentence with other numbers is a new memory with the same relevance.
-    twins = [(items[0].insight, {**items[0].context, "params": {"grip_force": float(f)}}) for f in range(1, 30)]
-    await svc.learn_many(STDIO, twins)
-    for mid in range(1, 1800, 7):
-        age(memory, mid, days=(mid % 400))
+    await ranking_corpus(memory)
 
     scaled = _count_scales(monkeypatch)
     monkeypatch.setattr(ranking_repo, "SHORTCUTS_FROM", 0)  # this store is small: take them anyway
