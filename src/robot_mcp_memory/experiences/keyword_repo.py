@@ -21,8 +21,9 @@ guards keep it that way:
 
 - the cache counts the index's rows and tokens itself and compares them with FTS5's averages
   record on every query: a write the log missed (a process of an older build, opened before the
-  log's migration) shows there, and everything is read again — all but an update that keeps a
-  text's length, by such a process, while it runs;
+  log's migration) shows there — all but an update that keeps a text's length — and the cache
+  stays off for `KeywordCache.cooldown_s` (doubling while such writes go on, up to
+  `MAX_COOLDOWN_S`), then reads everything again;
 - made, the cache scores a sample index and compares with this sqlite's bm25(): a build that
   rounds otherwise (GCC fuses multiply-adds by default on aarch64) turns it off;
 - ids are array indexes: a negative id, or ids far sparser than the rows, and SQL ranks.
