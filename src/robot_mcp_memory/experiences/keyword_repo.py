@@ -33,13 +33,14 @@ Anything that goes wrong inside it empties it and lets SQL rank (an interrupt em
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -250,24 +251,14 @@ class KeywordCache:
         (then the caller ranks in SQL). Runs in `conn`'s open read transaction."""
         if not self.enabled or _now() < self._off_until or self._filling:
             return None  # off, or another reader is filling it (long): SQL ranks this one
-        with self._lock:
-            try:
-                words = [self._tokenizer.word(p) for p in phrases]
-                if any(w is None for w in words) or not self._sync(conn, reload=True) or not self._dense:
-                    return None
-                terms = [self._term(conn, w) for w in words if w is not None]
-                rows, tokens = self._totals
-                return bm25.scores(terms, self._doclen, rows, tokens)
-            except Exception as exc:  # SQL ranks instead; the file's faults surface there
-                # A file without the change log (opened read-only before its migration), a read
-                # that failed half-way through an update, an allocation that failed: start again
-                # from the index next time, and let SQL rank (and report what is wrong).
-                _log.warning("keyword_cache.unavailable", error=type(exc).__name__, detail=str(exc).splitlines()[:1])
-                self._reset(None)
+        with self._lock, self._guarded():
+            words = [self._tokenizer.word(p) for p in phrases]
+            if any(w is None for w in words) or not self._sync(conn, reload=True) or not self._dense:
                 return None
-            except BaseException:  # an interrupt half-way through an update: nothing of it is trusted
-                self._reset(None)
-                raise
+            terms = [self._term(conn, w) for w in words if w is not None]
+            rows, tokens = self._totals
+            return bm25.scores(terms, self._doclen, rows, tokens)
+        return None  # something went wrong inside (`_guarded`): SQL ranks
 
     def refresh(self, conn: sqlite3.Connection) -> None:
         """Patch a filled cache up to `conn`'s snapshot now (idle time after a write): what
@@ -275,15 +266,23 @@ class KeywordCache:
         left to the next recall (it may be long, and more may change before that recall)."""
         if not self.enabled or self._seq is None or _now() < self._off_until or self._filling:
             return
-        with self._lock:
-            try:
-                self._sync(conn, reload=False)
-            except Exception as exc:  # as in `scores`: start again from the index next time
-                _log.warning("keyword_cache.unavailable", error=type(exc).__name__, detail=str(exc).splitlines()[:1])
-                self._reset(None)
-            except BaseException:
-                self._reset(None)
-                raise
+        with self._lock, self._guarded():
+            self._sync(conn, reload=False)
+
+    @contextlib.contextmanager
+    def _guarded(self) -> Iterator[None]:
+        """Anything going wrong inside empties the cache: a file without the change log (opened
+        read-only before its migration), a read that failed half-way through an update, an
+        allocation that failed — it starts again from the index next time, and SQL ranks (and
+        reports what is wrong with the file). An interrupt empties it too, and goes on."""
+        try:
+            yield
+        except Exception as exc:
+            _log.warning("keyword_cache.unavailable", error=type(exc).__name__, detail=str(exc).splitlines()[:1])
+            self._reset(None)
+        except BaseException:
+            self._reset(None)
+            raise
 
     # ------------------------------------------------------------------ keeping it current
     def _sync(self, conn: sqlite3.Connection, *, reload: bool) -> bool:

@@ -321,19 +321,18 @@ def _ranked_numbers(
     them. Same rows, same order as the plain query (tests/experiences/test_recall_floor.py)."""
     if match is not None and not match:
         return []
+    scored = match is not None and order == "score" and limit >= 1
+    passes: bool | None = None  # `_passes_broadly`, asked at most once
+    if keywords is not None and scored:
+        assert match is not None
+        passes = _passes_broadly(conn, scope)
+        cached = _ranked_from_cache(conn, scope, match, limit, covering, keywords) if passes else None
+        if cached is not None:
+            return cached
     total = 0
-    if match is not None and order == "score" and limit >= 1:
+    if scored:
         (total,) = conn.execute("SELECT coalesce(max(id), 0) FROM memories").fetchone()
-    if keywords is not None and match is not None and order == "score" and limit >= 1:
-        if _passes_broadly(conn, scope):
-            cached = _ranked_from_cache(conn, scope, match, limit, covering, keywords)
-            if cached is not None:
-                return cached
-            broad = total >= SHORTCUTS_FROM
-        else:
-            broad = False
-    else:
-        broad = total >= SHORTCUTS_FROM and _passes_broadly(conn, scope)
+    broad = total >= SHORTCUTS_FROM and (_passes_broadly(conn, scope) if passes is None else passes)
     if broad and match is not None and len(match) > 1 and limit <= SKIP_UP_TO:
         docs = _phrase_counts(conn, match)
         held = [(p, d) for p, d in zip(match, docs, strict=True) if d > 0]
