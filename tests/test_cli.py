@@ -936,16 +936,23 @@ def test_a_store_another_process_keeps_locked_during_its_upgrade_is_busy_exit_75
             assert cli.main([command, "--data-dir", str(data)]) == cli.EXIT_TEMPFAIL, command
             captured = capsys.readouterr()
             assert captured.out == ""
-            lines = [ln for ln in captured.err.splitlines() if ln.startswith("robot-mcp-memory:")]
-            assert len(lines) == 1, captured.err
-            assert str(data / "index.db") in lines[0]
-            assert "busy" in lines[0]
-            assert "start again in a moment" in lines[0]
-            assert "backup" not in lines[0]
+            line = _the_line(captured.err, data / "index.db")
+            assert "busy" in line
+            assert "start again in a moment" in line
     finally:
         other.close()
     assert (data / "index.db").read_bytes() == before
     assert cli.main(["doctor", "--data-dir", str(data)]) == 0  # the lock gone, it upgrades
+
+
+def _the_line(stderr: str, path: Path) -> str:
+    """The one ``robot-mcp-memory:`` line of `stderr`: it names `path`, and no backup (the file
+    is fine)."""
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("robot-mcp-memory:")]
+    assert len(lines) == 1, stderr
+    assert str(path) in lines[0]
+    assert "backup" not in lines[0]
+    return lines[0]
 
 
 _LIMIT_FILE_SIZE = r"""
@@ -979,12 +986,9 @@ def test_a_disk_that_refuses_the_upgrade_is_exit_74_naming_the_disk_not_a_broken
     )
 
     assert done.returncode == cli.EXIT_IOERR, done.stderr[-800:]
-    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("robot-mcp-memory:")]
-    assert len(lines) == 1, done.stderr
-    assert str(data / "index.db") in lines[0]
-    assert "could not be written" in lines[0]
-    assert "Free space" in lines[0]
-    assert "backup" not in lines[0]
+    line = _the_line(done.stderr, data / "index.db")
+    assert "could not be written" in line
+    assert "Free space" in line
     assert (data / "index.db").read_bytes() == before
     assert cli.main(["doctor", "--data-dir", str(data)]) == 0  # with room, the same file upgrades
 

@@ -383,17 +383,25 @@ def test_a_read_only_store_reads_the_commits_still_in_the_wal_of_a_running_write
     """``-shm`` is there (a server has the file open through a writable path, or was killed): the
     commits not yet copied into the file are read too."""
     d = tmp_path / "data"
+    with (
+        _commit_in_the_wal(d),
+        read_only(d),
+        SqliteStore.open(d / "index.db", NOTES_SCHEMA, [_create_notes], read_only=True) as s,
+    ):
+        assert _notes(s) == ["in the wal"]
+
+
+@contextmanager
+def _commit_in_the_wal(d: Path) -> Iterator[None]:
+    """A notes store in `d` whose last commit is still only in its WAL: a writer that keeps the
+    file open, checkpoints off, until the block ends."""
     d.mkdir()
     SqliteStore.open(d / "index.db", NOTES_SCHEMA, [_create_notes]).close()
     writer = sqlite3.connect(d / "index.db", isolation_level=None)
     try:
         writer.execute("PRAGMA wal_autocheckpoint=0")
         writer.execute("INSERT INTO notes(id) VALUES ('in the wal')")
-        with (
-            read_only(d),
-            SqliteStore.open(d / "index.db", NOTES_SCHEMA, [_create_notes], read_only=True) as s,
-        ):
-            assert _notes(s) == ["in the wal"]
+        yield
     finally:
         writer.close()
 
@@ -402,17 +410,10 @@ def test_a_wal_without_its_shm_in_a_read_only_directory_is_refused_saying_what_t
     """Its commits cannot be read without creating ``-shm``; reading the file alone would miss
     them without a word."""
     d, copy = tmp_path / "data", tmp_path / "copy"
-    d.mkdir()
     copy.mkdir()
-    SqliteStore.open(d / "index.db", NOTES_SCHEMA, [_create_notes]).close()
-    writer = sqlite3.connect(d / "index.db", isolation_level=None)
-    try:
-        writer.execute("PRAGMA wal_autocheckpoint=0")
-        writer.execute("INSERT INTO notes(id) VALUES ('in the wal')")
+    with _commit_in_the_wal(d):
         for name in ("index.db", "index.db-wal"):  # a copy that left -shm behind
             shutil.copyfile(d / name, copy / name)
-    finally:
-        writer.close()
 
     with read_only(copy), pytest.raises(StoreNotWritable) as caught:
         SqliteStore.open(copy / "index.db", NOTES_SCHEMA, [_create_notes], read_only=True)

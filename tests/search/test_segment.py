@@ -25,11 +25,17 @@ DOCS = {
 
 @pytest.fixture(scope="module")
 def fts() -> Iterator[sqlite3.Connection]:
-    c = sqlite3.connect(":memory:")
-    c.execute(f"CREATE VIRTUAL TABLE f USING fts5(content, tokenize='{TOKENIZE}')")
-    c.executemany("INSERT INTO f(rowid, content) VALUES (?, ?)", [(k, segment.index_text(v)) for k, v in DOCS.items()])
+    c = _indexed(DOCS)
     yield c
     c.close()
+
+
+def _indexed(docs: dict[int, str]) -> sqlite3.Connection:
+    """An in-memory FTS5 table ``f`` holding `docs` as the store indexes text."""
+    c = sqlite3.connect(":memory:")
+    c.execute(f"CREATE VIRTUAL TABLE f USING fts5(content, tokenize='{TOKENIZE}')")
+    c.executemany("INSERT INTO f(rowid, content) VALUES (?, ?)", [(k, segment.index_text(v)) for k, v in docs.items()])
+    return c
 
 
 def hits(c: sqlite3.Connection, query: str) -> set[int]:
@@ -101,8 +107,6 @@ def test_a_unit_is_searched_against_the_number_and_apart() -> None:
 
 @pytest.fixture(scope="module")
 def numbers() -> Iterator[sqlite3.Connection]:
-    c = sqlite3.connect(":memory:")
-    c.execute(f"CREATE VIRTUAL TABLE f USING fts5(content, tokenize='{TOKENIZE}')")
     docs = {
         1: "grip force 19.5 N at 0.12 m/s",
         2: "grip force 12.5 N at 0.3 m/s",
@@ -112,7 +116,7 @@ def numbers() -> Iterator[sqlite3.Connection]:
         6: "firmware 1.2.10",
         7: "grip force 12 N over 5 tries",
     }
-    c.executemany("INSERT INTO f(rowid, content) VALUES (?, ?)", [(k, segment.index_text(v)) for k, v in docs.items()])
+    c = _indexed(docs)
     yield c
     c.close()
 
@@ -139,9 +143,7 @@ number_text = st.lists(
 
 @given(number_text)
 def test_a_query_of_a_memorys_own_text_finds_it(text: str) -> None:
-    c = sqlite3.connect(":memory:")
-    c.execute(f"CREATE VIRTUAL TABLE f USING fts5(content, tokenize='{TOKENIZE}')")
-    c.execute("INSERT INTO f(content) VALUES (?)", (segment.index_text(text),))
+    c = _indexed({1: text})
     expr = segment.match_expression(text)
     if expr is not None:
         assert c.execute("SELECT count(*) FROM f WHERE f MATCH ?", (expr,)).fetchone()[0] == 1, expr
@@ -149,9 +151,7 @@ def test_a_query_of_a_memorys_own_text_finds_it(text: str) -> None:
 
 @given(st.text(max_size=200))
 def test_any_text_gives_a_match_expression_fts5_accepts(text: str) -> None:
-    c = sqlite3.connect(":memory:")
-    c.execute(f"CREATE VIRTUAL TABLE f USING fts5(content, tokenize='{TOKENIZE}')")
-    c.execute("INSERT INTO f(content) VALUES (?)", (segment.index_text(text),))
+    c = _indexed({1: text})
     expr = segment.match_expression(text)
     if expr is not None:
         c.execute("SELECT rowid FROM f WHERE f MATCH ?", (expr,)).fetchall()
