@@ -236,10 +236,19 @@ def _dedup_keys(conn: sqlite3.Connection) -> None:
 
 def _dedup_keys_and_index(conn: sqlite3.Connection) -> None:
     """Migration 14: the lexical keys and digests again (see `MIGRATIONS`), and the duplicate
-    lookup's index on (key, robot, collection, digest) in place of the one on the key alone
-    (`experiences.KEY_INDEX_DDL`)."""
+    lookup's index on robot, collection and digest as well as the key, in place of the one on the
+    key alone. (Built then as ``idx_memories_hash``, key first; it is `experiences.KEY_INDEX_DDL`
+    now, which migration 16 brings every file to.)"""
     _dedup_keys(conn)
+    _one_key_index(conn)
+
+
+def _one_key_index(conn: sqlite3.Connection) -> None:
+    """Migration 16: one index for the duplicate lookups (`experiences.KEY_INDEX_DDL`: digest,
+    robot, collection, key) in place of two — one key first, one on the digest alone — which
+    cost every learn a leaf page more written, each at a random place."""
     conn.execute("DROP INDEX IF EXISTS idx_memories_hash")
+    conn.execute("DROP INDEX IF EXISTS idx_memories_facts")
     conn.execute(experiences.KEY_INDEX_DDL)
 
 
@@ -316,6 +325,7 @@ MIGRATIONS: list[Migration] = [
     # 15: the index's change log, which keeps the in-memory keyword cache current across
     # processes (experiences/keyword_repo.py)
     _create(experiences.MEMORIES_FTS_CHANGES),
+    _one_key_index,  # 16: one index for the duplicate lookups instead of two (a page less per learn)
 ]
 
 

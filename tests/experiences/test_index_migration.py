@@ -220,12 +220,38 @@ def test_a_version_13_file_gets_todays_lexical_keys_and_the_bounded_key_index(tm
         tmp_path / "index.db",
         13,
         f"UPDATE memories SET content_hash = '{old_key}' WHERE id = {first}",  # noqa: S608
-        "DROP INDEX idx_memories_hash",
+        "DROP INDEX idx_memories_key",
         "CREATE INDEX idx_memories_hash ON memories(content_hash)",
+        "CREATE INDEX idx_memories_facts ON memories(facts_hash)",
     )
     with RobotMemory(tmp_path, robot_id="rap-1") as mem:
         again = mem.learn("Do not stop if the temperature > 50 C")
         other = mem.learn("Don't stop if the temperature < 50 C")
     assert (again["status"], again["existing_id"]) == ("duplicate", first)
     assert other["status"] == "created"
-    assert "content_hash, robot, collection, facts_hash" in _indexes(tmp_path / "index.db")["idx_memories_hash"]
+    indexes = _indexes(tmp_path / "index.db")
+    assert "facts_hash, robot, collection, content_hash" in indexes["idx_memories_key"]
+    assert not {"idx_memories_hash", "idx_memories_facts"} & set(indexes)
+
+
+def test_a_version_15_file_gets_one_index_for_the_duplicate_lookups(tmp_path: Path) -> None:
+    """Migration 16: the two indexes of version 15 (key first; digest alone) become one (digest,
+    robot, collection, key) — a page fewer written per learn — and the lookups still find what
+    they found: the lexical duplicate, and no memory with other numbers."""
+    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
+        first = mem.learn("the gripper slips on the wet mug at 12 N")["memory_id"]
+    _back_to(
+        tmp_path / "index.db",
+        15,
+        "DROP INDEX idx_memories_key",
+        "CREATE INDEX idx_memories_hash ON memories(content_hash, robot, collection, facts_hash)",
+        "CREATE INDEX idx_memories_facts ON memories(facts_hash)",
+    )
+    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
+        again = mem.learn("The gripper slips on the wet mug at 12 N!")
+        other = mem.learn("the gripper slips on the wet mug at 15 N")
+    assert (again["status"], again["existing_id"]) == ("duplicate", first)
+    assert other["status"] == "created"
+    indexes = _indexes(tmp_path / "index.db")
+    assert "facts_hash, robot, collection, content_hash" in indexes["idx_memories_key"]
+    assert not {"idx_memories_hash", "idx_memories_facts"} & set(indexes)

@@ -44,11 +44,13 @@ T = TypeVar("T")
 #: Everything ranking needs except the context, keyed by id: a text search joins its matches here
 #: (narrow rows, cache-friendly) instead of into the table. Migration 13 adds it to files made
 #: before migration 4's DDL had it.
-#: The duplicate lookup's index: by lexical key *and* robot, collection and facts digest. The key
-#: leaves the numbers and context out, so one template text learned per episode (its reward and
-#: steps in the context) gives every row one key; an index on the key alone made each learn walk
-#: all of them (5 ms at 20,000 episodes, growing). db.py migration 14 replaces that one.
-KEY_INDEX_DDL = "CREATE INDEX IF NOT EXISTS idx_memories_hash ON memories(content_hash, robot, collection, facts_hash)"
+#: The duplicate lookups' one index: by facts digest, robot, collection and lexical key. Learn's
+#: exact and lexical lookup names all four (an index on the key alone made each learn walk every
+#: row sharing it — one template text learned per episode gives them all one key: 5 ms at 20,000
+#: episodes, growing); the semantic stage's candidates (`same_facts_ids`) name the first three.
+#: One index serves both: two (key first, digest alone) cost every learn a leaf page more
+#: written, each at a random place (db.py migrations 14 and 16).
+KEY_INDEX_DDL = "CREATE INDEX IF NOT EXISTS idx_memories_key ON memories(facts_hash, robot, collection, content_hash)"
 RANK_INDEX_DDL = (
     "CREATE INDEX IF NOT EXISTS idx_memories_rank ON memories"
     "(id, collection, status, robot, confidence, updated_at, source_weight, session_id)"
@@ -85,7 +87,6 @@ MEMORIES = Table(
         # Partial: most memories belong to no session, and every lookup is `session_id = …`.
         "CREATE INDEX IF NOT EXISTS idx_memories_session ON memories(session_id) WHERE session_id IS NOT NULL",
         KEY_INDEX_DDL,
-        "CREATE INDEX IF NOT EXISTS idx_memories_facts ON memories(facts_hash)",
         RANK_INDEX_DDL,
     ),
 )
@@ -297,7 +298,7 @@ def learn(conn: sqlite3.Connection, new: NewMemory, probe: Probe, decide: Decide
     # robot's memories sharing the words).
     exact = _candidates(
         conn,
-        f"SELECT m.id, m.content FROM memories m INDEXED BY idx_memories_hash "  # noqa: S608
+        f"SELECT m.id, m.content FROM memories m INDEXED BY idx_memories_key "  # noqa: S608
         f"WHERE m.content_hash = ? AND {scope} ORDER BY m.id LIMIT ?",
         [probe.content_hash, *base, probe.hash_limit],
     )
@@ -320,7 +321,7 @@ def same_facts_ids(conn: sqlite3.Connection, new: NewMemory) -> list[int]:
     """The memories `learn` would accept as candidate duplicates of `new` (same robot, collection,
     type and facts digest, active): what semantic dedup ranks by cosine, and nothing else."""
     rows = conn.execute(
-        "SELECT m.id FROM memories m INDEXED BY idx_memories_facts WHERE m.facts_hash = ? AND m.robot = ? "
+        "SELECT m.id FROM memories m INDEXED BY idx_memories_key WHERE m.facts_hash = ? AND m.robot = ? "
         "AND m.collection = ? AND m.type = ? AND m.status = 'active'",
         (new.facts_hash, new.robot, new.collection, new.type),
     )
