@@ -52,3 +52,21 @@ def test_scope_names_identifiers_and_files() -> None:
     scope = classify.scope_of("grip_force=12 and GraspPlanner in config/grasp.yaml; speed: 0.3")
     assert {"grip_force", "GraspPlanner", "speed"} <= set(scope["entities"])
     assert scope["files"] == ["config/grasp.yaml"]
+
+
+@pytest.mark.parametrize(
+    ("text", "entities", "files"),
+    [
+        ("the GraspPlanner drops the mug", ["GraspPlanner"], []),  # no underscore, no '=', no ':'
+        ("call graspPlanner2 again", ["graspPlanner2"], []),
+        ("speed: 0.3 worked", ["speed"], []),
+        ("force=12 worked", ["force"], []),
+        ("see maps/lab3/floor.pgm first", [], ["maps/lab3/floor.pgm"]),
+        ("the planner drops the mug at 12 N", [], []),
+        ("Grasp the mug. Then Place it", [], []),  # capitals, but no identifier
+    ],
+)
+def test_scope_finds_each_kind_of_name_on_its_own(text: str, entities: list[str], files: list[str]) -> None:
+    scope = classify.scope_of(text)
+    assert scope.get("entities", []) == entities
+    assert scope.get("files", []) == files

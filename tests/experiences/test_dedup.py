@@ -295,3 +295,19 @@ def test_facts_read_numbers_as_the_exact_stage_reads_the_text() -> None:
     measured = dedup.Measured.of("Grip at 12  N")
     assert measured.numbers == ("12 N",)
     assert dedup.facts_of("Grip at 12  N", {}, measured=measured) == dedup.facts_of("Grip at 12 N", {})
+
+
+@settings(max_examples=3000)
+@given(st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(), st.floats(-1e6, 1e6)))
+def test_a_context_number_is_keyed_as_the_parser_keys_its_repr(value: float) -> None:
+    """`_number_key` skips the parser for numbers Python already writes canonically; the key
+    must be the parser's, or a stored memory's digest would no longer match its own repeat."""
+    assert dedup._number_key(value) == dedup._canonical_number(repr(value))
+
+
+def test_context_numbers_written_alike_have_one_key() -> None:
+    keys = {dedup._number_key(v) for v in (12, 12.0, 12.000)}
+    assert keys == {"12"}
+    assert dedup._number_key(-0.0) == dedup._number_key(0) == "0"
+    assert dedup._number_key(1e-05) == "1e-5"
+    assert dedup._number_key(0.5) != dedup._number_key(0.05)

@@ -44,6 +44,8 @@ class _Index:
         self.prefixes: dict[str, frozenset[str]] = {}
         self.prefix_lengths: tuple[int, ...] = ()
         self.phrases: dict[str, frozenset[str]] = {}
+        #: the first words of the phrases: a phrase is looked up only where one starts
+        self.phrase_starts: frozenset[str] = frozenset()
         self.cjk: tuple[tuple[str, str], ...] = ()
 
     def build(self) -> None:
@@ -63,6 +65,7 @@ class _Index:
         self.prefixes = {k: frozenset(v) for k, v in prefixes.items()}
         self.prefix_lengths = tuple(sorted({len(p) for p in prefixes}))
         self.phrases = {k: frozenset(v) for k, v in phrases.items()}
+        self.phrase_starts = frozenset(ph.split(" ", 1)[0] for ph in phrases)
         self.cjk = tuple(cjk)
         self.stale = False
 
@@ -94,8 +97,10 @@ class Analysis:
                 found = prefixes.get(w[:n])
                 if found:
                     hits |= found
-        toks, phrases = self.tokens, _INDEX.phrases
+        toks, phrases, starts = self.tokens, _INDEX.phrases, _INDEX.phrase_starts
         for i in range(len(toks) - 1):
+            if toks[i] not in starts:
+                continue
             found = phrases.get(f"{toks[i]} {toks[i + 1]}")
             if found:
                 hits |= found
