@@ -252,6 +252,11 @@ def _one_key_index(conn: sqlite3.Connection) -> None:
     conn.execute(experiences.KEY_INDEX_DDL)
 
 
+def _rank_log_trigger(conn: sqlite3.Connection) -> None:
+    """Migration 17: `experiences.RANK_LOG_TRIGGER`."""
+    conn.execute(experiences.RANK_LOG_TRIGGER)
+
+
 def _object(text: str | None) -> dict[str, Any]:
     try:
         value = json.loads(text or "{}")
@@ -326,6 +331,9 @@ MIGRATIONS: list[Migration] = [
     # processes (experiences/keyword_repo.py)
     _create(experiences.MEMORIES_FTS_CHANGES),
     _one_key_index,  # 16: one index for the duplicate lookups instead of two (a page less per learn)
+    # 17: every update of an active memory's ranking attributes in the change log, so the keyword
+    # cache bounds each match's score by them (experiences/keyword_repo.py)
+    _rank_log_trigger,
 ]
 
 

@@ -139,6 +139,53 @@ async def test_the_cache_follows_learns_updates_and_forgets(memory: Memory, monk
     assert answered.count(False) == 0
 
 
+async def test_the_cache_follows_any_update_of_a_ranking_attribute(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache bounds each match's score by the memory's source weight and confidence, and
+    keeps only those in the collection and robots asked for. An update of any of these — or of
+    the status, back to active — by whatever code, written straight in the table here, is in the
+    change log (the trigger of migration 17), so the cached ranking stays the plain query's."""
+    svc = memory.experiences
+    cache = svc.store.keywords
+    answered = _answered(cache, monkeypatch)
+    items = list(corpus(600, seed=11))
+    await svc.learn_many(STDIO, [(it.insight, it.context) for it in items if it.collection == "default"])
+    await svc.learn_many(STDIO, [(it.insight, it.context) for it in items[:100]], collection="kitchen-lab")
+    queries = ("grasp the red mug", "wet surface slipped", "grip force", "open the door", "purple kettle")
+    now = time.time()
+    scopes = [
+        Scope(None, "default", 0.0, now),
+        Scope(None, "kitchen-lab", 0.0, now),
+        Scope(frozenset({"rap-2"}), "default", 0.0, now),
+    ]
+    for scope in scopes:
+        _check(memory, cache, scope, queries, ns=(5,))  # the cache holds these words' lists now
+    rng = random.Random(17)
+    ids = memory.index.read_blocking(lambda c: [r[0] for r in c.execute("SELECT id FROM memories")])
+    updates = (
+        "UPDATE memories SET confidence = 0.95, source_weight = 1.5 WHERE id = ?",  # a weak match rises
+        "UPDATE memories SET confidence = 0.3, source_weight = 1.0 WHERE id = ?",
+        "UPDATE memories SET collection = 'kitchen-lab' WHERE id = ?",
+        "UPDATE memories SET collection = 'default' WHERE id = ?",
+        "UPDATE memories SET robot = 'rap-2' WHERE id = ?",
+        "UPDATE memories SET status = 'forgotten' WHERE id = ?",
+        "UPDATE memories SET status = 'active' WHERE id = ?",
+    )
+    for _step in range(40):
+        batch = [(rng.choice(updates), rng.choice(ids)) for _ in range(8)]
+
+        def write(c: sqlite3.Connection, b: list[tuple[str, int]] = batch) -> None:
+            for sql, mid in b:
+                c.execute(sql, (mid,))
+
+        memory.index.write_blocking(write)
+        for scope in scopes:
+            _check(memory, cache, scope, queries, ns=(1, 5))
+    assert answered.count(False) == 0
+    assert answered.count(True) > 500
+
+
 async def test_the_cache_follows_another_process_and_a_rebuild(memory: Memory, settings: Settings) -> None:
     svc = memory.experiences
     cache = svc.store.keywords
@@ -232,10 +279,10 @@ def test_weighted_frequency_adds_each_instance_in_column_order() -> None:
     assert bm25.idf(10, 10) == 1e-6  # a word in every document still counts a little
     ids, values = bm25.scores([], np.zeros(3), 10, 30)
     assert len(ids) == len(values) == 0
-    head, _head_values, left = bm25.split(np.array([1, 2, 3]), np.array([0.5, 2.0, 1.0]), 2)
-    assert sorted(head.tolist()) == [2, 3]
+    head, left = ranking_repo._highest(np.array([0.5, 2.0, 1.0]), 2)
+    assert sorted(head.tolist()) == [1, 2]
     assert left == 0.5
-    assert bm25.split(np.array([1]), np.array([0.5]), 2)[2] is None
+    assert ranking_repo._highest(np.array([0.5]), 2)[1] is None
 
 
 async def test_without_the_change_log_sql_ranks(memory: Memory) -> None:

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from robot_mcp_memory import logs
+from robot_mcp_memory.experiences.model import MAX_SOURCE_WEIGHT
 from robot_mcp_memory.search import bm25
 
 _log = logs.get("robot_mcp_memory.keywords")
@@ -215,8 +216,8 @@ class KeywordCache:
         self.cooldown_s = 30.0
         self._cooldown = 0.0
         self._off_until = 0.0
-        #: Set while a caller reads everything again (~10 ms at 10,000 memories, more at 100,000):
-        #: others rank in SQL meanwhile rather than wait for the lock.
+        #: Set while a caller reads everything again (~20 ms at 10,000 memories, half of it their
+        #: ranking attributes; more at 100,000): others rank in SQL meanwhile rather than wait.
         self._filling = False
         self._weights = tuple(float(w) for w in weights.split(","))
         self._lock = threading.Lock()
@@ -238,6 +239,14 @@ class KeywordCache:
         self._overlay: dict[str, dict[int, float]] = {}  # cached word → changed doc → f
         self._overlay_docs: dict[int, tuple[str, ...]] = {}  # changed doc → its cached words
         self._present = np.zeros(0, np.bool_)  # which ids have an index entry
+        # Each memory's ranking attributes (`bounds`), as its row holds them in the snapshot the
+        # cache is at — but for a memory no longer active, whose attributes may be older (below).
+        self._active = np.zeros(0, np.bool_)
+        self._collection = np.zeros(0, np.int32)  # a code of `_codes`
+        self._robot = np.zeros(0, np.int32)
+        self._weight = np.zeros(0, np.float64)  # min(source_weight, MAX_SOURCE_WEIGHT)
+        self._half = np.zeros(0, np.float64)  # 0.5 + 0.5 × confidence
+        self._codes: dict[str, int] = {}
         #: The index's rows and tokens at `_seq` as the cache counts them: equal to FTS5's averages
         #: record unless something wrote the index without logging it (an older build of this
         #: server on the same file): then everything is read again.
@@ -252,13 +261,50 @@ class KeywordCache:
         if not self.enabled or _now() < self._off_until or self._filling:
             return None  # off, or another reader is filling it (long): SQL ranks this one
         with self._lock, self._guarded():
-            words = [self._tokenizer.word(p) for p in phrases]
-            if any(w is None for w in words) or not self._sync(conn, reload=True) or not self._dense:
-                return None
-            terms = [self._term(conn, w) for w in words if w is not None]
-            rows, tokens = self._totals
-            return bm25.scores(terms, self._doclen, rows, tokens)
+            return self._scores(conn, phrases)
         return None  # something went wrong inside (`_guarded`): SQL ranks
+
+    def candidates(
+        self, conn: sqlite3.Connection, phrases: Sequence[str], collection: str, visible: frozenset[str] | None
+    ) -> tuple[bm25.Ids, bm25.Floats, bm25.Floats] | None:
+        """`scores`, keeping only the matches that can pass `collection` and `visible` (robots;
+        None: every one), each with an upper bound of its score: ``(rel × w) × (0.5 + 0.5 ×
+        confidence)``, the ranking's score before time decay, which only lowers it
+        (`ranking_repo._ranking_sql`: the same operations, in the same order, on the same doubles
+        — so the bound holds to the bit). None when the cache cannot answer.
+
+        Exact for every active memory: each write that changes one of its ranking attributes is
+        in the change log — a write of its index entry logs it, and a trigger logs any other
+        update of its collection, robot, status, source weight or confidence that leaves it
+        active (`storage.RANK_LOG_TRIGGER`) — and is read again, in the caller's snapshot, before
+        this answers. A memory that stopped being active may keep older attributes here: it stays
+        a candidate, and the ranking query (which applies every filter) drops it."""
+        if not self.enabled or _now() < self._off_until or self._filling:
+            return None
+        with self._lock, self._guarded():
+            found = self._scores(conn, phrases)
+            if found is None:
+                return None
+            ids, rels = found
+            code = self._codes.get(collection)
+            if code is None or not len(ids):
+                empty = np.empty(0, np.float64)
+                return np.empty(0, np.int64), empty, empty
+            keep = self._active[ids] & (self._collection[ids] == code)
+            if visible is not None:
+                robots = np.array([self._codes[r] for r in visible if r in self._codes], np.int32)
+                keep &= np.isin(self._robot[ids], robots)
+            ids, rels = ids[keep], rels[keep]
+            return ids, rels, (rels * self._weight[ids]) * self._half[ids]
+        return None
+
+    def _scores(self, conn: sqlite3.Connection, phrases: Sequence[str]) -> tuple[bm25.Ids, bm25.Floats] | None:
+        words = [self._tokenizer.word(p) for p in phrases]
+        if any(w is None for w in words) or not self._sync(conn, reload=True) or not self._dense:
+            return None
+        terms = [self._term(conn, w) for w in words if w is not None]
+        rows, tokens = self._totals
+        return bm25.scores(terms, self._doclen, rows, tokens)
 
     def refresh(self, conn: sqlite3.Connection) -> None:
         """Patch a filled cache up to `conn`'s snapshot now (idle time after a write): what
@@ -338,6 +384,7 @@ class KeywordCache:
             for doc, blob in conn.execute("SELECT id, sz FROM memories_fts_docsize"):
                 self._doclen[doc] = _length(blob)
                 self._present[doc] = True
+            self._attributes(conn, "1", [])
         self._totals = _averages(conn)
         self._seq = top
 
@@ -348,6 +395,11 @@ class KeywordCache:
             self._doclen = np.concatenate([self._doclen, np.zeros(more, np.float64)])
             self._changed_at = np.concatenate([self._changed_at, np.zeros(more, np.int64)])
             self._present = np.concatenate([self._present, np.zeros(more, np.bool_)])
+            self._active = np.concatenate([self._active, np.zeros(more, np.bool_)])
+            self._collection = np.concatenate([self._collection, np.zeros(more, np.int32)])
+            self._robot = np.concatenate([self._robot, np.zeros(more, np.int32)])
+            self._weight = np.concatenate([self._weight, np.zeros(more, np.float64)])
+            self._half = np.concatenate([self._half, np.zeros(more, np.float64)])
 
     def _apply(self, conn: sqlite3.Connection, changed: dict[int, int]) -> bool:
         """Re-read the entries of the `changed` memories (doc → its latest log position); False,
@@ -365,6 +417,8 @@ class KeywordCache:
             return False
         counts = self._tokenizer.counts([(d, a or "", b or "") for d, a, b, _ in texts])
         self._grow(docs[-1] + 1)
+        self._active[docs] = False  # a memory without a row is no candidate
+        self._attributes(conn, f"id IN ({marks})", docs)
         for doc in docs:
             length = _length(sizes.get(doc))
             rows += int(doc in sizes) - int(self._present[doc])
@@ -380,6 +434,31 @@ class KeywordCache:
             self._doclen[doc] = length
         self._totals = (rows, tokens)
         return True
+
+    def _attributes(self, conn: sqlite3.Connection, where: str, params: Sequence[int]) -> None:
+        """Read the ranking attributes of the memories `where` selects (ids within the arrays;
+        `candidates`). Column by column: every memory's, on a full read."""
+        rows = conn.execute(
+            "SELECT id, collection, robot, status = 'active', min(source_weight, ?), confidence "  # noqa: S608
+            f"FROM memories WHERE {where}",
+            [MAX_SOURCE_WEIGHT, *params],
+        ).fetchall()
+        rows = [r for r in rows if 0 <= r[0] < len(self._active)]
+        if not rows:
+            return
+        docs, collections, robots, active, weights, confidences = zip(*rows, strict=True)
+        at = np.array(docs, np.int64)
+        self._active[at] = np.array(active, np.bool_)
+        self._collection[at] = np.array([self._code(c) for c in collections], np.int32)
+        self._robot[at] = np.array([self._code(r) for r in robots], np.int32)
+        self._weight[at] = np.array(weights, np.float64)
+        self._half[at] = 0.5 + 0.5 * np.array(confidences, np.float64)  # two roundings, as in SQL
+
+    def _code(self, name: str) -> int:
+        code = self._codes.get(name)
+        if code is None:
+            code = self._codes[name] = len(self._codes) + 1  # 0: no memory
+        return code
 
     # ------------------------------------------------------------------ a word's list
     def _term(self, conn: sqlite3.Connection, word: str) -> bm25.Term:

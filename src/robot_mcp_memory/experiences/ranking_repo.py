@@ -18,6 +18,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+import numpy as np
+import numpy.typing as npt
+
 from robot_mcp_memory.experiences.filters import Condition, json_path, parse_path
 from robot_mcp_memory.experiences.keyword_repo import KeywordCache
 from robot_mcp_memory.experiences.model import DECAY_FLOOR, HALF_LIFE_S, MAX_SOURCE_WEIGHT, Experience, Spatial
@@ -360,41 +363,56 @@ def _ranked_from_cache(
 ) -> list[tuple[Any, ...]] | None:
     """`_ranked_numbers`'s rows with bm25 from the keyword cache, or None when it cannot answer.
 
-    The most relevant matches go to the floored query as given rows (`_ranking_sql`'s `given`),
-    which applies every filter and weight exactly as over FTS5's matches. The list is exact once
-    its `limit`-th score is above what the best match left out could reach (its relevance ×
-    `MAX_SOURCE_WEIGHT`); otherwise every match that could reach that score goes (one more
-    query, then exact), or, when fewer than `limit` passed the filters, four times as many. Never
-    more than `MAX_GIVEN` (then SQL ranks)."""
-    found = keywords.scores(conn, match)
+    The cache gives the matches that can pass the collection and robots, each with an upper
+    bound of its score (`KeywordCache.candidates`: relevance × source weight × (0.5 + 0.5 ×
+    confidence), before time decay). Those with the highest bounds go to the floored query as
+    given rows (`_ranking_sql`'s `given`), which applies every filter and weight exactly as over
+    FTS5's matches. The list is exact once its `limit`-th score is above the highest bound left
+    out; otherwise every match whose bound reaches that score goes (one more query, then exact),
+    or, when fewer than `limit` passed the filters, four times as many. Never more than
+    `MAX_GIVEN` (then SQL ranks)."""
+    found = keywords.candidates(conn, match, scope.collection, scope.visible)
     if found is None:
         return None
-    ids, rels = found
+    ids, rels, tops = found
     if not len(ids):
         return []
-    k = max(FLOOR_POOL_MIN, FLOOR_POOL_FACTOR * limit)
-    head, head_rels, left = bm25.split(ids, rels, k)
+    k = max(BOUNDED_POOL_MIN, BOUNDED_POOL_FACTOR * limit)
+    head, left = _highest(tops, k)
     while True:
-        given = list(zip(head.tolist(), head_rels.tolist(), strict=True))
+        given = list(zip(ids[head].tolist(), rels[head].tolist(), strict=True))
         got = conn.execute(*_ranking_sql(scope, None, "score", limit, covering, floored=True, given=given)).fetchall()
         if left is None:
             return got
         if len(got) >= limit:
             _, rel, w, confd, *_ = got[limit - 1]
             floor = rel * w * (0.5 + 0.5 * confd)
-            if floor > left * MAX_SOURCE_WEIGHT:
+            if floor > left:
                 return got
             # Every match that could reach this `limit`-th score goes next: what is left out then
             # stays below it, and the next list's `limit`-th score can only be higher.
-            reach = rels * MAX_SOURCE_WEIGHT >= floor
-            head, head_rels, left = ids[reach], rels[reach], None
+            head, left = np.flatnonzero(tops >= floor), None
         else:  # too few of them pass the filters: four times as many
             k *= 4
-            head, head_rels, left = bm25.split(ids, rels, k)
+            head, left = _highest(tops, k)
         if len(head) > MAX_GIVEN:
             return None
 
 
+def _highest(values: bm25.Floats, k: int) -> tuple[npt.NDArray[np.intp], float | None]:
+    """The positions of the `k` largest `values` (in no particular order), and the largest value
+    left out (None when none is)."""
+    if k >= len(values):
+        return np.arange(len(values)), None
+    part = np.argpartition(-values, k)
+    return part[:k], float(values[part[k:]].max())
+
+
+#: How many matches, by their score's bound, `_ranked_from_cache` gives the ranking query first:
+#: ``BOUNDED_POOL_FACTOR × n``, at least `BOUNDED_POOL_MIN` (bench queries at 10,000 memories: one
+#: query for each with 16, against 12 of 20 when 64 went by relevance alone).
+BOUNDED_POOL_FACTOR = 4
+BOUNDED_POOL_MIN = 16
 #: The most matches `_ranked_from_cache` gives the ranking query (two parameters each).
 MAX_GIVEN = 4096
 #: Below this many memories (the largest id) the plain query is cheapest: the shortcuts' own

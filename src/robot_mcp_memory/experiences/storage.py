@@ -134,6 +134,15 @@ MEMORIES_FTS_CHANGES = Table(
     ddl=(f"CREATE TABLE IF NOT EXISTS {CHANGES} (seq INTEGER PRIMARY KEY, doc INTEGER)",),
     source="memories_fts",
 )
+#: Logs every update of an active memory's ranking attributes that leaves it active — its
+#: collection, robot, status, source weight or confidence — whichever code (or process) writes
+#: it: the keyword cache bounds scores by them (`KeywordCache.candidates`). Writes of a memory's
+#: index entry log it themselves (`log_changes`); a memory leaving the active ones needs no entry.
+RANK_LOG_TRIGGER = (
+    "CREATE TRIGGER IF NOT EXISTS memories_rank_log AFTER UPDATE OF collection, robot, status, confidence, "
+    "source_weight ON memories WHEN NEW.status = 'active' "
+    "BEGIN INSERT INTO memory_index_log(doc) VALUES (NEW.id); END"
+)
 #: The log keeps this many of its newest entries; a cache further behind reads everything again.
 KEEP_CHANGES = 10_000
 #: The log is trimmed once every this many entries.
@@ -682,6 +691,7 @@ __all__ = [
     "MEMORIES",
     "MEMORIES_FTS",
     "MEMORY_TAGS",
+    "RANK_LOG_TRIGGER",
     "SESSIONS",
     "TABLES",
     "AccessCounts",

@@ -77,13 +77,3 @@ def scores(terms: Sequence[Term], doclen: Floats, rows: int, tokens: int) -> tup
         acc[t.ids] += idf(len(t.ids), rows) * ((t.f * (K1 + 1.0)) / (t.f + K1 * ((1 - B) + (B * d) / avgdl)))
     ids = np.flatnonzero(acc)  # every term added is > 0 (idf >= 1e-6, f > 0): the matches
     return ids.astype(np.int64, copy=False), acc[ids]
-
-
-def split(ids: Ids, values: Floats, k: int) -> tuple[Ids, Floats, float | None]:
-    """(ids, values, next): the `k` largest of `values` with their ids (in no particular order),
-    and the largest value left out (None when none is)."""
-    if k >= len(values):
-        return ids, values, None
-    part = np.argpartition(-values, k)
-    head, rest = part[:k], part[k:]
-    return ids[head], values[head], float(values[rest].max())
