@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from robot_mcp_memory.server import OUTPUT_SCHEMA_DIALECT, MemoryMCP
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "tools.json"
@@ -149,3 +151,40 @@ async def test_output_schemas_carry_no_keyword_that_checks_nothing(server: Memor
         assert ("additionalProperties", True) not in found, tool.name
         titled += '"title": {' in json.dumps(tool.outputSchema)
     assert titled >= 2  # find_processes and list_processes return processes with a title
+
+
+async def test_results_are_converted_as_fastmcp_converts_them(server: MemoryMCP) -> None:
+    """The server dumps a pydantic result once (`server._converted`) instead of FastMCP's
+    ``convert_result`` followed by a compact text block: the structured content and the text
+    must be the very same, for every kind of result — and a result of the wrong type is still
+    refused."""
+    from pydantic import ValidationError
+
+    from robot_mcp_memory.server import _compact_text, _converted
+    from tests.conftest import MAILROOM
+
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("save_process", {"markdown": MAILROOM}),
+        ("find_processes", {"query": "mailroom parcel"}),
+        ("list_processes", {}),
+        ("register_robot", {"robot_id": "rap-1", "group": "line-a"}),
+        ("list_robots", {}),
+        ("record_params", {"robot": "rap-1", "key": "grip", "params": {"force": 12.5}, "success": True}),
+        ("recall_params", {"robot": "rap-1", "key": "grip"}),
+        ("learn", {"insight": "the wet mug slips at 12 N", "context": {"task": {"success": False}}}),
+        ("learn", {"insight": "The wet mug slips at 12 N!", "context": {"task": {"success": False}}}),
+        ("recall", {"query": "wet mug", "n": 3}),
+        ("recall", {"query": "wet mug", "context_filter": {"task.success": {"$near": 1}}}),  # a refusal
+        ("start_session", {"context": {"task": "sorting"}}),
+        ("forget", {"memory_id": 999_999, "reason": "no such memory"}),
+    ]
+    for name, args in calls:
+        tool = server._tool_manager.get_tool(name)
+        assert tool is not None
+        raw = await server._tool_manager.call_tool(name, args, context=server.get_context())
+        assert _converted(tool.fn_metadata, raw) == _compact_text(tool.fn_metadata.convert_result(raw)), name
+    recall = server._tool_manager.get_tool("recall")
+    assert recall is not None
+    learned = await server._tool_manager.call_tool("learn", {"insight": "a new one"}, context=server.get_context())
+    with pytest.raises(ValidationError):
+        _converted(recall.fn_metadata, learned)  # a learn result is no recall result

@@ -17,10 +17,11 @@ import pydantic_core
 import structlog
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
+from mcp.server.fastmcp.utilities.func_metadata import FuncMetadata
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.types import CallToolResult, ContentBlock, TextContent
 from mcp.types import Tool as MCPTool
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -289,7 +290,8 @@ def _replay(first: list[Message], receive: Receive) -> Receive:
     return again
 
 
-ToolOutput = Sequence[ContentBlock] | dict[str, Any]
+#: What FastMCP hands the low-level server for a tool call: content, or (content, structured content).
+ToolOutput = Sequence[ContentBlock] | dict[str, Any] | tuple[Sequence[ContentBlock], dict[str, Any]]
 
 #: The JSON Schema dialect our output schemas declare. mcp 1.x clients validate every tool result
 #: with ``jsonschema.validate``, which first checks the schema itself against its meta-schema —
@@ -351,7 +353,7 @@ class MemoryMCP(FastMCP):
                 tool.outputSchema = {"$schema": OUTPUT_SCHEMA_DIALECT, **schema}
         return tools
 
-    async def _call(self, name: str, arguments: dict[str, Any]) -> Sequence[ContentBlock] | dict[str, Any]:
+    async def _call(self, name: str, arguments: dict[str, Any]) -> ToolOutput:
         tool = self._tool_manager.get_tool(name)
         if tool is not None:
             numeric = self._numeric.get(name)
@@ -365,7 +367,9 @@ class MemoryMCP(FastMCP):
                 if isinstance(value, int) and not -(2**63) <= value < 2**63:  # SQLite's integers are 64-bit
                     return self._refuse(tool, f"bad arguments for {name}: {key}: out of range")
         try:
-            return _compact_text(await super().call_tool(name, arguments))
+            raw = await self._tool_manager.call_tool(name, arguments, context=self.get_context())
+            assert tool is not None  # the manager raised ToolError for an unknown name
+            return _converted(tool.fn_metadata, raw)
         except ToolError as exc:
             cause = exc.__cause__
             if tool is None:
@@ -383,10 +387,8 @@ class MemoryMCP(FastMCP):
             return self._refuse(tool, f"bad arguments for {name}: {detail}")
 
     @staticmethod
-    def _refuse(tool: Any, detail: str) -> Sequence[ContentBlock] | dict[str, Any]:
-        result: Sequence[ContentBlock] | dict[str, Any] = tool.fn_metadata.convert_result(
-            Refusal(error="invalid", detail=detail)
-        )
+    def _refuse(tool: Any, detail: str) -> ToolOutput:
+        result: ToolOutput = tool.fn_metadata.convert_result(Refusal(error="invalid", detail=detail))
         return _compact_text(result)  # as every other result: the text block was indented JSON
 
 
@@ -459,6 +461,20 @@ def lean_schema(schema: Any) -> Any:
     return out
 
 
+def _converted(meta: FuncMetadata, raw: Any) -> ToolOutput:
+    """A tool's return value as FastMCP's ``convert_result`` makes it — the structured content
+    and its text block (compact, `_compact_text`) — made directly from a pydantic result: checked
+    against the output model as FastMCP checks it, dumped once, the text written from the dump.
+    FastMCP's own way wrote the text indented and then this server wrote it again compact (~30 µs
+    of a recall's ~0.6 ms in the server); other results still take it."""
+    if meta.output_model is None or not isinstance(raw, BaseModel):
+        return _compact_text(meta.convert_result(raw))
+    meta.output_model.model_validate({"result": raw} if meta.wrap_output else raw)
+    value = raw.model_dump(mode="json", by_alias=True)
+    text = TextContent(type="text", text=pydantic_core.to_json(value).decode())
+    return [text], {"result": value} if meta.wrap_output else value
+
+
 def _compact_text(result: ToolOutput) -> ToolOutput:
     """The text block of a structured result as compact JSON: FastMCP indents it (~60 % more
     bytes, every one of them tokens when the text is what a model reads), and it is the same
@@ -473,8 +489,8 @@ def _compact_text(result: ToolOutput) -> ToolOutput:
 
 
 def _as_result(
-    result: Sequence[ContentBlock] | dict[str, Any],
-) -> Sequence[ContentBlock] | dict[str, Any] | CallToolResult:
+    result: ToolOutput,
+) -> ToolOutput | CallToolResult:
     """Hand the low-level server a finished `CallToolResult`.
 
     FastMCP has already validated the structured content against the tool's pydantic output
