@@ -224,14 +224,9 @@ def test_a_version_13_file_gets_todays_lexical_keys_and_the_bounded_key_index(tm
         "CREATE INDEX idx_memories_hash ON memories(content_hash)",
         "CREATE INDEX idx_memories_facts ON memories(facts_hash)",
     )
-    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
-        again = mem.learn("Do not stop if the temperature > 50 C")
-        other = mem.learn("Don't stop if the temperature < 50 C")
-    assert (again["status"], again["existing_id"]) == ("duplicate", first)
-    assert other["status"] == "created"
-    indexes = _indexes(tmp_path / "index.db")
-    assert "facts_hash, robot, collection, content_hash" in indexes["idx_memories_key"]
-    assert not {"idx_memories_hash", "idx_memories_facts"} & set(indexes)
+    _finds_the_duplicate_by_one_index(
+        tmp_path, first, "Do not stop if the temperature > 50 C", "Don't stop if the temperature < 50 C"
+    )
 
 
 def test_a_version_15_file_gets_one_index_for_the_duplicate_lookups(tmp_path: Path) -> None:
@@ -247,11 +242,19 @@ def test_a_version_15_file_gets_one_index_for_the_duplicate_lookups(tmp_path: Pa
         "CREATE INDEX idx_memories_hash ON memories(content_hash, robot, collection, facts_hash)",
         "CREATE INDEX idx_memories_facts ON memories(facts_hash)",
     )
-    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
-        again = mem.learn("The gripper slips on the wet mug at 12 N!")
-        other = mem.learn("the gripper slips on the wet mug at 15 N")
+    _finds_the_duplicate_by_one_index(
+        tmp_path, first, "The gripper slips on the wet mug at 12 N!", "the gripper slips on the wet mug at 15 N"
+    )
+
+
+def _finds_the_duplicate_by_one_index(data: Path, first: int, same: str, other: str) -> None:
+    """After an upgrade: `same` is found as the duplicate of memory `first`, `other` is stored,
+    and the duplicate lookups have their one index (digest, robot, collection, key)."""
+    with RobotMemory(data, robot_id="rap-1") as mem:
+        again = mem.learn(same)
+        new = mem.learn(other)
     assert (again["status"], again["existing_id"]) == ("duplicate", first)
-    assert other["status"] == "created"
-    indexes = _indexes(tmp_path / "index.db")
+    assert new["status"] == "created"
+    indexes = _indexes(data / "index.db")
     assert "facts_hash, robot, collection, content_hash" in indexes["idx_memories_key"]
     assert not {"idx_memories_hash", "idx_memories_facts"} & set(indexes)
