@@ -67,13 +67,27 @@ def scores(terms: Sequence[Term], doclen: Floats, rows: int, tokens: int) -> tup
     if not terms or rows <= 0:
         return np.empty(0, np.int64), np.empty(0, np.float64)
     avgdl = float(tokens) / float(rows)
-    size = max((int(t.ids.max()) + 1 for t in terms if len(t.ids)), default=0)
+    held = [t for t in terms if len(t.ids)]
+    if not held:
+        return np.empty(0, np.int64), np.empty(0, np.float64)
+    # Every term's values in one pass over all the postings (numpy's cost is per operation, not
+    # per element, at these sizes), each element by the same operations as one term at a time.
+    ids = np.concatenate([t.ids for t in held])
+    f = np.concatenate([t.f for t in held])
+    lengths = [len(t.ids) for t in held]
+    weights = np.repeat(np.array([idf(n, rows) for n in lengths], np.float64), lengths)
+    d = doclen[ids]
+    # `1 - b + b * D / avgdl` in C is ((1 - b) + ((b * D) / avgdl)): the same operations here.
+    values = weights * ((f * (K1 + 1.0)) / (f + K1 * ((1 - B) + (B * d) / avgdl)))
+    size = int(ids.max()) + 1
     acc = np.zeros(size, np.float64)
-    for t in terms:
-        if not len(t.ids):
-            continue
-        d = doclen[t.ids]
-        # `1 - b + b * D / avgdl` in C is ((1 - b) + ((b * D) / avgdl)): the same operations here.
-        acc[t.ids] += idf(len(t.ids), rows) * ((t.f * (K1 + 1.0)) / (t.f + K1 * ((1 - B) + (B * d) / avgdl)))
-    ids = np.flatnonzero(acc)  # every term added is > 0 (idf >= 1e-6, f > 0): the matches
-    return ids.astype(np.int64, copy=False), acc[ids]
+    start = 0
+    for n in lengths:  # added term by term, in query order, as FTS5 adds them
+        acc[ids[start : start + n]] += values[start : start + n]
+        start += n
+    # The matches: the documents of any term (every value added is > 0: idf >= 1e-6, f > 0),
+    # found in a boolean array — numpy finds them there five times faster than in `acc`.
+    held_by = np.zeros(size, np.bool_)
+    held_by[ids] = True
+    found = np.flatnonzero(held_by)
+    return found.astype(np.int64, copy=False), acc[found]
