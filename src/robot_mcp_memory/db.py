@@ -237,24 +237,38 @@ def _dedup_keys(conn: sqlite3.Connection) -> None:
 def _dedup_keys_and_index(conn: sqlite3.Connection) -> None:
     """Migration 14: the lexical keys and digests again (see `MIGRATIONS`), and the duplicate
     lookup's index on robot, collection and digest as well as the key, in place of the one on the
-    key alone. (Built then as ``idx_memories_hash``, key first; it is `experiences.KEY_INDEX_DDL`
-    now, which migration 16 brings every file to.)"""
+    key alone (`_one_key_index`)."""
     _dedup_keys(conn)
     _one_key_index(conn)
 
 
 def _one_key_index(conn: sqlite3.Connection) -> None:
-    """Migration 16: one index for the duplicate lookups (`experiences.KEY_INDEX_DDL`: digest,
-    robot, collection, key) in place of two — one key first, one on the digest alone — which
-    cost every learn a leaf page more written, each at a random place."""
-    conn.execute("DROP INDEX IF EXISTS idx_memories_hash")
+    """Migrations 14, 16 and 18: the duplicate lookups' one index (`experiences.KEY_INDEX_DDL`:
+    digest, robot, collection, key, named as older builds name it) in place of what the file has —
+    an index on the key alone (before 14), the key first and one on the digest alone (14–15), or
+    the one index under another name (16–17). Made again only when it is not already that."""
+    row = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?", (experiences.KEY_INDEX,)
+    ).fetchone()
+    if row is None or f"({experiences.KEY_INDEX_COLUMNS})" not in (row[0] or ""):
+        conn.execute(f"DROP INDEX IF EXISTS {experiences.KEY_INDEX}")
     conn.execute("DROP INDEX IF EXISTS idx_memories_facts")
+    conn.execute("DROP INDEX IF EXISTS idx_memories_key")
     conn.execute(experiences.KEY_INDEX_DDL)
 
 
-def _rank_log_trigger(conn: sqlite3.Connection) -> None:
-    """Migration 17: `experiences.RANK_LOG_TRIGGER`."""
-    conn.execute(experiences.RANK_LOG_TRIGGER)
+def _rank_log_triggers(conn: sqlite3.Connection) -> None:
+    """Migrations 17 and 18: `experiences.RANK_LOG_TRIGGERS` (18 makes the update trigger of 17
+    again: 17's logged only updates that left a memory active)."""
+    conn.execute("DROP TRIGGER IF EXISTS memories_rank_log")
+    for ddl in experiences.RANK_LOG_TRIGGERS:
+        conn.execute(ddl)
+
+
+def _triggers_and_key_index_name(conn: sqlite3.Connection) -> None:
+    """Migration 18: see `_rank_log_triggers` and `_one_key_index`."""
+    _rank_log_triggers(conn)
+    _one_key_index(conn)
 
 
 def _object(text: str | None) -> dict[str, Any]:
@@ -333,7 +347,11 @@ MIGRATIONS: list[Migration] = [
     _one_key_index,  # 16: one index for the duplicate lookups instead of two (a page less per learn)
     # 17: every update of an active memory's ranking attributes in the change log, so the keyword
     # cache bounds each match's score by them (experiences/keyword_repo.py)
-    _rank_log_trigger,
+    _rank_log_triggers,
+    # 18: the log's triggers also log a memory leaving the active ones, a row inserted over an
+    # index entry and a delete (an older reader then ranks in SQL); the duplicate lookups' index
+    # takes back the name older builds' lookups give it
+    _triggers_and_key_index_name,
 ]
 
 

@@ -124,7 +124,7 @@ def test_the_duplicate_lookup_is_bounded_by_robot_collection_and_facts(tmp_path:
         plan = " ".join(
             str(r[3])
             for r in conn.execute(
-                "EXPLAIN QUERY PLAN SELECT m.id, m.content FROM memories m INDEXED BY idx_memories_key "
+                "EXPLAIN QUERY PLAN SELECT m.id, m.content FROM memories m INDEXED BY idx_memories_hash "
                 "WHERE m.content_hash = ? AND m.robot = ? AND m.collection = ? AND m.type = ? "
                 "AND m.status = 'active' AND m.facts_hash = ? ORDER BY m.id LIMIT ?",
                 ["k", "r", "c", "fact", "f", 20],

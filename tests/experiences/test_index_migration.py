@@ -220,7 +220,7 @@ def test_a_version_13_file_gets_todays_lexical_keys_and_the_bounded_key_index(tm
         tmp_path / "index.db",
         13,
         f"UPDATE memories SET content_hash = '{old_key}' WHERE id = {first}",  # noqa: S608
-        "DROP INDEX idx_memories_key",
+        "DROP INDEX idx_memories_hash",
         "CREATE INDEX idx_memories_hash ON memories(content_hash)",
         "CREATE INDEX idx_memories_facts ON memories(facts_hash)",
     )
@@ -238,7 +238,7 @@ def test_a_version_15_file_gets_one_index_for_the_duplicate_lookups(tmp_path: Pa
     _back_to(
         tmp_path / "index.db",
         15,
-        "DROP INDEX idx_memories_key",
+        "DROP INDEX idx_memories_hash",
         "CREATE INDEX idx_memories_hash ON memories(content_hash, robot, collection, facts_hash)",
         "CREATE INDEX idx_memories_facts ON memories(facts_hash)",
     )
@@ -256,5 +256,47 @@ def _finds_the_duplicate_by_one_index(data: Path, first: int, same: str, other: 
     assert (again["status"], again["existing_id"]) == ("duplicate", first)
     assert new["status"] == "created"
     indexes = _indexes(data / "index.db")
-    assert "facts_hash, robot, collection, content_hash" in indexes["idx_memories_key"]
-    assert not {"idx_memories_hash", "idx_memories_facts"} & set(indexes)
+    assert "(facts_hash, robot, collection, content_hash)" in indexes["idx_memories_hash"]
+    assert not {"idx_memories_key", "idx_memories_facts"} & set(indexes)
+    # the lookup of a build from before migration 16 names the index and finds its plan there
+    conn = sqlite3.connect(data / "index.db")
+    try:
+        old_lookup = (
+            "SELECT m.id, m.content FROM memories m INDEXED BY idx_memories_hash WHERE m.content_hash = ? "
+            "AND m.robot = ? AND m.collection = ? AND m.type = ? AND m.status = 'active' AND m.facts_hash = ? "
+            "ORDER BY m.id LIMIT ?"
+        )
+        assert conn.execute(old_lookup, ("k", "rap-1", "default", "fact", "f", 20)).fetchall() == []
+    finally:
+        conn.close()
+
+
+def test_a_version_17_file_gets_the_whole_change_log_triggers_and_the_index_name_back(tmp_path: Path) -> None:
+    """Migration 18: version 17's trigger logged only updates that left a memory active, and its
+    key index had a name no older build's lookup gives. Both are made again; what was stored stays."""
+    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
+        first = mem.learn("the gripper slips on the wet mug at 12 N")["memory_id"]
+    _back_to(
+        tmp_path / "index.db",
+        17,
+        "DROP TRIGGER memories_rank_log",
+        "DROP TRIGGER memories_rank_log_insert",
+        "DROP TRIGGER memories_rank_log_delete",
+        "CREATE TRIGGER memories_rank_log AFTER UPDATE OF collection, robot, status, confidence, source_weight "
+        "ON memories WHEN NEW.status = 'active' BEGIN INSERT INTO memory_index_log(doc) VALUES (NEW.id); END",
+        "DROP INDEX idx_memories_hash",
+        "CREATE INDEX idx_memories_key ON memories(facts_hash, robot, collection, content_hash)",
+    )
+    _finds_the_duplicate_by_one_index(
+        tmp_path, first, "The gripper slips on the wet mug at 12 N!", "the gripper slips on the wet mug at 15 N"
+    )
+    conn = sqlite3.connect(tmp_path / "index.db")
+    try:
+        triggers = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'").fetchall())
+        before = conn.execute("SELECT count(*) FROM memory_index_log").fetchone()[0]
+        conn.execute("UPDATE memories SET status = 'forgotten' WHERE id = ?", (first,))
+        after = conn.execute("SELECT count(*) FROM memory_index_log").fetchone()[0]
+    finally:
+        conn.close()
+    assert set(triggers) == {"memories_rank_log", "memories_rank_log_insert", "memories_rank_log_delete"}
+    assert after == before + 1  # a memory leaving the active ones is logged now

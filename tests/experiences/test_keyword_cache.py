@@ -13,6 +13,7 @@ import asyncio
 import random
 import sqlite3
 import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -184,6 +185,88 @@ async def test_the_cache_follows_any_update_of_a_ranking_attribute(
             _check(memory, cache, scope, queries, ns=(1, 5))
     assert answered.count(False) == 0
     assert answered.count(True) > 500
+
+
+async def test_a_reader_older_than_a_forget_the_cache_has_seen_is_answered_exactly(
+    memory: Memory, settings: Settings
+) -> None:
+    """Reader A opens its snapshot; the best match is forgotten; reader B, newer, brings the
+    cache up to the forget. A still holds the memory active: the forget is in the log (migration
+    18), so A's snapshot shows as older than the cache's and A is ranked in SQL — exactly."""
+    await memory.experiences.learn_many(
+        STDIO, [(f"grasp the red mug with force {i} N at station {i}", {"k": i}) for i in range(1, 21)]
+    )
+    path = settings.data_dir / "index.db"
+    scope = Scope(None, "default", 0.0, time.time())
+    phrases = segment.match_phrases("grasp mug")
+    cache = _cache()
+    writer, a, b = (sqlite3.connect(path, isolation_level=None) for _ in range(3))
+    try:
+        a.execute("BEGIN")
+        best = _plain(a, scope, phrases, 1)[0][0]  # A's snapshot starts here
+        writer.execute("UPDATE memories SET status = 'forgotten' WHERE id = ?", (best,))  # as storage.forget
+        b.execute("BEGIN")
+        ranking_repo._ranked_numbers(b, scope, phrases, "score", 5, True, cache)  # B fills the cache
+        got = ranking_repo._ranked_numbers(a, scope, phrases, "score", 5, True, cache)
+        assert got == _plain(a, scope, phrases, 5)
+        assert got[0][0] == best
+    finally:
+        for c in (writer, a, b):
+            c.close()
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        # weights below 0 (a hand-edited archive): time decay raises such a score, and the
+        # oldest, most confident memory comes first
+        "UPDATE memories SET source_weight = -1.0, confidence = 0.5; "
+        "UPDATE memories SET confidence = 1.0, updated_at = updated_at - 3e8 WHERE id = {worst}",
+        "INSERT OR REPLACE INTO memories SELECT id, robot, 'kitchen-lab', type, content, category, confidence, "
+        "context, perception_type, metadata, session_id, status, superseded_by, forget_reason, content_hash, "
+        "facts_hash, source_weight, created_at, updated_at, access_count, last_accessed, data "
+        "FROM memories WHERE id = {best}",  # moved to another collection by a replace
+        "INSERT OR REPLACE INTO memories SELECT id, robot, collection, type, content, category, 0.95, "
+        "context, perception_type, metadata, session_id, status, superseded_by, forget_reason, content_hash, "
+        "facts_hash, 1.5, created_at, updated_at, access_count, last_accessed, data "
+        "FROM memories WHERE id = {worst}",  # raised by a replace
+        "DELETE FROM memories WHERE id = {best}",
+    ],
+)
+async def test_writes_of_the_rows_by_hand_keep_the_cached_ranking_exact(
+    memory: Memory, settings: Settings, write: str
+) -> None:
+    """Rows written by hand or by other code — a negative source weight, a row replaced rather
+    than updated, a row deleted — and the cached ranking is still the plain query's."""
+    await memory.experiences.learn_many(
+        STDIO, [(f"grasp the red mug with force {i} N at station {i}", {"k": i}) for i in range(1, 41)]
+    )
+    cache = _cache()
+    scope = Scope(None, "default", 0.0, time.time() + 400 * 86400)  # old enough for time decay to count
+    phrases = segment.match_phrases("grasp red mug station")
+    ranked = memory.index.read_blocking(lambda c: _plain(c, scope, phrases, 40))
+    best, worst = ranked[0][0], ranked[-1][0]
+    _check(memory, cache, scope, ("grasp red mug station",), ns=(1, 5))
+    conn = sqlite3.connect(settings.data_dir / "index.db", isolation_level=None)
+    try:
+        conn.executescript(write.format(best=best, worst=worst))
+    finally:
+        conn.close()
+    for tried in (scope, replace(scope, collection="kitchen-lab")):
+        _check(memory, cache, tried, ("grasp red mug station", "grasp"), ns=(1, 5, 40))
+
+
+async def test_the_change_log_is_trimmed_under_updates_alone(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An update writes two entries (the trigger's and its own): the log is trimmed all the same."""
+    monkeypatch.setattr(storage, "KEEP_CHANGES", 20)
+    monkeypatch.setattr(storage, "TRIM_EVERY", 10)
+    svc = memory.experiences
+    mid = (await svc.learn(STDIO, "the heron stands by the pond")).memory_id
+    assert mid is not None
+    for i in range(120):
+        await svc.update(STDIO, mid, f"the heron stands by the pond ({i})")
+    kept = memory.index.read_blocking(lambda c: c.execute("SELECT count(*) FROM memory_index_log").fetchone()[0])
+    assert kept <= 20 + 10 + 2
 
 
 async def test_the_cache_follows_another_process_and_a_rebuild(memory: Memory, settings: Settings) -> None:

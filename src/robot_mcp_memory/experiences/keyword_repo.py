@@ -273,12 +273,13 @@ class KeywordCache:
         (`ranking_repo._ranking_sql`: the same operations, in the same order, on the same doubles
         — so the bound holds to the bit). None when the cache cannot answer.
 
-        Exact for every active memory: each write that changes one of its ranking attributes is
-        in the change log — a write of its index entry logs it, and a trigger logs any other
-        update of its collection, robot, status, source weight or confidence that leaves it
-        active (`storage.RANK_LOG_TRIGGER`) — and is read again, in the caller's snapshot, before
-        this answers. A memory that stopped being active may keep older attributes here: it stays
-        a candidate, and the ranking query (which applies every filter) drops it."""
+        Exact: every write that changes one of a memory's ranking attributes while it is active,
+        or makes it active or not, is in the change log — a write of its index entry logs it, and
+        triggers on `memories` log every other such write (`storage.RANK_LOG_TRIGGERS`) — and is
+        read again, in the caller's snapshot, before this answers; a caller whose snapshot is
+        older than the cache's is answered by SQL. A memory no longer active may keep older
+        attributes here (changed while it was not): it is no candidate until it is active again,
+        which is logged."""
         if not self.enabled or _now() < self._off_until or self._filling:
             return None
         with self._lock, self._guarded():
@@ -439,7 +440,8 @@ class KeywordCache:
         """Read the ranking attributes of the memories `where` selects (ids within the arrays;
         `candidates`). Column by column: every memory's, on a full read."""
         rows = conn.execute(
-            "SELECT id, collection, robot, status = 'active', min(source_weight, ?), confidence "  # noqa: S608
+            # A weight below 0 (a hand-edited archive) bounds as 0: its score is <= 0 at any age.
+            "SELECT id, collection, robot, status = 'active', max(min(source_weight, ?), 0.0), confidence "  # noqa: S608
             f"FROM memories WHERE {where}",
             [MAX_SOURCE_WEIGHT, *params],
         ).fetchall()

@@ -49,8 +49,12 @@ T = TypeVar("T")
 #: row sharing it — one template text learned per episode gives them all one key: 5 ms at 20,000
 #: episodes, growing); the semantic stage's candidates (`same_facts_ids`) name the first three.
 #: One index serves both: two (key first, digest alone) cost every learn a leaf page more
-#: written, each at a random place (db.py migrations 14 and 16).
-KEY_INDEX_DDL = "CREATE INDEX IF NOT EXISTS idx_memories_key ON memories(facts_hash, robot, collection, content_hash)"
+#: written, each at a random place (db.py migrations 14, 16 and 18). It keeps the name the
+#: lookups of older builds give (``INDEXED BY``), which it serves as well: a server of an older
+#: build still running on the file when this one upgrades it goes on learning.
+KEY_INDEX = "idx_memories_hash"
+KEY_INDEX_COLUMNS = "facts_hash, robot, collection, content_hash"
+KEY_INDEX_DDL = f"CREATE INDEX IF NOT EXISTS {KEY_INDEX} ON memories({KEY_INDEX_COLUMNS})"
 RANK_INDEX_DDL = (
     "CREATE INDEX IF NOT EXISTS idx_memories_rank ON memories"
     "(id, collection, status, robot, confidence, updated_at, source_weight, session_id)"
@@ -134,14 +138,23 @@ MEMORIES_FTS_CHANGES = Table(
     ddl=(f"CREATE TABLE IF NOT EXISTS {CHANGES} (seq INTEGER PRIMARY KEY, doc INTEGER)",),
     source="memories_fts",
 )
-#: Logs every update of an active memory's ranking attributes that leaves it active — its
-#: collection, robot, status, source weight or confidence — whichever code (or process) writes
-#: it: the keyword cache bounds scores by them (`KeywordCache.candidates`). Writes of a memory's
-#: index entry log it themselves (`log_changes`); a memory leaving the active ones needs no entry.
-RANK_LOG_TRIGGER = (
-    "CREATE TRIGGER IF NOT EXISTS memories_rank_log AFTER UPDATE OF collection, robot, status, confidence, "
-    "source_weight ON memories WHEN NEW.status = 'active' "
-    "BEGIN INSERT INTO memory_index_log(doc) VALUES (NEW.id); END"
+#: Log every write of `memories` that changes what the keyword cache holds of a memory it may
+#: rank — collection, robot, whether it is active, source weight, confidence (`KeywordCache.
+#: candidates` bounds scores by them) — whichever code or process writes it: an update of those
+#: columns (or of its id) of a memory active before or after; a row inserted over an existing index
+#: entry (an ``INSERT OR REPLACE``); a delete of an active memory. An entry also tells a reader
+#: whose snapshot is older than the cache's to rank in SQL. A learn's insert logs nothing here (its
+#: index entry is written after the row, and logs itself: `log_changes`).
+RANK_LOG_TRIGGERS = (
+    "CREATE TRIGGER IF NOT EXISTS memories_rank_log AFTER UPDATE OF id, collection, robot, status, confidence, "
+    "source_weight ON memories WHEN NEW.status = 'active' OR OLD.status = 'active' "
+    "BEGIN INSERT INTO memory_index_log(doc) VALUES (NEW.id); "
+    "INSERT INTO memory_index_log(doc) SELECT OLD.id WHERE OLD.id IS NOT NEW.id; END",
+    "CREATE TRIGGER IF NOT EXISTS memories_rank_log_insert AFTER INSERT ON memories "
+    "WHEN NEW.status = 'active' AND EXISTS (SELECT 1 FROM memories_fts_docsize WHERE id = NEW.id) "
+    "BEGIN INSERT INTO memory_index_log(doc) VALUES (NEW.id); END",
+    "CREATE TRIGGER IF NOT EXISTS memories_rank_log_delete AFTER DELETE ON memories WHEN OLD.status = 'active' "
+    "BEGIN INSERT INTO memory_index_log(doc) VALUES (OLD.id); END",
 )
 #: The log keeps this many of its newest entries; a cache further behind reads everything again.
 KEEP_CHANGES = 10_000
@@ -307,7 +320,7 @@ def learn(conn: sqlite3.Connection, new: NewMemory, probe: Probe, decide: Decide
     # robot's memories sharing the words).
     exact = _candidates(
         conn,
-        f"SELECT m.id, m.content FROM memories m INDEXED BY idx_memories_key "  # noqa: S608
+        f"SELECT m.id, m.content FROM memories m INDEXED BY idx_memories_hash "  # noqa: S608
         f"WHERE m.content_hash = ? AND {scope} ORDER BY m.id LIMIT ?",
         [probe.content_hash, *base, probe.hash_limit],
     )
@@ -330,7 +343,7 @@ def same_facts_ids(conn: sqlite3.Connection, new: NewMemory) -> list[int]:
     """The memories `learn` would accept as candidate duplicates of `new` (same robot, collection,
     type and facts digest, active): what semantic dedup ranks by cosine, and nothing else."""
     rows = conn.execute(
-        "SELECT m.id FROM memories m INDEXED BY idx_memories_key WHERE m.facts_hash = ? AND m.robot = ? "
+        "SELECT m.id FROM memories m INDEXED BY idx_memories_hash WHERE m.facts_hash = ? AND m.robot = ? "
         "AND m.collection = ? AND m.type = ? AND m.status = 'active'",
         (new.facts_hash, new.robot, new.collection, new.type),
     )
@@ -397,10 +410,15 @@ def update(conn: sqlite3.Connection, mid: int, new: NewMemory, now: float, *, ke
 
 def log_changes(conn: sqlite3.Connection, ids: Iterable[int]) -> None:
     """Record, in the writer's transaction, that the index entries of `ids` were (re)written;
-    every `TRIM_EVERY` entries, drop those older than the newest `KEEP_CHANGES`."""
+    once the log holds `TRIM_EVERY` entries more than `KEEP_CHANGES`, drop the oldest of them.
+    (Measured from its oldest entry, not by the new entry's number: the triggers write entries
+    too — an update writes two — so the numbers this sees need not ever be round.)"""
     for mid in ids:
         seq = conn.execute(f"INSERT INTO {CHANGES}(doc) VALUES (?)", (mid,)).lastrowid  # noqa: S608
-        if seq is not None and seq % TRIM_EVERY == 0:
+        if seq is None:
+            continue
+        (oldest,) = conn.execute(f"SELECT min(seq) FROM {CHANGES}").fetchone()  # noqa: S608
+        if seq - oldest >= KEEP_CHANGES + TRIM_EVERY:
             conn.execute(f"DELETE FROM {CHANGES} WHERE seq <= ?", (seq - KEEP_CHANGES,))  # noqa: S608
 
 
@@ -691,7 +709,7 @@ __all__ = [
     "MEMORIES",
     "MEMORIES_FTS",
     "MEMORY_TAGS",
-    "RANK_LOG_TRIGGER",
+    "RANK_LOG_TRIGGERS",
     "SESSIONS",
     "TABLES",
     "AccessCounts",
