@@ -258,9 +258,11 @@ def _one_key_index(conn: sqlite3.Connection) -> None:
 
 
 def _rank_log_triggers(conn: sqlite3.Connection) -> None:
-    """Migrations 17 and 18: `experiences.RANK_LOG_TRIGGERS` (18 makes the update trigger of 17
-    again: 17's logged only updates that left a memory active)."""
-    conn.execute("DROP TRIGGER IF EXISTS memories_rank_log")
+    """Migrations 17, 18 and 19: `experiences.RANK_LOG_TRIGGERS`, made again as they are now (17's
+    logged only updates that left a memory active; 18's missed an active memory replaced by a row
+    that is not, by an ``INSERT OR REPLACE`` or by an ``UPDATE OR REPLACE`` of an id)."""
+    for name in ("memories_rank_log", "memories_rank_log_insert", "memories_rank_log_delete"):
+        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
     for ddl in experiences.RANK_LOG_TRIGGERS:
         conn.execute(ddl)
 
@@ -352,6 +354,9 @@ MIGRATIONS: list[Migration] = [
     # index entry and a delete (an older reader then ranks in SQL); the duplicate lookups' index
     # takes back the name older builds' lookups give it
     _triggers_and_key_index_name,
+    # 19: the log's triggers again — an active memory replaced by a row that is not active, by an
+    # INSERT OR REPLACE or an UPDATE OR REPLACE of an id, is logged too
+    _rank_log_triggers,
 ]
 
 

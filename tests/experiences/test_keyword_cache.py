@@ -216,6 +216,48 @@ async def test_a_reader_older_than_a_forget_the_cache_has_seen_is_answered_exact
 
 
 @pytest.mark.parametrize(
+    "replace",
+    [
+        # an INSERT OR REPLACE by a row that is not active: the row it replaces goes without a trigger
+        "INSERT OR REPLACE INTO memories SELECT id, robot, collection, type, content, category, confidence, "
+        "context, perception_type, metadata, session_id, 'forgotten', superseded_by, forget_reason, "
+        "content_hash, facts_hash, source_weight, created_at, updated_at, access_count, last_accessed, data "
+        "FROM memories WHERE id = {best}",
+        # a forgotten memory moved onto an active one's id
+        "UPDATE memories SET status = 'forgotten' WHERE id = {other}; "
+        "DELETE FROM memory_tags WHERE memory_id IN ({best}, {other}); "
+        "UPDATE OR REPLACE memories SET id = {best} WHERE id = {other}",
+    ],
+)
+async def test_a_reader_older_than_a_replaced_row_the_cache_has_seen_is_answered_exactly(
+    memory: Memory, settings: Settings, replace: str
+) -> None:
+    """An active memory replaced, by raw SQL, by a row that is not active: logged (migration 19),
+    so a reader whose snapshot predates it is not ranked from a cache that has seen it."""
+    await memory.experiences.learn_many(STDIO, [(f"grasp the red mug near shelf {i}", {"i": i}) for i in range(6)])
+    path = settings.data_dir / "index.db"
+    scope = Scope(None, "default", 0.0, time.time())
+    phrases = segment.match_phrases("grasp red mug")
+    cache = _cache()
+    writer, a, b = (sqlite3.connect(path, isolation_level=None) for _ in range(3))
+    try:
+        ranked = [r[0] for r in _plain(writer, scope, phrases, 10)]
+        best, other = ranked[0], ranked[-1]
+        if "UPDATE OR REPLACE" in replace:
+            writer.execute("UPDATE memories SET status = 'forgotten' WHERE id = ?", (other,))
+        a.execute("BEGIN")
+        want = _plain(a, scope, phrases, 10)  # A's snapshot starts here: `best` is active in it
+        writer.executescript(replace.format(best=best, other=other))
+        b.execute("BEGIN")
+        ranking_repo._ranked_numbers(b, scope, phrases, "score", 10, True, cache)  # B fills the cache
+        assert ranking_repo._ranked_numbers(a, scope, phrases, "score", 10, True, cache) == want
+        assert best in [r[0] for r in want]
+    finally:
+        for c in (writer, a, b):
+            c.close()
+
+
+@pytest.mark.parametrize(
     "write",
     [
         # weights below 0 (a hand-edited archive): time decay raises such a score, and the

@@ -141,17 +141,19 @@ MEMORIES_FTS_CHANGES = Table(
 #: Log every write of `memories` that changes what the keyword cache holds of a memory it may
 #: rank — collection, robot, whether it is active, source weight, confidence (`KeywordCache.
 #: candidates` bounds scores by them) — whichever code or process writes it: an update of those
-#: columns (or of its id) of a memory active before or after; a row inserted over an existing index
-#: entry (an ``INSERT OR REPLACE``); a delete of an active memory. An entry also tells a reader
-#: whose snapshot is older than the cache's to rank in SQL. A learn's insert logs nothing here (its
-#: index entry is written after the row, and logs itself: `log_changes`).
+#: columns of a memory active before or after, and any update of an id (an ``UPDATE OR REPLACE``
+#: may take the id of an active memory); a row inserted where an index entry is (an ``INSERT OR
+#: REPLACE``, whatever the new row's status: the row it replaced goes without a delete trigger); a
+#: delete of an active memory. An entry also tells a reader whose snapshot is older than the
+#: cache's to rank in SQL. A learn's insert logs nothing here (its index entry is written after the
+#: row, and logs itself: `log_changes`).
 RANK_LOG_TRIGGERS = (
     "CREATE TRIGGER IF NOT EXISTS memories_rank_log AFTER UPDATE OF id, collection, robot, status, confidence, "
-    "source_weight ON memories WHEN NEW.status = 'active' OR OLD.status = 'active' "
+    "source_weight ON memories WHEN NEW.status = 'active' OR OLD.status = 'active' OR NEW.id IS NOT OLD.id "
     "BEGIN INSERT INTO memory_index_log(doc) VALUES (NEW.id); "
     "INSERT INTO memory_index_log(doc) SELECT OLD.id WHERE OLD.id IS NOT NEW.id; END",
     "CREATE TRIGGER IF NOT EXISTS memories_rank_log_insert AFTER INSERT ON memories "
-    "WHEN NEW.status = 'active' AND EXISTS (SELECT 1 FROM memories_fts_docsize WHERE id = NEW.id) "
+    "WHEN EXISTS (SELECT 1 FROM memories_fts_docsize WHERE id = NEW.id) "
     "BEGIN INSERT INTO memory_index_log(doc) VALUES (NEW.id); END",
     "CREATE TRIGGER IF NOT EXISTS memories_rank_log_delete AFTER DELETE ON memories WHEN OLD.status = 'active' "
     "BEGIN INSERT INTO memory_index_log(doc) VALUES (OLD.id); END",
