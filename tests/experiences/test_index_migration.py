@@ -233,10 +233,8 @@ def test_a_version_15_file_gets_one_index_for_the_duplicate_lookups(tmp_path: Pa
     """Migration 16: the two indexes of version 15 (key first; digest alone) become one (digest,
     robot, collection, key) — a page fewer written per learn — and the lookups still find what
     they found: the lexical duplicate, and no memory with other numbers."""
-    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
-        first = mem.learn("the gripper slips on the wet mug at 12 N")["memory_id"]
-    _back_to(
-        tmp_path / "index.db",
+    first = _learned_then_back_to(
+        tmp_path,
         15,
         "DROP INDEX idx_memories_hash",
         "CREATE INDEX idx_memories_hash ON memories(content_hash, robot, collection, facts_hash)",
@@ -245,6 +243,14 @@ def test_a_version_15_file_gets_one_index_for_the_duplicate_lookups(tmp_path: Pa
     _finds_the_duplicate_by_one_index(
         tmp_path, first, "The gripper slips on the wet mug at 12 N!", "the gripper slips on the wet mug at 15 N"
     )
+
+
+def _learned_then_back_to(data: Path, version: int, *statements: str) -> int:
+    """A store holding one fact (its id returned), turned back into what `version` had."""
+    with RobotMemory(data, robot_id="rap-1") as mem:
+        first = mem.learn("the gripper slips on the wet mug at 12 N")["memory_id"]
+    _back_to(data / "index.db", version, *statements)
+    return int(first)
 
 
 def _finds_the_duplicate_by_one_index(data: Path, first: int, same: str, other: str) -> None:
@@ -274,10 +280,8 @@ def _finds_the_duplicate_by_one_index(data: Path, first: int, same: str, other: 
 def test_a_version_17_file_gets_the_whole_change_log_triggers_and_the_index_name_back(tmp_path: Path) -> None:
     """Migration 18: version 17's trigger logged only updates that left a memory active, and its
     key index had a name no older build's lookup gives. Both are made again; what was stored stays."""
-    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
-        first = mem.learn("the gripper slips on the wet mug at 12 N")["memory_id"]
-    _back_to(
-        tmp_path / "index.db",
+    first = _learned_then_back_to(
+        tmp_path,
         17,
         "DROP TRIGGER memories_rank_log",
         "DROP TRIGGER memories_rank_log_insert",

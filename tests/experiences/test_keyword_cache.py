@@ -187,71 +187,51 @@ async def test_the_cache_follows_any_update_of_a_ranking_attribute(
     assert answered.count(True) > 500
 
 
-async def test_a_reader_older_than_a_forget_the_cache_has_seen_is_answered_exactly(
-    memory: Memory, settings: Settings
-) -> None:
-    """Reader A opens its snapshot; the best match is forgotten; reader B, newer, brings the
-    cache up to the forget. A still holds the memory active: the forget is in the log (migration
-    18), so A's snapshot shows as older than the cache's and A is ranked in SQL — exactly."""
-    await memory.experiences.learn_many(
-        STDIO, [(f"grasp the red mug with force {i} N at station {i}", {"k": i}) for i in range(1, 21)]
-    )
-    path = settings.data_dir / "index.db"
-    scope = Scope(None, "default", 0.0, time.time())
-    phrases = segment.match_phrases("grasp mug")
-    cache = _cache()
-    writer, a, b = (sqlite3.connect(path, isolation_level=None) for _ in range(3))
-    try:
-        a.execute("BEGIN")
-        best = _plain(a, scope, phrases, 1)[0][0]  # A's snapshot starts here
-        writer.execute("UPDATE memories SET status = 'forgotten' WHERE id = ?", (best,))  # as storage.forget
-        b.execute("BEGIN")
-        ranking_repo._ranked_numbers(b, scope, phrases, "score", 5, True, cache)  # B fills the cache
-        got = ranking_repo._ranked_numbers(a, scope, phrases, "score", 5, True, cache)
-        assert got == _plain(a, scope, phrases, 5)
-        assert got[0][0] == best
-    finally:
-        for c in (writer, a, b):
-            c.close()
-
-
 @pytest.mark.parametrize(
-    "replace",
+    ("before", "write"),
     [
-        # an INSERT OR REPLACE by a row that is not active: the row it replaces goes without a trigger
-        "INSERT OR REPLACE INTO memories SELECT id, robot, collection, type, content, category, confidence, "
-        "context, perception_type, metadata, session_id, 'forgotten', superseded_by, forget_reason, "
-        "content_hash, facts_hash, source_weight, created_at, updated_at, access_count, last_accessed, data "
-        "FROM memories WHERE id = {best}",
-        # a forgotten memory moved onto an active one's id
-        "UPDATE memories SET status = 'forgotten' WHERE id = {other}; "
-        "DELETE FROM memory_tags WHERE memory_id IN ({best}, {other}); "
-        "UPDATE OR REPLACE memories SET id = {best} WHERE id = {other}",
+        # a forget (as storage.forget writes it): logged since migration 18
+        ("", "UPDATE memories SET status = 'forgotten' WHERE id = {best}"),
+        # an INSERT OR REPLACE by a row that is not active: the row it replaces goes without a
+        # delete trigger (logged since migration 19)
+        (
+            "",
+            "INSERT OR REPLACE INTO memories SELECT id, robot, collection, type, content, category, confidence, "
+            "context, perception_type, metadata, session_id, 'forgotten', superseded_by, forget_reason, "
+            "content_hash, facts_hash, source_weight, created_at, updated_at, access_count, last_accessed, data "
+            "FROM memories WHERE id = {best}",
+        ),
+        # a forgotten memory moved onto an active one's id (logged since migration 19)
+        (
+            "UPDATE memories SET status = 'forgotten' WHERE id = {other}",
+            "DELETE FROM memory_tags WHERE memory_id IN ({best}, {other}); "
+            "UPDATE OR REPLACE memories SET id = {best} WHERE id = {other}",
+        ),
     ],
 )
-async def test_a_reader_older_than_a_replaced_row_the_cache_has_seen_is_answered_exactly(
-    memory: Memory, settings: Settings, replace: str
+async def test_a_reader_older_than_a_write_the_cache_has_seen_is_answered_exactly(
+    memory: Memory, settings: Settings, before: str, write: str
 ) -> None:
-    """An active memory replaced, by raw SQL, by a row that is not active: logged (migration 19),
-    so a reader whose snapshot predates it is not ranked from a cache that has seen it."""
+    """Reader A opens its snapshot; the best match stops being active (by the service's forget or
+    by raw SQL); reader B, newer, brings the cache up to that write. The write is in the log, so
+    A's snapshot shows as older than the cache's and A is ranked in SQL — exactly, the best match
+    still first."""
     await memory.experiences.learn_many(STDIO, [(f"grasp the red mug near shelf {i}", {"i": i}) for i in range(6)])
-    path = settings.data_dir / "index.db"
     scope = Scope(None, "default", 0.0, time.time())
     phrases = segment.match_phrases("grasp red mug")
     cache = _cache()
-    writer, a, b = (sqlite3.connect(path, isolation_level=None) for _ in range(3))
+    writer, a, b = (sqlite3.connect(settings.data_dir / "index.db", isolation_level=None) for _ in range(3))
     try:
         ranked = [r[0] for r in _plain(writer, scope, phrases, 10)]
-        best, other = ranked[0], ranked[-1]
-        if "UPDATE OR REPLACE" in replace:
-            writer.execute("UPDATE memories SET status = 'forgotten' WHERE id = ?", (other,))
+        ids = {"best": ranked[0], "other": ranked[-1]}
+        writer.executescript(before.format(**ids))
         a.execute("BEGIN")
-        want = _plain(a, scope, phrases, 10)  # A's snapshot starts here: `best` is active in it
-        writer.executescript(replace.format(best=best, other=other))
+        want = _plain(a, scope, phrases, 10)  # A's snapshot starts here: the best match is active in it
+        writer.executescript(write.format(**ids))
         b.execute("BEGIN")
         ranking_repo._ranked_numbers(b, scope, phrases, "score", 10, True, cache)  # B fills the cache
         assert ranking_repo._ranked_numbers(a, scope, phrases, "score", 10, True, cache) == want
-        assert best in [r[0] for r in want]
+        assert want[0][0] == ids["best"]
     finally:
         for c in (writer, a, b):
             c.close()
