@@ -258,8 +258,8 @@ class KeywordCache:
         """(ids, scores) of every memory holding one of `phrases` (FTS5 phrases, OR-ed), each
         score ``-bm25(memories_fts, 1.0, 0.4)`` to the bit; None when the cache cannot answer
         (then the caller ranks in SQL). Runs in `conn`'s open read transaction."""
-        if not self.enabled or _now() < self._off_until or self._filling:
-            return None  # off, or another reader is filling it (long): SQL ranks this one
+        if not self._answering():
+            return None
         with self._lock, self._guarded():
             return self._scores(conn, phrases)
         return None  # something went wrong inside (`_guarded`): SQL ranks
@@ -280,7 +280,7 @@ class KeywordCache:
         older than the cache's is answered by SQL. A memory no longer active may keep older
         attributes here (changed while it was not): it is no candidate until it is active again,
         which is logged."""
-        if not self.enabled or _now() < self._off_until or self._filling:
+        if not self._answering():
             return None
         with self._lock, self._guarded():
             found = self._scores(conn, phrases)
@@ -299,6 +299,10 @@ class KeywordCache:
             return ids, rels, (rels * self._weight[ids]) * self._half[ids]
         return None
 
+    def _answering(self) -> bool:
+        """False while the cache is off, or another reader is filling it (long): SQL ranks."""
+        return self.enabled and _now() >= self._off_until and not self._filling
+
     def _scores(self, conn: sqlite3.Connection, phrases: Sequence[str]) -> tuple[bm25.Ids, bm25.Floats] | None:
         words = [self._tokenizer.word(p) for p in phrases]
         if any(w is None for w in words) or not self._sync(conn, reload=True) or not self._dense:
@@ -311,7 +315,7 @@ class KeywordCache:
         """Patch a filled cache up to `conn`'s snapshot now (idle time after a write): what
         `scores` would do first, without answering anything — and never a full read, which is
         left to the next recall (it may be long, and more may change before that recall)."""
-        if not self.enabled or self._seq is None or _now() < self._off_until or self._filling:
+        if self._seq is None or not self._answering():
             return
         with self._lock, self._guarded():
             self._sync(conn, reload=False)
@@ -393,14 +397,9 @@ class KeywordCache:
         if size > len(self._doclen):
             size = max(size, len(self._doclen) * 2, 1024)
             more = size - len(self._doclen)
-            self._doclen = np.concatenate([self._doclen, np.zeros(more, np.float64)])
-            self._changed_at = np.concatenate([self._changed_at, np.zeros(more, np.int64)])
-            self._present = np.concatenate([self._present, np.zeros(more, np.bool_)])
-            self._active = np.concatenate([self._active, np.zeros(more, np.bool_)])
-            self._collection = np.concatenate([self._collection, np.zeros(more, np.int32)])
-            self._robot = np.concatenate([self._robot, np.zeros(more, np.int32)])
-            self._weight = np.concatenate([self._weight, np.zeros(more, np.float64)])
-            self._half = np.concatenate([self._half, np.zeros(more, np.float64)])
+            for name in _PER_DOC:
+                old = getattr(self, name)
+                setattr(self, name, np.concatenate([old, np.zeros(more, old.dtype)]))
 
     def _apply(self, conn: sqlite3.Connection, changed: dict[int, int]) -> bool:
         """Re-read the entries of the `changed` memories (doc → its latest log position); False,
@@ -530,6 +529,10 @@ class KeywordCache:
             evicted, dropped = self._terms.popitem(last=False)
             self._entries -= len(dropped.ids)
             self._overlay.pop(evicted, None)
+
+
+#: The cache's arrays indexed by memory id, grown together (`KeywordCache._grow`).
+_PER_DOC = ("_doclen", "_changed_at", "_present", "_active", "_collection", "_robot", "_weight", "_half")
 
 
 def _dense(low: int | None, high: int | None, rows: int) -> bool:

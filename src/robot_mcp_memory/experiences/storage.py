@@ -412,16 +412,18 @@ def update(conn: sqlite3.Connection, mid: int, new: NewMemory, now: float, *, ke
 
 def log_changes(conn: sqlite3.Connection, ids: Iterable[int]) -> None:
     """Record, in the writer's transaction, that the index entries of `ids` were (re)written;
-    once the log holds `TRIM_EVERY` entries more than `KEEP_CHANGES`, drop the oldest of them.
+    once the log holds `TRIM_EVERY` entries more than `KEEP_CHANGES`, drop the oldest of them
+    (looked at once per call, after the last entry).
     (Measured from its oldest entry, not by the new entry's number: the triggers write entries
     too — an update writes two — so the numbers this sees need not ever be round.)"""
+    seq = None
     for mid in ids:
         seq = conn.execute(f"INSERT INTO {CHANGES}(doc) VALUES (?)", (mid,)).lastrowid  # noqa: S608
-        if seq is None:
-            continue
-        (oldest,) = conn.execute(f"SELECT min(seq) FROM {CHANGES}").fetchone()  # noqa: S608
-        if seq - oldest >= KEEP_CHANGES + TRIM_EVERY:
-            conn.execute(f"DELETE FROM {CHANGES} WHERE seq <= ?", (seq - KEEP_CHANGES,))  # noqa: S608
+    if seq is None:
+        return
+    (oldest,) = conn.execute(f"SELECT min(seq) FROM {CHANGES}").fetchone()  # noqa: S608
+    if seq - oldest >= KEEP_CHANGES + TRIM_EVERY:
+        conn.execute(f"DELETE FROM {CHANGES} WHERE seq <= ?", (seq - KEEP_CHANGES,))  # noqa: S608
 
 
 def log_rebuild(conn: sqlite3.Connection) -> None:
