@@ -388,8 +388,7 @@ class MemoryMCP(FastMCP):
 
     @staticmethod
     def _refuse(tool: Any, detail: str) -> ToolOutput:
-        result: ToolOutput = tool.fn_metadata.convert_result(Refusal(error="invalid", detail=detail))
-        return _compact_text(result)  # as every other result: the text block was indented JSON
+        return _converted(tool.fn_metadata, Refusal(error="invalid", detail=detail))  # as every other result
 
 
 def _numbers_only(parameters: dict[str, Any]) -> frozenset[str]:
