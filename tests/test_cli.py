@@ -784,6 +784,7 @@ def test_a_stdio_server_reads_on_its_event_loop_and_the_http_surfaces_on_reader_
 
     async def no_session(*_: object) -> None:
         assert opened[-1].index.reads_on_loop is True  # while serving stdio
+        assert opened[-1].index.writes_on_loop is True
 
     monkeypatch.setattr(serve, "open_memory", recording)
     monkeypatch.setattr(serve, "run_stdio", no_session)
@@ -793,6 +794,7 @@ def test_a_stdio_server_reads_on_its_event_loop_and_the_http_surfaces_on_reader_
     web = real_open(Settings.from_env(env), [])  # what `web` opens, with MCP_TRANSPORT at its stdio default
     try:
         assert web.index.reads_on_loop is False
+        assert web.index.writes_on_loop is False
     finally:
         web.close()
 

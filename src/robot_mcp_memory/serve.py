@@ -249,9 +249,10 @@ def serve(settings: Settings) -> None:
     try:
         mcp = build_server(memory)
         if settings.transport == "stdio":
-            # One client, whose calls come one after another: reads run on the event loop
-            # (`SqliteStore.reads_on_loop`). Only here — `web` and the HTTP transports serve many.
-            memory.index.reads_on_loop = True
+            # One client, whose calls come one after another: reads and writes run on the event
+            # loop (`SqliteStore.reads_on_loop`, `writes_on_loop`). Only here — `web` and the HTTP
+            # transports serve many.
+            memory.index.reads_on_loop = memory.index.writes_on_loop = True
             _log.info("serve.stdio", data_dir=str(settings.data_dir))
             anyio.run(run_stdio, mcp)
             _ignore_stop_signals()

@@ -10,6 +10,7 @@ import pytest
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import Conflict, Forbidden, InvalidInput, NotFound
+from robot_mcp_memory.experiences import storage
 from robot_mcp_memory.experiences.model import MAX_N
 from robot_mcp_memory.experiences.service import ExperienceService
 from robot_mcp_memory.experiences.storage import ExperienceStore
@@ -153,6 +154,42 @@ async def test_concurrent_updates_each_report_the_content_they_replaced(memory: 
     ran_second = 1 - ran_first
     assert done[ran_second].old_content == texts[ran_first]  # a chain, whichever ran first
     assert (await svc.get(STDIO, m.memory_id)).content == texts[ran_second]
+
+
+async def test_with_writes_on_loop_a_learn_commits_and_patches_the_vector_index_on_the_loops_thread(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stdio server (`SqliteStore.writes_on_loop`) runs a learn's transaction and its
+    after-commit patch of the vector index on the event loop's thread, in that order; a server of
+    many clients hands them to another thread. Either way the memory is recalled."""
+    svc = memory.experiences
+    assert svc.vectors is not None
+    ran: list[tuple[str, int]] = []
+    learn, written = storage.learn, svc.vectors.written
+
+    def learning(*args: Any) -> Any:
+        ran.append(("learn", threading.get_ident()))
+        return learn(*args)
+
+    def patched(*args: Any) -> None:
+        ran.append(("after", threading.get_ident()))
+        written(*args)
+
+    monkeypatch.setattr(storage, "learn", learning)
+    monkeypatch.setattr(svc.vectors, "written", patched)
+    loop = threading.get_ident()
+    await svc.learn(STDIO, "the red valve sticks when cold")
+    assert [what for what, _ in ran] == ["learn", "after"]
+    assert all(ident != loop for _, ident in ran)
+    ran.clear()
+    memory.index.writes_on_loop = True
+    await svc.learn(STDIO, "the blue valve sticks when hot")
+    assert ran == [("learn", loop), ("after", loop)]
+    found = await svc.recall(STDIO, "valve sticks")
+    assert sorted(h.memory.content for h in found.hits) == [
+        "the blue valve sticks when hot",
+        "the red valve sticks when cold",
+    ]
 
 
 async def test_filter_only_recall_works_without_a_query(memory: Memory) -> None:

@@ -537,6 +537,41 @@ def test_an_awaited_read_runs_on_a_reader_thread_or_with_reads_on_loop_on_the_lo
     assert seen == ["seen"]
 
 
+def test_an_awaited_write_runs_on_the_writer_thread_or_with_writes_on_loop_on_the_loops_own(
+    store: SqliteStore,
+) -> None:
+    """The HTTP server hands writes to the writer thread; a stdio server (one client) runs them
+    on the event loop's thread, saving two thread hops. Either way the write commits, and with
+    the writer busy a write on the loop waits its turn behind the writer's job."""
+
+    def write(pid: str) -> Callable[[sqlite3.Connection], int]:
+        def run(conn: sqlite3.Connection) -> int:
+            insert_note(pid)(conn)
+            return threading.get_ident()
+
+        return run
+
+    async def where(pid: str) -> tuple[int, int]:
+        return threading.get_ident(), await store.write(write(pid))
+
+    loop_thread, write_thread = asyncio.run(where("a"))
+    assert write_thread != loop_thread
+    store.writes_on_loop = True
+    loop_thread, write_thread = asyncio.run(where("b"))
+    assert write_thread == loop_thread
+    assert notes(store) == ["a", "b"]
+    done: list[tuple[int, int]] = []
+    with writer_blocked(store):
+        waiting = threading.Thread(target=lambda: done.append(asyncio.run(where("c"))))
+        waiting.start()
+        waiting.join(0.2)
+        assert waiting.is_alive()  # behind the writer's job
+        assert notes(store) == ["a", "b"]
+    waiting.join(WAIT)
+    assert done
+    assert notes(store) == ["a", "b", "c"]
+
+
 def test_a_reader_is_not_blocked_by_a_busy_writer(store: SqliteStore) -> None:
     store.write_blocking(insert_note("visible"))
     with writer_blocked(store):

@@ -615,7 +615,10 @@ class ExperienceStore:
         thread in async mode: `after` runs even if the awaiting coroutine is cancelled meanwhile."""
         if self.blocking:
             return self.db.write_blocking(fn, after)
-        result = await asyncio.to_thread(self.db.write_blocking, fn, after)
+        if self.db.writes_on_loop:  # a stdio server: on the loop, as `SqliteStore.write` runs it
+            result = self.db.write_blocking(fn, after)
+        else:
+            result = await asyncio.to_thread(self.db.write_blocking, fn, after)
         self._refresh_soon()
         return result
 

@@ -269,6 +269,10 @@ class SqliteStore:
         #: Whether `read` runs on the awaiting (event loop) thread instead of a reader thread: set by
         #: a stdio server, whose one client's calls come one after another (see `read`).
         self.reads_on_loop = False
+        #: Whether `write` runs its transaction on the awaiting (event loop) thread, as
+        #: `write_blocking` does, instead of handing it to the writer thread: set by a stdio server
+        #: too (see `write`).
+        self.writes_on_loop = False
         self._reads = 0  # reads in progress (`read_blocking`), which `close` waits for
         self._reads_idle = threading.Condition(threading.Lock())
         self._forked = False  # this process is a fork of the one that opened the store
@@ -750,7 +754,14 @@ class SqliteStore:
         return queued
 
     async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Await a definition write. If the awaiting coroutine is cancelled the write still commits."""
+        """Await a definition write. If the awaiting coroutine is cancelled the write still commits.
+
+        With `writes_on_loop` the transaction runs right here (`write_blocking`: on this thread
+        when the writer is idle, else after the writer's queue): the hop to the writer and back
+        costs two thread wake-ups on each side (~0.4 ms of a ~1.8 ms learn over MCP stdio on a
+        slow 2-core VM), and a stdio server's one client waits for the answer anyway."""
+        if self.writes_on_loop:
+            return self.write_blocking(fn)
         fut = self._submit(fn)
         return await asyncio.shield(asyncio.wrap_future(fut))
 
