@@ -219,6 +219,19 @@ def _invalid_request(rid: str | int, reason: str) -> SessionMessage:
     return SessionMessage(types.JSONRPCMessage(types.JSONRPCError(jsonrpc="2.0", id=rid, error=error)))
 
 
+def encoded(message: types.JSONRPCMessage) -> str:
+    """`message` as one JSON line: ``model_dump_json(by_alias=True, exclude_none=True)``, as
+    mcp's stdio transport writes it. A response's result is plain JSON already (the session
+    dumped it), so it is encoded as it is, with no model walked: the same text in about half the
+    time of the model's own encoder (~0.1 ms less for a 5-memory recall on a slow 2-core VM). A
+    test compares the two on generated messages."""
+    root = message.root
+    if type(root) is types.JSONRPCResponse and not root.model_extra:
+        plain = {"jsonrpc": root.jsonrpc, "id": root.id, "result": root.result}
+        return pydantic_core.to_json(plain, inf_nan_mode="null").decode()
+    return message.model_dump_json(by_alias=True, exclude_none=True)
+
+
 def _unencodable(message: types.JSONRPCMessage) -> str | None:
     """The error line sent in place of a response that could not be encoded (None for anything
     but a response: a notification is dropped)."""
@@ -496,7 +509,7 @@ async def pipe_stdio(
                     if client_gone:
                         continue  # nobody reads any more: drained, so the session never blocks
                     try:
-                        text = session_message.message.model_dump_json(by_alias=True, exclude_none=True)
+                        text = encoded(session_message.message)
                     except Exception as exc:  # one answer that cannot be encoded must not end the session
                         _log.error("stdio.unencodable_message", error=type(exc).__name__)
                         replacement = _unencodable(session_message.message)
