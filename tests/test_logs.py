@@ -75,3 +75,11 @@ def test_streams_cut_by_a_shutdown_are_not_errors(monkeypatch: pytest.MonkeyPatc
     assert "exception" not in after
     assert "cut by the shutdown" in after["event"]
     assert ours["level"] == "error"  # our own errors stay errors
+
+
+def test_fields_whose_names_may_hold_a_secret_are_redacted_every_time() -> None:
+    """By name, in any case, wherever the word stands in it; the same name twice (the answer is
+    remembered per name) is redacted twice."""
+    for _ in range(2):
+        event = logs._redact(None, "info", {"Authorization": "Bearer x", "robot_token": "t", "tool": "recall", "ms": 1})
+        assert event == {"Authorization": "[redacted]", "robot_token": "[redacted]", "tool": "recall", "ms": 1}

@@ -15,7 +15,7 @@ from typing import Any
 
 import pydantic_core
 import structlog
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.fastmcp.utilities.func_metadata import FuncMetadata
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
@@ -330,7 +330,7 @@ class MemoryMCP(FastMCP):
         outcome = "ok"
         with structlog.contextvars.bound_contextvars(request_id=request_id, tenant=tenant, tool=name):
             try:
-                result = await self._call(name, arguments)
+                result = await self._call(name, arguments, ctx)
                 outcome = _outcome(result)
                 return _as_result(result)
             except Exception:
@@ -353,7 +353,7 @@ class MemoryMCP(FastMCP):
                 tool.outputSchema = {"$schema": OUTPUT_SCHEMA_DIALECT, **schema}
         return tools
 
-    async def _call(self, name: str, arguments: dict[str, Any]) -> ToolOutput:
+    async def _call(self, name: str, arguments: dict[str, Any], ctx: Context) -> ToolOutput:  # type: ignore[type-arg]
         tool = self._tool_manager.get_tool(name)
         if tool is not None:
             numeric = self._numeric.get(name)
@@ -367,7 +367,7 @@ class MemoryMCP(FastMCP):
                 if isinstance(value, int) and not -(2**63) <= value < 2**63:  # SQLite's integers are 64-bit
                     return self._refuse(tool, f"bad arguments for {name}: {key}: out of range")
         try:
-            raw = await self._tool_manager.call_tool(name, arguments, context=self.get_context())
+            raw = await self._tool_manager.call_tool(name, arguments, context=ctx)
             assert tool is not None  # the manager raised ToolError for an unknown name
             return _converted(tool.fn_metadata, raw)
         except ToolError as exc:
