@@ -188,3 +188,90 @@ async def test_results_are_converted_as_fastmcp_converts_them(server: MemoryMCP)
     learned = await server._tool_manager.call_tool("learn", {"insight": "a new one"}, context=server.get_context())
     with pytest.raises(ValidationError):
         _converted(recall.fn_metadata, learned)  # a learn result is no recall result
+
+
+def test_a_definition_used_once_inside_another_is_written_where_it_is_used() -> None:
+    """`server.inline_single_use`: only a definition free of references, used once, and only
+    into another definition; annotations beside the reference stay, anything that checks
+    (draft-07 ignores it beside ``$ref``) keeps the reference."""
+    from robot_mcp_memory.server import inline_single_use
+
+    leaf = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
+    schema = {
+        "$defs": {
+            "Outer": {
+                "properties": {"one": {"$ref": "#/$defs/Leaf", "description": "kept"}, "two": {"$ref": "#/$defs/Mid"}}
+            },
+            "Mid": {"properties": {"deep": {"$ref": "#/$defs/Deeper"}}},
+            "Deeper": {"type": "string"},
+            "Leaf": leaf,
+            "Twice": {"type": "number"},
+            "Self": {"properties": {"next": {"$ref": "#/$defs/Self"}}},
+            "Top": {"type": "boolean"},
+            "Checked": {"type": "null"},
+        },
+        "properties": {
+            "a": {"$ref": "#/$defs/Outer"},
+            "b": {"$ref": "#/$defs/Top"},
+            "c": {"items": [{"$ref": "#/$defs/Twice"}, {"$ref": "#/$defs/Twice"}]},
+            "d": {"$ref": "#/$defs/Self"},
+            "e": {"properties": {"f": {"$ref": "#/$defs/Wrapper"}}},
+        },
+    }
+    schema["$defs"]["Wrapper"] = {"properties": {"g": {"$ref": "#/$defs/Checked", "minimum": 3}}}
+    out = inline_single_use(schema)
+    outer = out["$defs"]["Outer"]["properties"]
+    assert outer["one"] == {**leaf, "description": "kept"}
+    assert outer["two"] == {"properties": {"deep": {"type": "string"}}}  # a chain, inlined from the bottom up
+    assert sorted(out["$defs"]) == ["Checked", "Outer", "Self", "Top", "Twice", "Wrapper"]
+    assert out["properties"] == schema["properties"]  # the top level is left as it was
+    assert inline_single_use({"type": "object"}) == {"type": "object"}
+
+
+async def test_inlined_output_schemas_decide_as_the_schemas_pydantic_wrote(server: MemoryMCP) -> None:
+    """The recall and learn schemas with their inner definitions written in place accept and
+    refuse exactly what the originals do, over real results and results broken on purpose."""
+    import copy
+
+    from jsonschema import Draft7Validator
+
+    from robot_mcp_memory.server import inline_single_use, lean_schema, nullable_as_type_lists
+
+    await server.call_tool("learn", {"insight": "the wet mug slips at 12 N", "context": {"task": {"success": False}}})
+    tools = {t.name: t for t in await server.list_tools()}
+    recall = tools["recall"].outputSchema
+    learn = tools["learn"].outputSchema
+    assert recall is not None
+    assert learn is not None
+    assert "MemoryView" not in json.dumps(recall)  # a memory's schema is where the memories are
+    assert "AutoInferred" not in json.dumps(learn)
+    for name, args in (("recall", {"query": "wet mug"}), ("learn", {"insight": "the dry mug holds at 8 N"})):
+        tool = server._tool_manager.get_tool(name)
+        assert tool is not None
+        before = {"$schema": OUTPUT_SCHEMA_DIALECT, **lean_schema(nullable_as_type_lists(tool.output_schema))}
+        after = inline_single_use(before)
+        assert after == tools[name].outputSchema
+        result = await server.call_tool(name, args)
+        good = result.structuredContent  # type: ignore[union-attr]
+        assert good is not None
+        broken: list[Any] = [good, {"result": {"error": "invalid", "detail": "x"}}, {"result": {}}, {}]
+        inner = good["result"]
+        wrong: tuple[Any, ...] = (None, "text", 1.5, [], {})
+        for key in list(inner):
+            for bad in wrong:
+                variant = copy.deepcopy(good)
+                variant["result"][key] = bad
+                broken.append(variant)
+        if name == "recall":
+            assert inner["memories"]
+            for key in list(inner["memories"][0]):
+                for bad in (None, "text", 7, True, [1], {"k": 1}):
+                    variant = copy.deepcopy(good)
+                    variant["result"]["memories"][0][key] = bad
+                    broken.append(variant)
+                variant = copy.deepcopy(good)
+                del variant["result"]["memories"][0][key]
+                broken.append(variant)
+        verdicts = [(Draft7Validator(before).is_valid(doc), Draft7Validator(after).is_valid(doc)) for doc in broken]
+        assert all(a == b for a, b in verdicts), name
+        assert {a for a, _ in verdicts} == {True, False}, name  # some pass, some fail: the test can tell
