@@ -356,7 +356,7 @@ class FleetRegistry:
 
     def __init__(self, db: SqliteStore, refresh_s: float = REFRESH_S) -> None:
         self.db = db
-        self._generations = itertools.count(1)  # advanced only on the writer thread
+        self._generations = itertools.count(1)  # advanced only under the store's write lock
         self._swap = threading.Lock()  # installing a snapshot: this process's writes vs the refresher
         self._snap: Snapshot = db.read_blocking(lambda c: load_snapshot(c, 0))
         self._stop = threading.Event()

@@ -812,4 +812,4 @@ class ProcessStore:
         return await self.db.read(job)
 
     async def reindex(self) -> int:
-        return await self.db.write(rebuild_index)
+        return await self.db.write(rebuild_index, long=True)  # seconds at size: never on the event loop

@@ -12,7 +12,8 @@ Tables (declared with their kinds; `db` registers them and migrates them in):
 
 Recall's ranking SQL lives beside this in `ranking_repo` (one ``SELECT`` per ranked list with every
 filter in its ``WHERE``). `ExperienceStore` is the façade: reads on reader threads, writes on the
-writer thread, access counters on the hot path.
+writer thread (a stdio server's on its event loop, `SqliteStore.reads_on_loop`/`writes_on_loop`),
+access counters on the hot path.
 """
 
 from __future__ import annotations
@@ -574,7 +575,8 @@ def rows_of(conn: sqlite3.Connection, ids: Sequence[int], include_data: bool = F
 class ExperienceStore:
     """Façade over the SQL above.
 
-    Async by default: reads on the reader pool, writes on the writer thread. With
+    Async by default: reads on the reader pool, writes on the writer thread (a stdio server's,
+    when they need not wait, on its event loop: `SqliteStore.writes_on_loop`). With
     ``blocking=True`` the same coroutines complete without ever suspending — reads run on the
     calling thread's read-only connection and writes commit before they return (run by the
     calling thread itself when the writer is idle, see `SqliteStore.write_blocking`) — so the
@@ -612,11 +614,12 @@ class ExperienceStore:
         """A write, then `after(result)` once it has committed and before the next write begins,
         so the in-memory vector index patched there sees concurrent writes in commit order (two
         updates of one memory finishing out of order left it on the older text). On a worker
-        thread in async mode: `after` runs even if the awaiting coroutine is cancelled meanwhile."""
+        thread in async mode (or the writer's, or the event loop's in a stdio server: see
+        `SqliteStore.write`): `after` runs even if the awaiting coroutine is cancelled meanwhile."""
         if self.blocking:
             return self.db.write_blocking(fn, after)
-        if self.db.writes_on_loop:  # a stdio server: on the loop, as `SqliteStore.write` runs it
-            result = self.db.write_blocking(fn, after)
+        if self.db.writes_on_loop:  # a stdio server: on the loop when it need not wait (`SqliteStore.write`)
+            result = await self.db.write(fn, after)
         else:
             result = await asyncio.to_thread(self.db.write_blocking, fn, after)
         self._refresh_soon()

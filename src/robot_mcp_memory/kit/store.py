@@ -8,8 +8,9 @@
 - One departure, for callers that block anyway (`write_blocking`: the Python API, worker
   threads): when the writer is idle, the caller runs its transaction itself — on the same
   connection, holding the same lock the writer holds for each job — instead of paying two thread
-  wake-ups to hand it over and back. Transactions stay one at a time on one connection; the event
-  loop still never touches SQLite (async `write` always queues).
+  wake-ups to hand it over and back. Transactions stay one at a time on one connection. The event
+  loop touches SQLite only in a stdio server (`reads_on_loop`, `writes_on_loop`: one client), and
+  there only for a write that cannot wait (`_write_now`); any other async `write` queues.
 - **Definition writes** (`write`, `write_blocking`) are never dropped: the caller waits for the
   commit, so an acknowledged write is a committed one.
 - **Hot record writes** (`hot`) are fire-and-forget from the caller's thread: bounded by
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import itertools
 import os
@@ -269,9 +271,9 @@ class SqliteStore:
         #: Whether `read` runs on the awaiting (event loop) thread instead of a reader thread: set by
         #: a stdio server, whose one client's calls come one after another (see `read`).
         self.reads_on_loop = False
-        #: Whether `write` runs its transaction on the awaiting (event loop) thread, as
-        #: `write_blocking` does, instead of handing it to the writer thread: set by a stdio server
-        #: too (see `write`).
+        #: Whether `write` runs a transaction that cannot wait on the awaiting (event loop)
+        #: thread instead of handing it to the writer thread: set by a stdio server too (see
+        #: `write`).
         self.writes_on_loop = False
         self._reads = 0  # reads in progress (`read_blocking`), which `close` waits for
         self._reads_idle = threading.Condition(threading.Lock())
@@ -645,16 +647,18 @@ class SqliteStore:
             _log.warning("store.checkpoint_failed", error=_short(exc), path=str(self.path))
         conn.close()
 
-    def _execute(self, conn: sqlite3.Connection, job: _Job) -> Any:
+    def _execute(self, conn: sqlite3.Connection, job: _Job, *, begun: bool = False) -> Any:
+        """Run `job` in its transaction (`begun`: the caller has begun it, `_write_now`)."""
         if not job.transaction:
             return job.context.run(job.fn, conn)
         try:
-            if conn.in_transaction:
-                # Left open by an interrupt that landed between a failure and its rollback (a
-                # second Ctrl-C in a blocking caller's own write): nothing of it was committed.
-                _log.warning("store.stale_transaction_rolled_back", path=str(self.path))
-                conn.execute("ROLLBACK")
-            self._begin(conn)
+            if not begun:
+                if conn.in_transaction:
+                    # Left open by an interrupt that landed between a failure and its rollback (a
+                    # second Ctrl-C in a blocking caller's own write): nothing of it was committed.
+                    _log.warning("store.stale_transaction_rolled_back", path=str(self.path))
+                    conn.execute("ROLLBACK")
+                self._begin(conn)
             result = job.context.run(job.fn, conn)
             conn.execute("COMMIT")
         except BaseException as exc:
@@ -753,17 +757,71 @@ class SqliteStore:
         queued: T = waiter.result()
         return queued
 
-    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Await a definition write. If the awaiting coroutine is cancelled the write still commits.
+    async def write(
+        self,
+        fn: Callable[[sqlite3.Connection], T],
+        after: Callable[[T], None] | None = None,
+        *,
+        long: bool = False,
+    ) -> T:
+        """Await a definition write; `after(result)` runs once it has committed, before any other
+        write begins (see `_Job.after`). If the awaiting coroutine is cancelled the write still
+        commits.
 
-        With `writes_on_loop` the transaction runs right here (`write_blocking`: on this thread
-        when the writer is idle, else after the writer's queue): the hop to the writer and back
-        costs two thread wake-ups on each side (~0.4 ms of a ~1.8 ms learn over MCP stdio on a
-        slow 2-core VM), and a stdio server's one client waits for the answer anyway."""
-        if self.writes_on_loop:
-            return self.write_blocking(fn)
-        fut = self._submit(fn)
+        With `writes_on_loop` (a stdio server) a write that cannot wait runs right here
+        (`_write_now`): the hop to the writer thread and back costs two thread wake-ups on each
+        side (~0.4 ms of a ~1.8 ms learn over MCP stdio on a slow 2-core VM). One that would wait —
+        for the writer's job or queue, or for another process's write lock — and a `long` one (a
+        reindex, a deep check) go to the writer thread as always, so the loop meanwhile answers
+        the client's other calls and a stop signal."""
+        if self.writes_on_loop and not long:
+            done = self._write_now(fn, after)
+            if done is not None:
+                result: T = done[0]
+                return result
+        fut = self._submit(fn, after=after)
         return await asyncio.shield(asyncio.wrap_future(fut))
+
+    def _write_now(self, fn: Callable[[sqlite3.Connection], T], after: Callable[[T], None] | None) -> tuple[T] | None:
+        """Run the write on this thread if it need not wait: the writer idle with nothing queued
+        (the queue's order is kept) and the database's write lock free — ``BEGIN IMMEDIATE`` is
+        tried once, without SQLite's busy wait. ``(result,)``, or None (nothing was run) when it
+        would have had to wait or the store cannot take it now (closed, read-only: the queue's
+        path says why)."""
+        if not self._writing.acquire(blocking=False):
+            return None
+        try:
+            conn = self._conn
+            if self._closed or conn is None or conn.in_transaction or not self._queue.empty():
+                return None
+            if not self._begin_now(conn):
+                return None
+            job = _Job(fn, contextvars.copy_context(), hot=False, after=after)
+            try:
+                result: T = self._execute(conn, job, begun=True)
+            finally:
+                self._job_done(job)
+            self._committed(job)
+            return (result,)
+        finally:
+            self._writing.release()
+
+    def _begin_now(self, conn: sqlite3.Connection) -> bool:
+        """``BEGIN IMMEDIATE`` if the write lock is free this instant; False, with nothing begun,
+        when another connection holds it (or anything else went wrong: the writer's path will
+        meet it again and report it)."""
+        try:
+            conn.execute("PRAGMA busy_timeout=0")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            finally:
+                conn.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
+        except sqlite3.Error:
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            return False
+        return True
 
     def hot(self, fn: Callable[[sqlite3.Connection], T]) -> concurrent.futures.Future[T] | None:
         """Enqueue a hot record write without waiting. Returns None when the queue is full and

@@ -455,7 +455,7 @@ async def doctor(memory: Memory, full: bool = False, deep_index_check: bool | No
     lines.append(("schema", f"version {h.schema_version} (this server: {supported})", h.schema_version == supported))
     # FTS5's integrity check is a write-shaped statement: it runs on the writer's connection.
     health = functools.partial(db.text_index_health, deep=deep)
-    for ix in await (memory.index.write(health) if deep else memory.index.read(health)):
+    for ix in await (memory.index.write(health, long=True) if deep else memory.index.read(health)):
         detail = f"{ix.rows} rows, {ix.entries} index entries"
         if ix.problem is not None:
             detail += f"; the index is damaged ({ix.problem})"
@@ -503,7 +503,7 @@ def doctor_unopenable(data_dir: Path, exc: StoreUnreadable | SchemaTooNew | Stor
 async def reindex(memory: Memory, principal: Principal) -> dict[str, int]:
     """Rebuild every full-text index of index.db from its rows, in one transaction: entries made, by index."""
     memory.policy.require_admin(principal, "reindex")
-    return await memory.index.write(db.rebuild_text_indexes)
+    return await memory.index.write(db.rebuild_text_indexes, long=True)  # never on the event loop
 
 
 async def stats(memory: Memory, *, serving: bool = True) -> dict[str, int]:
