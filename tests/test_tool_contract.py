@@ -275,3 +275,73 @@ async def test_inlined_output_schemas_decide_as_the_schemas_pydantic_wrote(serve
         verdicts = [(Draft7Validator(before).is_valid(doc), Draft7Validator(after).is_valid(doc)) for doc in broken]
         assert all(a == b for a, b in verdicts), name
         assert {a for a, _ in verdicts} == {True, False}, name  # some pass, some fail: the test can tell
+
+
+def _verdicts(schema: dict[str, Any], docs: list[Any]) -> list[Any]:
+    """Each doc's validity against `schema`, or the error a reference that does not resolve raises."""
+    from jsonschema import Draft7Validator
+
+    out: list[Any] = []
+    for doc in docs:
+        try:
+            out.append(Draft7Validator(schema).is_valid(doc))
+        except Exception as exc:
+            out.append(type(exc).__name__)
+    return out
+
+
+_D7 = "http://json-schema.org/draft-07/schema#"
+_EDGE_CASES: dict[str, tuple[dict[str, Any], list[Any]]] = {
+    "a reference into a definition": (
+        {
+            "$schema": _D7,
+            "$defs": {
+                "X": {"type": "object", "properties": {"y": {"type": "integer"}}},
+                "A": {"properties": {"x": {"$ref": "#/$defs/X"}}},
+            },
+            "properties": {"a": {"$ref": "#/$defs/A"}, "y": {"$ref": "#/$defs/X/properties/y"}},
+        },
+        [{"y": 1}, {"y": "no"}, {"a": {"x": {"y": "no"}}}],
+    ),
+    "a property named $ref": (
+        {
+            "$schema": _D7,
+            "$defs": {
+                "Leaf": {"type": "object", "properties": {"x": {"type": "integer"}}},
+                "Holder": {"properties": {"leaf": {"$ref": "#/$defs/Leaf"}}},
+            },
+            "properties": {"$ref": {"$ref": "#/$defs/Leaf"}, "holder": {"$ref": "#/$defs/Holder"}},
+        },
+        [{"$ref": {"x": 1}, "holder": {"leaf": {"x": 2}}}, {"$ref": {"x": "no"}, "holder": {"leaf": {"x": 2}}}],
+    ),
+    "names a pointer escapes": (
+        {
+            "$schema": _D7,
+            "$defs": {
+                "a/b": {"type": "integer"},
+                "a~1b": {"type": "string"},
+                "W": {"properties": {"v": {"$ref": "#/$defs/a~1b"}}},
+            },
+            "properties": {"w": {"$ref": "#/$defs/W"}, "s": {"$ref": "#/$defs/a~01b"}},
+        },
+        [{"w": {"v": 1}}, {"w": {"v": "s"}}],
+    ),
+    "reference-shaped data": (
+        {
+            "$schema": _D7,
+            "$defs": {"X": {"type": "integer"}, "W": {"properties": {"v": {"const": {"$ref": "#/$defs/X"}}}}},
+            "properties": {"w": {"$ref": "#/$defs/W"}},
+        },
+        [{"w": {"v": {"$ref": "#/$defs/X"}}}, {"w": {"v": 3}}],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_EDGE_CASES))
+def test_inlining_leaves_what_it_cannot_move_safely(case: str) -> None:
+    """From a review: references are read where subschemas stand, never in data; a reference
+    into a definition, or a name a JSON pointer escapes, keeps the schema as it was written."""
+    from robot_mcp_memory.server import inline_single_use
+
+    schema, docs = _EDGE_CASES[case]
+    assert _verdicts(inline_single_use(schema), docs) == _verdicts(schema, docs)

@@ -8,6 +8,7 @@ builds one around a temporary database in one line. `http_app` puts SSE (``/sse`
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import time
 from collections import Counter
@@ -471,58 +472,87 @@ def inline_single_use(schema: Any) -> Any:
     """`schema` with each definition that one other definition uses, once, written in place of
     that reference: a recall result's memory (`MemoryView`) inside `RecallResult`, a learn
     result's `AutoInferred` inside `LearnResult`. The same constraint; a client no longer resolves
-    the reference for every memory of every result (~8 % of checking a 5-memory recall with the
+    the reference for every memory of every result (~9 % of checking a 5-memory recall with the
     SDK's jsonschema). Only a definition free of references itself moves (nothing recursive), and
     only into another definition: draft-07 does not know ``$defs``, so a client's check of the
     schema against its meta-schema, on every call, skips what lies there; a definition written
-    into the top level would be checked each time (three times the cost for a recall's)."""
+    into the top level would be checked each time (three times the cost for a recall's).
+    References are read where a subschema can stand, never inside a value (``const``, ``enum``,
+    ``default``); a schema with a reference into a definition (``#/$defs/X/properties/y``) is left
+    as it is, and so is a definition whose name a JSON pointer would have to escape."""
     if not isinstance(schema, dict) or not isinstance(schema.get("$defs"), dict):
         return schema
     defs: dict[str, Any] = dict(schema["$defs"])
+    top = {k: v for k, v in schema.items() if k != "$defs"}
     while True:
-        uses = Counter(_refs({k: v for k, v in schema.items() if k != "$defs"}))
-        for sub in defs.values():
-            uses.update(_refs(sub))
+        refs = _refs(top) + [r for sub in defs.values() for r in _refs(sub)]
+        if any(r.startswith(_DEFS) and "/" in r[len(_DEFS) :] for r in refs):
+            return schema  # a reference into a definition: moving it could change what it names
+        uses = Counter(refs)
         movable = {
-            f"#/$defs/{name}": sub
+            f"{_DEFS}{name}": sub
             for name, sub in defs.items()
-            if isinstance(sub, dict) and uses[f"#/$defs/{name}"] == 1 and not _refs(sub)
+            if isinstance(sub, dict) and uses[f"{_DEFS}{name}"] == 1 and not _refs(sub) and not set(name) & set("~/%")
         }
         moved: set[str] = set()
         for name in list(defs):
-            defs[name] = _written_in(defs[name], movable, moved)
+            defs[name] = _subschemas(defs[name], functools.partial(_written, movable=movable, moved=moved))
         if not moved:
             break
         for ref in moved:
-            del defs[ref.removeprefix("#/$defs/")]
-    out = {k: v for k, v in schema.items() if k != "$defs"}
-    if defs:
-        out["$defs"] = defs
+            del defs[ref.removeprefix(_DEFS)]
+    return {**top, "$defs": defs} if defs else top
+
+
+_DEFS = "#/$defs/"
+#: Where a subschema stands: under these keywords one, a list of them (``items`` may be either),
+#: or a map of names to them (``dependencies`` may map a name to a list of names instead).
+_ONE = ("items", "additionalItems", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else")
+_MANY = ("anyOf", "allOf", "oneOf", "prefixItems")
+_BY_NAME = ("properties", "$defs", "definitions", "patternProperties", "dependencies", "dependentSchemas")
+
+
+def _subschemas(schema: Any, fn: Callable[[dict[str, Any]], Any]) -> Any:
+    """`schema` with every subschema in it (itself first) replaced by what `fn` returns for it,
+    or walked into when `fn` returns None."""
+    if not isinstance(schema, dict):
+        return schema
+    replaced = fn(schema)
+    if replaced is not None:
+        return replaced
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _BY_NAME and isinstance(value, dict):
+            out[key] = {name: _subschemas(sub, fn) for name, sub in value.items()}
+        elif (key in _MANY or key in _ONE) and isinstance(value, list):
+            out[key] = [_subschemas(sub, fn) for sub in value]
+        elif key in _ONE:
+            out[key] = _subschemas(value, fn)
+        else:
+            out[key] = value
     return out
 
 
-def _refs(node: Any) -> list[str]:
-    """Every ``$ref`` in `node`, as often as it occurs."""
-    if isinstance(node, list):
-        return [r for v in node for r in _refs(v)]
-    if not isinstance(node, dict):
-        return []
-    own = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
-    return own + [r for k, v in node.items() if k != "$ref" for r in _refs(v)]
+def _refs(schema: Any) -> list[str]:
+    """Every reference in `schema`'s subschemas, as often as it occurs."""
+    found: list[str] = []
+
+    def note(node: dict[str, Any]) -> None:
+        if isinstance(node.get("$ref"), str):
+            found.append(node["$ref"])
+
+    _subschemas(schema, note)
+    return found
 
 
-def _written_in(node: Any, movable: dict[str, Any], moved: set[str]) -> Any:
-    """`node` with each reference to a `movable` definition replaced by the definition (its
-    annotations kept), the references replaced added to `moved`."""
-    if isinstance(node, list):
-        return [_written_in(v, movable, moved) for v in node]
-    if not isinstance(node, dict):
-        return node
+def _written(node: dict[str, Any], movable: dict[str, Any], moved: set[str]) -> dict[str, Any] | None:
+    """A reference to a `movable` definition as the definition (its annotations kept), the
+    reference added to `moved`; None for any other subschema."""
     ref = node.get("$ref")
     if isinstance(ref, str) and ref in movable and set(node) - {"$ref"} <= _ANNOTATIONS:
         moved.add(ref)
         return {**movable[ref], **{k: v for k, v in node.items() if k != "$ref"}}
-    return {k: _written_in(v, movable, moved) for k, v in node.items()}
+    return None
 
 
 def _converted(meta: FuncMetadata, raw: Any) -> ToolOutput:

@@ -228,7 +228,9 @@ def encoded(message: types.JSONRPCMessage) -> str:
     root = message.root
     if type(root) is types.JSONRPCResponse and not root.model_extra:
         plain = {"jsonrpc": root.jsonrpc, "id": root.id, "result": root.result}
-        return pydantic_core.to_json(plain, inf_nan_mode="null").decode()
+        # by_alias and exclude_none as the model's encoder passes them down: the SDK's results are
+        # plain JSON already, but a model inside one would be written as the SDK writes it.
+        return pydantic_core.to_json(plain, inf_nan_mode="null", by_alias=True, exclude_none=True).decode()
     return message.model_dump_json(by_alias=True, exclude_none=True)
 
 
