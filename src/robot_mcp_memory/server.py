@@ -431,10 +431,11 @@ def nullable_as_type_lists(schema: Any) -> Any:
     return out
 
 
-#: Schema keywords whose value is a subschema, and those whose value maps names to subschemas.
-_SUBSCHEMA = ("items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else")
-_SUBSCHEMAS = ("anyOf", "allOf", "oneOf", "prefixItems")
-_NAMED = ("properties", "$defs", "definitions", "patternProperties")
+#: Where a subschema stands: under these keywords one, a list of them (``items`` may be either),
+#: or a map of names to them (``dependencies`` may map a name to a list of names instead).
+_ONE = ("items", "additionalItems", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else")
+_MANY = ("anyOf", "allOf", "oneOf", "prefixItems")
+_BY_NAME = ("properties", "$defs", "definitions", "patternProperties", "dependencies", "dependentSchemas")
 
 
 def lean_schema(schema: Any) -> Any:
@@ -452,14 +453,7 @@ def lean_schema(schema: Any) -> Any:
             continue
         if key == "additionalProperties" and value is True:
             continue
-        if key in _NAMED and isinstance(value, dict):
-            out[key] = {name: lean_schema(sub) for name, sub in value.items()}
-        elif key in _SUBSCHEMAS and isinstance(value, list):
-            out[key] = [lean_schema(sub) for sub in value]
-        elif key in _SUBSCHEMA:
-            out[key] = lean_schema(value)
-        else:
-            out[key] = value
+        out[key] = _below(key, value, lean_schema)
     return out
 
 
@@ -485,7 +479,7 @@ def inline_single_use(schema: Any) -> Any:
     defs: dict[str, Any] = dict(schema["$defs"])
     top = {k: v for k, v in schema.items() if k != "$defs"}
     while True:
-        refs = _refs(top) + [r for sub in defs.values() for r in _refs(sub)]
+        refs = _refs({**top, "$defs": defs})
         if any(r.startswith(_DEFS) and "/" in r[len(_DEFS) :] for r in refs):
             return schema  # a reference into a definition: moving it could change what it names
         uses = Counter(refs)
@@ -505,11 +499,6 @@ def inline_single_use(schema: Any) -> Any:
 
 
 _DEFS = "#/$defs/"
-#: Where a subschema stands: under these keywords one, a list of them (``items`` may be either),
-#: or a map of names to them (``dependencies`` may map a name to a list of names instead).
-_ONE = ("items", "additionalItems", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else")
-_MANY = ("anyOf", "allOf", "oneOf", "prefixItems")
-_BY_NAME = ("properties", "$defs", "definitions", "patternProperties", "dependencies", "dependentSchemas")
 
 
 def _subschemas(schema: Any, fn: Callable[[dict[str, Any]], Any]) -> Any:
@@ -520,17 +509,19 @@ def _subschemas(schema: Any, fn: Callable[[dict[str, Any]], Any]) -> Any:
     replaced = fn(schema)
     if replaced is not None:
         return replaced
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key in _BY_NAME and isinstance(value, dict):
-            out[key] = {name: _subschemas(sub, fn) for name, sub in value.items()}
-        elif (key in _MANY or key in _ONE) and isinstance(value, list):
-            out[key] = [_subschemas(sub, fn) for sub in value]
-        elif key in _ONE:
-            out[key] = _subschemas(value, fn)
-        else:
-            out[key] = value
-    return out
+    return {key: _below(key, value, lambda sub: _subschemas(sub, fn)) for key, value in schema.items()}
+
+
+def _below(key: str, value: Any, walk: Callable[[Any], Any]) -> Any:
+    """The value of keyword `key` with `walk` applied to each subschema it holds (`_ONE`,
+    `_MANY`, `_BY_NAME`); any other value as it is."""
+    if key in _BY_NAME and isinstance(value, dict):
+        return {name: walk(sub) for name, sub in value.items()}
+    if (key in _MANY or key in _ONE) and isinstance(value, list):
+        return [walk(sub) for sub in value]
+    if key in _ONE:
+        return walk(value)
+    return value
 
 
 def _refs(schema: Any) -> list[str]:

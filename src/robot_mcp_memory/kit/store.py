@@ -745,13 +745,7 @@ class SqliteStore:
                     raise self._closed_error()
                 if conn is None:
                     raise self._read_only_error()
-                job = _Job(fn, contextvars.copy_context(), hot=False, after=after)
-                try:
-                    result: T = self._execute(conn, job)
-                finally:
-                    self._job_done(job)
-                self._committed(job)
-                return result
+                return self._run_here(conn, fn, after)
         waiter = _Waiter()
         self._enqueue(_Job(fn, contextvars.copy_context(), hot=False, after=after), waiter)
         queued: T = waiter.result()
@@ -796,15 +790,27 @@ class SqliteStore:
                 return None
             if not self._begin_now(conn):
                 return None
-            job = _Job(fn, contextvars.copy_context(), hot=False, after=after)
-            try:
-                result: T = self._execute(conn, job, begun=True)
-            finally:
-                self._job_done(job)
-            self._committed(job)
-            return (result,)
+            return (self._run_here(conn, fn, after, begun=True),)
         finally:
             self._writing.release()
+
+    def _run_here(
+        self,
+        conn: sqlite3.Connection,
+        fn: Callable[[sqlite3.Connection], T],
+        after: Callable[[T], None] | None,
+        *,
+        begun: bool = False,
+    ) -> T:
+        """A write run by its caller's thread, which holds `_writing` (`write_blocking`,
+        `_write_now`), counted as the writer counts its jobs."""
+        job = _Job(fn, contextvars.copy_context(), hot=False, after=after)
+        try:
+            result: T = self._execute(conn, job, begun=begun)
+        finally:
+            self._job_done(job)
+        self._committed(job)
+        return result
 
     def _begin_now(self, conn: sqlite3.Connection) -> bool:
         """``BEGIN IMMEDIATE`` if the write lock is free this instant; False, with nothing begun,
