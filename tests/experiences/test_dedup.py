@@ -311,3 +311,18 @@ def test_context_numbers_written_alike_have_one_key() -> None:
     assert dedup._number_key(-0.0) == dedup._number_key(0) == "0"
     assert dedup._number_key(1e-05) == "1e-5"
     assert dedup._number_key(0.5) != dedup._number_key(0.05)
+
+
+_SPACES = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u2028\u3000a.!;"
+
+
+@given(st.text(max_size=80) | st.text(st.sampled_from(_SPACES), max_size=20))
+def test_normalise_collapses_white_space_as_the_regular_expression_did(text: str) -> None:
+    """`normalise` joins ``str.split``'s words with one space: the same text as collapsing each
+    run of ``\\s`` to one space and stripping the ends, for every string (both know the same
+    white space, ``\\x1c``-``\\x1f`` and the Unicode spaces included)."""
+    import re
+    import unicodedata
+
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    assert dedup.normalise(text) == re.sub(r"\s+", " ", folded).strip().rstrip(".!。！;；")

@@ -155,3 +155,18 @@ def test_any_text_gives_a_match_expression_fts5_accepts(text: str) -> None:
     expr = segment.match_expression(text)
     if expr is not None:
         c.execute("SELECT rowid FROM f WHERE f MATCH ?", (expr,)).fetchall()
+
+
+# Every character class the two paths could read differently: ASCII letters, digits, "_", every
+# other printable ASCII character and ASCII control and space characters; and, for the general
+# path's side, text outside ASCII (which must still take it).
+_ASCII = st.text(st.characters(max_codepoint=0x7F), max_size=120)
+
+
+@given(_ASCII)
+def test_ascii_text_is_tokenised_as_the_general_path_tokenises_it(text: str) -> None:
+    """`tokens` reads ASCII text with a plain ``[a-z0-9]+`` (a learn tokenises its text twice);
+    the tokens must be those of the Unicode word pattern that serves every other text."""
+    general = segment._WORD.findall(segment._lower(segment.nfc(text)))
+    assert segment.tokens(text) == general
+    assert segment.tokens(text + " é") == [*general, "é"]  # not ASCII: the general path, same tokens

@@ -88,14 +88,14 @@ _NUMBER = re.compile(r"[-+]?\d+(?:[.,]\d+)*")
 #: number does not follow a letter ("ur5e-01" is a name and a number, not 5·10⁻¹).
 _EXPONENT = re.compile(r"[eE][-+]?\d+")
 _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
-_SPACE = re.compile(r"\s+")
 _REAL = frozenset({"real", "real_world", "real-world", "hardware", "physical"})
 
 
 def normalise(text: str) -> str:
     """Case-, width- and spacing-insensitive form of `text` (for the exact stage)."""
     t = unicodedata.normalize("NFKC", text).casefold()
-    return _SPACE.sub(" ", t).strip().rstrip(".!。！;；")
+    # = _SPACE.sub(" ", t).strip(): str.split and \s know the same white space, four times faster
+    return " ".join(t.split()).rstrip(".!。！;；")
 
 
 def content_hash(text: str) -> str:

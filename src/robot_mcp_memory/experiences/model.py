@@ -50,6 +50,9 @@ MemoryType = Literal["fact", "perception"]
 Status = Literal["active", "forgotten", "superseded"]
 _COLLECTION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}\Z")
 _PERCEPTION_TYPE = re.compile(r"^[a-z][a-z0-9_]{0,31}\Z")
+#: ``json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))`` with one
+#: encoder for every call (`parse_json` encodes each argument it bounds).
+_STRICT_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 
 
 def decay_factor(age_s: float) -> float:
@@ -172,7 +175,7 @@ def parse_json(value: Any, what: str, max_bytes: int) -> Any:
             raise InvalidInput(f'{what} must be JSON (an object such as {{"force": 12.5}}) or an object') from exc
     value = jsonvalue.check(value, what)
     try:
-        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        encoded = _STRICT_JSON(value)
     except RecursionError as exc:  # `check` bounds the depth; never let the interpreter's limit escape
         raise InvalidInput(f"{what} nests more than {jsonvalue.MAX_DEPTH} levels deep; flatten it") from exc
     except (TypeError, ValueError) as exc:

@@ -209,8 +209,9 @@ def _row(row: Sequence[Any], data: Any = None, tags: tuple[str, ...] = ()) -> Ex
     )
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+#: json.dumps(value, ensure_ascii=False, separators=(",", ":")), without building an encoder for
+#: every call (a learn writes two or three values).
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def context_text(context: Mapping[str, Any], tags: Iterable[str] = ()) -> str:
