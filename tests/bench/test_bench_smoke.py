@@ -3,7 +3,9 @@ measured by bench/ and written up in docs/benchmarks.md."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from bench.bench_processes import make_documents, make_queries, render, run_benchmark
 
@@ -45,3 +47,43 @@ async def test_the_hybrid_recall_benchmark_runs_at_a_tiny_size(tmp_path: Path) -
     assert set(r.hybrid) == set(r.keyword) == set(FILTERS)
     assert all(t.p50 > 0 and t.cpu > 0 for t in r.hybrid.values())
     assert "| 300 | 100 + 200 | none |" in report([r], 5, "python -m bench.bench_recall_hybrid")
+
+
+class _Recording:
+    """A side of the robotmem comparison that only records the chunks it is asked to learn."""
+
+    def __init__(self, name: str, calls: list[tuple[str, int, int]]) -> None:
+        self.name, self.calls, self.learned = name, calls, 0
+
+    def learn(self, items: Sequence[Any]) -> dict[str, Any]:
+        self.calls.append((self.name, self.learned, len(items)))
+        self.learned += len(items)
+        return {"n": len(items), "wall_s": 0.001, "cpu_s": 0.0, "created": len(items), "duplicates": 0, "errors": 0}
+
+    def recall(self, queries: Sequence[str], count: int, context_filter: Any) -> dict[str, Any]:
+        return {"walls": [0.001] * count, "cpu_s": 0.0, "empty": 0, "errors": 0}
+
+    def count(self) -> int:
+        return self.learned
+
+
+def test_the_robotmem_comparison_learns_the_last_tenth_in_small_chunks_taking_turns() -> None:
+    """Learn *at* the size (the fill's last tenth, where the targets are read) goes in chunks a
+    tenth as large as the fill's, and the sides take turns to go first, so each side's rate
+    there is measured over the same seconds as the other's."""
+    from bench import bench_robotmem_compare as compare
+
+    calls: list[tuple[str, int, int]] = []
+    sides = [_Recording("robotmem", calls), _Recording("ours", calls)]
+    (result,) = compare.in_process(sides, [200], 2, [("x", {}, "default")] * 200, batch=0)  # type: ignore[arg-type]
+
+    fill = [(name, start, n) for name, start, n in calls if start < 180]
+    assert {n for _, _, n in fill} == {20}  # a tenth of the size
+    at_size = [(name, start, n) for name, start, n in calls if start >= 180]
+    assert {n for _, _, n in at_size} == {2}
+    assert len(at_size) == 2 * 10
+    firsts = [at_size[i][0] for i in range(0, len(at_size), 2)]
+    assert len(set(firsts[0::2])) == len(set(firsts[1::2])) == 1
+    assert firsts[0] != firsts[1]
+    assert result.learn["ours"].at_n == result.learn["robotmem"].at_n == 20
+    assert result.learn["ours"].n == 200
