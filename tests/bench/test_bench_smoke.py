@@ -53,29 +53,35 @@ class _Recording:
     """A side of the robotmem comparison that only records the chunks it is asked to learn."""
 
     def __init__(self, name: str, calls: list[tuple[str, int, int]]) -> None:
-        self.name, self.calls, self.learned = name, calls, 0
+        self.name, self.calls, self.insights = name, calls, list[str]()
 
     def learn(self, items: Sequence[Any]) -> dict[str, Any]:
-        self.calls.append((self.name, self.learned, len(items)))
-        self.learned += len(items)
+        self.calls.append((self.name, len(self.insights), len(items)))
+        self.insights += [insight for insight, _, _ in items]
         return {"n": len(items), "wall_s": 0.001, "cpu_s": 0.0, "created": len(items), "duplicates": 0, "errors": 0}
 
     def recall(self, queries: Sequence[str], count: int, context_filter: Any) -> dict[str, Any]:
         return {"walls": [0.001] * count, "cpu_s": 0.0, "empty": 0, "errors": 0}
 
     def count(self) -> int:
-        return self.learned
+        return len(self.insights)
+
+
+def _compare_with_recorders(sizes: list[int]) -> tuple[list[Any], list[tuple[str, int, int]], list[_Recording]]:
+    from bench import bench_robotmem_compare as compare
+
+    calls: list[tuple[str, int, int]] = []
+    sides = [_Recording("robotmem", calls), _Recording("ours", calls)]
+    items: list[tuple[str, dict[str, Any], str]] = [(str(i), {}, "default") for i in range(max(sizes))]
+    results = compare.in_process(sides, sizes, 2, items, batch=0)  # type: ignore[arg-type]
+    return results, calls, sides
 
 
 def test_the_robotmem_comparison_learns_the_last_tenth_in_small_chunks_taking_turns() -> None:
     """Learn *at* the size (the fill's last tenth, where the targets are read) goes in chunks a
     tenth as large as the fill's, and the sides take turns to go first, so each side's rate
     there is measured over the same seconds as the other's."""
-    from bench import bench_robotmem_compare as compare
-
-    calls: list[tuple[str, int, int]] = []
-    sides = [_Recording("robotmem", calls), _Recording("ours", calls)]
-    (result,) = compare.in_process(sides, [200], 2, [("x", {}, "default")] * 200, batch=0)  # type: ignore[arg-type]
+    (result,), calls, sides = _compare_with_recorders([200])
 
     fill = [(name, start, n) for name, start, n in calls if start < 180]
     assert {n for _, _, n in fill} == {20}  # a tenth of the size
@@ -86,4 +92,22 @@ def test_the_robotmem_comparison_learns_the_last_tenth_in_small_chunks_taking_tu
     assert len(set(firsts[0::2])) == len(set(firsts[1::2])) == 1
     assert firsts[0] != firsts[1]
     assert result.learn["ours"].at_n == result.learn["robotmem"].at_n == 20
-    assert result.learn["ours"].n == 200
+    for side in sides:  # every item once, in order
+        assert side.insights == [str(i) for i in range(200)]
+
+
+def test_each_size_learns_only_its_new_items_and_times_its_own_last_tenth() -> None:
+    """Several sizes, one of them starting past the next one's 90 % mark (95 → 100): each side
+    learns every item exactly once, in order, and *at size* counts only the learns from the
+    later of the previous size and the 90 % mark."""
+    sizes = [95, 100, 200, 1000]
+    results, _, sides = _compare_with_recorders(sizes)
+
+    for side in sides:
+        assert side.insights == [str(i) for i in range(1000)]
+    previous = 0
+    for r in results:
+        for learned in r.learn.values():
+            assert learned.n == r.size - previous
+            assert learned.at_n == r.size - max(previous, r.size - r.size // 10)
+        previous = r.size
