@@ -53,7 +53,8 @@ class _Recording:
     """A side of the robotmem comparison that only records the chunks it is asked to learn."""
 
     def __init__(self, name: str, calls: list[tuple[str, int, int]]) -> None:
-        self.name, self.calls, self.insights = name, calls, list[str]()
+        self.name, self.calls = name, calls
+        self.insights: list[str] = []
 
     def learn(self, items: Sequence[Any]) -> dict[str, Any]:
         self.calls.append((self.name, len(self.insights), len(items)))

@@ -94,7 +94,7 @@ _REAL = frozenset({"real", "real_world", "real-world", "hardware", "physical"})
 def normalise(text: str) -> str:
     """Case-, width- and spacing-insensitive form of `text` (for the exact stage)."""
     t = unicodedata.normalize("NFKC", text).casefold()
-    # = _SPACE.sub(" ", t).strip(): str.split and \s know the same white space, four times faster
+    # = re.sub(r"\s+", " ", t).strip(): str.split and \s know the same white space, four times faster
     return " ".join(t.split()).rstrip(".!。！;；")
 
 
