@@ -106,6 +106,47 @@ async def test_cached_ranking_is_the_plain_query_to_the_last_bit(
     assert answered.count(False) > 0
 
 
+async def test_narrow_filters_are_ranked_by_the_cache_exactly_and_the_narrowest_by_sql(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under a filter passing a few memories in a hundred the cache's rounds of given rows (each
+    read by SQL, which applies every filter) rank the very list the plain query does: short
+    rounds that come back with too few, the bound's second round, a pool scaled to the share.
+    Under one passing fewer than `CACHE_SHARE` of the sampled memories, SQL ranks."""
+    await ranking_corpus(memory)
+    cache = _cache()
+    answered = _answered(cache, monkeypatch)
+    now = time.time()
+    narrow: tuple[dict[str, Any], ...] = (
+        {"params.grip_force": {"$lt": 10}},  # about a fifth
+        {"task.name": "dock", "task.success": True},
+        {"params.grip_force": {"$lt": 6}, "task.success": True},
+        {"robot.id": {"$in": ["spot-02", "tiago-07"]}, "params.speed": {"$gte": 0.7}},
+    )
+    shares, found = [], 0
+    for coll in ("default", "kitchen-lab"):
+        for spec in narrow:
+            scope = Scope(None, coll, 0.3, now, condition=compile_filter(spec, "m.context"))
+
+            def share_of(c: sqlite3.Connection, s: Scope = scope) -> float:
+                return ranking_repo._pass_share(c, s)
+
+            share = memory.index.read_blocking(share_of)
+            before = len(answered)
+            found += _check(memory, cache, scope, QUERIES, ns=(1, 5, 50))
+            shares.append((share, answered[before:]))
+    assert found > 100
+    # Every list under a filter passing from `CACHE_SHARE` up came from the cache, narrow ones too.
+    taken = [a for share, a in shares if share >= ranking_repo.CACHE_SHARE]
+    assert all(all(a) and a for a in taken), shares
+    assert any(ranking_repo.CACHE_SHARE <= share < ranking_repo.BROAD_SHARE / 2 for share, _ in shares), shares
+    # A filter passing none of the sampled memories: SQL ranks, the cache is not asked.
+    scope = Scope(None, "default", 0.3, now, condition=compile_filter({"params.grip_force": {"$gt": 99}}, "m.context"))
+    before = len(answered)
+    _check(memory, cache, scope, QUERIES[:5])
+    assert answered[before:] == []
+
+
 async def test_the_cache_follows_learns_updates_and_forgets(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     svc = memory.experiences
     cache = svc.store.keywords

@@ -317,7 +317,7 @@ def _ranked_numbers(
     score found is above what a memory holding only those phrases could reach (their bound ×
     `MAX_SOURCE_WEIGHT`), the list is exact; otherwise the rarest of them chooses matches again,
     until none is left out. Tried only for short lists (`SKIP_UP_TO`) under broad filters
-    (`_passes_broadly`) in stores of `SHORTCUTS_FROM` memories or more, where it pays. The
+    (`_pass_share`) in stores of `SHORTCUTS_FROM` memories or more, where it pays. The
     largest id stands for the number of memories FTS5's idf counts (every indexed memory is a row
     of `memories`, so it can only be more), which only makes the bound more careful.
     Phrases no memory holds are dropped: they match and add nothing, but bm25 would loop over
@@ -325,17 +325,18 @@ def _ranked_numbers(
     if match is not None and not match:
         return []
     scored = match is not None and order == "score" and limit >= 1
-    passes: bool | None = None  # `_passes_broadly`, asked at most once
+    share: float | None = None  # `_pass_share`, asked at most once
     if keywords is not None and scored:
         assert match is not None
-        passes = _passes_broadly(conn, scope)
-        cached = _ranked_from_cache(conn, scope, match, limit, covering, keywords) if passes else None
+        share = _pass_share(conn, scope)
+        fits = share >= CACHE_SHARE
+        cached = _ranked_from_cache(conn, scope, match, limit, covering, keywords, share) if fits else None
         if cached is not None:
             return cached
     total = 0
     if scored:
         (total,) = conn.execute("SELECT coalesce(max(id), 0) FROM memories").fetchone()
-    broad = total >= SHORTCUTS_FROM and (_passes_broadly(conn, scope) if passes is None else passes)
+    broad = total >= SHORTCUTS_FROM and (_pass_share(conn, scope) if share is None else share) >= BROAD_SHARE
     if broad and match is not None and len(match) > 1 and limit <= SKIP_UP_TO:
         docs = _phrase_counts(conn, match)
         held = [(p, d) for p, d in zip(match, docs, strict=True) if d > 0]
@@ -359,7 +360,13 @@ def _ranked_numbers(
 
 
 def _ranked_from_cache(
-    conn: sqlite3.Connection, scope: Scope, match: Sequence[str], limit: int, covering: bool, keywords: KeywordCache
+    conn: sqlite3.Connection,
+    scope: Scope,
+    match: Sequence[str],
+    limit: int,
+    covering: bool,
+    keywords: KeywordCache,
+    share: float = 1.0,
 ) -> list[tuple[Any, ...]] | None:
     """`_ranked_numbers`'s rows with bm25 from the keyword cache, or None when it cannot answer.
 
@@ -370,14 +377,19 @@ def _ranked_from_cache(
     FTS5's matches. The list is exact once its `limit`-th score is above the highest bound left
     out; otherwise every match whose bound reaches that score goes (one more query, then exact),
     or, when fewer than `limit` passed the filters, four times as many. Never more than
-    `MAX_GIVEN` (then SQL ranks)."""
+    `MAX_GIVEN` (then SQL ranks).
+
+    `share`: the share of memories the filters pass (`_pass_share`). Under a narrow filter the
+    first query is given proportionally more matches, so that about ``2 × limit`` of them are
+    likely to pass (`NARROW_SCALE`): a query that comes back short costs a round trip and a bigger
+    one after it, where a few more given rows cost ~1 µs each."""
     found = keywords.candidates(conn, match, scope.collection, scope.visible)
     if found is None:
         return None
     ids, rels, tops = found
     if not len(ids):
         return []
-    k = max(BOUNDED_POOL_MIN, BOUNDED_POOL_FACTOR * limit)
+    k = max(BOUNDED_POOL_MIN, math.ceil(BOUNDED_POOL_FACTOR * limit * max(1.0, NARROW_SCALE * BROAD_SHARE / share)))
     head, left = _highest(tops, k)
     while True:
         given = list(zip(ids[head].tolist(), rels[head].tolist(), strict=True))
@@ -421,21 +433,33 @@ SHORTCUTS_FROM = 5_000
 #: Phrase skipping is tried for lists up to this long: the longer the list, the lower its last
 #: score and the likelier the bound check fails (measured: a loss at 50, hybrid's keyword pool).
 SKIP_UP_TO = 20
-#: A filter passing at least this share of the most recent memories in scope counts as broad.
+#: A filter passing at least this share of the most recent memories in scope counts as broad:
+#: FTS5's floored query and the phrase skipping pay (`_ranked_numbers`).
 BROAD_SHARE = 0.25
-#: How many of the most recent memories in scope `_passes_broadly` tries the filters on.
+#: The keyword cache ranks under filters passing at least this share (4 of the 128 sampled);
+#: below it the plain query, which reads every match's context once, is cheaper than the cache's
+#: rounds of given rows, each of which reads theirs. 10,000 memories, bench queries, n = 5, p50 ms
+#: plain → cache: a range filter passing 12 % 4.3 → 1.6, one robot of five 4.2 → 1.2, one task
+#: of ten 3.9 → 2.2, 3 % 4.0 → 2.2; 2 % 4.0 → 5.5, 0.8 % 4.0 → 3.7 (docs/search.md).
+CACHE_SHARE = 4 / 128
+#: `_ranked_from_cache`'s first pool is scaled by ``max(1, NARROW_SCALE × BROAD_SHARE / share)``
+#: for a filter passing `share`: under one that passes fewer than half, about ``2 × limit`` of the
+#: pool pass (measured: the best of 1, 2 and 4).
+NARROW_SCALE = 2.0
+#: How many of the most recent memories in scope `_pass_share` tries the filters on.
 BROAD_SAMPLE = 128
 
 
-def _passes_broadly(conn: sqlite3.Connection, scope: Scope) -> bool:
-    """Whether a good share of the matches will pass `scope`'s robots, session and
-    `context_filter`: then the floored query and the phrase skipping pay (see `_ranking_sql`); a
-    narrow filter makes the plain query cheaper, since it computes bm25 only for the matches that
-    pass. Unscoped and unfiltered, yes; otherwise the filters are tried on the `BROAD_SAMPLE` most
-    recent memories of the collection (~0.1 ms at 10,000 memories). Only the plan depends on
-    this, never the answer."""
+def _pass_share(conn: sqlite3.Connection, scope: Scope) -> float:
+    """The share of matches likely to pass `scope`'s robots, session and `context_filter`,
+    which chooses the plan: the keyword cache's given rows from `CACHE_SHARE` up, FTS5's floored
+    query and the phrase skipping from `BROAD_SHARE` up (see `_ranking_sql`); under a narrower
+    filter the plain query is cheaper, since it computes bm25 only for the matches that pass.
+    Unscoped and unfiltered, 1.0; otherwise the share of the `BROAD_SAMPLE` most recent memories
+    of the collection that pass (~0.1 ms at 10,000 memories; 0.0 in an empty collection). Only
+    the plan depends on this, never the answer."""
     if scope.visible is None and scope.condition.sql == "1" and scope.session_id is None:
-        return True
+        return 1.0
     narrowing, passing_p = _narrowing(scope)
     passing = ["1", *narrowing]
     sample, passed = conn.execute(
@@ -444,7 +468,7 @@ def _passes_broadly(conn: sqlite3.Connection, scope: Scope) -> bool:
         "WHERE m.collection = ? AND m.status = 'active' ORDER BY m.id DESC LIMIT ?) m",
         [*passing_p, scope.collection, BROAD_SAMPLE],
     ).fetchone()
-    return bool(sample) and passed >= BROAD_SHARE * sample
+    return passed / sample if sample else 0.0
 
 
 def _phrase_counts(conn: sqlite3.Connection, phrases: Sequence[str]) -> list[int]:
