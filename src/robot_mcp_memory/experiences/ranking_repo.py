@@ -376,13 +376,18 @@ def _ranked_from_cache(
     given rows (`_ranking_sql`'s `given`), which applies every filter and weight exactly as over
     FTS5's matches. The list is exact once its `limit`-th score is above the highest bound left
     out; otherwise every match whose bound reaches that score goes (one more query, then exact),
-    or, when fewer than `limit` passed the filters, four times as many. Never more than
-    `MAX_GIVEN` (then SQL ranks).
+    or, when fewer than `limit` passed the filters, as many as should hold ``2 × limit`` that
+    pass at the rate these passed (at least four times as many). Never more than `MAX_GIVEN`
+    (then SQL ranks).
 
     `share`: the share of memories the filters pass (`_pass_share`). Under a narrow filter the
     first query is given proportionally more matches, so that about ``2 × limit`` of them are
     likely to pass (`NARROW_SCALE`): a query that comes back short costs a round trip and a bigger
-    one after it, where a few more given rows cost ~1 µs each."""
+    one after it, where a few more given rows cost ~2–3 µs each. And under a narrow filter no query
+    is given more than a quarter of the matches (`GIVEN_SHARE`): where the best matches pass it
+    far less often than the sampled memories (docking, under a query about grasping), the rounds
+    would end up reading as many contexts as the plain query, at twice its cost a row — SQL's
+    plain query ranks instead."""
     found = keywords.candidates(conn, match, scope.collection, scope.visible)
     if found is None:
         return None
@@ -390,8 +395,11 @@ def _ranked_from_cache(
     if not len(ids):
         return []
     k = max(BOUNDED_POOL_MIN, math.ceil(BOUNDED_POOL_FACTOR * limit * max(1.0, NARROW_SCALE * BROAD_SHARE / share)))
+    cap = MAX_GIVEN if share >= BROAD_SHARE else min(MAX_GIVEN, max(GIVEN_FLOOR, int(GIVEN_SHARE * len(ids))))
     head, left = _highest(tops, k)
     while True:
+        if len(head) > cap:
+            return None
         given = list(zip(ids[head].tolist(), rels[head].tolist(), strict=True))
         got = conn.execute(*_ranking_sql(scope, None, "score", limit, covering, floored=True, given=given)).fetchall()
         if left is None:
@@ -404,11 +412,10 @@ def _ranked_from_cache(
             # Every match that could reach this `limit`-th score goes next: what is left out then
             # stays below it, and the next list's `limit`-th score can only be higher.
             head, left = np.flatnonzero(tops >= floor), None
-        else:  # too few of them pass the filters: four times as many
-            k *= 4
+        else:  # too few of them pass the filters: enough for 2 × limit at the rate these passed
+            rate = (len(got) or 0.5) / len(head)
+            k = max(4 * k, math.ceil(NARROW_SCALE * limit / rate))
             head, left = _highest(tops, k)
-        if len(head) > MAX_GIVEN:
-            return None
 
 
 def _highest(values: bm25.Floats, k: int) -> tuple[npt.NDArray[np.intp], float | None]:
@@ -427,6 +434,12 @@ BOUNDED_POOL_FACTOR = 4
 BOUNDED_POOL_MIN = 16
 #: The most matches `_ranked_from_cache` gives the ranking query (two parameters each).
 MAX_GIVEN = 4096
+#: Under a narrow filter (`share` < `BROAD_SHARE`) no more than this share of the matches, nor
+#: `GIVEN_FLOOR` if that is more, go to one query: a given row costs ~2–3 µs (the statement is
+#: compiled afresh, the rows sorted for the floor), a match of the plain query ~1.5 µs. Under a
+#: broad filter the fallback is FTS5's floored query, which costs more: there only `MAX_GIVEN`.
+GIVEN_SHARE = 0.25
+GIVEN_FLOOR = 256
 #: Below this many memories (the largest id) the plain query is cheapest: the shortcuts' own
 #: queries cost more than they save (measured: 0.20 against 0.32 ms at 1,000, even at 3,000).
 SHORTCUTS_FROM = 5_000
