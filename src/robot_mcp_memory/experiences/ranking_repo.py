@@ -413,8 +413,11 @@ def _ranked_from_cache(
             # stays below it, and the next list's `limit`-th score can only be higher.
             head, left = np.flatnonzero(tops >= floor), None
         else:  # too few of them pass the filters: enough for 2 × limit at the rate these passed
-            rate = (len(got) or 0.5) / len(head)
-            k = max(4 * k, math.ceil(NARROW_SCALE * limit / rate))
+            if got or share < BROAD_SHARE:
+                rate = (len(got) or 0.5) / len(head)
+                k = max(4 * k, math.ceil(NARROW_SCALE * limit / rate))
+            else:
+                k *= 4
             head, left = _highest(tops, k)
 
 
