@@ -376,9 +376,9 @@ def _ranked_from_cache(
     given rows (`_ranking_sql`'s `given`), which applies every filter and weight exactly as over
     FTS5's matches. The list is exact once its `limit`-th score is above the highest bound left
     out; otherwise every match whose bound reaches that score goes (one more query, then exact),
-    or, when fewer than `limit` passed the filters, as many as should hold ``2 × limit`` that
-    pass at the rate these passed (at least four times as many). Never more than `MAX_GIVEN`
-    (then SQL ranks).
+    or, when fewer than `limit` passed the filters, four times as many — under a narrow filter,
+    as many as should hold ``2 × limit`` that pass at the rate these passed, if that is more.
+    Never more than `MAX_GIVEN` (then SQL ranks).
 
     `share`: the share of memories the filters pass (`_pass_share`). Under a narrow filter the
     first query is given proportionally more matches, so that about ``2 × limit`` of them are
@@ -412,12 +412,12 @@ def _ranked_from_cache(
             # Every match that could reach this `limit`-th score goes next: what is left out then
             # stays below it, and the next list's `limit`-th score can only be higher.
             head, left = np.flatnonzero(tops >= floor), None
-        else:  # too few of them pass the filters: enough for 2 × limit at the rate these passed
-            if got or share < BROAD_SHARE:
-                rate = (len(got) or 0.5) / len(head)
-                k = max(4 * k, math.ceil(NARROW_SCALE * limit / rate))
-            else:
-                k *= 4
+        elif share < BROAD_SHARE:  # too few pass a narrow filter: enough for 2 × limit at their rate
+            rate = (len(got) or 0.5) / len(head)
+            k = max(4 * k, math.ceil(NARROW_SCALE * limit / rate))
+            head, left = _highest(tops, k)
+        else:  # too few pass a broad one: four times as many
+            k *= 4
             head, left = _highest(tops, k)
 
 
