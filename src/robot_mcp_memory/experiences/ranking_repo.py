@@ -456,7 +456,7 @@ BROAD_SHARE = 0.25
 #: below it the plain query, which reads every match's context once, is cheaper than the cache's
 #: rounds of given rows, each of which reads theirs. 10,000 memories, bench queries, n = 5, p50 ms
 #: plain → cache: a range filter passing 12 % 4.3 → 1.6, one robot of five 4.2 → 1.2, one task
-#: of ten 3.9 → 2.2, 3 % 4.0 → 2.2; 2 % 4.0 → 5.5, 0.8 % 4.0 → 3.7 (docs/search.md).
+#: of ten 3.9 → 2.2, 3 % 4.0 → 2.2; 2.3 % 3.9 → 5.5, 0.8 % 4.0 → 4.6 (docs/search.md).
 CACHE_SHARE = 4 / 128
 #: `_ranked_from_cache`'s first pool is scaled by ``max(1, NARROW_SCALE × BROAD_SHARE / share)``
 #: for a filter passing `share`: under one that passes fewer than half, about ``2 × limit`` of the
