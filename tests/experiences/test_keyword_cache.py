@@ -115,7 +115,8 @@ async def test_narrow_filters_are_ranked_by_the_cache_exactly_and_the_narrowest_
     the query's best matches pass the filter far less often than the sampled memories (docking
     under "grasp the red mug"), the cache gives up before a round would hand SQL a quarter of
     the matches, and the plain query ranks. Under a filter passing fewer than `CACHE_SHARE` of
-    the sampled memories, SQL ranks from the start."""
+    the sampled memories, or under a narrow one for a list so long that the first pool would pass
+    `NARROW_FIRST_MAX`, SQL ranks from the start."""
     await ranking_corpus(memory)
     cache = _cache()
     answered = _answered(cache, monkeypatch)
@@ -149,6 +150,12 @@ async def test_narrow_filters_are_ranked_by_the_cache_exactly_and_the_narrowest_
     before = len(answered)
     _check(memory, cache, scope, ["grasp the red mug"], ns=(5,))
     assert answered[before:] == [False]
+    # A long list under it needs a first pool past `NARROW_FIRST_MAX`: the cache is not asked.
+    share = memory.index.read_blocking(lambda c: ranking_repo._pass_share(c, scope))
+    assert ranking_repo._first_pool(50, share) > ranking_repo.NARROW_FIRST_MAX >= ranking_repo._first_pool(5, share)
+    before = len(answered)
+    _check(memory, cache, scope, QUERIES[:5], ns=(50,))
+    assert answered[before:] == []
     # A filter passing none of the sampled memories: SQL ranks, the cache is not asked.
     scope = Scope(None, "default", 0.3, now, condition=compile_filter({"params.grip_force": {"$gt": 99}}, "m.context"))
     before = len(answered)
