@@ -116,8 +116,10 @@ async def test_narrow_filters_are_ranked_by_the_cache_exactly_and_the_narrowest_
     under "grasp the red mug"), the cache gives up before a round would hand SQL a quarter of
     the matches, and the plain query ranks. Under a filter passing fewer than `CACHE_SHARE` of
     the sampled memories, or under a narrow one for a list so long that the first pool would pass
-    `NARROW_FIRST_MAX`, SQL ranks from the start."""
+    `NARROW_FIRST_SHARE` of the memories, SQL ranks from the start."""
     await ranking_corpus(memory)
+    # 1,800 memories: a sixteenth is 112, below most narrow pools; the rule is checked at the end.
+    monkeypatch.setattr(ranking_repo, "NARROW_FIRST_SHARE", 1.0)
     cache = _cache()
     answered = _answered(cache, monkeypatch)
     now = time.time()
@@ -150,12 +152,14 @@ async def test_narrow_filters_are_ranked_by_the_cache_exactly_and_the_narrowest_
     before = len(answered)
     _check(memory, cache, scope, ["grasp the red mug"], ns=(5,))
     assert answered[before:] == [False]
-    # A long list under it needs a first pool past `NARROW_FIRST_MAX`: the cache is not asked.
+    # A list whose first pool would pass a share of the memories: the cache is not asked.
+    monkeypatch.setattr(ranking_repo, "NARROW_FIRST_SHARE", 1 / 16)
     share = memory.index.read_blocking(lambda c: ranking_repo._pass_share(c, scope))
-    assert ranking_repo._first_pool(50, share) > ranking_repo.NARROW_FIRST_MAX >= ranking_repo._first_pool(5, share)
+    largest = memory.index.read_blocking(ranking_repo._largest_id)
+    assert ranking_repo._first_pool(50, share) > largest / 16 >= ranking_repo._first_pool(1, share)
     before = len(answered)
-    _check(memory, cache, scope, QUERIES[:5], ns=(50,))
-    assert answered[before:] == []
+    _check(memory, cache, scope, QUERIES[:5], ns=(50, 1))
+    assert len(answered[before:]) == 5  # n = 1 asked the cache for each query, n = 50 never
     # A filter passing none of the sampled memories: SQL ranks, the cache is not asked.
     scope = Scope(None, "default", 0.3, now, condition=compile_filter({"params.grip_force": {"$gt": 99}}, "m.context"))
     before = len(answered)

@@ -328,16 +328,19 @@ def _ranked_numbers(
         return []
     scored = match is not None and order == "score" and limit >= 1
     share: float | None = None  # `_pass_share`, asked at most once
+    total: int | None = None  # `_largest_id`, read at most once
     if keywords is not None and scored:
         assert match is not None
         share = _pass_share(conn, scope)
-        fits = share >= BROAD_SHARE or (share >= CACHE_SHARE and _first_pool(limit, share) <= NARROW_FIRST_MAX)
+        fits = share >= BROAD_SHARE
+        if not fits and share >= CACHE_SHARE:
+            total = _largest_id(conn)
+            fits = _first_pool(limit, share) <= NARROW_FIRST_SHARE * total
         cached = _ranked_from_cache(conn, scope, match, limit, covering, keywords, share) if fits else None
         if cached is not None:
             return cached
-    total = 0
-    if scored:
-        (total,) = conn.execute("SELECT coalesce(max(id), 0) FROM memories").fetchone()
+    if total is None:
+        total = _largest_id(conn) if scored else 0
     broad = total >= SHORTCUTS_FROM and (_pass_share(conn, scope) if share is None else share) >= BROAD_SHARE
     if broad and match is not None and len(match) > 1 and limit <= SKIP_UP_TO:
         docs = _phrase_counts(conn, match)
@@ -423,6 +426,12 @@ def _ranked_from_cache(
             head, left = _highest(tops, k)
 
 
+def _largest_id(conn: sqlite3.Connection) -> int:
+    """The largest memory id: a stand-in for how many memories there are (never fewer)."""
+    (total,) = conn.execute("SELECT coalesce(max(id), 0) FROM memories").fetchone()
+    return int(total)
+
+
 def _first_pool(limit: int, share: float) -> int:
     """How many matches `_ranked_from_cache` gives its first query under a filter passing `share`."""
     return max(BOUNDED_POOL_MIN, math.ceil(BOUNDED_POOL_FACTOR * limit * max(1.0, NARROW_SCALE * BROAD_SHARE / share)))
@@ -470,10 +479,12 @@ CACHE_SHARE = 4 / 128
 #: pool pass (measured: the best of 1, 2 and 4).
 NARROW_SCALE = 2.0
 #: Under a narrow filter the cache is asked only when its first pool (`_first_pool`) is at most
-#: this: a longer list under a narrow filter (n = 30 and more) needs a pool that nearly always
-#: outgrows the cap, and scoring every candidate first cost ~0.3–0.6 ms more than the plain query
-#: alone (n = 30–100 under filters passing 5–11 %, 10,000 memories).
-NARROW_FIRST_MAX = 512
+#: this share of the memories (the largest id): a pool larger than that nearly always outgrows
+#: the cap, and scoring every match first then costs more than the plain query alone (review, at
+#: 10,000 memories: 0.3–0.6 ms more for n = 30–100 under filters passing 5–11 %, first pools of
+#: 917–6,400). At 100,000 the same lists take the cache, and gain (n = 30 under a filter passing
+#: 3 %: 35.7 → 17.1 ms).
+NARROW_FIRST_SHARE = 1 / 16
 #: How many of the most recent memories in scope `_pass_share` tries the filters on.
 BROAD_SAMPLE = 128
 
