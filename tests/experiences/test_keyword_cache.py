@@ -106,6 +106,21 @@ async def test_cached_ranking_is_the_plain_query_to_the_last_bit(
     assert answered.count(False) > 0
 
 
+async def test_ties_at_the_bound_rank_like_the_plain_query(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where nothing has decayed (the scope's clock before every write), a score is exactly its
+    bound, and memories of the same relevance, weight and confidence tie at the bound; the plain
+    query orders them newest first, then by id. With pools of exactly n, the first pool holds n
+    of them in no particular order: the list is only exact if a bound *equal* to the n-th score
+    still sends every memory reaching it to the next query (`floor > left`, `tops >= floor`)."""
+    await ranking_corpus(memory)
+    cache = _cache()
+    monkeypatch.setattr(ranking_repo, "BOUNDED_POOL_MIN", 1)
+    monkeypatch.setattr(ranking_repo, "BOUNDED_POOL_FACTOR", 1)
+    twin = next(iter(corpus(1, seed=7))).insight  # 29 copies with other numbers, and their sources
+    scope = Scope(None, "default", 0.3, 0.0)
+    assert _check(memory, cache, scope, [twin, "grip force", *QUERIES[:5]], ns=range(1, 12)) > 50
+
+
 async def test_narrow_filters_are_ranked_by_the_cache_exactly_and_the_narrowest_by_sql(
     memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
