@@ -371,7 +371,7 @@ def _ranked_from_cache(
     limit: int,
     covering: bool,
     keywords: KeywordCache,
-    share: float = 1.0,
+    share: float,
 ) -> list[tuple[Any, ...]] | None:
     """`_ranked_numbers`'s rows with bm25 from the keyword cache, or None when it cannot answer.
 
@@ -399,8 +399,9 @@ def _ranked_from_cache(
     ids, rels, tops = found
     if not len(ids):
         return []
+    narrow = share < BROAD_SHARE
     k = _first_pool(limit, share)
-    cap = MAX_GIVEN if share >= BROAD_SHARE else min(MAX_GIVEN, max(GIVEN_FLOOR, int(GIVEN_SHARE * len(ids))))
+    cap = min(MAX_GIVEN, max(GIVEN_FLOOR, int(GIVEN_SHARE * len(ids)))) if narrow else MAX_GIVEN
     head, left = _highest(tops, k)
     while True:
         if len(head) > cap:
@@ -417,12 +418,11 @@ def _ranked_from_cache(
             # Every match that could reach this `limit`-th score goes next: what is left out then
             # stays below it, and the next list's `limit`-th score can only be higher.
             head, left = np.flatnonzero(tops >= floor), None
-        elif share < BROAD_SHARE:  # too few pass a narrow filter: enough for 2 × limit at their rate
-            rate = (len(got) or 0.5) / len(head)
-            k = max(4 * k, math.ceil(NARROW_SCALE * limit / rate))
-            head, left = _highest(tops, k)
-        else:  # too few pass a broad one: four times as many
+        else:  # too few pass: four times as many; under a narrow filter, enough for 2 × limit at their rate
             k *= 4
+            if narrow:
+                rate = (len(got) or 0.5) / len(head)
+                k = max(k, math.ceil(NARROW_SCALE * limit / rate))
             head, left = _highest(tops, k)
 
 
