@@ -258,9 +258,10 @@ def _one_key_index(conn: sqlite3.Connection) -> None:
 
 
 def _rank_log_triggers(conn: sqlite3.Connection) -> None:
-    """Migrations 17, 18 and 19: `experiences.RANK_LOG_TRIGGERS`, made again as they are now (17's
-    logged only updates that left a memory active; 18's missed an active memory replaced by a row
-    that is not, by an ``INSERT OR REPLACE`` or by an ``UPDATE OR REPLACE`` of an id)."""
+    """Migrations 17, 18, 19 and 20: `experiences.RANK_LOG_TRIGGERS`, made again as they are now
+    (17's logged only updates that left a memory active; 18's missed an active memory replaced by
+    a row that is not, by an ``INSERT OR REPLACE`` or by an ``UPDATE OR REPLACE`` of an id; 19's
+    did not log an update of a context)."""
     for name in ("memories_rank_log", "memories_rank_log_insert", "memories_rank_log_delete"):
         conn.execute(f"DROP TRIGGER IF EXISTS {name}")
     for ddl in experiences.RANK_LOG_TRIGGERS:
@@ -356,6 +357,9 @@ MIGRATIONS: list[Migration] = [
     _triggers_and_key_index_name,
     # 19: the log's triggers again — an active memory replaced by a row that is not active, by an
     # INSERT OR REPLACE or an UPDATE OR REPLACE of an id, is logged too
+    _rank_log_triggers,
+    # 20: the log's triggers again — an update of an active memory's context is logged too, so
+    # the cached sets of memories passing a context_filter follow it (experiences/filter_repo.py)
     _rank_log_triggers,
 ]
 

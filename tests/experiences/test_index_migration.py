@@ -304,3 +304,35 @@ def test_a_version_17_file_gets_the_whole_change_log_triggers_and_the_index_name
         conn.close()
     assert set(triggers) == {"memories_rank_log", "memories_rank_log_insert", "memories_rank_log_delete"}
     assert after == before + 1  # a memory leaving the active ones is logged now
+
+
+def test_a_version_19_file_logs_an_update_of_a_context(tmp_path: Path) -> None:
+    """Migration 20: version 19's trigger did not log an update of a context, so a cached set of
+    the memories passing a context_filter (`filter_repo`) could not follow one made by hand. The
+    trigger is made again; what was stored stays."""
+    first = _learned_then_back_to(
+        tmp_path,
+        19,
+        "DROP TRIGGER memories_rank_log",
+        "CREATE TRIGGER memories_rank_log AFTER UPDATE OF id, collection, robot, status, confidence, source_weight "
+        "ON memories WHEN NEW.status = 'active' OR OLD.status = 'active' OR NEW.id IS NOT OLD.id "
+        "BEGIN INSERT INTO memory_index_log(doc) VALUES (NEW.id); "
+        "INSERT INTO memory_index_log(doc) SELECT OLD.id WHERE OLD.id IS NOT NEW.id; END",
+    )
+    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
+        assert [m["id"] for m in mem.recall("gripper slips")] == [first]
+    conn = sqlite3.connect(tmp_path / "index.db")
+    try:
+        before = conn.execute("SELECT count(*) FROM memory_index_log").fetchone()[0]
+        conn.execute('UPDATE memories SET context = \'{"task": {"name": "dock"}}\' WHERE id = ?', (first,))
+        logged = conn.execute("SELECT doc FROM memory_index_log ORDER BY seq DESC LIMIT 1").fetchone()[0]
+        after = conn.execute("SELECT count(*) FROM memory_index_log").fetchone()[0]
+        conn.execute("UPDATE memories SET status = 'forgotten' WHERE id = ?", (first,))
+        conn.commit()
+        before_inactive = conn.execute("SELECT count(*) FROM memory_index_log").fetchone()[0]
+        conn.execute("UPDATE memories SET context = '{}' WHERE id = ?", (first,))  # not active before or after
+        after_inactive = conn.execute("SELECT count(*) FROM memory_index_log").fetchone()[0]
+    finally:
+        conn.close()
+    assert (after, logged) == (before + 1, first)
+    assert after_inactive == before_inactive

@@ -15,6 +15,7 @@ import numpy as np
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences.service import ExperienceService
 from robot_mcp_memory.principal import STDIO
+from robot_mcp_memory.search.vectors import KeyFilter
 from robot_mcp_memory.vectorstore import Embedded
 
 
@@ -43,9 +44,13 @@ class StubVectors:
         return sorted((x for x in scored if x[1] > 0), key=lambda x: -x[1])[:k]
 
     def nearest_any(
-        self, conn: Any, query: Embedded, k: int, robots: Collection[str] | None
+        self, conn: Any, query: Embedded, k: int, robots: Collection[str] | None, ids: KeyFilter | None = None
     ) -> list[tuple[int, float]] | None:
-        scored = [(mid, self.pairs.get((query[0], text), 0.0)) for mid, text in self.contents.items()]
+        allowed = set(self.contents)
+        if ids is not None:
+            known = np.fromiter(self.contents, dtype=np.int64)
+            allowed = set(known[ids(known)].tolist())
+        scored = [(mid, self.pairs.get((query[0], text), 0.0)) for mid, text in self.contents.items() if mid in allowed]
         return sorted((x for x in scored if x[1] > 0), key=lambda x: -x[1])[:k]
 
     def write(self, conn: Any, memory_id: int, embedded: Embedded | None) -> None:

@@ -383,7 +383,7 @@ class KeywordCache:
     def _load_all(self, conn: sqlite3.Connection, top: int) -> None:
         self._reset(None)  # until it is complete: an interrupt leaves the cache empty, not wrong
         low, high, count = conn.execute("SELECT min(id), max(id), count(*) FROM memories_fts_docsize").fetchone()
-        self._dense = _dense(low, high, count)
+        self._dense = dense_ids(low, high, count)
         if self._dense:
             self._grow(high + 1 if high is not None else 0)
             for doc, blob in conn.execute("SELECT id, sz FROM memories_fts_docsize"):
@@ -413,7 +413,7 @@ class KeywordCache:
         ).fetchall()
         sizes = {d: sz for d, _, _, sz in texts}
         rows, tokens = self._totals
-        if not _dense(docs[0], docs[-1], rows + len(docs)):
+        if not dense_ids(docs[0], docs[-1], rows + len(docs)):
             return False
         counts = self._tokenizer.counts([(d, a or "", b or "") for d, a, b, _ in texts])
         self._grow(docs[-1] + 1)
@@ -535,7 +535,7 @@ class KeywordCache:
 _PER_DOC = ("_doclen", "_changed_at", "_present", "_active", "_collection", "_robot", "_weight", "_half")
 
 
-def _dense(low: int | None, high: int | None, rows: int) -> bool:
+def dense_ids(low: int | None, high: int | None, rows: int) -> bool:
     """Whether ids from `low` to `high` over `rows` rows suit arrays indexed by id: none negative,
     and not far sparser than the rows (an archive loaded with ids in the billions)."""
     return low is None or (low >= 0 and high is not None and high <= 4 * rows + 1_000_000)

@@ -21,6 +21,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from robot_mcp_memory.experiences.filter_repo import FilterMasks, Mask
 from robot_mcp_memory.experiences.filters import Condition, json_path, parse_path
 from robot_mcp_memory.experiences.keyword_repo import KeywordCache
 from robot_mcp_memory.experiences.model import DECAY_FLOOR, HALF_LIFE_S, MAX_SOURCE_WEIGHT, Experience, Spatial
@@ -255,13 +256,14 @@ def rank(
     include_data: bool = False,
     covering: bool = True,
     keywords: KeywordCache | None = None,
+    masks: FilterMasks | None = None,
 ) -> list[Ranked]:
     """One ranked list of memories that pass every filter of `scope`, best first.
 
     `match` holds the query's FTS5 phrases, each quoted (`segment.match_phrases`; a memory
     matches when it holds any), or is None for a filter-only list (every memory in scope, by
     decayed confidence and source weight, newest first among equals)."""
-    ranked = _ranked_numbers(conn, scope, match, order, limit, covering, keywords)
+    ranked = _ranked_numbers(conn, scope, match, order, limit, covering, keywords, masks)
     rows = rows_of(conn, [r[0] for r in ranked], include_data)
     sp = scope.spatial
     return [
@@ -306,8 +308,15 @@ def _ranked_numbers(
     limit: int,
     covering: bool,
     keywords: KeywordCache | None = None,
+    masks: FilterMasks | None = None,
 ) -> list[tuple[Any, ...]]:
     """``(id, rel, w, confd, dist2, blend)`` rows of the ranking, best first.
+
+    With the keyword cache, a text query ranked by score goes through it (`_ranked_from_cache`)
+    when the filters pass enough of the memories (`_pass_share`) — or under any `context_filter`
+    whose `filter_repo.Mask` is held (`masks`): then only the matches the mask allows are
+    candidates. A filter that leaves SQL to rank twice gets its mask made (by reading every
+    context once), when the store is large enough for the shortcuts to pay (`SHORTCUTS_FROM`).
 
     A text query ranked by score first leaves its commonest phrases out of choosing matches when
     they can add less to a score together than its rarest phrase alone (`fts.skippable`): FTS5
@@ -331,6 +340,12 @@ def _ranked_numbers(
     total: int | None = None  # `_largest_id`, read at most once
     if keywords is not None and scored:
         assert match is not None
+        filtered = scope.condition.sql != "1"
+        mask = masks.mask(conn, scope.collection, scope.condition, make="no") if masks and filtered else None
+        if mask is not None:
+            cached = _ranked_from_cache(conn, scope, match, limit, covering, keywords, 1.0, mask)
+            if cached is not None:
+                return cached
         share = _pass_share(conn, scope)
         fits = share >= BROAD_SHARE
         if not fits and share >= CACHE_SHARE:
@@ -339,6 +354,14 @@ def _ranked_numbers(
         cached = _ranked_from_cache(conn, scope, match, limit, covering, keywords, share) if fits else None
         if cached is not None:
             return cached
+        if total is None:
+            total = _largest_id(conn)
+        if masks is not None and filtered and mask is None and total >= SHORTCUTS_FROM:
+            mask = masks.mask(conn, scope.collection, scope.condition, make="again")
+            if mask is not None:
+                cached = _ranked_from_cache(conn, scope, match, limit, covering, keywords, 1.0, mask)
+                if cached is not None:
+                    return cached
     if total is None:
         total = _largest_id(conn) if scored else 0
     broad = total >= SHORTCUTS_FROM and (_pass_share(conn, scope) if share is None else share) >= BROAD_SHARE
@@ -372,6 +395,7 @@ def _ranked_from_cache(
     covering: bool,
     keywords: KeywordCache,
     share: float,
+    mask: Mask | None = None,
 ) -> list[tuple[Any, ...]] | None:
     """`_ranked_numbers`'s rows with bm25 from the keyword cache, or None when it cannot answer.
 
@@ -392,11 +416,17 @@ def _ranked_from_cache(
     is given more than a quarter of the matches (`GIVEN_SHARE`): where the best matches pass it
     far less often than the sampled memories (docking, under a query about grasping), the rounds
     would end up reading as many contexts as the plain query, at twice its cost a row — SQL's
-    plain query ranks instead."""
+    plain query ranks instead.
+
+    `mask`: the filter's `filter_repo.Mask`; only the matches it allows are candidates (every
+    match that passes is among them)."""
     found = keywords.candidates(conn, match, scope.collection, scope.visible)
     if found is None:
         return None
     ids, rels, tops = found
+    if mask is not None:
+        allowed = mask.allows(ids)
+        ids, rels, tops = ids[allowed], rels[allowed], tops[allowed]
     if not len(ids):
         return []
     narrow = share < BROAD_SHARE
@@ -557,9 +587,10 @@ def weighed(
     limit: int,
     covering: bool = True,
     keywords: KeywordCache | None = None,
+    masks: FilterMasks | None = None,
 ) -> list[Weighed]:
     """`rank`'s list by score (no spatial order), as numbers only: no row is read."""
-    return [_weighed(r) for r in _ranked_numbers(conn, scope, match, "score", limit, covering, keywords)]
+    return [_weighed(r) for r in _ranked_numbers(conn, scope, match, "score", limit, covering, keywords, masks)]
 
 
 def weighed_ids(conn: sqlite3.Connection, scope: Scope, ids: Collection[int], covering: bool = True) -> list[Weighed]:

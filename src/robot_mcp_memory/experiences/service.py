@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from robot_mcp_memory.errors import Conflict, Forbidden, InvalidInput, MemoryError_, NotFound
 from robot_mcp_memory.experiences import classify, consolidate, dedup, ranking_repo, storage
+from robot_mcp_memory.experiences.filter_repo import Mask
 from robot_mcp_memory.experiences.filters import compile_filter
 from robot_mcp_memory.experiences.lexicon import Analysis
 from robot_mcp_memory.experiences.model import (
@@ -55,6 +56,7 @@ from robot_mcp_memory.experiences.ranking_repo import Ranked, Scope, distance_of
 from robot_mcp_memory.experiences.storage import ExperienceStore, Probe
 from robot_mcp_memory.principal import Principal
 from robot_mcp_memory.search import fusion, segment
+from robot_mcp_memory.search.vectors import KeyFilter
 from robot_mcp_memory.services.policy import Policy
 from robot_mcp_memory.vectorstore import Embedded
 
@@ -74,6 +76,10 @@ HYBRID_POOL = 30
 #: at 10,000 memories and ~80 ms at 100,000 with a `context_filter` (bench_recall_hybrid); a filter
 #: passed by one memory in ten is answered by the second probe.
 PROBE_FACTORS = (4, 32)
+#: Among the memories a filter's mask allows (`filter_repo`), the first round takes this many ×
+#: the pool of nearest (then eight times as many each round): nearly all of them pass every filter
+#: (the mask knows the collection, the context filter and who is active; not confidence or session).
+MASK_ROUND_FACTOR = 2
 MIN_COSINE = fusion.MIN_COSINE
 #: Semantic dedup: how many nearest same-facts memories are compared.
 DEDUP_NEIGHBOURS = 5
@@ -88,8 +94,8 @@ class MemoryVectors(Protocol):
       `would_embed` says it would answer None anyway (no thread hop then).
     - `nearest` ranks by cosine **only among `within`** (ids that passed every filter in SQL, read
       in the same snapshot `conn`); None when no vector of the query's model is stored yet.
-      `nearest_any` ranks among the memories of some robots, before any other filter (recall
-      filters its answer in SQL and falls back to `nearest` when too few pass).
+      `nearest_any` ranks among the memories of some robots — and, given `ids`, those it allows
+      (a filter's `filter_repo.Mask`) — before any other filter (recall checks its answer in SQL).
     - `write` stores a memory's vector inside the memory's own write transaction (None: deletes
       an old one, now stale); `written` hears of the commit (new vectors, forgotten ids).
     - `weights` (keyword, vector) and `k`: the weighted reciprocal-rank fusion."""
@@ -104,7 +110,7 @@ class MemoryVectors(Protocol):
     def nearest(self, conn: Any, query: Embedded, k: int, within: Sequence[int]) -> list[tuple[int, float]] | None: ...
 
     def nearest_any(
-        self, conn: Any, query: Embedded, k: int, robots: Collection[str] | None
+        self, conn: Any, query: Embedded, k: int, robots: Collection[str] | None, ids: KeyFilter | None = None
     ) -> list[tuple[int, float]] | None: ...
 
     def write(self, conn: Any, memory_id: int, embedded: Embedded | None) -> None: ...
@@ -495,8 +501,10 @@ class ExperienceService:
         relevance and proximity, computed over every match in one pass)."""
         sp = scope.spatial
         order: ranking_repo.Order = "score" if sp is None else "blend"
-        cover, kw = self.store.covering, self.store.keywords
-        rows = await self.store.read(lambda c: ranking_repo.rank(c, scope, match, order, n, include_data, cover, kw))
+        cover, kw, masks = self.store.covering, self.store.keywords, self.store.filters
+        rows = await self.store.read(
+            lambda c: ranking_repo.rank(c, scope, match, order, n, include_data, cover, kw, masks)
+        )
         return _normalised([(r, r.score if r.blend is None else r.blend) for r in rows], sp)
 
     async def _hybrid(
@@ -512,7 +520,7 @@ class ExperienceService:
         if not v.would_embed():
             return None
         pool = max(HYBRID_POOL, 3 * n)
-        cover, kw = self.store.covering, self.store.keywords
+        cover, kw, masks = self.store.covering, self.store.keywords, self.store.filters
         sp = scope.spatial
         early: list[ranking_repo.Weighed] | None = None
         if sp is None and not self.store.blocking:
@@ -520,7 +528,7 @@ class ExperienceService:
             # of each other: run them together (~1.3 ms of ~5.6 at 10,000 memories). The list
             # comes from an earlier snapshot than the vector list, so `read` re-applies every
             # filter to its memories in its own.
-            keyword_list = self.store.read(lambda c: ranking_repo.weighed(c, scope, match, pool, cover, kw))
+            keyword_list = self.store.read(lambda c: ranking_repo.weighed(c, scope, match, pool, cover, kw, masks))
             (qvec,), early = await asyncio.gather(self._embed([query]), keyword_list)
         else:
             (qvec,) = await self._embed([query])
@@ -530,7 +538,15 @@ class ExperienceService:
         def nearest(c: Any) -> list[tuple[int, float]] | None:
             """The `pool` nearest memories passing every filter. Exact: when at least `pool` of
             the `wide` nearest pass, no passing memory ranked below them can be nearer; when
-            `wide` holds every vector of those robots, nothing was left out."""
+            `wide` holds every vector of those robots, nothing was left out.
+
+            The nearest of every robot's come first, as long as the filter has no mask
+            (`filter_repo`); when too few of them pass, the filter's mask is made — by reading
+            every context once — and from then on the nearest are taken among the memories it
+            allows (`within`), kept current through the change log."""
+            mask = masks.mask(c, scope.collection, scope.condition, make="no")
+            if mask is not None:
+                return within(c, mask)
             probe = v.nearest_any(c, qvec, PROBE_FACTORS[-1] * pool, scope.visible)  # one product, every probe
             if probe is None:
                 return None
@@ -543,7 +559,28 @@ class ExperienceService:
                 kept = [(m, cos) for m, cos in head if m in passing]
                 if len(kept) >= pool or len(head) < factor * pool:
                     return kept[:pool]
-            return v.nearest(c, qvec, pool, ranking_repo.ids_in_scope(c, scope, covering=cover))
+            mask = masks.mask(c, scope.collection, scope.condition, make="now")
+            if mask is None:  # ids that suit no array (an archive's, in the billions): every id in scope
+                return v.nearest(c, qvec, pool, ranking_repo.ids_in_scope(c, scope, covering=cover))
+            return within(c, mask)
+
+        def within(c: Any, mask: Mask) -> list[tuple[int, float]] | None:
+            """The `pool` nearest passing every filter, among the memories `mask` allows (of the
+            visible robots): each round the nearest `wide` of them, checked in SQL, until `pool`
+            pass or none is left — exact, as every memory passing the filters is among those the
+            mask allows."""
+            wide, checked = MASK_ROUND_FACTOR * pool, 0
+            passing: set[int] = set()
+            while True:
+                head = v.nearest_any(c, qvec, wide, scope.visible, mask.allows)
+                if head is None:
+                    return None
+                passing |= ranking_repo.ids_passing(c, scope, [m for m, _ in head[checked:]], covering=cover)
+                checked = len(head)
+                kept = [(m, cos) for m, cos in head if m in passing]
+                if len(kept) >= pool or len(head) < wide:
+                    return kept[:pool]
+                wide *= 8
 
         top = fusion.best_possible(v.weights, v.k) or 1.0
 
@@ -562,7 +599,7 @@ class ExperienceService:
                 return None
             if sp is None:  # fused on numbers; only the `n` kept have their rows read
                 if early is None:
-                    keyword = ranking_repo.weighed(c, scope, match, pool, cover, kw)
+                    keyword = ranking_repo.weighed(c, scope, match, pool, cover, kw, masks)
                     known = {w.id: w for w in keyword}
                     extra = [m for m, cos in vec if m not in known and cos >= MIN_COSINE]
                     known.update((w.id, w) for w in ranking_repo.weighed_ids(c, scope, extra, cover))
@@ -576,7 +613,7 @@ class ExperienceService:
                 rows = storage.rows_of(c, [m for m, _ in best[:n]], include_data)
                 return [(known[m].ranked(rows[m]), s) for m, s in best[:n] if m in rows]
             # spatial_sort blends in each candidate's distance, read from its context
-            ranked = ranking_repo.rank(c, scope, match, "score", pool, include_data, cover, kw)
+            ranked = ranking_repo.rank(c, scope, match, "score", pool, include_data, cover, kw, masks)
             rows_by = {r.memory.id: r for r in ranked}
             # and the `n` keyword matches best by the blend itself (keyword recall's spatial order,
             # exact over every match): a near one ranked low by score alone was never a candidate,

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 from robot_mcp_memory.errors import Conflict, NotFound, StorageError
 from robot_mcp_memory.experiences import consolidate
 from robot_mcp_memory.experiences.dedup import Candidate, Duplicate
+from robot_mcp_memory.experiences.filter_repo import FilterMasks
 from robot_mcp_memory.experiences.keyword_repo import CHANGES, KeywordCache
 from robot_mcp_memory.experiences.model import (
     Experience,
@@ -141,7 +142,8 @@ MEMORIES_FTS_CHANGES = Table(
 )
 #: Log every write of `memories` that changes what the keyword cache holds of a memory it may
 #: rank — collection, robot, whether it is active, source weight, confidence (`KeywordCache.
-#: candidates` bounds scores by them) — whichever code or process writes it: an update of those
+#: candidates` bounds scores by them) — or which memories pass a `context_filter` (the context:
+#: `filter_repo.FilterMasks`), whichever code or process writes it: an update of those
 #: columns of a memory active before or after, and any update of an id (an ``UPDATE OR REPLACE``
 #: may take the id of an active memory); a row inserted where an index entry is (an ``INSERT OR
 #: REPLACE``, whatever the new row's status: the row it replaced goes without a delete trigger); a
@@ -150,7 +152,7 @@ MEMORIES_FTS_CHANGES = Table(
 #: row, and logs itself: `log_changes`).
 RANK_LOG_TRIGGERS = (
     "CREATE TRIGGER IF NOT EXISTS memories_rank_log AFTER UPDATE OF id, collection, robot, status, confidence, "
-    "source_weight ON memories WHEN NEW.status = 'active' OR OLD.status = 'active' OR NEW.id IS NOT OLD.id "
+    "source_weight, context ON memories WHEN NEW.status = 'active' OR OLD.status = 'active' OR NEW.id IS NOT OLD.id "
     "BEGIN INSERT INTO memory_index_log(doc) VALUES (NEW.id); "
     "INSERT INTO memory_index_log(doc) SELECT OLD.id WHERE OLD.id IS NOT NEW.id; END",
     "CREATE TRIGGER IF NOT EXISTS memories_rank_log_insert AFTER INSERT ON memories "
@@ -593,6 +595,8 @@ class ExperienceStore:
         self.covering = db.read_blocking(_has_rank_index)
         #: bm25 from posting lists in memory, kept current through the change log (keyword_repo).
         self.keywords = KeywordCache(MEMORIES_TOKENIZE, BM25_WEIGHTS)
+        #: which memories pass a context_filter, per filter, kept current the same way (filter_repo)
+        self.filters = FilterMasks()
         self._refresh_pending = False
         if not blocking and db.read_blocking(_recent_cjk):
             # Chinese is in use here: load jieba in the background now, not on the event loop
@@ -655,6 +659,7 @@ class ExperienceStore:
         twin.access = self.access
         twin.covering = self.covering
         twin.keywords = self.keywords
+        twin.filters = self.filters
         return twin
 
 

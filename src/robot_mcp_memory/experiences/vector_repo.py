@@ -25,7 +25,7 @@ from robot_mcp_memory import logs, vectorstore
 from robot_mcp_memory.kit import SqliteStore
 from robot_mcp_memory.search import fusion
 from robot_mcp_memory.search.resilient import ResilientEmbedder
-from robot_mcp_memory.search.vectors import ExactIndex
+from robot_mcp_memory.search.vectors import ExactIndex, KeyFilter
 from robot_mcp_memory.vectorstore import Backfiller, Embedded, Progress, VectorCache
 
 DOMAIN: vectorstore.Domain = "memory"
@@ -112,14 +112,20 @@ class MemoryVectorIndex:
         return [(int(ref), cos) for ref, cos in index.search_among(query[1], k, map(str, within))]
 
     def nearest_any(
-        self, conn: sqlite3.Connection, query: Embedded, k: int, robots: Collection[str] | None
+        self,
+        conn: sqlite3.Connection,
+        query: Embedded,
+        k: int,
+        robots: Collection[str] | None,
+        ids: KeyFilter | None = None,
     ) -> list[tuple[int, float]] | None:
-        """Top `k` (memory id, cosine) among the memories of `robots` (all with None), before
-        any other filter; None when no vector of the query's model is stored yet."""
+        """Top `k` (memory id, cosine) among the memories of `robots` (all with None) — and,
+        with `ids`, those it allows (`filter_repo.Mask.allows`) — before any other filter; None
+        when no vector of the query's model is stored yet."""
         index = self._index(conn, query)
         if index is None:
             return None
-        return [(int(ref), cos) for ref, cos in index.search(query[1], k, robots)]
+        return [(int(ref), cos) for ref, cos in index.search(query[1], k, robots, ids)]
 
     def write(self, conn: sqlite3.Connection, memory_id: int, embedded: Embedded | None) -> None:
         """In the memory's write transaction: its new vector, or none (an old one would be stale)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
@@ -22,6 +22,8 @@ import numpy as np
 import numpy.typing as npt
 
 Vector = npt.NDArray[np.float32]
+#: Which rows a search may rank, given each row's ref as a number (`ExactIndex.search`).
+KeyFilter = Callable[[npt.NDArray[np.int64]], npt.NDArray[np.bool_]]
 _LE_F32 = np.dtype("<f4")
 _blas: Any = None
 
@@ -66,10 +68,13 @@ class VectorIndex(Protocol):
 
     def remove(self, ref: str) -> None: ...
 
-    def search(self, query: Vector, k: int, within: Collection[str] | None = None) -> list[tuple[str, float]]:
+    def search(
+        self, query: Vector, k: int, within: Collection[str] | None = None, keys: KeyFilter | None = None
+    ) -> list[tuple[str, float]]:
         """Up to `k` (ref, cosine) pairs, best first, among refs whose partition is in
-        `within` (None: all). Rows and query are unit length, so cosine is a dot product. Equal
-        cosines are ordered by ref, whatever order the vectors were stored in."""
+        `within` (None: all) and, with `keys`, whose rows it allows. Rows and query are unit
+        length, so cosine is a dot product. Equal cosines are ordered by ref, whatever order the
+        vectors were stored in."""
         ...
 
     def search_among(self, query: Vector, k: int, refs: Iterable[str]) -> list[tuple[str, float]]:
@@ -155,18 +160,26 @@ class ExactIndex:
                 self._row[moved] = i
             self._refs.pop()
 
-    def search(self, query: Vector, k: int, within: Collection[str] | None = None) -> list[tuple[str, float]]:
+    def search(
+        self, query: Vector, k: int, within: Collection[str] | None = None, keys: KeyFilter | None = None
+    ) -> list[tuple[str, float]]:
+        """`keys`: given each row's ref as a number (`_ref_key`: a memory id, -1 for any other
+        ref), which rows may be ranked — applied before the ranking, as `within` is."""
         q = np.asarray(query, dtype=np.float32).reshape(self.dim)
         with self._lock, one_blas_thread():
             n = len(self._refs)
             if n == 0 or k <= 0:
                 return []
             scores = self._matrix[:n] @ q
+            allowed: npt.NDArray[np.bool_] | None = None
             if within is not None:
                 wanted = [self._partition_code[p] for p in within if p in self._partition_code]
                 if not wanted:
                     return []
                 allowed = np.isin(self._codes[:n], np.asarray(wanted, dtype=np.int32))
+            if keys is not None:
+                allowed = keys(self._keys[:n]) if allowed is None else allowed & keys(self._keys[:n])
+            if allowed is not None:
                 scores = np.where(allowed, scores, np.float32(-np.inf))
             return self._best(scores, None, k)
 

@@ -1,0 +1,171 @@
+"""Which memories pass a `context_filter`, held in memory per filter and kept current through the
+change log — so that hybrid recall's vector list can rank among them without reading every
+context again.
+
+Finding the memories that pass a filter in SQL reads each one's context as JSON (~1 µs each on
+SQLite 3.40): at 100,000 memories, a hybrid recall whose nearest vectors seldom passed its filter
+spent ~60–250 ms there. A `Mask` is that answer for one (collection, filter), as a boolean per
+memory id; it is made once by that scan and then patched from `CHANGES`, as the keyword cache is
+(`keyword_repo`): every write that can change whether a memory passes — an index entry written
+(a learn, an update, an import), a change of its context, collection or status, an id moved, a
+row deleted — is logged, by our writes or by triggers on `memories` whatever process writes it
+(`storage.RANK_LOG_TRIGGERS`), and re-read in the caller's snapshot before a mask answers.
+
+A mask is a superset, never the answer itself: it knows nothing of robots, confidence or
+sessions, and ids past its end are unknown (a row inserted since, unlogged). Its users check
+what it proposes against every filter in SQL (`service._hybrid`).
+"""
+
+from __future__ import annotations
+
+import collections
+import sqlite3
+import threading
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from robot_mcp_memory.experiences.filters import Condition
+from robot_mcp_memory.experiences.keyword_repo import CHANGES, dense_ids
+
+#: How many (collection, filter) masks are kept, and how many bytes they may hold together (a
+#: byte per id: 100 KB each at 100,000 memories), least recently used first out.
+MAX_MASKS = 64
+MAX_MASK_BYTES = 64 * 2**20
+#: A mask is patched from at most this many changed memories (or a sixteenth of its size, when
+#: that is more); past it, the scan makes it again.
+MAX_PATCH = 512
+
+#: How many filters asked for once (``make="again"``) are remembered.
+ASKED = 256
+
+Key = tuple[str, str, tuple[Any, ...]]
+#: Whether `FilterMasks.mask` makes a mask it does not hold: never, now, or when asked again.
+Make = Literal["no", "now", "again"]
+
+
+@dataclass(frozen=True)
+class Mask:
+    """``passing[id]`` is True for every active memory of the collection whose context passes the
+    filter, as of change-log entry `seq`; an id at or past ``len(passing)`` is unknown."""
+
+    seq: int
+    passing: npt.NDArray[np.bool_]
+
+    def allows(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Per id: whether it may pass (True past the end: unknown)."""
+        inside = (ids >= 0) & (ids < self.passing.size)
+        out = np.ones(ids.shape, dtype=np.bool_)
+        out[inside] = self.passing[ids[inside]]
+        return out
+
+
+class FilterMasks:
+    """`Mask`s by (collection, filter), shared by every reader of one store. Thread-safe: a mask
+    is never changed once made; a patched one replaces it."""
+
+    def __init__(self, capacity: int = MAX_MASKS, max_bytes: int = MAX_MASK_BYTES) -> None:
+        self.capacity = capacity
+        self.max_bytes = max_bytes
+        self._masks: collections.OrderedDict[Key, Mask] = collections.OrderedDict()
+        self._asked: collections.OrderedDict[Key, None] = collections.OrderedDict()  # filters asked for once
+        self._lock = threading.Lock()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._masks.clear()
+
+    def mask(self, conn: sqlite3.Connection, collection: str, condition: Condition, *, make: Make) -> Mask | None:
+        """The mask of (`collection`, `condition`) in `conn`'s snapshot (its open read
+        transaction): the cached one, patched up to the snapshot; when there is none to patch,
+        made by a scan if `make` is ``"now"``, or ``"again"`` and this filter was asked for
+        before (a filter used once is not worth its scan) — otherwise None."""
+        key: Key = (collection, condition.sql, tuple(condition.params))
+        with self._lock:
+            held = self._masks.get(key)
+            if held is not None:
+                self._masks.move_to_end(key)
+            elif make == "again" and key not in self._asked:
+                self._asked[key] = None
+                while len(self._asked) > ASKED:
+                    self._asked.popitem(last=False)
+                return None
+        if held is None and make == "no":
+            return None
+        (top,) = conn.execute(f"SELECT coalesce(max(seq), 0) FROM {CHANGES}").fetchone()  # noqa: S608
+        found = None if held is None else _patched(conn, held, top, collection, condition)
+        if found is None:
+            made = _scan(conn, collection, condition) if make != "no" else None
+            if made is None:
+                return None
+            found = Mask(top, made)
+        if held is None or found.seq >= held.seq:  # a reader with an older snapshot leaves a newer mask be
+            with self._lock:
+                self._asked.pop(key, None)
+                self._masks[key] = found
+                self._masks.move_to_end(key)
+                held_bytes = sum(m.passing.nbytes for m in self._masks.values())
+                while len(self._masks) > 1 and (len(self._masks) > self.capacity or held_bytes > self.max_bytes):
+                    held_bytes -= self._masks.popitem(last=False)[1].passing.nbytes
+        return found
+
+
+def _where(collection: str, condition: Condition) -> tuple[str, list[Any]]:
+    return (
+        f"m.status = 'active' AND m.collection = ? AND ({condition.sql})",
+        [collection, *condition.params],
+    )
+
+
+def _scan(conn: sqlite3.Connection, collection: str, condition: Condition) -> npt.NDArray[np.bool_] | None:
+    """The mask's array, by reading every active memory of `collection`; None when the ids do not
+    suit an array indexed by id (`keyword_repo.dense_ids`: negative, or in the billions)."""
+    low, high, count = conn.execute("SELECT min(id), max(id), count(*) FROM memories").fetchone()
+    if not dense_ids(low, high, count):
+        return None
+    where, params = _where(collection, condition)
+    ids = np.fromiter(
+        (r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {where}", params)),  # noqa: S608
+        dtype=np.int64,
+    )
+    passing = np.zeros((high or 0) + 1, dtype=np.bool_)
+    passing[ids] = True
+    return passing
+
+
+def _patched(conn: sqlite3.Connection, held: Mask, top: int, collection: str, condition: Condition) -> Mask | None:
+    """`held` brought to change-log entry `top` (this snapshot's last), or None when it cannot be:
+    the snapshot is older than the mask, the log was trimmed past the mask's place or records a
+    rebuilt index, or too many memories changed."""
+    if top == held.seq:
+        return held
+    if top < held.seq:
+        return None
+    # The mask's own entry first (unless the log was empty then), so a trimmed log shows.
+    changes = conn.execute(
+        f"SELECT seq, doc FROM {CHANGES} WHERE seq >= ? ORDER BY seq",  # noqa: S608
+        (held.seq,),
+    ).fetchall()
+    anchored = held.seq == 0 or (bool(changes) and changes[0][0] == held.seq)
+    news = changes if held.seq == 0 else changes[1:]
+    if not anchored or not news or news[0][0] != held.seq + 1:
+        return None
+    if any(doc is None for _, doc in news):  # the whole index was rebuilt
+        return None
+    docs = sorted({doc for _, doc in news})
+    if len(docs) > max(MAX_PATCH, held.passing.size // 16) or not dense_ids(docs[0], docs[-1], held.passing.size):
+        return None
+    where, params = _where(collection, condition)
+    marks = ",".join("?" * len(docs))
+    now_passing = [
+        r[0]
+        for r in conn.execute(f"SELECT m.id FROM memories m WHERE m.id IN ({marks}) AND {where}", [*docs, *params])  # noqa: S608
+    ]
+    passing = np.zeros(max(held.passing.size, docs[-1] + 1), dtype=np.bool_)
+    passing[: held.passing.size] = held.passing
+    passing[np.asarray(docs, dtype=np.int64)] = False
+    if now_passing:
+        passing[np.asarray(now_passing, dtype=np.int64)] = True
+    return Mask(news[-1][0], passing)

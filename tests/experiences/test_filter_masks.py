@@ -1,0 +1,274 @@
+"""Cached sets of the memories passing a context_filter (`filter_repo.FilterMasks`) change no
+answer, and stay current through writes.
+
+A `Mask` lets keyword recall rank through the keyword cache under any filter, and hybrid recall
+take the nearest vectors among the memories that may pass, without reading every context again.
+Compared here with the plain query (keyword) and with the path that reads every id in scope
+(hybrid): the very same lists — after learns, updates, forgets, raw SQL on the rows, a trimmed
+log and a rebuilt index; and the masks are patched from the change log, not made again, when
+a few memories change."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+from bench.experience_corpus import QUERIES
+
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.config import Settings
+from robot_mcp_memory.db import rebuild_text_indexes
+from robot_mcp_memory.experiences import filter_repo, keyword_repo, ranking_repo, service, storage
+from robot_mcp_memory.experiences.filter_repo import FilterMasks, Mask
+from robot_mcp_memory.experiences.filters import Condition, compile_filter
+from robot_mcp_memory.experiences.keyword_repo import KeywordCache
+from robot_mcp_memory.experiences.ranking_repo import Scope
+from robot_mcp_memory.principal import STDIO
+from robot_mcp_memory.search import segment
+from tests.experiences.conftest import ranking_corpus
+
+NARROW: tuple[dict[str, Any], ...] = (
+    {"task.name": "dock"},
+    {"params.grip_force": {"$lt": 6}, "task.success": True},
+    {"robot.id": {"$in": ["spot-02", "tiago-07"]}, "params.speed": {"$gte": 0.7}},
+    {"params.grip_force": {"$gt": 99}},  # passed by none
+    {"task.success": True},  # broad
+)
+
+
+def _plain(conn: sqlite3.Connection, scope: Scope, phrases: list[str], n: int) -> list[tuple[Any, ...]]:
+    sql, params = ranking_repo._ranking_sql(scope, " OR ".join(phrases), "score", n, floored=False)
+    return list(conn.execute(sql, params).fetchall())
+
+
+def _scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per scan that made a mask from every context."""
+    made: list[int] = []
+    scan = filter_repo._scan
+
+    def counted(*args: Any) -> Any:
+        made.append(1)
+        return scan(*args)
+
+    monkeypatch.setattr(filter_repo, "_scan", counted)
+    return made
+
+
+def _masked(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """For each keyword ranking through the cache from now on: whether it had a mask."""
+    seen: list[bool] = []
+    ranked_from_cache = ranking_repo._ranked_from_cache
+
+    def counted(*args: Any) -> Any:
+        seen.append(len(args) > 7 and args[7] is not None)
+        return ranked_from_cache(*args)
+
+    monkeypatch.setattr(ranking_repo, "_ranked_from_cache", counted)
+    return seen
+
+
+def _check(memory: Memory, cache: KeywordCache, masks: FilterMasks, scope: Scope, queries: Any, ns: Any) -> int:
+    """Keyword rankings with the masks against the plain query; how many lists held something.
+    Each is asked twice: a filter gets its mask the second time SQL ranks it."""
+    found = 0
+    for q in queries:
+        phrases = segment.match_phrases(q)
+        for n in ns:
+
+            def both(c: sqlite3.Connection, p: list[str] = phrases, k: int = n) -> tuple[Any, Any, Any]:
+                first = ranking_repo._ranked_numbers(c, scope, p, "score", k, True, cache, masks)
+                again = ranking_repo._ranked_numbers(c, scope, p, "score", k, True, cache, masks)
+                return first, again, _plain(c, scope, p, k)
+
+            first, again, want = memory.index.read_blocking(both)
+            assert first == want, (q, n)
+            assert again == want, (q, n)
+            found += bool(want)
+    return found
+
+
+@pytest.fixture
+def shortcuts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shortcuts (and masks) from the first memory: the corpus here is 1,800."""
+    monkeypatch.setattr(ranking_repo, "SHORTCUTS_FROM", 1)
+
+
+@pytest.mark.usefixtures("shortcuts")
+async def test_keyword_ranking_through_masks_is_the_plain_query(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await ranking_corpus(memory)
+    cache, masks = KeywordCache(storage.MEMORIES_TOKENIZE, storage.BM25_WEIGHTS), FilterMasks()
+    masked = _masked(monkeypatch)
+    now = time.time()
+    found = 0
+    for visible in (None, frozenset({"bench-01", "shared"}), frozenset({"rap-9"})):
+        for coll in ("default", "kitchen-lab"):
+            for spec in NARROW:
+                scope = Scope(visible, coll, 0.3, now, condition=compile_filter(spec, "m.context"))
+                found += _check(memory, cache, masks, scope, QUERIES[::3], ns=(1, 5, 50))
+    assert found > 200
+    assert masked.count(True) > 200, masked.count(True)  # the narrow filters went through their masks
+
+
+@pytest.mark.usefixtures("shortcuts")
+async def test_masks_follow_every_write_and_are_patched_not_made_again(
+    memory: Memory, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await ranking_corpus(memory)
+    svc = memory.experiences
+    cache, masks = KeywordCache(storage.MEMORIES_TOKENIZE, storage.BM25_WEIGHTS), FilterMasks()
+    scans = _scans(monkeypatch)
+    dock = Scope(None, "default", 0.3, time.time(), condition=compile_filter({"task.name": "dock"}, "m.context"))
+    queries = ("dock at the charger", "grasp the red mug", "charger")
+    _check(memory, cache, masks, dock, queries, ns=(5, 50))
+    assert len(scans) == 1
+
+    def ids_of(task: str) -> list[int]:
+        return [
+            r[0]
+            for r in memory.index.read_blocking(
+                lambda c: c.execute(
+                    "SELECT id FROM memories WHERE robot = 'tester' AND collection = 'default' AND status = 'active' "
+                    "AND json_extract(context, '$.task.name') = ? ORDER BY id",
+                    (task,),
+                ).fetchall()
+            )
+        ]
+
+    first, gone, *_ = ids_of("dock")
+    other = ids_of("place")[0]
+    # our writes: a learn that passes, an update that makes one pass and one that makes one fail, a forget
+    await svc.learn(STDIO, "docked at the charger on the second try", {"task": {"name": "dock"}})
+    await svc.update(STDIO, other, "docked at the charger, then picked the box", {"task": {"name": "dock"}})
+    await svc.update(STDIO, first, "charger was blocked, picked a box instead", {"task": {"name": "place"}})
+    await svc.forget(STDIO, gone, "wrong")
+    _check(memory, cache, masks, dock, queries, ns=(5, 50))
+    assert len(scans) == 1  # patched from the log
+    # raw SQL from another connection: a context, a collection, a status, a row deleted
+    picked, *_ = ids_of("place")
+    moved, superseded, deleted, *_ = ids_of("dock")
+    conn = sqlite3.connect(settings.data_dir / "index.db", isolation_level=None)
+    try:
+        conn.execute("UPDATE memories SET context = json_set(context, '$.task.name', 'dock') WHERE id = ?", (picked,))
+        conn.execute("UPDATE memories SET collection = 'kitchen-lab' WHERE id = ?", (moved,))
+        conn.execute("UPDATE memories SET status = 'superseded' WHERE id = ?", (superseded,))
+        conn.execute("DELETE FROM memories WHERE id = ?", (deleted,))
+    finally:
+        conn.close()
+    for scope in (dock, replace(dock, collection="kitchen-lab")):
+        _check(memory, cache, masks, scope, queries, ns=(5, 50))
+    assert len(scans) == 2  # the kitchen-lab filter's own mask; default's was patched
+    # an index rebuild logs no ids: the mask is made again
+    memory.index.write_blocking(rebuild_text_indexes)
+    _check(memory, cache, masks, dock, queries, ns=(5, 50))
+    assert len(scans) == 3
+
+
+@pytest.mark.usefixtures("shortcuts")
+async def test_a_mask_behind_a_trimmed_log_is_made_again(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(storage, "KEEP_CHANGES", 20)
+    monkeypatch.setattr(storage, "TRIM_EVERY", 10)
+    await ranking_corpus(memory)
+    cache, masks = KeywordCache(storage.MEMORIES_TOKENIZE, storage.BM25_WEIGHTS), FilterMasks()
+    scans = _scans(monkeypatch)
+    dock = Scope(None, "default", 0.3, time.time(), condition=compile_filter({"task.name": "dock"}, "m.context"))
+    _check(memory, cache, masks, dock, ("dock at the charger",), ns=(5,))
+    await memory.experiences.learn_many(  # not docking: the sample of recent memories still finds the filter narrow
+        STDIO, [(f"placed the box on shelf {i} after {i} tries", {"task": {"name": "place"}}) for i in range(60)]
+    )
+    _check(memory, cache, masks, dock, ("dock at the charger", "charger"), ns=(5, 50))
+    assert len(scans) == 2
+
+
+async def test_hybrid_recall_with_masks_is_the_scan_of_every_id(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vector list among the memories a mask allows is the one ranked among every id in scope
+    (the path before masks), when the nearest of every robot's seldom pass: made on the first such
+    recall, and used from then on, also after writes."""
+    await ranking_corpus(memory)
+    monkeypatch.setattr(service, "PROBE_FACTORS", (1,))  # the nearest 30 of all: too few pass a narrow filter
+    svc = memory.experiences
+    scans = _scans(monkeypatch)
+    mask_of = FilterMasks.mask
+
+    async def both(query: str, spec: dict[str, Any], n: int) -> None:
+        with_masks = await svc.recall(STDIO, query, n=n, context_filter=spec)
+        monkeypatch.setattr(FilterMasks, "mask", lambda *a, **k: None)
+        try:
+            scanned = await svc.recall(STDIO, query, n=n, context_filter=spec)
+        finally:
+            monkeypatch.setattr(FilterMasks, "mask", mask_of)
+        assert with_masks.mode == scanned.mode == "hybrid"
+        got = [(h.memory.id, h.score) for h in with_masks.hits]
+        assert got == [(h.memory.id, h.score) for h in scanned.hits], (query, spec, n)
+
+    for spec in NARROW[:4]:
+        for q in QUERIES[::4]:
+            for n in (1, 5, 20):
+                await both(q, spec, n)
+    made = len(scans)
+    assert made >= 3  # the filters' masks, each made once
+    await svc.learn_many(STDIO, [(f"docked at charger {i} on try {i}", {"task": {"name": "dock"}}) for i in range(20)])
+    for q in ("dock at the charger", *QUERIES[:3]):
+        await both(q, {"task.name": "dock"}, 5)
+    assert len(scans) == made  # patched
+
+
+async def test_ids_an_array_cannot_hold_make_no_mask(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ranking_repo, "SHORTCUTS_FROM", 1)
+    await memory.experiences.learn_many(
+        STDIO, [(f"dock at charger {i}", {"task": {"name": "dock" if i % 3 else "pick"}}) for i in range(30)]
+    )
+    memory.index.write_blocking(
+        lambda c: c.execute(
+            "INSERT INTO memories(id, robot, collection, type, content, confidence, context, content_hash, "
+            "created_at, updated_at) VALUES (?, 'tester', 'default', 'fact', 'dock at charger far', 0.9, "
+            '\'{"task": {"name": "dock"}}\', \'x\', 0, 0)',
+            (10**12,),
+        )
+    )
+    masks = FilterMasks()
+    cond = compile_filter({"task.name": "dock"}, "m.context")
+    assert memory.index.read_blocking(lambda c: masks.mask(c, "default", cond, make="now")) is None
+    for _ in range(2):  # recall goes on without one
+        got = await memory.experiences.recall(STDIO, "dock at charger", n=5, context_filter={"task.name": "dock"})
+        assert len(got.hits) == 5
+        assert got.mode == "hybrid"
+
+
+def test_a_mask_allows_the_ids_it_knows_pass_and_every_id_past_its_end() -> None:
+    mask = Mask(3, np.array([False, True, False, True]))
+    ids = np.array([-1, 0, 1, 2, 3, 4, 10**12], dtype=np.int64)
+    assert mask.allows(ids).tolist() == [True, False, True, False, True, True, True]
+
+
+async def test_a_filter_asked_once_gets_no_mask_and_masks_are_bounded(memory: Memory) -> None:
+    await memory.experiences.learn_many(STDIO, [(f"dock at charger {i}", {"task": {"k": i}}) for i in range(50)])
+    masks = FilterMasks(capacity=3, max_bytes=10**9)
+    conds = [compile_filter({"task.k": i}, "m.context") for i in range(5)]
+
+    def ask(c: sqlite3.Connection, cond: Condition) -> Mask | None:
+        return masks.mask(c, "default", cond, make="again")
+
+    assert memory.index.read_blocking(lambda c: ask(c, conds[0])) is None  # once: not worth a scan
+    made = memory.index.read_blocking(lambda c: ask(c, conds[0]))
+    assert made is not None
+    assert made.passing.nonzero()[0].tolist() == [1]
+
+    def make(into: FilterMasks, cond: Condition) -> None:
+        memory.index.read_blocking(lambda c: into.mask(c, "default", cond, make="now"))
+
+    for cond in conds[1:]:
+        make(masks, cond)
+    assert len(masks._masks) == 3  # least recently used first out
+    small = FilterMasks(capacity=10, max_bytes=1)
+    for cond in conds:
+        make(small, cond)
+    assert len(small._masks) == 1  # by bytes, keeping the newest
+    assert keyword_repo.dense_ids(1, 51, 51)
