@@ -72,9 +72,10 @@ MAX_SESSION_ID = 64
 HYBRID_POOL = 30
 #: Hybrid recall first takes these many × the pool of nearest memories of the visible robots, in
 #: turn, and keeps those passing the filters; only when fewer than the pool pass even the widest
-#: does it rank among every id in scope (exact either way). Reading every id in scope costs ~3 ms
-#: at 10,000 memories and ~80 ms at 100,000 with a `context_filter` (bench_recall_hybrid); a filter
-#: passed by one memory in ten is answered by the second probe.
+#: does it make the filter's mask (`filter_repo`: reading every memory in scope once, ~3 ms at
+#: 10,000 memories and ~60–80 ms at 100,000 with a `context_filter`) and rank among the memories
+#: it allows — exact either way. A filter passed by one memory in ten is mostly answered by the
+#: second probe.
 PROBE_FACTORS = (4, 32)
 #: Among the memories a filter's mask allows (`filter_repo`), the first round takes this many ×
 #: the pool of nearest (then eight times as many each round): nearly all of them pass every filter
