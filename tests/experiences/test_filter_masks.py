@@ -26,6 +26,7 @@ from robot_mcp_memory.experiences import filter_repo, keyword_repo, ranking_repo
 from robot_mcp_memory.experiences.filter_repo import FilterMasks, Mask
 from robot_mcp_memory.experiences.filters import Condition, compile_filter
 from robot_mcp_memory.experiences.keyword_repo import KeywordCache
+from robot_mcp_memory.experiences.model import parse_spatial
 from robot_mcp_memory.experiences.ranking_repo import Scope
 from robot_mcp_memory.principal import STDIO
 from robot_mcp_memory.search import segment
@@ -167,6 +168,63 @@ async def test_masks_follow_every_write_and_are_patched_not_made_again(
     memory.index.write_blocking(rebuild_text_indexes)
     _check(memory, cache, masks, dock, queries, ns=(5, 50))
     assert len(scans) == 3
+
+
+@pytest.mark.usefixtures("shortcuts")
+async def test_filter_only_lists_through_masks_are_the_plain_query(
+    memory: Memory, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filter-only list (no query) under a filter whose mask passes few memories looks those up
+    by id: the same rows in the same order as the plain query over every memory, with spatial
+    order too, after writes of ours and raw SQL — and every id past the mask's end is looked up."""
+    await ranking_corpus(memory)
+    masks = FilterMasks()
+    scans = _scans(monkeypatch)
+    now = time.time()
+    spatial = parse_spatial({"field": "spatial.position", "target": [0.1, 0.2, 0.3]})
+
+    def check() -> None:
+        for spec in NARROW:
+            for coll, visible in (("default", None), ("kitchen-lab", frozenset({"rap-9", "tester"}))):
+                for sp, order in ((None, "score"), (spatial, "blend")):
+                    scope = Scope(visible, coll, 0.3, now, condition=compile_filter(spec, "m.context"), spatial=sp)
+                    for n in (1, 5, 50):
+
+                        def both(c: sqlite3.Connection, s: Scope = scope, k: int = n, o: Any = order) -> Any:
+                            first = ranking_repo._ranked_numbers(c, s, None, o, k, True, None, masks)
+                            again = ranking_repo._ranked_numbers(c, s, None, o, k, True, None, masks)
+                            plain = c.execute(*ranking_repo._ranking_sql(s, None, o, k, True)).fetchall()
+                            return first, again, plain
+
+                        first, again, plain = memory.index.read_blocking(both)
+                        assert first == plain, (spec, coll, n, order)
+                        assert again == plain, (spec, coll, n, order)
+
+    check()
+    assert len(scans) >= 6  # the narrow filters' masks, in both collections
+    made = len(scans)
+    await memory.experiences.learn_many(
+        STDIO,
+        [
+            (f"docked at charger {i}", {"task": {"name": "dock"}, "spatial": {"position": [0.1, 0.2, i]}})
+            for i in range(5)
+        ],
+    )
+    conn = sqlite3.connect(settings.data_dir / "index.db", isolation_level=None)
+    try:  # a row past every mask's end that no log entry names: looked up all the same
+        conn.execute(
+            "INSERT INTO memories(robot, collection, type, content, confidence, source_weight, context, content_hash, "
+            "created_at, updated_at) VALUES ('tester', 'default', 'fact', 'docked by hand', 1.0, 1.5, "
+            '\'{"task": {"name": "dock"}, "spatial": {"position": [0.1, 0.2, 0.3]}}\', \'h\', ?, ?)',
+            (now, now),
+        )
+    finally:
+        conn.close()
+    check()
+    assert len(scans) == made  # patched
+    found = await memory.experiences.recall(STDIO, "", n=3, context_filter={"task.name": "dock"})
+    assert found.mode == "filter"
+    assert found.hits[0].memory.content == "docked by hand"
 
 
 @pytest.mark.usefixtures("shortcuts")
