@@ -278,6 +278,40 @@ async def test_hybrid_recall_with_masks_is_the_scan_of_every_id(
     assert len(scans) == made  # patched
 
 
+async def test_rounds_among_what_a_mask_allows_stop_at_a_cap(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the mask allows far more than pass every filter (here a min_confidence most memories
+    miss), the rounds grow eightfold until `MASK_ROUNDS_UP_TO`; past it every id in scope is read
+    — never an unbounded list of ids for SQL — and the answer is the same."""
+    await ranking_corpus(memory)
+    monkeypatch.setattr(service, "PROBE_FACTORS", (1,))
+    monkeypatch.setattr(service, "MASK_ROUNDS_UP_TO", 500)
+    svc = memory.experiences
+    every_id, fallbacks = ranking_repo.ids_in_scope, []
+
+    def counted(*args: Any, **kwargs: Any) -> list[int]:
+        fallbacks.append(1)
+        return every_id(*args, **kwargs)
+
+    monkeypatch.setattr(ranking_repo, "ids_in_scope", counted)
+    confident = memory.index.read_blocking(
+        lambda c: [r[0] for r in c.execute("SELECT id FROM memories WHERE robot = 'tester' ORDER BY id LIMIT 40")]
+    )
+    memory.index.write_blocking(
+        lambda c: c.executemany("UPDATE memories SET confidence = 1.0 WHERE id = ?", [(m,) for m in confident])
+    )
+    mask_of = FilterMasks.mask
+    for q in QUERIES[::5]:
+        for _ in range(2):
+            got = await svc.recall(STDIO, q, n=5, min_confidence=0.95, context_filter={"task.success": True})
+            monkeypatch.setattr(FilterMasks, "mask", lambda *a, **k: None)
+            want = await svc.recall(STDIO, q, n=5, min_confidence=0.95, context_filter={"task.success": True})
+            monkeypatch.setattr(FilterMasks, "mask", mask_of)
+            assert [(h.memory.id, h.score) for h in got.hits] == [(h.memory.id, h.score) for h in want.hits]
+            assert got.hits
+    assert svc.store.filters._masks  # the mask was made and used
+    assert len(fallbacks) > len(QUERIES[::5]) * 2  # and its rounds gave up, as well as the masks-off path
+
+
 async def test_ids_an_array_cannot_hold_make_no_mask(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ranking_repo, "SHORTCUTS_FROM", 1)
     await memory.experiences.learn_many(

@@ -19,6 +19,7 @@ what it proposes against every filter in SQL (`service._hybrid`).
 from __future__ import annotations
 
 import collections
+import json
 import sqlite3
 import threading
 from dataclasses import dataclass
@@ -158,10 +159,12 @@ def _patched(conn: sqlite3.Connection, held: Mask, top: int, collection: str, co
     if len(docs) > max(MAX_PATCH, held.passing.size // 16) or not dense_ids(docs[0], docs[-1], held.passing.size):
         return None
     where, params = _where(collection, condition)
-    marks = ",".join("?" * len(docs))
-    now_passing = [
+    now_passing = [  # the ids as one JSON parameter: no limit on how many
         r[0]
-        for r in conn.execute(f"SELECT m.id FROM memories m WHERE m.id IN ({marks}) AND {where}", [*docs, *params])  # noqa: S608
+        for r in conn.execute(
+            f"SELECT m.id FROM memories m WHERE m.id IN (SELECT value FROM json_each(?)) AND {where}",  # noqa: S608
+            [json.dumps(docs), *params],
+        )
     ]
     passing = np.zeros(max(held.passing.size, docs[-1] + 1), dtype=np.bool_)
     passing[: held.passing.size] = held.passing

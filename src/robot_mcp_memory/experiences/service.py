@@ -81,6 +81,9 @@ PROBE_FACTORS = (4, 32)
 #: the pool of nearest (then eight times as many each round): nearly all of them pass every filter
 #: (the mask knows the collection, the context filter and who is active; not confidence or session).
 MASK_ROUND_FACTOR = 2
+#: No round among what a mask allows takes more than this many: past it (the mask allows far more
+#: than pass — a session_id, a high min_confidence), every id in scope is read, as without a mask.
+MASK_ROUNDS_UP_TO = 4096
 MIN_COSINE = fusion.MIN_COSINE
 #: Semantic dedup: how many nearest same-facts memories are compared.
 DEDUP_NEIGHBOURS = 5
@@ -582,6 +585,8 @@ class ExperienceService:
                 if len(kept) >= pool or len(head) < wide:
                     return kept[:pool]
                 wide *= 8
+                if wide > MASK_ROUNDS_UP_TO:  # what the mask allows mostly fails the rest (a session, a confidence)
+                    return v.nearest(c, qvec, pool, ranking_repo.ids_in_scope(c, scope, covering=cover))
 
         top = fusion.best_possible(v.weights, v.k) or 1.0
 
