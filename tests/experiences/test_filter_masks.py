@@ -10,6 +10,7 @@ a few memories change."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from dataclasses import replace
@@ -28,7 +29,8 @@ from robot_mcp_memory.experiences.filters import Condition, compile_filter
 from robot_mcp_memory.experiences.keyword_repo import KeywordCache
 from robot_mcp_memory.experiences.model import parse_spatial
 from robot_mcp_memory.experiences.ranking_repo import Scope
-from robot_mcp_memory.principal import STDIO
+from robot_mcp_memory.experiences.vector_repo import MemoryVectorIndex
+from robot_mcp_memory.principal import STDIO, Principal
 from robot_mcp_memory.search import segment
 from tests.experiences.conftest import ranking_corpus
 
@@ -335,9 +337,134 @@ async def test_ids_an_array_cannot_hold_make_no_mask(memory: Memory, monkeypatch
 
 
 def test_a_mask_allows_the_ids_it_knows_pass_and_every_id_past_its_end() -> None:
-    mask = Mask(3, np.array([False, True, False, True]))
+    mask = Mask(3, np.array([False, True, False, True]), np.array([0, 0, 1, 1], dtype=np.int32), {"a": 0, "b": 1})
     ids = np.array([-1, 0, 1, 2, 3, 4, 10**12], dtype=np.int64)
     assert mask.allows(ids).tolist() == [True, False, True, False, True, True, True]
+    assert mask.allowing(frozenset({"b"}))(ids).tolist() == [True, False, False, False, True, True, True]
+    assert mask.allowing(frozenset({"c"}))(ids).tolist() == [True, False, False, False, False, True, True]
+    unknown = Mask(3, np.array([True, True]), np.array([filter_repo.ANY_ROBOT, 0], dtype=np.int32), {"a": 0})
+    assert unknown.allowing(frozenset({"b"}))(np.array([0, 1], dtype=np.int64)).tolist() == [True, False]
+
+
+DOCK = {"task.name": "dock"}
+
+
+async def _on_and_off(memory: Memory, monkeypatch: pytest.MonkeyPatch, query: str, who: Any = STDIO) -> list[Any]:
+    """Hybrid recall under DOCK with masks, and the same with none (the scan of every id in scope)."""
+    svc = memory.experiences
+    mask_of = FilterMasks.mask
+    with_masks = await svc.recall(who, query, n=5, context_filter=DOCK)
+    monkeypatch.setattr(FilterMasks, "mask", lambda *a, **k: None)
+    try:
+        scanned = await svc.recall(who, query, n=5, context_filter=DOCK)
+    finally:
+        monkeypatch.setattr(FilterMasks, "mask", mask_of)
+    got = [(h.memory.id, h.score) for h in with_masks.hits]
+    assert got == [(h.memory.id, h.score) for h in scanned.hits], query
+    return got
+
+
+def _by_hand(settings: Settings, mid: int | None, content: str, ctx: dict[str, Any], robot: str = "tester") -> int:
+    """A row inserted by another connection, without an index entry (so no trigger logs it)."""
+    conn = sqlite3.connect(settings.data_dir / "index.db", isolation_level=None)
+    try:
+        cur = conn.execute(
+            "INSERT INTO memories(id, robot, collection, type, content, confidence, context, content_hash, "
+            "created_at, updated_at) VALUES (?, ?, 'default', 'fact', ?, 0.9, ?, 'x', ?, ?)",
+            (mid, robot, content, json.dumps(ctx), time.time(), time.time()),
+        )
+        return int(cur.lastrowid or 0)
+    finally:
+        conn.close()
+
+
+async def _docking_and_placing(memory: Memory, monkeypatch: pytest.MonkeyPatch, who: Any = STDIO) -> None:
+    monkeypatch.setattr(service, "PROBE_FACTORS", (1,))  # the nearest 30 leave too few docking: masks
+    placing = [(f"placed box {i} on the shelf near station {i}", {"task": {"name": "place"}}) for i in range(60)]
+    docking = [(f"docked at the charger on try {i}", {"task": {"name": "dock"}}) for i in range(3)]
+    await memory.experiences.learn_many(who, placing + docking)
+
+
+@pytest.mark.parametrize("where", ["past the end, then a learn", "in a gap"])
+async def test_a_row_inserted_by_hand_without_an_index_entry_is_allowed(
+    memory: Memory, settings: Settings, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """No trigger logs such a row (the insert trigger logs only a row over an index entry): an id
+    the mask cannot vouch for is allowed, never taken for one that fails — once the backfill gives
+    the row a vector, hybrid recall finds it as the scan of every id does (review)."""
+    await _docking_and_placing(memory, monkeypatch)
+    if where == "in a gap":
+        _by_hand(settings, 1000, "placed a crate far away", {"task": {"name": "place"}})  # ids 64..999 hold no row
+    await _on_and_off(memory, monkeypatch, "docked at the charger")
+    assert memory.experiences.store.filters._masks
+    if where == "in a gap":
+        row = _by_hand(settings, 500, "docked at the charger quickly", {"task": {"name": "dock"}})
+    else:
+        row = _by_hand(settings, None, "docked at the charger quickly", {"task": {"name": "dock"}})
+        await memory.experiences.learn(STDIO, "placed the crate on the shelf", {"task": {"name": "place"}})
+    vectors = memory.experiences.vectors
+    assert isinstance(vectors, MemoryVectorIndex)
+    vectors.backfill_blocking()
+    assert row in [m for m, _ in await _on_and_off(memory, monkeypatch, "docked at the charger quickly")]
+
+
+async def test_a_memory_moved_to_another_robot_by_hand_is_ranked_by_its_row(
+    memory: Memory, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row's robot changed by hand leaves its vector filed under the old robot; the rounds among
+    what a mask allows take the robot from the table (the mask's), as the scan of every id did."""
+    rap = Principal.robot("rap-9")
+    await _docking_and_placing(memory, monkeypatch, rap)
+    mine = await memory.experiences.learn(
+        STDIO, "docked at the charger quickly, then moved", {"task": {"name": "dock"}}
+    )
+    conn = sqlite3.connect(settings.data_dir / "index.db", isolation_level=None)
+    try:
+        conn.execute("UPDATE memories SET robot = 'rap-9' WHERE id = ?", (mine.memory_id,))
+    finally:
+        conn.close()
+    for _ in range(2):
+        assert mine.memory_id in [
+            m for m, _ in await _on_and_off(memory, monkeypatch, "docked at the charger quickly", rap)
+        ]
+
+
+@pytest.mark.usefixtures("shortcuts")
+async def test_a_reader_older_than_the_mask_is_answered_without_a_scan(
+    memory: Memory, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader whose snapshot is older than the held mask (a newer reader patched it after a
+    write) is answered by SQL at once: a scan there would be thrown away (review: one per call)."""
+    svc = memory.experiences
+    placing = [
+        (f"placed box {i} on the shelf near the dock charger {i}", {"task": {"name": "place"}}) for i in range(300)
+    ]
+    await svc.learn_many(
+        STDIO, [*placing, *[(f"docked at the charger {i}", {"task": {"name": "dock"}}) for i in range(20)]]
+    )
+    store = svc.store
+    scope = Scope(None, "default", 0.3, time.time(), condition=compile_filter(DOCK, "m.context"))
+    phrases = segment.match_phrases("dock charger")
+    scans = _scans(monkeypatch)
+
+    def rank(c: sqlite3.Connection) -> list[Any]:
+        return ranking_repo._ranked_numbers(c, scope, phrases, "score", 5, True, store.keywords, store.filters)
+
+    memory.index.read_blocking(rank)
+    memory.index.read_blocking(rank)  # the second time: the mask is made
+    assert len(scans) == 1
+    old = sqlite3.connect(f"file:{settings.data_dir / 'index.db'}?mode=ro", uri=True, isolation_level=None)
+    try:
+        old.execute("BEGIN")
+        old.execute("SELECT count(*) FROM memories").fetchone()  # an older snapshot from here on
+        want = rank(old)
+        await svc.learn(STDIO, "docked at the charger again", {"task": {"name": "dock"}})
+        memory.index.read_blocking(rank)  # a newer reader patches the mask forward
+        for _ in range(3):
+            assert rank(old) == want
+    finally:
+        old.close()
+    assert len(scans) == 1
 
 
 async def test_a_filter_asked_once_gets_no_mask_and_masks_are_bounded(memory: Memory) -> None:
@@ -351,7 +478,7 @@ async def test_a_filter_asked_once_gets_no_mask_and_masks_are_bounded(memory: Me
     assert memory.index.read_blocking(lambda c: ask(c, conds[0])) is None  # once: not worth a scan
     made = memory.index.read_blocking(lambda c: ask(c, conds[0]))
     assert made is not None
-    assert made.passing.nonzero()[0].tolist() == [1]
+    assert made.passing.nonzero()[0].tolist() == [0, 1]  # id 0 holds no row: allowed, as unknown
 
     def make(into: FilterMasks, cond: Condition) -> None:
         memory.index.read_blocking(lambda c: into.mask(c, "default", cond, make="now"))

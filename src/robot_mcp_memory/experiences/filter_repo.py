@@ -1,19 +1,20 @@
 """Which memories pass a `context_filter`, held in memory per filter and kept current through the
-change log — so that hybrid recall's vector list can rank among them without reading every
-context again.
+change log — so that recall can rank among them without reading every context again.
 
 Finding the memories that pass a filter in SQL reads each one's context as JSON (~1 µs each on
 SQLite 3.40): at 100,000 memories, a hybrid recall whose nearest vectors seldom passed its filter
 spent ~60–250 ms there. A `Mask` is that answer for one (collection, filter), as a boolean per
-memory id; it is made once by that scan and then patched from `CHANGES`, as the keyword cache is
-(`keyword_repo`): every write that can change whether a memory passes — an index entry written
-(a learn, an update, an import), a change of its context, collection or status, an id moved, a
-row deleted — is logged, by our writes or by triggers on `memories` whatever process writes it
-(`storage.RANK_LOG_TRIGGERS`), and re-read in the caller's snapshot before a mask answers.
+memory id (and the id's robot); it is made once by that scan and then patched from `CHANGES`, as
+the keyword cache is (`keyword_repo`): every write that can change whether a memory passes — an
+index entry written (a learn, an update, an import), a change of its context, collection, robot
+or status, an id moved, a row deleted — is logged, by our writes or by triggers on `memories`
+whatever process writes it (`storage.RANK_LOG_TRIGGERS`), and re-read in the caller's snapshot
+before a mask answers.
 
-A mask is a superset, never the answer itself: it knows nothing of robots, confidence or
-sessions, and ids past its end are unknown (a row inserted since, unlogged). Its users check
-what it proposes against every filter in SQL (`service._hybrid`).
+A mask is a superset, never the answer itself: it knows nothing of confidence or sessions, and an
+id it cannot vouch for is allowed — past its end, or without an index entry (a row inserted by
+hand without one is logged by no trigger). Its users check what it proposes against every filter
+in SQL (`service._hybrid`, `ranking_repo`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import collections
 import json
 import sqlite3
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -38,6 +40,8 @@ MAX_MASK_BYTES = 64 * 2**20
 #: A mask is patched from at most this many changed memories (or a sixteenth of its size, when
 #: that is more); past it, the scan makes it again.
 MAX_PATCH = 512
+#: The robot code of an id a mask cannot vouch for: any robot.
+ANY_ROBOT = -1
 
 #: How many filters asked for once (``make="again"``) are remembered.
 ASKED = 256
@@ -50,10 +54,18 @@ Make = Literal["no", "now", "again"]
 @dataclass(frozen=True)
 class Mask:
     """``passing[id]`` is True for every active memory of the collection whose context passes the
-    filter, as of change-log entry `seq`; an id at or past ``len(passing)`` is unknown."""
+    filter, as of change-log entry `seq` (and for every id it cannot vouch for: no index entry);
+    ``robot[id]`` is that memory's robot, as a code of `robots` (`ANY_ROBOT`: unknown). An id at
+    or past ``len(passing)`` is unknown: allowed."""
 
     seq: int
     passing: npt.NDArray[np.bool_]
+    robot: npt.NDArray[np.int32]
+    robots: dict[str, int]
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.passing.nbytes + self.robot.nbytes)
 
     def allows(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         """Per id: whether it may pass (True past the end: unknown)."""
@@ -61,6 +73,21 @@ class Mask:
         out = np.ones(ids.shape, dtype=np.bool_)
         out[inside] = self.passing[ids[inside]]
         return out
+
+    def allowing(self, visible: frozenset[str] | None) -> Callable[[npt.NDArray[np.int64]], npt.NDArray[np.bool_]]:
+        """`allows`, and only memories of the `visible` robots (all with None) — by the robot the
+        table says, not the one a vector was filed under (a row moved by hand keeps its vector's)."""
+        if visible is None:
+            return self.allows
+        wanted = np.array([ANY_ROBOT, *(self.robots[r] for r in visible if r in self.robots)], dtype=np.int32)
+
+        def allowed(ids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+            out = self.allows(ids)
+            inside = (ids >= 0) & (ids < self.passing.size)
+            out[inside] &= np.isin(self.robot[ids[inside]], wanted)
+            return out
+
+        return allowed
 
 
 class FilterMasks:
@@ -96,20 +123,25 @@ class FilterMasks:
         if held is None and make == "no":
             return None
         (top,) = conn.execute(f"SELECT coalesce(max(seq), 0) FROM {CHANGES}").fetchone()  # noqa: S608
+        if held is not None and top < held.seq:  # a snapshot older than the mask: SQL answers it
+            return None
         found = None if held is None else _patched(conn, held, top, collection, condition)
         if found is None:
-            made = _scan(conn, collection, condition) if make != "no" else None
-            if made is None:
+            found = _scan(conn, top, collection, condition) if make != "no" else None
+            if found is None:
+                if held is not None:  # neither patched nor made: not worth reading the log for again
+                    with self._lock:
+                        if self._masks.get(key) is held:
+                            del self._masks[key]
                 return None
-            found = Mask(top, made)
         if held is None or found.seq >= held.seq:  # a reader with an older snapshot leaves a newer mask be
             with self._lock:
                 self._asked.pop(key, None)
                 self._masks[key] = found
                 self._masks.move_to_end(key)
-                held_bytes = sum(m.passing.nbytes for m in self._masks.values())
+                held_bytes = sum(m.nbytes for m in self._masks.values())
                 while len(self._masks) > 1 and (len(self._masks) > self.capacity or held_bytes > self.max_bytes):
-                    held_bytes -= self._masks.popitem(last=False)[1].passing.nbytes
+                    held_bytes -= self._masks.popitem(last=False)[1].nbytes
         return found
 
 
@@ -120,30 +152,33 @@ def _where(collection: str, condition: Condition) -> tuple[str, list[Any]]:
     )
 
 
-def _scan(conn: sqlite3.Connection, collection: str, condition: Condition) -> npt.NDArray[np.bool_] | None:
-    """The mask's array, by reading every active memory of `collection`; None when the ids do not
-    suit an array indexed by id (`keyword_repo.dense_ids`: negative, or in the billions)."""
+def _scan(conn: sqlite3.Connection, top: int, collection: str, condition: Condition) -> Mask | None:
+    """The mask as of change-log entry `top`, by reading every active memory of `collection`;
+    None when the ids do not suit an array indexed by id (`keyword_repo.dense_ids`: negative, or
+    in the billions)."""
     low, high, count = conn.execute("SELECT min(id), max(id), count(*) FROM memories").fetchone()
     if not dense_ids(low, high, count):
         return None
+    size = (high or 0) + 1
+    # Every id without an index entry is allowed: a row inserted there by hand is logged by no trigger.
+    passing = np.ones(size, dtype=np.bool_)
+    robot = np.full(size, ANY_ROBOT, dtype=np.int32)
+    indexed = np.fromiter((r[0] for r in conn.execute("SELECT id FROM memories_fts_docsize")), dtype=np.int64)
+    passing[indexed[(indexed >= 0) & (indexed < size)]] = False
+    robots: dict[str, int] = {}
     where, params = _where(collection, condition)
-    ids = np.fromiter(
-        (r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {where}", params)),  # noqa: S608
-        dtype=np.int64,
-    )
-    passing = np.zeros((high or 0) + 1, dtype=np.bool_)
-    passing[ids] = True
-    return passing
+    for mid, who in conn.execute(f"SELECT m.id, m.robot FROM memories m WHERE {where}", params):  # noqa: S608
+        passing[mid] = True
+        robot[mid] = robots.setdefault(who, len(robots))
+    return Mask(top, passing, robot, robots)
 
 
 def _patched(conn: sqlite3.Connection, held: Mask, top: int, collection: str, condition: Condition) -> Mask | None:
-    """`held` brought to change-log entry `top` (this snapshot's last), or None when it cannot be:
-    the snapshot is older than the mask, the log was trimmed past the mask's place or records a
-    rebuilt index, or too many memories changed."""
+    """`held` brought to change-log entry `top` (this snapshot's last, newer than the mask's), or
+    None when it cannot be: the log was trimmed past the mask's place or records a rebuilt index,
+    or too many memories changed."""
     if top == held.seq:
         return held
-    if top < held.seq:
-        return None
     # The mask's own entry first (unless the log was empty then), so a trimmed log shows.
     changes = conn.execute(
         f"SELECT seq, doc FROM {CHANGES} WHERE seq >= ? ORDER BY seq",  # noqa: S608
@@ -158,17 +193,29 @@ def _patched(conn: sqlite3.Connection, held: Mask, top: int, collection: str, co
     docs = sorted({doc for _, doc in news})
     if len(docs) > max(MAX_PATCH, held.passing.size // 16) or not dense_ids(docs[0], docs[-1], held.passing.size):
         return None
-    where, params = _where(collection, condition)
-    now_passing = [  # the ids as one JSON parameter: no limit on how many
+    size = max(held.passing.size, docs[-1] + 1)
+    passing = np.ones(size, dtype=np.bool_)  # ids past the old end: unknown until read
+    passing[: held.passing.size] = held.passing
+    robot = np.full(size, ANY_ROBOT, dtype=np.int32)
+    robot[: held.robot.size] = held.robot
+    robots = dict(held.robots)
+    ids = json.dumps(docs)  # one JSON parameter: no limit on how many
+    changed = np.asarray(docs, dtype=np.int64)
+    passing[changed] = True  # without an index entry now: unknown
+    robot[changed] = ANY_ROBOT
+    indexed = [
         r[0]
         for r in conn.execute(
-            f"SELECT m.id FROM memories m WHERE m.id IN (SELECT value FROM json_each(?)) AND {where}",  # noqa: S608
-            [json.dumps(docs), *params],
+            "SELECT id FROM memories_fts_docsize WHERE id IN (SELECT value FROM json_each(?))", (ids,)
         )
     ]
-    passing = np.zeros(max(held.passing.size, docs[-1] + 1), dtype=np.bool_)
-    passing[: held.passing.size] = held.passing
-    passing[np.asarray(docs, dtype=np.int64)] = False
-    if now_passing:
-        passing[np.asarray(now_passing, dtype=np.int64)] = True
-    return Mask(news[-1][0], passing)
+    if indexed:
+        passing[np.asarray(indexed, dtype=np.int64)] = False
+    where, params = _where(collection, condition)
+    for mid, who in conn.execute(
+        f"SELECT m.id, m.robot FROM memories m WHERE m.id IN (SELECT value FROM json_each(?)) AND {where}",  # noqa: S608
+        [ids, *params],
+    ):
+        passing[mid] = True
+        robot[mid] = robots.setdefault(who, len(robots))
+    return Mask(news[-1][0], passing, robot, robots)

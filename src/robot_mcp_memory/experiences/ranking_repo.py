@@ -341,7 +341,8 @@ def _ranked_numbers(
     total: int | None = None  # `_largest_id`, read at most once
     if keywords is not None and scored:
         assert match is not None
-        filtered = scope.condition.sql != "1"
+        # Within a session (or outside one) most matches a mask allows fail: no mask there.
+        filtered = scope.condition.sql != "1" and scope.session_id is None and scope.exclude_session is None
         mask = masks.mask(conn, scope.collection, scope.condition, make="no") if masks and filtered else None
         if mask is not None:
             cached = _ranked_from_cache(conn, scope, match, limit, covering, keywords, 1.0, mask)

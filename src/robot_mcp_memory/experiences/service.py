@@ -548,7 +548,9 @@ class ExperienceService:
             (`filter_repo`); when too few of them pass, the filter's mask is made — by reading
             every context once — and from then on the nearest are taken among the memories it
             allows (`within`), kept current through the change log."""
-            mask = masks.mask(c, scope.collection, scope.condition, make="no")
+            # Within a session (or outside one) most memories a mask allows fail: no mask there.
+            sessionless = scope.session_id is None and scope.exclude_session is None
+            mask = masks.mask(c, scope.collection, scope.condition, make="no") if sessionless else None
             if mask is not None:
                 return within(c, mask)
             probe = v.nearest_any(c, qvec, PROBE_FACTORS[-1] * pool, scope.visible)  # one product, every probe
@@ -563,8 +565,8 @@ class ExperienceService:
                 kept = [(m, cos) for m, cos in head if m in passing]
                 if len(kept) >= pool or len(head) < factor * pool:
                     return kept[:pool]
-            mask = masks.mask(c, scope.collection, scope.condition, make="now")
-            if mask is None:  # ids that suit no array (an archive's, in the billions): every id in scope
+            mask = masks.mask(c, scope.collection, scope.condition, make="now") if sessionless else None
+            if mask is None:  # in a session, or ids that suit no array (in the billions): every id in scope
                 return v.nearest(c, qvec, pool, ranking_repo.ids_in_scope(c, scope, covering=cover))
             return within(c, mask)
 
@@ -575,8 +577,9 @@ class ExperienceService:
             mask allows."""
             wide, checked = MASK_ROUND_FACTOR * pool, 0
             passing: set[int] = set()
+            allowed = mask.allowing(scope.visible)  # the robots as the table has them, not the vectors' filing
             while True:
-                head = v.nearest_any(c, qvec, wide, scope.visible, mask.allows)
+                head = v.nearest_any(c, qvec, wide, None, allowed)
                 if head is None:
                     return None
                 passing |= ranking_repo.ids_passing(c, scope, [m for m, _ in head[checked:]], covering=cover)
