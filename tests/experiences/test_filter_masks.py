@@ -491,3 +491,33 @@ async def test_a_filter_asked_once_gets_no_mask_and_masks_are_bounded(memory: Me
         make(small, cond)
     assert len(small._masks) == 1  # by bytes, keeping the newest
     assert keyword_repo.dense_ids(1, 51, 51)
+
+
+async def test_a_learn_after_the_newest_row_was_deleted_by_hand_takes_its_id(
+    memory: Memory, settings: Settings
+) -> None:
+    """Deleted by another connection (no cascade), the newest memory leaves its index entry and
+    tags behind, and the next learn gets its id: it failed on the index entry, and so did every
+    learn after it (review). It replaces them now, and recall finds the new memory only."""
+    svc = memory.experiences
+    await svc.learn_many(STDIO, [(f"placed box {i} on the shelf", {"k": i}) for i in range(5)])
+    reference = await svc.learn(STDIO, "docked at the charger", {"task": {"name": "dock"}}, collection="ref")
+    conn = sqlite3.connect(settings.data_dir / "index.db", isolation_level=None)
+    try:
+        conn.execute("DELETE FROM memories WHERE id = ?", (reference.memory_id,))
+        conn.execute("DELETE FROM memories WHERE id = ?", (reference.memory_id - 1,))  # the box, tags and all
+        (gone,) = conn.execute("SELECT max(id) + 1 FROM memories").fetchone()
+    finally:
+        conn.close()
+    learned = await svc.learn(STDIO, "docked at the charger", {"task": {"name": "dock"}})
+    assert learned.memory_id == gone
+    again = await svc.learn(STDIO, "opened the fire door", {"task": {"name": "open_door"}})
+    assert again.memory_id == gone + 1
+    found = await svc.recall(STDIO, "box shelf charger", n=10)
+    assert [h.memory.content for h in found.hits if h.memory.id == gone] == ["docked at the charger"]
+    assert "placed box 4 on the shelf" not in [h.memory.content for h in found.hits]
+    box_tags = set((await svc.get(STDIO, 1)).tags)
+    assert not box_tags & set((await svc.get(STDIO, gone)).tags) - {"observation"}
+    memory.index.write_blocking(
+        lambda c: c.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
+    )

@@ -266,10 +266,14 @@ def insert_memory(conn: sqlite3.Connection, new: NewMemory, now: float) -> int:
     mid = cur.lastrowid
     assert mid is not None
     user = [t for t, src in new.tags if src == "user"]
-    conn.execute(
-        "INSERT INTO memories_fts(rowid, content, context) VALUES (?, ?, ?)",
-        (mid, segment.index_text(new.content), context_text(new.context, user)),
-    )
+    entry = (mid, segment.index_text(new.content), context_text(new.context, user))
+    try:
+        conn.execute("INSERT INTO memories_fts(rowid, content, context) VALUES (?, ?, ?)", entry)
+    except sqlite3.IntegrityError:
+        # The newest memory was deleted by hand (another connection: no cascade), leaving its
+        # index entry and tags behind, and its id came round again: every learn failed on it.
+        conn.execute("DELETE FROM memory_tags WHERE memory_id = ?", (mid,))
+        conn.execute("INSERT OR REPLACE INTO memories_fts(rowid, content, context) VALUES (?, ?, ?)", entry)
     log_changes(conn, (mid,))
     if new.tags:
         conn.executemany(
