@@ -258,10 +258,10 @@ def _one_key_index(conn: sqlite3.Connection) -> None:
 
 
 def _rank_log_triggers(conn: sqlite3.Connection) -> None:
-    """Migrations 17, 18, 19 and 20: `experiences.RANK_LOG_TRIGGERS`, made again as they are now
-    (17's logged only updates that left a memory active; 18's missed an active memory replaced by
-    a row that is not, by an ``INSERT OR REPLACE`` or by an ``UPDATE OR REPLACE`` of an id; 19's
-    did not log an update of a context)."""
+    """Migrations 17 to 21: `experiences.RANK_LOG_TRIGGERS`, made again as they are now (17's
+    logged only updates that left a memory active; 18's missed an active memory replaced by a row
+    that is not, by an ``INSERT OR REPLACE`` or by an ``UPDATE OR REPLACE`` of an id; 19's did not
+    log an update of a context, 20's one of updated_at)."""
     for name in ("memories_rank_log", "memories_rank_log_insert", "memories_rank_log_delete"):
         conn.execute(f"DROP TRIGGER IF EXISTS {name}")
     for ddl in experiences.RANK_LOG_TRIGGERS:
@@ -360,6 +360,9 @@ MIGRATIONS: list[Migration] = [
     _rank_log_triggers,
     # 20: the log's triggers again — an update of an active memory's context is logged too, so
     # the cached sets of memories passing a context_filter follow it (experiences/filter_repo.py)
+    _rank_log_triggers,
+    # 21: the log's triggers again — an update of an active memory's updated_at too, which ranks
+    # a filter-only list from those sets
     _rank_log_triggers,
 ]
 

@@ -186,10 +186,18 @@ async def test_filter_only_lists_through_masks_are_the_plain_query(
     spatial = parse_spatial({"field": "spatial.position", "target": [0.1, 0.2, 0.3]})
 
     def check() -> None:
-        for spec in NARROW:
-            for coll, visible in (("default", None), ("kitchen-lab", frozenset({"rap-9", "tester"}))):
+        for spec in (None, *NARROW):
+            for coll, visible, floor, at in (
+                ("default", None, 0.3, now),
+                ("kitchen-lab", frozenset({"rap-9", "tester"}), 0.3, now),
+                ("default", frozenset({"rap-9"}), 0.6, now),
+                # a year on, every memory has decayed to the floor: scores tie by weight and
+                # confidence, and the newest comes first among them
+                ("default", None, 0.3, now + 400 * 86400),
+            ):
                 for sp, order in ((None, "score"), (spatial, "blend")):
-                    scope = Scope(visible, coll, 0.3, now, condition=compile_filter(spec, "m.context"), spatial=sp)
+                    cond = compile_filter(spec, "m.context")
+                    scope = Scope(visible, coll, floor, at, condition=cond, spatial=sp)
                     for n in (1, 5, 50):
 
                         def both(c: sqlite3.Connection, s: Scope = scope, k: int = n, o: Any = order) -> Any:
@@ -220,13 +228,60 @@ async def test_filter_only_lists_through_masks_are_the_plain_query(
             '\'{"task": {"name": "dock"}, "spatial": {"position": [0.1, 0.2, 0.3]}}\', \'h\', ?, ?)',
             (now, now),
         )
+        # made older by hand, and one made younger: logged, and ranked by it
+        conn.execute(
+            "UPDATE memories SET updated_at = updated_at - 200 * 86400 WHERE id % 5 = 0 AND content_hash != 'h'"
+        )
+        (young,) = conn.execute(  # the most confident real-world memory among the aged ones: now the best
+            "SELECT id FROM memories WHERE collection = 'default' AND robot = 'tester' AND source_weight >= 1.5 "
+            "AND status = 'active' AND updated_at < ? ORDER BY confidence DESC, id LIMIT 1",
+            (now - 100 * 86400,),
+        ).fetchone()
+        conn.execute("UPDATE memories SET updated_at = ? WHERE id = ?", (now + 1, young))
     finally:
         conn.close()
     check()
     assert len(scans) == made  # patched
+    unfiltered = Scope(None, "default", 0.3, now)
+    best = memory.index.read_blocking(
+        lambda c: ranking_repo._ranked_numbers(c, unfiltered, None, "score", 3, True, None, masks)
+    )
+    assert young in [r[0] for r in best]  # after the row inserted by hand (confidence 1.0)
     found = await memory.experiences.recall(STDIO, "", n=3, context_filter={"task.name": "dock"})
     assert found.mode == "filter"
     assert found.hits[0].memory.content == "docked by hand"
+
+
+async def test_filter_only_scores_a_hair_off_sqls_are_checked_by_sql(memory: Memory) -> None:
+    """numpy's ``pow`` and SQLite's may differ in the last bits: the scores a mask's numbers give
+    only choose which rows SQL ranks, and a list whose last score is within `SCORE_SLACK` of the
+    best one left out goes round again with every row that close. Numbers made a hair off here, a
+    year on (every memory decayed to the floor: runs of equal scores told apart by age and id),
+    and the lists are still the plain query's."""
+    await ranking_corpus(memory)
+    masks = FilterMasks()
+    later = time.time() + 400 * 86400
+    rng = np.random.default_rng(5)
+    checked = 0
+    for spec in (None, {"task.success": True}, {"task.name": "dock"}):
+        scope = Scope(None, "default", 0.3, later, condition=compile_filter(spec, "m.context"))
+
+        def made(c: sqlite3.Connection, s: Scope = scope) -> Mask | None:
+            return masks.mask(c, s.collection, s.condition, make="now")
+
+        mask = memory.index.read_blocking(made)
+        assert mask is not None
+        off = replace(mask, ranking=mask.ranking * (1 + rng.uniform(-1e-13, 1e-13, mask.ranking.shape)))
+        for n in (1, 3, 5, 20, 50):
+
+            def both(c: sqlite3.Connection, s: Scope = scope, k: int = n, m: Mask = off) -> Any:
+                got = ranking_repo._filter_only_ranked(c, s, k, True, m)
+                return got, c.execute(*ranking_repo._ranking_sql(s, None, "score", k, True)).fetchall()
+
+            got, plain = memory.index.read_blocking(both)
+            assert got == plain, (spec, n)
+            checked += 1
+    assert checked == 15
 
 
 @pytest.mark.usefixtures("shortcuts")
@@ -337,12 +392,17 @@ async def test_ids_an_array_cannot_hold_make_no_mask(memory: Memory, monkeypatch
 
 
 def test_a_mask_allows_the_ids_it_knows_pass_and_every_id_past_its_end() -> None:
-    mask = Mask(3, np.array([False, True, False, True]), np.array([0, 0, 1, 1], dtype=np.int32), {"a": 0, "b": 1})
+    numbers = np.full((4, 3), np.nan)
+    mask = Mask(
+        3, np.array([False, True, False, True]), np.array([0, 0, 1, 1], dtype=np.int32), {"a": 0, "b": 1}, numbers
+    )
     ids = np.array([-1, 0, 1, 2, 3, 4, 10**12], dtype=np.int64)
     assert mask.allows(ids).tolist() == [True, False, True, False, True, True, True]
     assert mask.allowing(frozenset({"b"}))(ids).tolist() == [True, False, False, False, True, True, True]
     assert mask.allowing(frozenset({"c"}))(ids).tolist() == [True, False, False, False, False, True, True]
-    unknown = Mask(3, np.array([True, True]), np.array([filter_repo.ANY_ROBOT, 0], dtype=np.int32), {"a": 0})
+    unknown = Mask(
+        3, np.array([True, True]), np.array([filter_repo.ANY_ROBOT, 0], dtype=np.int32), {"a": 0}, numbers[:2]
+    )
     assert unknown.allowing(frozenset({"b"}))(np.array([0, 1], dtype=np.int64)).tolist() == [True, False]
 
 

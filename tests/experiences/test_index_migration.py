@@ -307,9 +307,9 @@ def test_a_version_17_file_gets_the_whole_change_log_triggers_and_the_index_name
 
 
 def test_a_version_19_file_logs_an_update_of_a_context(tmp_path: Path) -> None:
-    """Migration 20: version 19's trigger did not log an update of a context, so a cached set of
-    the memories passing a context_filter (`filter_repo`) could not follow one made by hand. The
-    trigger is made again; what was stored stays."""
+    """Migrations 20 and 21: version 19's trigger did not log an update of a context or of
+    updated_at, so a cached set of the memories passing a context_filter (`filter_repo`) could not
+    follow one made by hand. The trigger is made again; what was stored stays."""
     first = _learned_then_back_to(
         tmp_path,
         19,
@@ -327,6 +327,8 @@ def test_a_version_19_file_logs_an_update_of_a_context(tmp_path: Path) -> None:
         conn.execute('UPDATE memories SET context = \'{"task": {"name": "dock"}}\' WHERE id = ?', (first,))
         logged = conn.execute("SELECT doc FROM memory_index_log ORDER BY seq DESC LIMIT 1").fetchone()[0]
         after = conn.execute("SELECT count(*) FROM memory_index_log").fetchone()[0]
+        conn.execute("UPDATE memories SET updated_at = updated_at - 86400 WHERE id = ?", (first,))  # migration 21
+        aged = conn.execute("SELECT count(*) FROM memory_index_log").fetchone()[0]
         conn.execute("UPDATE memories SET status = 'forgotten' WHERE id = ?", (first,))
         conn.commit()
         before_inactive = conn.execute("SELECT count(*) FROM memory_index_log").fetchone()[0]
@@ -335,4 +337,5 @@ def test_a_version_19_file_logs_an_update_of_a_context(tmp_path: Path) -> None:
     finally:
         conn.close()
     assert (after, logged) == (before + 1, first)
+    assert aged == after + 1
     assert after_inactive == before_inactive

@@ -32,9 +32,10 @@ import numpy.typing as npt
 
 from robot_mcp_memory.experiences.filters import Condition
 from robot_mcp_memory.experiences.keyword_repo import CHANGES, dense_ids
+from robot_mcp_memory.experiences.model import MAX_SOURCE_WEIGHT
 
-#: How many (collection, filter) masks are kept, and how many bytes they may hold together (a
-#: byte per id: 100 KB each at 100,000 memories), least recently used first out.
+#: How many (collection, filter) masks are kept, and how many bytes they may hold together (29
+#: bytes per id: 2.9 MB each at 100,000 memories), least recently used first out.
 MAX_MASKS = 64
 MAX_MASK_BYTES = 64 * 2**20
 #: A mask is patched from at most this many changed memories (or a sixteenth of its size, when
@@ -42,6 +43,9 @@ MAX_MASK_BYTES = 64 * 2**20
 MAX_PATCH = 512
 #: The robot code of an id a mask cannot vouch for: any robot.
 ANY_ROBOT = -1
+#: What a mask reads of each passing memory: its id, robot, and what ranks it without a query
+#: (the weight as ranking caps it, computed by SQL as ranking computes it).
+_COLUMNS = f"m.id, m.robot, min(m.source_weight, {MAX_SOURCE_WEIGHT!r}), m.confidence, m.updated_at"
 
 #: How many filters asked for once (``make="again"``) are remembered.
 ASKED = 256
@@ -62,10 +66,13 @@ class Mask:
     passing: npt.NDArray[np.bool_]
     robot: npt.NDArray[np.int32]
     robots: dict[str, int]
+    #: per id: (weight as ranking caps it, confidence, updated_at) of a passing memory, NaN else —
+    #: what ranks a filter-only list (`ranking_repo._filter_only_ranked`)
+    ranking: npt.NDArray[np.float64]
 
     @property
     def nbytes(self) -> int:
-        return int(self.passing.nbytes + self.robot.nbytes)
+        return int(self.passing.nbytes + self.robot.nbytes + self.ranking.nbytes)
 
     def allows(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         """Per id: whether it may pass (True past the end: unknown)."""
@@ -163,14 +170,16 @@ def _scan(conn: sqlite3.Connection, top: int, collection: str, condition: Condit
     # Every id without an index entry is allowed: a row inserted there by hand is logged by no trigger.
     passing = np.ones(size, dtype=np.bool_)
     robot = np.full(size, ANY_ROBOT, dtype=np.int32)
+    ranking = np.full((size, 3), np.nan)
     indexed = np.fromiter((r[0] for r in conn.execute("SELECT id FROM memories_fts_docsize")), dtype=np.int64)
     passing[indexed[(indexed >= 0) & (indexed < size)]] = False
     robots: dict[str, int] = {}
     where, params = _where(collection, condition)
-    for mid, who in conn.execute(f"SELECT m.id, m.robot FROM memories m WHERE {where}", params):  # noqa: S608
+    for mid, who, *numbers in conn.execute(f"SELECT {_COLUMNS} FROM memories m WHERE {where}", params):  # noqa: S608
         passing[mid] = True
         robot[mid] = robots.setdefault(who, len(robots))
-    return Mask(top, passing, robot, robots)
+        ranking[mid] = numbers
+    return Mask(top, passing, robot, robots, ranking)
 
 
 def _patched(conn: sqlite3.Connection, held: Mask, top: int, collection: str, condition: Condition) -> Mask | None:
@@ -198,11 +207,14 @@ def _patched(conn: sqlite3.Connection, held: Mask, top: int, collection: str, co
     passing[: held.passing.size] = held.passing
     robot = np.full(size, ANY_ROBOT, dtype=np.int32)
     robot[: held.robot.size] = held.robot
+    ranking = np.full((size, 3), np.nan)
+    ranking[: held.ranking.shape[0]] = held.ranking
     robots = dict(held.robots)
     ids = json.dumps(docs)  # one JSON parameter: no limit on how many
     changed = np.asarray(docs, dtype=np.int64)
     passing[changed] = True  # without an index entry now: unknown
     robot[changed] = ANY_ROBOT
+    ranking[changed] = np.nan
     indexed = [
         r[0]
         for r in conn.execute(
@@ -212,10 +224,11 @@ def _patched(conn: sqlite3.Connection, held: Mask, top: int, collection: str, co
     if indexed:
         passing[np.asarray(indexed, dtype=np.int64)] = False
     where, params = _where(collection, condition)
-    for mid, who in conn.execute(
-        f"SELECT m.id, m.robot FROM memories m WHERE m.id IN (SELECT value FROM json_each(?)) AND {where}",  # noqa: S608
+    for mid, who, *numbers in conn.execute(
+        f"SELECT {_COLUMNS} FROM memories m WHERE m.id IN (SELECT value FROM json_each(?)) AND {where}",  # noqa: S608
         [ids, *params],
     ):
         passing[mid] = True
         robot[mid] = robots.setdefault(who, len(robots))
-    return Mask(news[-1][0], passing, robot, robots)
+        ranking[mid] = numbers
+    return Mask(news[-1][0], passing, robot, robots, ranking)

@@ -364,7 +364,7 @@ def _ranked_numbers(
                 cached = _ranked_from_cache(conn, scope, match, limit, covering, keywords, 1.0, mask)
                 if cached is not None:
                     return cached
-    if match is None and masks is not None and scope.condition.sql != "1" and limit >= 1:
+    if match is None and masks is not None and limit >= 1:
         through = _filter_only_through_mask(conn, scope, order, limit, covering, masks)
         if through is not None:
             return through
@@ -402,21 +402,65 @@ def _filter_only_through_mask(
     memories' contexts instead of every one's. The second time a filter is asked for in a store of
     `SHORTCUTS_FROM` memories or more it gets its mask (`filter_repo`). None: the plain query
     ranks."""
-    if _largest_id(conn) < SHORTCUTS_FROM:
+    if _largest_id(conn) < SHORTCUTS_FROM or scope.session_id is not None or scope.exclude_session is not None:
         return None
     mask = masks.mask(conn, scope.collection, scope.condition, make="again")
     if mask is None:
+        return None
+    if order == "score":
+        ranked = _filter_only_ranked(conn, scope, limit, covering, mask)
+        if ranked is not None:
+            return ranked
+    if scope.condition.sql == "1":
         return None
     allowed = np.flatnonzero(mask.passing)
     if allowed.size > MASK_IDS_SHARE * mask.passing.size:
         return None
     past = [r[0] for r in conn.execute("SELECT id FROM memories WHERE id >= ?", (mask.passing.size,))]
-    ids = json.dumps([*allowed.tolist(), *past])
-    narrowed = Condition(
-        f"({scope.condition.sql}) AND m.id IN (SELECT value FROM json_each(?))",  # noqa: S608
-        [*scope.condition.params, ids],
-    )
-    return conn.execute(*_ranking_sql(replace(scope, condition=narrowed), None, order, limit, covering)).fetchall()
+    narrowed = _among_json(scope, [*allowed.tolist(), *past])
+    return conn.execute(*_ranking_sql(narrowed, None, order, limit, covering)).fetchall()
+
+
+def _filter_only_ranked(
+    conn: sqlite3.Connection, scope: Scope, limit: int, covering: bool, mask: Mask
+) -> list[tuple[Any, ...]] | None:
+    """A filter-only list by score, from what `mask` holds of each memory it allows (weight,
+    confidence, updated_at): the score each would get, computed in numpy as `_ranking_sql`
+    computes it, chooses which rows SQL ranks — the best `FILTER_ONLY_POOL_FACTOR × limit` by it,
+    and every memory the mask cannot vouch for (no numbers held, or past its end). SQL applies
+    every filter and computes the scores itself. The list is exact once its `limit`-th score is
+    above the best score left out by more than `SCORE_SLACK` (numpy's and SQLite's ``pow`` may
+    differ in the last bits); otherwise every memory whose score reaches that one goes next, or,
+    when fewer than `limit` passed, four times as many. None past `MAX_GIVEN` (the caller ranks)."""
+    size = mask.passing.size
+    ids = np.flatnonzero(mask.allowing(scope.visible)(np.arange(size, dtype=np.int64)))
+    w, conf, updated = (mask.ranking[ids, i] for i in range(3))
+    known = ~np.isnan(updated)
+    unknown = [*ids[~known].tolist(), *(r[0] for r in conn.execute("SELECT id FROM memories WHERE id >= ?", (size,)))]
+    ids, w, conf, updated = ids[known], w[known], conf[known], updated[known]
+    confd = conf * np.maximum(DECAY_FLOOR, np.power(0.5, np.maximum(0.0, scope.now - updated) / HALF_LIFE_S))
+    keep = confd >= scope.min_confidence - SCORE_SLACK  # SQL's outer filter, conservatively
+    ids, updated, score = ids[keep], updated[keep], (w * (0.5 + 0.5 * confd))[keep]
+    order = np.lexsort((-ids, -updated, -score))  # the ranking's order: score, then newest, then id
+    ids, score = ids[order], score[order]
+    k = max(BOUNDED_POOL_MIN, FILTER_ONLY_POOL_FACTOR * limit)
+    while True:
+        k = min(k, len(ids))
+        if k + len(unknown) > MAX_GIVEN:
+            return None
+        given = [*ids[:k].tolist(), *unknown]
+        got = conn.execute(*_ranking_sql(_among_json(scope, given), None, "score", limit, covering)).fetchall()
+        if k == len(ids):
+            return got
+        left = float(score[k])  # the best score left out
+        if len(got) >= limit:
+            _, rel, wt, cd, *_ = got[limit - 1]
+            floor = rel * wt * (0.5 + 0.5 * cd)
+            if floor > left + SCORE_SLACK:
+                return got
+            k = int(np.count_nonzero(score >= floor - SCORE_SLACK))  # more than k: `left` reaches it
+        else:
+            k *= 4
 
 
 def _ranked_from_cache(
@@ -508,6 +552,11 @@ def _highest(values: bm25.Floats, k: int) -> tuple[npt.NDArray[np.intp], float |
     return part[:k], float(values[part[k:]].max())
 
 
+#: A filter-only list by score from a mask (`_filter_only_ranked`) first gives SQL this many ×
+#: n memories, the best by the score the mask's numbers give them; scores closer than
+#: `SCORE_SLACK` to the best one left out are checked by SQL too.
+FILTER_ONLY_POOL_FACTOR = 4
+SCORE_SLACK = 1e-9
 #: A filter-only list goes through the filter's mask when the mask passes at most this share of
 #: the ids (`_filter_only_through_mask`): each memory is then looked up by id (~4–5 µs with its
 #: context read, at 100,000), where the plain query reads every memory of the collection in its
@@ -595,6 +644,15 @@ def ids_passing(conn: sqlite3.Connection, scope: Scope, ids: Collection[int], co
         return set()
     sql, params = _ranking_sql(_among(scope, ids), None, "score", len(ids), covering, ids_only=True)
     return {int(r[0]) for r in conn.execute(sql, params)}
+
+
+def _among_json(scope: Scope, ids: Sequence[int]) -> Scope:
+    """`scope` narrowed to `ids`, handed to SQL as one JSON parameter (no limit on how many)."""
+    narrowed = Condition(
+        f"({scope.condition.sql}) AND m.id IN (SELECT value FROM json_each(?))",  # noqa: S608
+        [*scope.condition.params, json.dumps(list(ids))],
+    )
+    return replace(scope, condition=narrowed)
 
 
 def _among(scope: Scope, ids: Collection[int]) -> Scope:

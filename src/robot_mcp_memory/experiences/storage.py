@@ -142,8 +142,9 @@ MEMORIES_FTS_CHANGES = Table(
 )
 #: Log every write of `memories` that changes what the keyword cache holds of a memory it may
 #: rank — collection, robot, whether it is active, source weight, confidence (`KeywordCache.
-#: candidates` bounds scores by them) — or which memories pass a `context_filter` (the context:
-#: `filter_repo.FilterMasks`), whichever code or process writes it: an update of those
+#: candidates` bounds scores by them) — or which memories pass a `context_filter` and how a
+#: filter-only list ranks them (the context, updated_at: `filter_repo.FilterMasks`), whichever
+#: code or process writes it: an update of those
 #: columns of a memory active before or after, and any update of an id (an ``UPDATE OR REPLACE``
 #: may take the id of an active memory); a row inserted where an index entry is (an ``INSERT OR
 #: REPLACE``, whatever the new row's status: the row it replaced goes without a delete trigger); a
@@ -151,8 +152,9 @@ MEMORIES_FTS_CHANGES = Table(
 #: cache's to rank in SQL. A learn's insert logs nothing here (its index entry is written after the
 #: row, and logs itself: `log_changes`).
 RANK_LOG_TRIGGERS = (
-    "CREATE TRIGGER IF NOT EXISTS memories_rank_log AFTER UPDATE OF id, collection, robot, status, confidence, "
-    "source_weight, context ON memories WHEN NEW.status = 'active' OR OLD.status = 'active' OR NEW.id IS NOT OLD.id "
+    "CREATE TRIGGER IF NOT EXISTS memories_rank_log AFTER UPDATE OF id, collection, robot, status, "
+    "confidence, source_weight, context, updated_at ON memories "
+    "WHEN NEW.status = 'active' OR OLD.status = 'active' OR NEW.id IS NOT OLD.id "
     "BEGIN INSERT INTO memory_index_log(doc) VALUES (NEW.id); "
     "INSERT INTO memory_index_log(doc) SELECT OLD.id WHERE OLD.id IS NOT NEW.id; END",
     "CREATE TRIGGER IF NOT EXISTS memories_rank_log_insert AFTER INSERT ON memories "
