@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from robot_mcp_memory.experiences.filters import Condition
-from robot_mcp_memory.experiences.keyword_repo import CHANGES, dense_ids
+from robot_mcp_memory.experiences.keyword_repo import CHANGES, dense_ids, logged_since
 from robot_mcp_memory.experiences.model import MAX_SOURCE_WEIGHT
 
 #: How many (collection, filter) masks are kept, and how many bytes they may hold together (29
@@ -188,14 +188,8 @@ def _patched(conn: sqlite3.Connection, held: Mask, top: int, collection: str, co
     or too many memories changed."""
     if top == held.seq:
         return held
-    # The mask's own entry first (unless the log was empty then), so a trimmed log shows.
-    changes = conn.execute(
-        f"SELECT seq, doc FROM {CHANGES} WHERE seq >= ? ORDER BY seq",  # noqa: S608
-        (held.seq,),
-    ).fetchall()
-    anchored = held.seq == 0 or (bool(changes) and changes[0][0] == held.seq)
-    news = changes if held.seq == 0 else changes[1:]
-    if not anchored or not news or news[0][0] != held.seq + 1:
+    news = logged_since(conn, held.seq)
+    if not news:
         return None
     if any(doc is None for _, doc in news):  # the whole index was rebuilt
         return None

@@ -42,6 +42,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -340,15 +341,8 @@ class KeywordCache:
         """Bring the cache to `conn`'s snapshot: False when that is older than the cache's, or
         when it would have to read everything again and `reload` is False."""
         if self._seq is not None and self._dense:
-            # What was logged from the cache's own entry on (the log's first entry is 1): that
-            # entry first, unless the log was trimmed past it or this snapshot is older.
-            changes = conn.execute(
-                f"SELECT seq, doc FROM {CHANGES} WHERE seq >= ? ORDER BY seq",  # noqa: S608
-                (self._seq,),
-            ).fetchall()
-            anchored = self._seq == 0 or (bool(changes) and changes[0][0] == self._seq)
-            news = changes if self._seq == 0 else changes[1:]
-            if anchored and (not news or news[0][0] == self._seq + 1):
+            news = logged_since(conn, self._seq)
+            if news is not None:
                 changed = {doc: seq for seq, doc in news}
                 small = len(changed) <= max(self.max_batch, self._totals[0] // 64)
                 if news and small and None not in changed and self._apply(conn, changed):
@@ -533,6 +527,19 @@ class KeywordCache:
 
 #: The cache's arrays indexed by memory id, grown together (`KeywordCache._grow`).
 _PER_DOC = ("_doclen", "_changed_at", "_present", "_active", "_collection", "_robot", "_weight", "_half")
+
+
+def logged_since(conn: sqlite3.Connection, seq: int) -> list[Any] | None:
+    """The change-log entries after entry `seq` in `conn`'s snapshot, oldest first; None when they
+    cannot be told: the log was trimmed past `seq`, or the snapshot is older than it. Read from
+    that entry on, so a trimmed log shows (the log's first entry is 1; `seq` 0: it was empty)."""
+    changes = conn.execute(
+        f"SELECT seq, doc FROM {CHANGES} WHERE seq >= ? ORDER BY seq",  # noqa: S608
+        (seq,),
+    ).fetchall()
+    anchored = seq == 0 or (bool(changes) and changes[0][0] == seq)
+    news: list[Any] = changes if seq == 0 else changes[1:]
+    return news if anchored and (not news or news[0][0] == seq + 1) else None
 
 
 def dense_ids(low: int | None, high: int | None, rows: int) -> bool:
