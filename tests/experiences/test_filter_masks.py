@@ -275,7 +275,7 @@ async def test_filter_only_scores_a_hair_off_sqls_are_checked_by_sql(memory: Mem
         for n in (1, 3, 5, 20, 50):
 
             def both(c: sqlite3.Connection, s: Scope = scope, k: int = n, m: Mask = off) -> Any:
-                got = ranking_repo._filter_only_ranked(c, s, k, True, m)
+                got = ranking_repo._filter_only_ranked(c, s, k, True, m, [])
                 return got, c.execute(*ranking_repo._ranking_sql(s, None, "score", k, True)).fetchall()
 
             got, plain = memory.index.read_blocking(both)

@@ -79,10 +79,10 @@ HYBRID_POOL = 30
 PROBE_FACTORS = (4, 32)
 #: Among the memories a filter's mask allows (`filter_repo`), the first round takes this many ×
 #: the pool of nearest (then eight times as many each round): nearly all of them pass every filter
-#: (the mask knows the collection, the context filter and who is active; not confidence or session).
+#: (the mask knows the collection, the context filter, robots and who is active; not confidence).
 MASK_ROUND_FACTOR = 2
 #: No round among what a mask allows takes more than this many: past it (the mask allows far more
-#: than pass — a session_id, a high min_confidence), every id in scope is read, as without a mask.
+#: than pass — a high min_confidence), every id in scope is read, as without a mask.
 MASK_ROUNDS_UP_TO = 4096
 MIN_COSINE = fusion.MIN_COSINE
 #: Semantic dedup: how many nearest same-facts memories are compared.
@@ -548,8 +548,7 @@ class ExperienceService:
             (`filter_repo`); when too few of them pass, the filter's mask is made — by reading
             every context once — and from then on the nearest are taken among the memories it
             allows (`within`), kept current through the change log."""
-            # Within a session (or outside one) most memories a mask allows fail: no mask there.
-            sessionless = scope.session_id is None and scope.exclude_session is None
+            sessionless = ranking_repo.maskable(scope)
             mask = masks.mask(c, scope.collection, scope.condition, make="no") if sessionless else None
             if mask is not None:
                 return within(c, mask)
@@ -588,7 +587,7 @@ class ExperienceService:
                 if len(kept) >= pool or len(head) < wide:
                     return kept[:pool]
                 wide *= 8
-                if wide > MASK_ROUNDS_UP_TO:  # what the mask allows mostly fails the rest (a session, a confidence)
+                if wide > MASK_ROUNDS_UP_TO:  # what the mask allows mostly fails the rest (a confidence)
                     return v.nearest(c, qvec, pool, ranking_repo.ids_in_scope(c, scope, covering=cover))
 
         top = fusion.best_possible(v.weights, v.k) or 1.0
