@@ -50,9 +50,6 @@ MemoryType = Literal["fact", "perception"]
 Status = Literal["active", "forgotten", "superseded"]
 _COLLECTION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}\Z")
 _PERCEPTION_TYPE = re.compile(r"^[a-z][a-z0-9_]{0,31}\Z")
-#: ``json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))`` with one
-#: encoder for every call (`parse_json` encodes each argument it bounds).
-_STRICT_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 
 
 def decay_factor(age_s: float) -> float:
@@ -173,14 +170,12 @@ def parse_json(value: Any, what: str, max_bytes: int) -> Any:
             value = jsonvalue.loads(utf8(value, what))
         except ValueError as exc:
             raise InvalidInput(f'{what} must be JSON (an object such as {{"force": 12.5}}) or an object') from exc
-    value = jsonvalue.check(value, what)
+    value = jsonvalue.check(value, what)  # plain values, finite numbers, at most MAX_DEPTH deep
     try:
-        encoded = _STRICT_JSON(value)
-    except RecursionError as exc:  # `check` bounds the depth; never let the interpreter's limit escape
-        raise InvalidInput(f"{what} nests more than {jsonvalue.MAX_DEPTH} levels deep; flatten it") from exc
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"{what} must contain only JSON values (no NaN or Infinity)") from exc
-    if len(utf8(encoded, what).encode()) > max_bytes:
+        encoded = jsonvalue.encode(value)
+    except ValueError as exc:  # what `check` lets through that UTF-8 cannot hold
+        raise InvalidInput(f"{what} is not valid Unicode text (it holds a lone surrogate); send UTF-8") from exc
+    if len(encoded) > max_bytes:
         raise InvalidInput(f"{what} is larger than {max_bytes // 1024} KB once encoded; store less or summarise it")
     # `check` built it afresh out of plain values only, which encode and decode to themselves
     # (floats by their shortest repr): decoding `encoded` again would give the same value.

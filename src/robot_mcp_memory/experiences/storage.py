@@ -38,7 +38,7 @@ from robot_mcp_memory.experiences.model import (
     NewMemory,
     Session,
 )
-from robot_mcp_memory.kit import Kind, SqliteStore, Table, fts5_table
+from robot_mcp_memory.kit import Kind, SqliteStore, Table, fts5_table, jsonvalue
 from robot_mcp_memory.search import segment
 
 T = TypeVar("T")
@@ -213,9 +213,8 @@ def _row(row: Sequence[Any], data: Any = None, tags: tuple[str, ...] = ()) -> Ex
     )
 
 
-#: json.dumps(value, ensure_ascii=False, separators=(",", ":")), without building an encoder for
-#: every call (a learn writes two or three values).
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+#: Compact JSON of a stored value (a learn writes two or three): `jsonvalue.dumps`.
+_dumps = jsonvalue.dumps
 
 
 def context_text(context: Mapping[str, Any], tags: Iterable[str] = ()) -> str:
