@@ -268,6 +268,29 @@ def _rank_log_triggers(conn: sqlite3.Connection) -> None:
         conn.execute(ddl)
 
 
+def _checks_without_lists(conn: sqlite3.Connection) -> None:
+    """Migration 22: the CHECK constraints on a memory's status and a tag's source as comparisons
+    joined by OR (`experiences.CHECKS_WITH_LISTS`): the same constraints, without a temporary
+    b-tree built for every row checked. Only the text of the table's definition changes — no row
+    is rewritten, and every stored row meets the constraint as before — so it is edited in place
+    (``writable_schema``, with the schema version bumped so every connection reads it again), as
+    SQLite's documentation describes for a change that leaves the stored content as it is."""
+    edits = []
+    for table, before, after in experiences.CHECKS_WITH_LISTS:
+        row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+        if row is not None and before in row[0]:
+            edits.append((row[0].replace(before, after), table))
+    if not edits:
+        return
+    conn.execute("PRAGMA writable_schema=ON")
+    try:
+        conn.executemany("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?", edits)
+        (version,) = conn.execute("PRAGMA schema_version").fetchone()
+        conn.execute(f"PRAGMA schema_version={int(version) + 1}")
+    finally:
+        conn.execute("PRAGMA writable_schema=OFF")
+
+
 def _triggers_and_key_index_name(conn: sqlite3.Connection) -> None:
     """Migration 18: see `_rank_log_triggers` and `_one_key_index`."""
     _rank_log_triggers(conn)
@@ -364,6 +387,9 @@ MIGRATIONS: list[Migration] = [
     # 21: the log's triggers again — an update of an active memory's updated_at too, which ranks
     # a filter-only list from those sets
     _rank_log_triggers,
+    # 22: the CHECK constraints on a memory's status and a tag's source without an IN list, for
+    # which SQLite built a temporary b-tree on every learn, four times
+    _checks_without_lists,
 ]
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from robot_mcp_memory import db
 from robot_mcp_memory.api import RobotMemory
 
@@ -339,3 +341,72 @@ def test_a_version_19_file_logs_an_update_of_a_context(tmp_path: Path) -> None:
     assert (after, logged) == (before + 1, first)
     assert aged == after + 1
     assert after_inactive == before_inactive
+
+
+def _checks_and_temporary_tables(path: Path) -> tuple[str, int]:
+    """The definitions of memories and memory_tags, and how many temporary b-trees writing a
+    memory and a tag opens (SQLite's ``OpenEphemeral``)."""
+    conn = sqlite3.connect(path)
+    try:
+        sql = " ".join(
+            r[0] for r in conn.execute("SELECT sql FROM sqlite_master WHERE name IN ('memories', 'memory_tags')")
+        )
+        writes = (
+            "INSERT INTO memories(robot, type, content, confidence, content_hash, created_at, updated_at) "
+            "VALUES ('r', 'fact', 'x', 0.5, 'h', 0, 0)",
+            "INSERT INTO memory_tags(memory_id, tag, source) VALUES (1, 't', 'user')",
+            "UPDATE memories SET status = 'forgotten' WHERE id = 1",
+        )
+        ops = [r[1] for w in writes for r in conn.execute(f"EXPLAIN {w}")]
+    finally:
+        conn.close()
+    return sql, ops.count("OpenEphemeral")
+
+
+def test_a_version_21_file_checks_a_status_and_a_tag_source_without_temporary_tables(tmp_path: Path) -> None:
+    """Migration 22: the CHECK constraints on a memory's status and a tag's source were IN lists
+    of three, for which SQLite builds a temporary b-tree on every row it checks (four per learn).
+    They become comparisons joined by OR — in place, every row kept — and still refuse what they
+    refused."""
+    fresh_sql, fresh_temporary = _checks_and_temporary_tables(_fresh(tmp_path / "fresh"))
+    first = _learned_then_back_to(
+        tmp_path,
+        21,
+        "PRAGMA writable_schema=ON",
+        "UPDATE sqlite_master SET sql = replace(replace(sql, "
+        "'status = ''active'' OR status = ''forgotten'' OR status = ''superseded''', "
+        "'status IN (''active'', ''forgotten'', ''superseded'')'), "
+        "'source = ''auto'' OR source = ''user'' OR source = ''import''', "
+        "'source IN (''auto'', ''user'', ''import'')') WHERE name IN ('memories', 'memory_tags')",
+    )
+    old_sql, old_temporary = _checks_and_temporary_tables(tmp_path / "index.db")
+    assert "status IN ('active', 'forgotten', 'superseded')" in old_sql
+    assert old_temporary == 3
+
+    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
+        assert [m["id"] for m in mem.recall("gripper slips")] == [first]
+        mem.learn("the dock drifts 2 cm left", {"tags": ["dock"]})
+    path = tmp_path / "index.db"
+    sql, temporary = _checks_and_temporary_tables(path)
+    assert (temporary, fresh_temporary) == (0, 0)
+    for table_sql in (sql, fresh_sql):
+        assert " IN ('active'" not in table_sql
+        assert " IN ('auto'" not in table_sql
+        assert "status = 'superseded'" in table_sql
+        assert "source = 'import'" in table_sql
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+            conn.execute("UPDATE memories SET status = 'lost' WHERE id = ?", (first,))
+        with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+            conn.execute("INSERT INTO memory_tags(memory_id, tag, source) VALUES (?, 'x', 'guess')", (first,))
+        conn.execute("UPDATE memories SET status = 'superseded' WHERE id = ?", (first,))  # still allowed
+    finally:
+        conn.close()
+
+
+def _fresh(data: Path) -> Path:
+    with RobotMemory(data, robot_id="rap-1") as mem:
+        mem.learn("a first memory")
+    return data / "index.db"

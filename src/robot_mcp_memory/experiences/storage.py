@@ -61,6 +61,19 @@ RANK_INDEX_DDL = (
     "CREATE INDEX IF NOT EXISTS idx_memories_rank ON memories"
     "(id, collection, status, robot, confidence, updated_at, source_weight, session_id)"
 )
+#: The CHECK constraints on a memory's status and a tag's source are comparisons joined by OR:
+#: the same constraint as ``status IN ('active', 'forgotten', 'superseded')``, but for an IN list
+#: of three or more constants SQLite (3.40) builds a temporary b-tree on every row it checks —
+#: four per learn (the memory, each tag), ~5 % of a learn's instructions (docs/benchmarks.md).
+#: (table, the list form files before migration 22 hold, the form db.py rewrites it to)
+CHECKS_WITH_LISTS = (
+    (
+        "memories",
+        "status IN ('active', 'forgotten', 'superseded')",
+        "status = 'active' OR status = 'forgotten' OR status = 'superseded'",
+    ),
+    ("memory_tags", "source IN ('auto', 'user', 'import')", "source = 'auto' OR source = 'user' OR source = 'import'"),
+)
 MEMORIES = Table(
     name="memories",
     kind=Kind.DEFINITION,  # experience never ages out by retention; decay is computed at read time
@@ -77,7 +90,8 @@ MEMORIES = Table(
             perception_type TEXT,
             metadata TEXT NOT NULL DEFAULT '{}',
             session_id TEXT,
-            status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'forgotten', 'superseded')),
+            status TEXT NOT NULL DEFAULT 'active'
+                CHECK (status = 'active' OR status = 'forgotten' OR status = 'superseded'),
             superseded_by INTEGER,
             forget_reason TEXT,
             content_hash TEXT NOT NULL,
@@ -103,7 +117,7 @@ MEMORY_TAGS = Table(
         """CREATE TABLE IF NOT EXISTS memory_tags (
             memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
             tag TEXT NOT NULL,
-            source TEXT NOT NULL DEFAULT 'auto' CHECK (source IN ('auto', 'user', 'import')),
+            source TEXT NOT NULL DEFAULT 'auto' CHECK (source = 'auto' OR source = 'user' OR source = 'import'),
             PRIMARY KEY (memory_id, tag)
         ) WITHOUT ROWID""",
         # No index on `tag` alone: tags are only ever read by memory id (the primary key). It cost
