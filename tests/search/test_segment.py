@@ -165,8 +165,9 @@ _ASCII = st.text(st.characters(max_codepoint=0x7F), max_size=120)
 
 @given(_ASCII)
 def test_ascii_text_is_tokenised_as_the_general_path_tokenises_it(text: str) -> None:
-    """`tokens` reads ASCII text with a plain ``[a-z0-9]+`` (a learn tokenises its text twice);
-    the tokens must be those of the Unicode word pattern that serves every other text."""
+    """`tokens` reads ASCII text through a byte table (letters lower-cased, digits kept, the rest
+    spaces; a learn tokenises its text three times); the tokens must be those of the Unicode word
+    pattern that serves every other text."""
     general = segment._WORD.findall(segment._lower(segment.nfc(text)))
     assert segment.tokens(text) == general
     assert segment.tokens(text + " é") == [*general, "é"]  # not ASCII: the general path, same tokens
