@@ -310,17 +310,26 @@ def text_outcome(text: str | Analysis) -> int:
     return (1 if a.hit(SUCCESS) else 0) - (1 if a.hit(FAILURE) else 0)
 
 
-def _leaves(value: Any, prefix: str = "") -> Iterable[tuple[str, Any]]:
+def _leaves(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Every leaf of `value` with its path (``params.force``, ``spatial.position[0]``), keys in
+    sorted order."""
+    out: list[tuple[str, Any]] = []
+    _collect_leaves(value, prefix, out)
+    return out
+
+
+def _collect_leaves(value: Any, prefix: str, out: list[tuple[str, Any]]) -> None:
     # dict, not Mapping: contexts are plain JSON here (`jsonvalue.check`), and the abstract-class
-    # check on every leaf of every learn cost more than the rest of this walk.
+    # check on every leaf of every learn cost more than the rest of this walk. Appending to one
+    # list, not nested generators: a leaf was handed up through a `yield from` per level.
     if isinstance(value, dict):
         for k in sorted(value):
-            yield from _leaves(value[k], f"{prefix}.{k}" if prefix else str(k))
+            _collect_leaves(value[k], f"{prefix}.{k}" if prefix else str(k), out)
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            yield from _leaves(v, f"{prefix}[{i}]")
+            _collect_leaves(v, f"{prefix}[{i}]", out)
     else:
-        yield prefix, value
+        out.append((prefix, value))
 
 
 _YES = frozenset({"true", "yes", "y", "1", "success", "succeeded", "ok", "pass", "passed"})
@@ -365,6 +374,8 @@ def _verdict(v: Any) -> Any:
     ``1``, ``"succeeded"`` are one), else the value itself — a string case-folded, a number
     canonical (``0.5`` ≠ ``0.9``: a partial success is no other one), a structure as its leaves.
     Missing and empty are both None."""
+    if v is None:  # most of the eight outcome keys a learn looks at
+        return None
     ok = _success(v)
     if ok is not None:
         return ok
