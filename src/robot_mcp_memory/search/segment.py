@@ -146,6 +146,8 @@ def is_nfc(text: object) -> bool:
 
 def index_text(text: str) -> str:
     """`text` as it should be stored in an FTS5 column: in NFC, CJK runs rewritten into tokens."""
+    if text.isascii():  # NFC, and no CJK (the check is a flag of the string: no scan)
+        return text
     text = nfc(text)
     if not _CJK_RUN.search(text):
         return text
@@ -155,6 +157,8 @@ def index_text(text: str) -> str:
 def query_text(text: str) -> str:
     """`text` in NFC with its CJK runs split into the words a query looks for (`index_text`'s
     query side)."""
+    if text.isascii():
+        return text
     text = nfc(text)
     if not _CJK_RUN.search(text):
         return text
@@ -162,7 +166,7 @@ def query_text(text: str) -> str:
 
 
 def has_cjk(text: str) -> bool:
-    return _CJK_RUN.search(text) is not None
+    return not text.isascii() and _CJK_RUN.search(text) is not None
 
 
 def _bigram_phrase(word: str) -> str:
