@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from robot_mcp_memory.experiences import classify
 
@@ -70,3 +72,10 @@ def test_scope_finds_each_kind_of_name_on_its_own(text: str, entities: list[str]
     scope = classify.scope_of(text)
     assert scope.get("entities", []) == entities
     assert scope.get("files", []) == files
+
+
+@given(st.text(st.sampled_from("ab1_-./ :=\n"), max_size=40))
+def test_scope_finds_the_files_a_scan_of_the_whole_text_finds(text: str) -> None:
+    """A text is only scanned for paths when it holds a "." after a "/": no path is missed."""
+    scanned = list(dict.fromkeys(m.group(1) for m in classify._PATH.finditer(text)))[:10]
+    assert classify.scope_of(text).get("files", []) == scanned

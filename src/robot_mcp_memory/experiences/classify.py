@@ -121,7 +121,10 @@ def scope_of(text: str) -> dict[str, list[str]]:
     if "_" in text or _HUMP.search(text):
         for m in _IDENT.finditer(text):
             entities.setdefault(m.group(1), None)
-    files = list(dict.fromkeys(m.group(1) for m in _PATH.finditer(text)))[:10] if "/" in text else []
+    # A path holds a "." after a "/" (its extension): "m/s" alone needs no scan.
+    slash = text.find("/")
+    has_path = slash >= 0 and text.find(".", slash) >= 0
+    files = list(dict.fromkeys(m.group(1) for m in _PATH.finditer(text)))[:10] if has_path else []
     ents = [e for e in entities if e not in files and not e.isdigit()][:10]
     return {"entities": ents, "files": files} if (ents or files) else {}
 
