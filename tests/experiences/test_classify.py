@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from robot_mcp_memory.experiences import classify
@@ -75,6 +75,8 @@ def test_scope_finds_each_kind_of_name_on_its_own(text: str, entities: list[str]
 
 
 @given(st.text(st.sampled_from("ab1_-./ :=\n"), max_size=40))
+@example("a/b.c")  # the shortest path: its "." two after the "/"
+@example("speed 2 m/s, see a/b.c")
 def test_scope_finds_the_files_a_scan_of_the_whole_text_finds(text: str) -> None:
     """A text is only scanned for paths when it holds a "." after a "/": no path is missed."""
     scanned = list(dict.fromkeys(m.group(1) for m in classify._PATH.finditer(text)))[:10]
