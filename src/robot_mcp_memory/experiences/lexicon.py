@@ -35,6 +35,10 @@ def cue(name: str, words: str = "", prefixes: str = "", phrases: tuple[str, ...]
     return c
 
 
+#: How many words `_Index.known` remembers before it starts again (~10 MB at most).
+MAX_KNOWN_WORDS = 50_000
+
+
 class _Index:
     """word → cue names, prefix → cue names, phrase → cue names (built once, on first use)."""
 
@@ -47,6 +51,28 @@ class _Index:
         #: the first words of the phrases: a phrase is looked up only where one starts
         self.phrase_starts: frozenset[str] = frozenset()
         self.cjk: tuple[tuple[str, str], ...] = ()
+        #: word → the cues its word and prefix entries name, as `word_hits` found them: a fleet's
+        #: insights share a vocabulary, and a word looked up once is one dict read after (bounded:
+        #: cleared when it holds `MAX_KNOWN_WORDS`, and at every build)
+        self.known: dict[str, frozenset[str]] = {}
+
+    def word_hits(self, w: str) -> frozenset[str]:
+        """The cues word `w` hits as a word or by a prefix."""
+        found = self.known.get(w)
+        if found is not None:
+            return found
+        hits = self.words.get(w, frozenset())
+        size = len(w)
+        for n in self.prefix_lengths:
+            if size < n:
+                break
+            more = self.prefixes.get(w[:n])
+            if more:
+                hits = hits | more
+        if len(self.known) >= MAX_KNOWN_WORDS:
+            self.known.clear()
+        self.known[w] = hits
+        return hits
 
     def build(self) -> None:
         words: dict[str, set[str]] = {}
@@ -67,6 +93,7 @@ class _Index:
         self.phrases = {k: frozenset(v) for k, v in phrases.items()}
         self.phrase_starts = frozenset(ph.split(" ", 1)[0] for ph in phrases)
         self.cjk = tuple(cjk)
+        self.known = {}
         self.stale = False
 
 
@@ -86,17 +113,13 @@ class Analysis:
         self.words = frozenset(self.tokens)
         self.has_cjk = segment.has_cjk(text)
         hits: set[str] = set()
-        words, prefixes, lengths = _INDEX.words, _INDEX.prefixes, _INDEX.prefix_lengths
+        known, word_hits = _INDEX.known, _INDEX.word_hits
         for w in self.words:
-            found = words.get(w)
+            found = known.get(w)
+            if found is None:
+                found = word_hits(w)
             if found:
                 hits |= found
-            for n in lengths:
-                if len(w) < n:
-                    break
-                found = prefixes.get(w[:n])
-                if found:
-                    hits |= found
         toks, phrases, starts = self.tokens, _INDEX.phrases, _INDEX.phrase_starts
         for i in range(len(toks) - 1):
             if toks[i] not in starts:
