@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from mcp.types import TextContent
 
 from robot_mcp_memory.server import MemoryMCP
@@ -125,6 +127,17 @@ def test_times_before_year_1000_are_iso_8601() -> None:
 
     assert iso(-62135596800.0) == "0001-01-01T00:00:00.000Z"
     assert dt.datetime.fromisoformat(str(iso(-62135596800.0)).replace("Z", "+00:00")).year == 1
+
+
+@given(st.floats(min_value=-62135596800.0, max_value=253402300799.0))
+def test_every_time_reads_back_as_the_millisecond_it_falls_in(ts: float) -> None:
+    """A time before 1970 with a fraction came out as "…:59.-500Z" (int() rounds toward zero)."""
+    import datetime as dt
+
+    from robot_mcp_memory.experiences.views import iso
+
+    back = dt.datetime.fromisoformat(str(iso(ts)).replace("Z", "+00:00")).timestamp()
+    assert -1e-4 <= ts - back < 0.001 + 1e-4  # the millisecond it falls in (a double's own error aside)
 
 
 def _strict(text: str) -> Any:

@@ -8,6 +8,7 @@ added, never renamed.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Literal
 
@@ -21,9 +22,9 @@ def iso(ts: float | None) -> str | None:
     """Epoch seconds as UTC ISO-8601 with milliseconds."""
     if ts is None:
         return None
-    whole = int(ts)
+    whole = math.floor(ts)  # not int(): before 1970, -1.5 is 23:59:58.500, not 23:59:59 and "-500" ms
     t = time.gmtime(whole)  # the year padded to four digits: strftime's %Y writes year 1 as "1"
-    return f"{t.tm_year:04d}" + time.strftime("-%m-%dT%H:%M:%S", t) + f".{int((ts - whole) * 1000):03d}Z"
+    return f"{t.tm_year:04d}" + time.strftime("-%m-%dT%H:%M:%S", t) + f".{min(999, int((ts - whole) * 1000)):03d}Z"
 
 
 class AutoInferred(BaseModel):
