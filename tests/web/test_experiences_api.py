@@ -209,3 +209,13 @@ async def test_a_robot_is_not_shown_when_other_groups_recall_a_fleet_wide_memory
         full = await ok(await c.get(f"/api/memories/{shared}"))
         assert full["access_count"] == 3
         assert full["last_accessed"] is not None
+
+
+def test_the_dashboards_times_before_year_1000_are_iso_8601() -> None:
+    """strftime's %Y wrote year 1 as "1": an imported row from year 1 showed an unparseable date."""
+    import datetime as dt
+
+    from robot_mcp_memory.web.api.experience_models import iso
+
+    assert iso(-62135596800.0) == "0001-01-01T00:00:00Z"
+    assert dt.datetime.fromisoformat(str(iso(-62135596800.0)).replace("Z", "+00:00")).year == 1

@@ -18,7 +18,8 @@ ISO_DATE = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}
 def iso(ts: float | None) -> str | None:
     if ts is None:
         return None
-    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    t = dt.datetime.fromtimestamp(ts, dt.UTC)
+    return f"{t.year:04d}" + t.strftime("-%m-%dT%H:%M:%SZ")  # %Y writes year 1 as "1": no ISO date
 
 
 def epoch(value: str, what: str) -> float | None:
