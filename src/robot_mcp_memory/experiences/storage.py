@@ -64,7 +64,7 @@ RANK_INDEX_DDL = (
 #: The CHECK constraints on a memory's status and a tag's source are comparisons joined by OR:
 #: the same constraint as ``status IN ('active', 'forgotten', 'superseded')``, but for an IN list
 #: of three or more constants SQLite (3.40) builds a temporary b-tree on every row it checks —
-#: four per learn (the memory, each tag), ~5 % of a learn's instructions (docs/benchmarks.md).
+#: four per learn (the memory, each tag), ~6 % of a learn's instructions (docs/benchmarks.md).
 #: (table, the list form files before migration 22 hold, the form db.py rewrites it to)
 CHECKS_WITH_LISTS = (
     (
