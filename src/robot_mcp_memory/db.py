@@ -15,7 +15,17 @@ from typing import Any
 
 from robot_mcp_memory.experiences import dedup, index_repo
 from robot_mcp_memory.experiences import storage as experiences
-from robot_mcp_memory.kit import Kind, Migration, Schema, SqliteStore, Table, fts5_problem, fts5_table, recreate
+from robot_mcp_memory.kit import (
+    Kind,
+    Migration,
+    Schema,
+    SqliteStore,
+    Table,
+    fts5_problem,
+    fts5_table,
+    recreate,
+    schema_edit,
+)
 from robot_mcp_memory.search import segment
 from robot_mcp_memory.search.segment import index_text
 
@@ -273,8 +283,8 @@ def _checks_without_lists(conn: sqlite3.Connection) -> None:
     joined by OR (`experiences.CHECKS_WITH_LISTS`): the same constraints, without a temporary
     b-tree built for every row checked. Only the text of the table's definition changes — no row
     is rewritten, and every stored row meets the constraint as before — so it is edited in place
-    (``writable_schema``, with the schema version bumped so every connection reads it again), as
-    SQLite's documentation describes for a change that leaves the stored content as it is."""
+    (`kit.schema_edit`), as SQLite's documentation describes for a change that leaves the stored
+    content as it is."""
     edits = []
     for table, before, after in experiences.CHECKS_WITH_LISTS:
         row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
@@ -282,13 +292,8 @@ def _checks_without_lists(conn: sqlite3.Connection) -> None:
             edits.append((row[0].replace(before, after), table))
     if not edits:
         return
-    conn.execute("PRAGMA writable_schema=ON")
-    try:
+    with schema_edit(conn):
         conn.executemany("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?", edits)
-        (version,) = conn.execute("PRAGMA schema_version").fetchone()
-        conn.execute(f"PRAGMA schema_version={int(version) + 1}")
-    finally:
-        conn.execute("PRAGMA writable_schema=OFF")
 
 
 def _triggers_and_key_index_name(conn: sqlite3.Connection) -> None:

@@ -12,7 +12,6 @@ list rank within the filters.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import sqlite3
 from collections.abc import Collection, Mapping, Sequence
@@ -27,6 +26,7 @@ from robot_mcp_memory.experiences.filters import Condition, json_path, parse_pat
 from robot_mcp_memory.experiences.keyword_repo import KeywordCache
 from robot_mcp_memory.experiences.model import DECAY_FLOOR, HALF_LIFE_S, MAX_SOURCE_WEIGHT, Experience, Spatial
 from robot_mcp_memory.experiences.storage import BM25_WEIGHTS, rows_of
+from robot_mcp_memory.kit import jsonvalue
 from robot_mcp_memory.search import bm25, fts
 
 
@@ -659,7 +659,7 @@ def _among(scope: Scope, ids: Collection[int]) -> Scope:
     times to within 1 %)."""
     narrowed = Condition(
         f"({scope.condition.sql}) AND m.id IN (SELECT value FROM json_each(?))",  # noqa: S608
-        [*scope.condition.params, json.dumps(list(ids))],
+        [*scope.condition.params, jsonvalue.dumps(list(ids))],
     )
     return replace(scope, condition=narrowed)
 

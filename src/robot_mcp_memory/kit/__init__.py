@@ -4,7 +4,7 @@ It knows nothing of processes, fleets or memories — only tables, their kinds, 
 thread, read-only readers, versioned opening and retention. Shaped so it could be lifted out.
 """
 
-from robot_mcp_memory.kit.kinds import Kind, Retention, Schema, Table, fts5_problem, fts5_table, recreate
+from robot_mcp_memory.kit.kinds import Kind, Retention, Schema, Table, fts5_problem, fts5_table, recreate, schema_edit
 from robot_mcp_memory.kit.store import Migration, OpenReport, SqliteStore, StoreStats
 
 __all__ = [
@@ -19,4 +19,5 @@ __all__ = [
     "fts5_problem",
     "fts5_table",
     "recreate",
+    "schema_edit",
 ]

@@ -13,9 +13,10 @@ not a declared ``record`` *before* it deletes anything.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -109,6 +110,19 @@ def recreate(conn: sqlite3.Connection, table: Table) -> None:
         conn.execute(stmt)
 
 
+@contextlib.contextmanager
+def schema_edit(conn: sqlite3.Connection) -> Iterator[None]:
+    """Edit ``sqlite_master`` in place within the caller's transaction (``writable_schema``); the
+    schema version is bumped after, so every connection reads the schema again."""
+    conn.execute("PRAGMA writable_schema=ON")
+    try:
+        yield
+        (version,) = conn.execute("PRAGMA schema_version").fetchone()
+        conn.execute(f"PRAGMA schema_version={int(version) + 1}")
+    finally:
+        conn.execute("PRAGMA writable_schema=OFF")
+
+
 #: The tables FTS5 keeps an index in (``<name>_data`` …): ordinary tables, droppable on their own.
 _FTS5_SHADOWS = ("data", "idx", "content", "docsize", "config")
 
@@ -119,13 +133,8 @@ def _unlink_fts5(conn: sqlite3.Connection, name: str) -> None:
     "invalid fts5 file format"). Its schema entry is deleted (``writable_schema``, with the schema
     version bumped so every connection reloads the schema) and its shadow tables dropped; the
     caller's transaction then creates it again. Only what the index holds is lost: it is derived."""
-    conn.execute("PRAGMA writable_schema=ON")
-    try:
+    with schema_edit(conn):
         conn.execute("DELETE FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
-        (version,) = conn.execute("PRAGMA schema_version").fetchone()
-        conn.execute(f"PRAGMA schema_version={int(version) + 1}")
-    finally:
-        conn.execute("PRAGMA writable_schema=OFF")
     for shadow in _FTS5_SHADOWS:
         conn.execute(f"DROP TABLE IF EXISTS {name}_{shadow}")
 
