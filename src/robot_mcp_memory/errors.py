@@ -13,6 +13,7 @@
      ├── CannotListen               unavailable (serve/web: the host:port cannot be bound; names it and why)
      ├── EmbedderUnavailable        unavailable (search degrades to keyword-only; never reaches a tool)
      └── StorageError               storage
+          ├── StoreFailed           storage   (at run time: a read or write failed; says the next step)
           ├── SchemaTooNew          storage
           ├── StoreUnreadable       storage
           ├── StoreNotWritable      storage
@@ -107,8 +108,21 @@ class DimensionChanged(EmbedderUnavailable):
     name, or another server behind the URL): it is loaded again, under an id with the new size."""
 
 
+#: The next step after a storage failure that is not a full disk, a read-only directory or a
+#: lock: what every such refusal ends with (docs/operations.md, "When the database is damaged").
+CHECK_THE_STORE = (
+    "The operator should run `robot-mcp-memory doctor` on the server and, if it reports damage, "
+    "restore the file from a backup (see docs/operations.md)."
+)
+
+
 class StorageError(MemoryError_):
     code = "storage"
+
+
+class StoreFailed(StorageError):
+    """A read or write failed at run time (`kit.store.translate`). Its message is written for any
+    client: what did not happen and the next step, never a path or SQL."""
 
 
 class SchemaTooNew(StorageError):

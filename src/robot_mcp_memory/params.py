@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from robot_mcp_memory import logs
-from robot_mcp_memory.errors import StorageError, StoreBusy
+from robot_mcp_memory.errors import CHECK_THE_STORE, StorageError, StoreBusy
 from robot_mcp_memory.kit import Kind, Migration, Schema, SqliteStore, Table
 from robot_mcp_memory.kit.store import now_iso
 
@@ -240,7 +240,7 @@ class ParamStore:
     def _open(self) -> SqliteStore:
         with self._lock:
             if self._closed:
-                raise StorageError("the lesson store is closed; the server is shutting down")
+                raise StorageError("the lesson store is closed; the server is shutting down: retry once it restarted")
             if self._db is None:
                 db = SqliteStore.open(self.path, schema(), MIGRATIONS, readers=self.readers, read_only=self.read_only)
                 report = db.report
@@ -259,7 +259,9 @@ class ParamStore:
             raise StorageError("the lesson store is busy (another process holds it); retry shortly") from exc
         except StorageError as exc:
             _log.error("lessons.open_failed", path=str(self.path), reason=exc.detail)
-            raise StorageError("the lesson store could not be opened; the operator can find why in the log") from exc
+            raise StorageError(
+                f"the lesson store could not be opened; the operator can find why in the log. {CHECK_THE_STORE}"
+            ) from exc
 
     async def readable(self) -> SqliteStore | None:
         """The open store, or None while no lesson was ever written (nothing to read)."""

@@ -42,6 +42,7 @@ from robot_mcp_memory.tools.adapter import PrincipalOf, make_principal_of
 from robot_mcp_memory.tools.results import Refusal
 from robot_mcp_memory.web import build_web
 from robot_mcp_memory.web.hosts import LOOPBACK, HostGuard, split_host
+from robot_mcp_memory.web.ready import readyz_route
 from robot_mcp_memory.web.routing import misdirected
 
 _log = logs.get("robot_mcp_memory.server")
@@ -676,6 +677,7 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
     web = build_web(memory, auth)  # REST API + dashboard, ahead of the MCP transports
     routes = [
         Route("/healthz", health, methods=["GET"]),
+        readyz_route(memory),
         Route("/metrics", metrics, methods=["GET"]),
         *web.routes,
         *streamable.routes,

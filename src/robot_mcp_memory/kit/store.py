@@ -53,10 +53,12 @@ from typing import Any, TypeVar
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.errors import (
+    CHECK_THE_STORE,
     MigrationFailed,
     SchemaTooNew,
     StorageError,
     StoreBusy,
+    StoreFailed,
     StoreNotWritable,
     StoreUnreadable,
     StoreWriteFailed,
@@ -182,31 +184,31 @@ _WRITE_IOERRS = frozenset(
 )
 
 
-def translate(exc: sqlite3.Error, action: str) -> StorageError:
+def translate(exc: sqlite3.Error, action: str) -> StoreFailed:
     """Map an sqlite error to a reader-facing `StorageError` (no SQL, no path)."""
     code = getattr(exc, "sqlite_errorcode", None)
     base = None if code is None else code & 0xFF
     if base == sqlite3.SQLITE_FULL:
-        return StorageError(
+        return StoreFailed(
             f"the disk is full: {action} was not stored. Reads still work; "
             "retry once the operator has freed space on the server."
         )
     if code in _WRITE_IOERRS:
-        return StorageError(
+        return StoreFailed(
             f"the server could not write its database file (the disk is full, a file-size limit was "
             f"reached, or the disk is read-only or failing): {action} was not stored. Reads still work; "
             "retry once the operator has freed space or fixed the data directory."
         )
     if base == sqlite3.SQLITE_READONLY:
-        return StorageError(
+        return StoreFailed(
             f"the database is read-only: {action} was not stored. Reads still work; "
             "the operator must make the data directory writable."
         )
     if base == sqlite3.SQLITE_BUSY:
-        return StorageError(f"the database is busy: {action} did not complete. Retry shortly.")
-    if base in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_CANTOPEN):
-        return StorageError(f"the database could not be accessed: {action} did not complete.")
-    return StorageError(f"the database refused {action}.")
+        return StoreFailed(f"the database is busy: {action} did not complete. Retry shortly.")
+    if base in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_NOTADB):
+        return StoreFailed(f"the database could not be accessed: {action} did not complete. {CHECK_THE_STORE}")
+    return StoreFailed(f"the database refused {action}. {CHECK_THE_STORE}")
 
 
 #: Every store opened in this process, so that a forked child can disown them (`_after_fork`).
@@ -912,7 +914,7 @@ class SqliteStore:
         return view.uri if view is not None else f"{self.path.resolve().as_uri()}?mode=ro"
 
     def _read_only_error(self) -> StorageError:
-        return StorageError(
+        return StoreFailed(
             f"{self.path.name} was opened read-only (its directory cannot be written): nothing can be stored"
         )
 
@@ -922,7 +924,7 @@ class SqliteStore:
                 "this database was opened before the process forked, and a connection cannot cross a "
                 "fork: open a new RobotMemory in the child process (or start it with the 'spawn' method)"
             )
-        return StorageError("the store is closed; the server is shutting down")
+        return StoreFailed("the store is closed; the server is shutting down: retry once it has restarted")
 
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Await a read (`read_blocking`) run on a reader thread, so that the event loop serves

@@ -83,11 +83,11 @@ class Web:
 
     def protect(self, app: ASGIApp, auth: TokenAuth) -> TenantAuthMiddleware:
         """`app` behind the tenancy middleware, told what this web part makes public and where
-        its session cookie counts (``/healthz`` is public on every surface)."""
+        its session cookie counts (``/healthz`` and ``/readyz`` are public on every surface)."""
         return TenantAuthMiddleware(
             app,
             auth,
-            public_paths={"/healthz", *self.public_paths},
+            public_paths={"/healthz", "/readyz", *self.public_paths},
             public_prefixes=self.public_prefixes,
             sessions=self.sessions,
             cookie_paths=self.cookie_path,

@@ -30,7 +30,7 @@ import secrets
 from starlette.responses import JSONResponse
 
 from robot_mcp_memory import logs
-from robot_mcp_memory.errors import MemoryError_
+from robot_mcp_memory.errors import CHECK_THE_STORE, MemoryError_, StoreFailed
 
 _log = logs.get("robot_mcp_memory.web")
 
@@ -86,8 +86,10 @@ def problem(
 
 def from_error(exc: MemoryError_) -> JSONResponse:
     if exc.code in ("storage",):
-        # Storage trouble at run time: say so without the internals.
-        return internal(exc, code="storage", status=503, detail="the database is unavailable; retry shortly")
+        # Storage trouble at run time: a `StoreFailed` says what did not happen and the next step
+        # without internals; any other names a file, so it is answered generically, with the step.
+        detail = exc.detail if isinstance(exc, StoreFailed) else f"the database is unavailable. {CHECK_THE_STORE}"
+        return internal(exc, code="storage", status=503, detail=detail)
     if exc.code not in STATUS or exc.code == "internal":
         return internal(exc)
     retry_after = getattr(exc, "retry_after", None)

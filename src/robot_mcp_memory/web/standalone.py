@@ -18,6 +18,7 @@ from robot_mcp_memory.config import Settings
 from robot_mcp_memory.serve import listen, open_memory, run_http
 from robot_mcp_memory.tokens import TokenAuth
 from robot_mcp_memory.web import build_web
+from robot_mcp_memory.web.ready import readyz_route
 
 _log = logs.get("robot_mcp_memory.web")
 
@@ -34,7 +35,9 @@ def web_app(memory: Memory) -> ASGIApp:
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         yield
 
-    app = Starlette(routes=[Route("/healthz", health, methods=["GET"]), *web.routes], lifespan=lifespan)
+    app = Starlette(
+        routes=[Route("/healthz", health, methods=["GET"]), readyz_route(memory), *web.routes], lifespan=lifespan
+    )
     return web.protect(app, auth)
 
 
