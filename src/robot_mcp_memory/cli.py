@@ -41,7 +41,7 @@ from robot_mcp_memory.errors import (
 from robot_mcp_memory.experiences import robotmem_import
 from robot_mcp_memory.experiences.vector_repo import MemoryVectorIndex
 from robot_mcp_memory.principal import LOCAL
-from robot_mcp_memory.services import operations
+from robot_mcp_memory.services import handover, operations
 from robot_mcp_memory.tokens import ROBOT_RE, generate_token, parse_robot_tokens
 
 EXIT_FAILED = 1
@@ -103,6 +103,13 @@ def _parser() -> argparse.ArgumentParser:
     rm.add_argument("path", help="robotmem's database (~/.robotmem/memory.db); read-only, never modified")
     rm.add_argument("--collection-prefix", default="", help="prepended to every robotmem collection name")
     rm.add_argument("--robot", help="the robot the memories are attributed to (default: ROBOT_ID)")
+    hand = cmd(
+        "hand-over",
+        "give documents, memories and sessions saved without provenance (robot 'unknown') to 'shared' "
+        "or to one robot, so robot tokens can see them; counts only, unless --apply",
+    )
+    hand.add_argument("--to", required=True, help="'shared' (every robot reads them) or a robot id")
+    hand.add_argument("--apply", action="store_true", help="hand them over (without it: only count)")
     token = sub.add_parser("token", help="token helpers", description="token helpers")
     token_sub = token.add_subparsers(dest="token_command", required=True)
     gen = token_sub.add_parser("generate", help="print a fresh admin token and a MEMORY_ROBOT_TOKENS map")
@@ -236,7 +243,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
 #: Commands that only read or rework what a database holds: on a directory without one they say
 #: so instead of creating an empty database (``load`` and ``import-robotmem`` fill a new one).
-_READS_A_DATABASE = frozenset({"doctor", "dump", "stats", "reindex", "reembed"})
+_READS_A_DATABASE = frozenset({"doctor", "dump", "stats", "reindex", "reembed", "hand-over"})
 #: Commands that only read: on a data directory they cannot write (a snapshot, a read-only mount)
 #: they open the database read-only instead of refusing it.
 _ONLY_READS = frozenset({"doctor", "dump", "stats"})
@@ -293,6 +300,16 @@ async def _with_memory(args: argparse.Namespace, settings: Settings) -> int:
             return _doctor_lines(await operations.doctor(memory, full=args.full, deep_index_check=True))
         if args.command == "stats":
             _out(json.dumps(await operations.stats(memory, serving=False), indent=2, sort_keys=True))
+            return 0
+        if args.command == "hand-over":
+            moved = await handover.hand_over(memory, LOCAL, args.to, apply=args.apply)
+            kinds = f"{moved.processes} processes, {moved.memories} memories, {moved.sessions} sessions"
+            if moved.applied:
+                _out(f"handed {kinds} from 'unknown' to '{moved.to}'")
+            elif moved.total:
+                _out(f"would hand {kinds} from 'unknown' to '{moved.to}'; run again with --apply to do it")
+            else:
+                _out("nothing carries robot 'unknown': nothing to hand over")
             return 0
         if args.command == "import-robotmem":
             try:

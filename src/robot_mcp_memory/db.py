@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from robot_mcp_memory import vectorstore
 from robot_mcp_memory.experiences import dedup, index_repo
 from robot_mcp_memory.experiences import storage as experiences
 from robot_mcp_memory.kit import (
@@ -408,3 +409,37 @@ def open_index(path: Path, *, hot_queue_max: int = 10_000, readers: int = 4, rea
     return SqliteStore.open(
         path, schema(), MIGRATIONS, hot_queue_max=hot_queue_max, readers=readers, read_only=read_only
     )
+
+
+# ---------------------------------------------------------------------------- provenance hand-over
+#: The robot a row carries when nothing said whose it is (spec: ``ROBOT_ID`` unset, an open server).
+UNKNOWN_ROBOT = "unknown"
+#: The tables of index.db whose rows carry a robot that decides who may read them. Lessons (in
+#: lessons.db) never carry ``unknown``: a lesson call needs a registered robot, and ``unknown`` is
+#: a reserved id no robot can register.
+PROVENANCE_TABLES: tuple[str, ...] = ("processes", "memories", "sessions")
+
+
+def count_unknown(conn: sqlite3.Connection) -> dict[str, int]:
+    """Rows per table of `PROVENANCE_TABLES` whose robot is ``unknown``."""
+    return {
+        t: int(conn.execute(f"SELECT count(*) FROM {t} WHERE robot = ?", (UNKNOWN_ROBOT,)).fetchone()[0])  # noqa: S608 -- fixed table names
+        for t in PROVENANCE_TABLES
+    }
+
+
+def hand_over_unknown(conn: sqlite3.Connection, to: str) -> dict[str, int]:
+    """Give every ``unknown`` row of `PROVENANCE_TABLES` to robot `to` (a robot id or ``shared``),
+    in the caller's transaction; rows per table changed. Contents, times and counters are kept:
+    only who the row belongs to changes. The memories' change-log triggers tell every keyword
+    cache; the vector partitions (robot per vector) are restamped so every process's vector cache
+    reloads, this one's included once the caller invalidates it."""
+    changed = {
+        t: int(conn.execute(f"UPDATE {t} SET robot = ? WHERE robot = ?", (to, UNKNOWN_ROBOT)).rowcount)  # noqa: S608 -- fixed table names
+        for t in PROVENANCE_TABLES
+    }
+    if changed["processes"]:
+        vectorstore.restamp(conn, "process")
+    if changed["memories"]:
+        vectorstore.restamp(conn, "memory")
+    return changed

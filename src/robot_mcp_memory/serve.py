@@ -22,6 +22,7 @@ from robot_mcp_memory.config import Settings
 from robot_mcp_memory.errors import CannotListen
 from robot_mcp_memory.kit.daemon import DaemonThreads
 from robot_mcp_memory.server import MemoryMCP, build_server, http_app
+from robot_mcp_memory.services import handover
 from robot_mcp_memory.stdio import pipe_stdio
 
 _log = logs.get("robot_mcp_memory.serve")
@@ -236,11 +237,13 @@ def open_memory(settings: Settings, sockets: list[socket.socket]) -> Memory:
     """The data directory's `Memory`, after `sockets` were bound (`listen`); they are closed if
     it cannot be opened, so a refused start leaves no port held."""
     try:
-        return Memory.open(settings)
+        memory = Memory.open(settings)
     except BaseException:
         for sock in sockets:
             sock.close()
         raise
+    handover.log_hint(memory)
+    return memory
 
 
 def serve(settings: Settings) -> None:

@@ -117,6 +117,14 @@ def _restamp(conn: sqlite3.Connection, domain: Domain) -> None:
         _REPLACED[str(stamp)] = before
 
 
+def restamp(conn: sqlite3.Connection, domain: Domain) -> None:
+    """Mark `domain`'s vectors changed in the writing transaction without writing one: for a write
+    that changes the rows' partitions (their robot). Another process's cache reloads at its next
+    search; this process's caches must be `VectorCache.invalidate`d after the commit (its own
+    stamp tells them their patches are current)."""
+    _restamp(conn, domain)
+
+
 def _own_since(instance: str, checked: str | None, now: str | None) -> bool:
     """Whether every vector write between stamps `checked` and `now` was made by the store
     `instance` (this process's, whose writes patch its index), walking `now`'s replacements."""

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from robot_mcp_memory import db
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.kit import maintenance
-from robot_mcp_memory.services import operations
+from robot_mcp_memory.services import handover, operations
 from robot_mcp_memory.services.lessons import MAX_LIMIT as LESSON_MAX_LIMIT
 from robot_mcp_memory.web.context import WebContext
-from robot_mcp_memory.web.models import Args, Check, Doctor, Embedder, LessonOut, LessonPage, Stats
+from robot_mcp_memory.web.models import Args, Body, Check, Doctor, Embedder, LessonOut, LessonPage, Stats
 from robot_mcp_memory.web.routing import Api, Call, NoArgs, NoBody
 
 
@@ -24,6 +24,21 @@ class LessonArgs(Args):
 
 class DoctorArgs(Args):
     full: bool = Field(default=False, description="run integrity_check instead of quick_check")
+
+
+class HandOverBody(Body):
+    to: str = Field(min_length=1, max_length=64, description="'shared' (every robot reads them) or a robot id")
+    apply: bool = Field(default=False, description="hand them over; false (the default) only counts")
+
+
+class HandedOver(BaseModel):
+    """Rows carrying robot 'unknown' that were handed over (`applied`) or would be."""
+
+    to: str
+    applied: bool
+    processes: int
+    memories: int
+    sessions: int
 
 
 #: What `embedder_status` counts over every group's processes: for unscoped callers only (a
@@ -92,6 +107,21 @@ def register(api: Api, ctx: WebContext) -> None:
             wal_size_bytes=health.wal_bytes,
             embedder=await embedder_status(memory),
         )
+
+    @api.route(
+        "POST", "/api/hand-over", args=NoArgs, body=HandOverBody, response=HandedOver,
+        summary="Hand over rows without provenance", tag="operations", errors=(403,),
+    )  # fmt: skip
+    async def hand_over(call: Call[NoArgs, HandOverBody]) -> HandedOver:
+        """Documents, memories and sessions saved without provenance (robot 'unknown': an open
+        server, stdio without ROBOT_ID) are invisible to robot tokens. Count them (`apply`
+        false), or give them all to 'shared' or to one robot. Unscoped callers only."""
+        b = call.body
+        moved = await handover.hand_over(memory, call.principal, b.to, apply=b.apply)
+        return HandedOver(
+            to=moved.to, applied=moved.applied, processes=moved.processes, memories=moved.memories,
+            sessions=moved.sessions,
+        )  # fmt: skip
 
     @api.route(
         "GET", "/api/lessons", args=LessonArgs, body=NoBody, response=LessonPage, summary="Browse lessons",
