@@ -4,7 +4,7 @@
 damaged database, so a supervisor does not restart a server into the same file in a loop.
 Readiness reads each store for real: through one of the server's own readers (what the tools
 use) and on a connection of its own (what the file holds now, past any page cache), with an
-integrity check bounded in work (`maintenance.probe`). A store that cannot serve fails readiness
+integrity check on a small file (`maintenance.probe`). A store that cannot serve fails readiness
 and the answer names it and the next step. The embedder is reported but never fails it: without
 it search is keyword-only, which still serves.
 
