@@ -15,7 +15,9 @@ Rules (the invariants the tests pin):
   address was held stays *trusted* there (`trust_s`, refreshed on each use): while the address is
   held, that token from that address still gets in. A correct token that has not succeeded from
   the address gets the same 429 as a wrong one, so a held guesser learns nothing from a right
-  guess. Addresses are independent: guesses from one never hold another.
+  guess. Addresses are independent: guesses from one never hold another;
+- an IPv6 address counts as its /64 (one host's usual allocation, which it may rotate through
+  freely); an IPv4 address, or anything that is not an address, counts as itself.
 
 The residual exposure is written down in docs/tenancy.md: a guesser sharing an address with a
 client that is trusted there can still tell that client's token from a wrong one while held.
@@ -23,6 +25,7 @@ client that is trusted there can still tell that client's token from a wrong one
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import threading
 import time
@@ -65,6 +68,7 @@ class AuthThrottle:
         for a wrong token. Returns the seconds the attempt must wait (answer 429), or 0: it goes
         on — a success when `who` is set (the pair is trusted from now on), else a failure that
         was counted (answer 401)."""
+        client = counted_as(client)
         with self._lock:
             now = self.clock()
             wait = self._wait(client, now)
@@ -90,7 +94,7 @@ class AuthThrottle:
     def retry_after(self, client: str) -> int:
         """Whole seconds until `client` is no longer held (0 when it is not)."""
         with self._lock:
-            return self._wait(client, self.clock())
+            return self._wait(counted_as(client), self.clock())
 
     def _recent(self, client: str, now: float) -> list[float]:
         kept = [t for t in self._failures.get(client, ()) if now - t < self.window_s]
@@ -115,3 +119,16 @@ class AuthThrottle:
             del self._trusted[pair]
             return False
         return True
+
+
+def counted_as(client: str) -> str:
+    """The key `client`'s attempts count under: its /64 for an IPv6 address, else itself."""
+    try:
+        address = ipaddress.ip_address(client)
+    except ValueError:
+        return client
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return client

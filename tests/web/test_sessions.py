@@ -241,3 +241,16 @@ def test_a_held_address_still_admits_a_token_trusted_there_and_nothing_else() ->
     now[0] = 105  # trust ends trust_s after the last use (4)
     assert t.attempt("a", None) == t.attempt("a", None) == 0
     assert t.attempt("a", "admin") == 10
+
+
+def test_an_ipv6_host_cannot_rotate_through_its_64_for_more_guesses() -> None:
+    from robot_mcp_memory.throttle import AuthThrottle
+
+    t = AuthThrottle(max_failures=2, window_s=10, clock=lambda: 0.0)
+    assert t.attempt("2001:db8:1:2::1", None) == 0
+    assert t.attempt("2001:db8:1:2:ffff:0:0:7", None) == 0
+    assert not t.allows("2001:db8:1:2::9")  # the same /64
+    assert t.allows("2001:db8:1:3::1")  # the next /64 is someone else
+    assert t.attempt("::ffff:192.0.2.1", None) == t.attempt("192.0.2.1", None) == 0
+    assert not t.allows("192.0.2.1")  # an IPv4-mapped address is that IPv4 address
+    assert t.allows("192.0.2.2")
