@@ -106,3 +106,12 @@ async def test_healthz_answers_a_held_address_as_it_answers_anyone(at: From) -> 
         r = await guess(c, "GET", "/healthz", "guess-again")
     assert r.status_code == 200
     assert r.json()["status"] == "ok"
+
+
+async def test_the_openapi_document_lists_429_on_every_protected_endpoint(at: From) -> None:
+    async with at("10.0.0.7") as c:
+        doc = (await c.get("/api/openapi.json")).json()
+    for path, operations in doc["paths"].items():
+        for method, op in operations.items():
+            if op.get("security") != []:  # not public
+                assert "429" in op["responses"], f"{method.upper()} {path}"
