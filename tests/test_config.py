@@ -76,6 +76,9 @@ def test_every_environment_variable_is_documented_in_the_readme() -> None:
         ({"MEMORY_ALLOWED_HOSTS": "memory host"}, "MEMORY_ALLOWED_HOSTS"),
         # ':' was accepted here, then refused by tokens, the fleet registry and import-robotmem
         ({"ROBOT_ID": "site:rap-1"}, "ROBOT_ID"),
+        # a name: uvicorn compares the peer's address, so a proxy named by DNS would never be believed
+        ({"MEMORY_TRUSTED_PROXIES": "10.0.0.5, proxy.example"}, "MEMORY_TRUSTED_PROXIES"),
+        ({"MEMORY_TRUSTED_PROXIES": "10.0.0.0/33"}, "MEMORY_TRUSTED_PROXIES"),
     ],
 )
 def test_settings_the_server_could_not_use_stop_it_at_startup(env: dict[str, str], variable: str) -> None:
@@ -88,3 +91,18 @@ def test_allowed_hosts_take_names_ports_wildcards_and_addresses() -> None:
     hosts = "memory-host,memory-host:9103,other:*,10.0.0.2,[::1]:9103,Name.Example"
     assert len(Settings.from_env({"MEMORY_ALLOWED_HOSTS": hosts}).allowed_hosts) == 6
     assert Settings.from_env({"MEMORY_FUSION_WEIGHTS": "keyword:0,vector:1"}).fusion_weights == (0.0, 1.0)
+
+
+def test_forwarded_headers_are_believed_only_from_the_trusted_proxies() -> None:
+    from starlette.types import Receive, Scope, Send
+
+    from robot_mcp_memory.serve import uvicorn_config
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        raise AssertionError("not called")
+
+    default = uvicorn_config(app, Settings.from_env({}))
+    assert default.proxy_headers is False  # uvicorn's own default believes 127.0.0.1
+    proxied = uvicorn_config(app, Settings.from_env({"MEMORY_TRUSTED_PROXIES": "10.0.0.5, 10.1.0.0/16,::1"}))
+    assert proxied.proxy_headers is True
+    assert proxied.forwarded_allow_ips == ["10.0.0.5", "10.1.0.0/16", "::1"]

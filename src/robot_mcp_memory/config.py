@@ -7,6 +7,7 @@ secret).
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -30,6 +31,8 @@ ENV_VARS: dict[str, str] = {
     "MEMORY_TOKEN": "admin (unscoped) bearer token for the HTTP transports",
     "MEMORY_ROBOT_TOKENS": "per-robot tokens, 'rap-1:tokA,rap-2:tokB'",
     "MEMORY_ALLOWED_HOSTS": "extra Host header values accepted by DNS-rebinding protection, comma-separated",
+    "MEMORY_TRUSTED_PROXIES": "addresses or networks of reverse proxies whose X-Forwarded-For names the client, "
+    "comma-separated (default: none — the peer's own address is the client's)",
     "MEMORY_LOG_LEVEL": "debug, info (default), warning or error",
     "MEMORY_HOT_QUEUE_MAX": "bound of the hot-record write queue; beyond it writes are dropped and counted "
     "(default 10000)",
@@ -71,6 +74,8 @@ class Settings:
     admin_token: str | None = field(default=None, repr=False)
     robot_tokens: dict[str, str] = field(default_factory=dict, repr=False)
     allowed_hosts: tuple[str, ...] = ()
+    #: Peers whose forwarded headers uvicorn believes (addresses or networks, as written).
+    trusted_proxies: tuple[str, ...] = ()
     log_level: str = "info"
     hot_queue_max: int = 10_000
     lesson_min_successes: int = 3
@@ -154,6 +159,14 @@ class Settings:
                 f"name:* — no scheme, no path), comma-separated; not {', '.join(repr(h) for h in wrong[:3])}"
             )
 
+        proxies = tuple(p.strip() for p in (get("MEMORY_TRUSTED_PROXIES") or "").split(",") if p.strip())
+        not_networks = [p for p in proxies if not _network(p)]
+        if not_networks:
+            problems.append(
+                "MEMORY_TRUSTED_PROXIES takes IP addresses or networks (10.0.0.5, 10.0.0.0/8, ::1), "
+                f"comma-separated; not {', '.join(repr(p) for p in not_networks[:3])}"
+            )
+
         search = _search_settings(get, problems)
 
         if problems:
@@ -167,12 +180,21 @@ class Settings:
             admin_token=admin,
             robot_tokens=robot_tokens,
             allowed_hosts=hosts,
+            trusted_proxies=proxies,
             log_level=log_level,
             hot_queue_max=hot_max,
             lesson_min_successes=min_successes,
             lesson_min_reliability=min_reliability,
             **search,
         )
+
+
+def _network(text: str) -> bool:
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return False
+    return True
 
 
 def _int(raw: str | None, name: str, default: int, lo: int, hi: int, problems: list[str]) -> int:

@@ -8,6 +8,7 @@ through callbacks, so they are never stale.
 from __future__ import annotations
 
 import bisect
+import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -26,7 +27,14 @@ def _fmt_labels(labels: Labels, extra: Iterable[tuple[str, str]] = ()) -> str:
     return "{" + inner + "}"
 
 
+#: A UTF-16 surrogate code point: a Python `str` may hold one alone, UTF-8 cannot encode it.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
 def _escape(value: str) -> str:
+    """A label value as the Prometheus text format writes it: backslash, double quote and line
+    feed escaped; a lone surrogate becomes U+FFFD, so the exposition always encodes as UTF-8."""
+    value = _SURROGATE.sub("\ufffd", value)
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 

@@ -126,6 +126,28 @@ def _why(exc: OSError, host: str, port: int) -> str:
     return f"{exc.strerror or exc}."
 
 
+def uvicorn_config(app: ASGIApp, settings: Settings, lifespan: Literal["auto", "on", "off"] = "auto") -> uvicorn.Config:
+    """How uvicorn runs `app`. Forwarded headers (``X-Forwarded-For``/``-Proto``) are believed
+    only from ``MEMORY_TRUSTED_PROXIES``; with none set they are ignored altogether (uvicorn's own
+    default believes them from 127.0.0.1, so anything on the machine, or a proxy passing the header
+    through, could name any client address and evade the per-address token throttle)."""
+    proxies = list(settings.trusted_proxies)
+    return uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        lifespan=lifespan,
+        log_config=None,
+        http=HeaderDeadline,
+        proxy_headers=bool(proxies),
+        forwarded_allow_ips=proxies,
+        # Open SSE streams never end on their own: GRACEFUL_SHUTDOWN_S after SIGTERM they are
+        # cancelled, so the shutdown always happens.
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+    )
+
+
 def run_http(
     app: ASGIApp,
     settings: Settings,
@@ -135,18 +157,7 @@ def run_http(
     """Run `app` under uvicorn on `sockets` (from `listen`) until SIGTERM/SIGINT; returns (never
     kills the process) so the caller's ``finally`` closes the store: drains the writer queue and
     checkpoints the WAL."""
-    config = uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level="warning",
-        lifespan=lifespan,
-        log_config=None,
-        http=HeaderDeadline,
-        # Open SSE streams never end on their own: GRACEFUL_SHUTDOWN_S after SIGTERM they are
-        # cancelled, so the shutdown always happens.
-        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
-    )
+    config = uvicorn_config(app, settings, lifespan)
     # uvicorn shuts down gracefully on SIGTERM (systemd, docker stop) and then re-raises it, which
     # with the default disposition kills the process before the caller's `finally` (no drain of
     # queued hot writes, no checkpoint, exit -15 instead of 0). Made an exception, it unwinds.

@@ -305,6 +305,10 @@ ToolOutput = Sequence[ContentBlock] | dict[str, Any] | tuple[Sequence[ContentBlo
 OUTPUT_SCHEMA_DIALECT = "http://json-schema.org/draft-07/schema#"
 
 
+#: The metrics label of every call to a name no tool has.
+UNKNOWN_TOOL = "unknown"
+
+
 class MemoryMCP(FastMCP):
     """FastMCP with the adapter's cross-cutting duties at the one place every call passes:
 
@@ -315,10 +319,25 @@ class MemoryMCP(FastMCP):
     """
 
     def __init__(self, *args: Any, principal_of: PrincipalOf, **kwargs: Any) -> None:
+        #: The registered tools' names: the only `tool` label values metrics carry (`metric_label`).
+        self.tool_names: set[str] = set()
         super().__init__(*args, **kwargs)
         self.metrics = Metrics()
         self.principal_of = principal_of
         self._numeric: dict[str, frozenset[str]] = {}  # per tool: its number-typed arguments
+
+    def add_tool(self, fn: Callable[..., Any], name: str | None = None, *args: Any, **kwargs: Any) -> None:
+        super().add_tool(fn, name, *args, **kwargs)
+        self.tool_names.add(name or fn.__name__)  # FastMCP's own default name
+
+    def remove_tool(self, name: str) -> None:
+        super().remove_tool(name)
+        self.tool_names.discard(name)
+
+    def metric_label(self, name: str) -> str:
+        """`name` if a tool of that name is registered, else ``unknown``: a client choosing names
+        cannot grow the series `metrics` keeps (one per registered tool and outcome, plus one)."""
+        return name if name in self.tool_names else UNKNOWN_TOOL
 
     async def call_tool(  # type: ignore[override]  # returns CallToolResult, which the low-level server accepts
         self, name: str, arguments: dict[str, Any]
@@ -341,8 +360,9 @@ class MemoryMCP(FastMCP):
                 raise
             finally:
                 elapsed = time.perf_counter() - started
-                self.metrics.inc("memory_tool_calls_total", "MCP tool calls", tool=name, outcome=outcome)
-                self.metrics.observe("memory_tool_seconds", "MCP tool call latency", elapsed, tool=name)
+                label = self.metric_label(name)
+                self.metrics.inc("memory_tool_calls_total", "MCP tool calls", tool=label, outcome=outcome)
+                self.metrics.observe("memory_tool_seconds", "MCP tool call latency", elapsed, tool=label)
                 _log.info("tool.call", outcome=outcome, ms=round(elapsed * 1000, 3))
 
     async def list_tools(self) -> list[MCPTool]:

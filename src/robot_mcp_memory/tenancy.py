@@ -21,6 +21,11 @@ or ``/messages/``) may authenticate with the ``memory_session`` cookie instead. 
 cookie-authenticated request that changes state (any method but GET/HEAD/OPTIONS) must echo the
 session's CSRF token in ``X-CSRF-Token``, or it is refused with 403 before the app runs. A bearer
 request needs no CSRF token: a browser never attaches one on its own.
+
+**Guessing** (given an `AuthThrottle`): every wrong bearer token counts against the client
+address the scope carries, on every path; once the address is held, its bearer requests are
+answered 429 (JSON, ``Retry-After``) before any route runs — except a token already trusted from
+that address (see `throttle`), which still gets in.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.principal import OPEN, Principal
+from robot_mcp_memory.throttle import AuthThrottle
 from robot_mcp_memory.tokens import TokenAuth
 
 _log = logs.get("robot_mcp_memory.tenancy")
@@ -82,6 +88,20 @@ def bind(scope: Scope, principal: Principal) -> None:
     scope["auth"] = AuthCredentials([])
 
 
+def client_address(scope: Scope) -> str:
+    """The client address the throttle counts: the scope's (uvicorn put a trusted proxy's
+    forwarded address there, and only a trusted proxy's), or ``-`` when the server has none."""
+    client = scope.get("client")
+    if isinstance(client, (tuple, list)) and client and isinstance(client[0], str):
+        return client[0]
+    return "-"
+
+
+def throttled_body(wait: int) -> bytes:
+    detail = f"too many failed token checks from this address; try again in {wait} seconds"
+    return json.dumps({"error": "too_many_requests", "detail": detail}).encode()
+
+
 def bearer(scope: Scope) -> str | None:
     for name, value in scope.get("headers", ()):
         if name == b"authorization":
@@ -121,6 +141,7 @@ class TenantAuthMiddleware:
         public_prefixes: Iterable[str] = (),
         sessions: SessionLookup | None = None,
         cookie_paths: Callable[[str], bool] | None = None,
+        throttle: AuthThrottle | None = None,
     ) -> None:
         self.app = app
         self.auth = auth
@@ -128,6 +149,7 @@ class TenantAuthMiddleware:
         self.public_prefixes = tuple(public_prefixes)
         self.sessions = sessions
         self.cookie_paths = cookie_paths
+        self.throttle = throttle
 
     def _public(self, path: str) -> bool:
         return path in self.public_paths or path.startswith(self.public_prefixes)
@@ -142,6 +164,16 @@ class TenantAuthMiddleware:
             return
         token = bearer(scope)
         principal = self.auth.resolve(token) if token is not None else None
+        if token is not None and self.throttle is not None:
+            client = client_address(scope)
+            wait = self.throttle.attempt(client, client_id(principal) if principal is not None else None)
+            if wait:
+                if self._public(scope.get("path", "")):  # served as to anyone, as with a wrong token
+                    await self.app(scope, receive, send)
+                    return
+                _log.info("auth.throttled", path=scope.get("path", ""), client=client)
+                await _throttled(send, wait)
+                return
         if principal is None and header(scope, "authorization") is None and await self._by_cookie(scope, receive, send):
             return
         if principal is None:
@@ -184,6 +216,23 @@ async def _respond(send: Send, status: int, body: bytes) -> None:
             "type": "http.response.start",
             "status": status,
             "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _throttled(send: Send, wait: int) -> None:
+    body = throttled_body(wait)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 429,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"retry-after", str(wait).encode()),
+                (b"cache-control", b"no-store"),
+                (b"content-length", str(len(body)).encode()),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body})

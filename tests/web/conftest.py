@@ -48,9 +48,10 @@ def connector(memory: Memory) -> Connect:
     app = http_app(memory, build_server(memory))
 
     @asynccontextmanager
-    async def connect(token: str | None = None) -> AsyncIterator[httpx.AsyncClient]:
+    async def connect(token: str | None = None, address: str = "127.0.0.1") -> AsyncIterator[httpx.AsyncClient]:
         headers = {"authorization": f"Bearer {token}"} if token else {}
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE, headers=headers) as c:
+        transport = httpx.ASGITransport(app=app, client=(address, 123))
+        async with httpx.AsyncClient(transport=transport, base_url=BASE, headers=headers) as c:
             yield c
 
     return connect

@@ -206,23 +206,51 @@ async def test_repeated_failed_logins_from_one_address_are_slowed_down(secured: 
     assert r.json()["error"] == "too_many_requests"
 
 
-def test_the_login_throttle_forgets_old_failures_and_clears_on_success() -> None:
-    from robot_mcp_memory.web.sessions import LoginThrottle
+def test_the_throttle_forgets_old_failures_and_a_success_does_not_clear_them() -> None:
+    from robot_mcp_memory.throttle import AuthThrottle
 
     now = [0.0]
-    t = LoginThrottle(max_failures=2, window_s=10, clock=lambda: now[0])
-    t.failed("a")
+    t = AuthThrottle(max_failures=2, window_s=10, clock=lambda: now[0])
+    assert t.attempt("a", None) == 0
     now[0] = 3
-    t.failed("a")
+    assert t.attempt("a", None) == 0
     assert not t.allows("a")
     assert t.retry_after("a") == 7  # the first failure leaves the window at 10
+    assert t.attempt("a", None) == 7  # held: refused, and not counted
     assert t.allows("b")
     assert t.retry_after("b") == 0
     now[0] = 10
     assert t.allows("a")
     now[0] = 11
-    assert t.allows("a")
-    t.failed("a")
-    t.succeeded("a")
-    t.failed("a")
-    assert t.allows("a")
+    assert t.attempt("a", "robot:a1") == 0  # a success ...
+    assert t.attempt("a", None) == 0
+    assert not t.allows("a")  # ... left the failure before it counted
+
+
+def test_a_held_address_still_admits_a_token_trusted_there_and_nothing_else() -> None:
+    from robot_mcp_memory.throttle import AuthThrottle
+
+    now = [0.0]
+    t = AuthThrottle(max_failures=2, window_s=10, trust_s=100, clock=lambda: now[0])
+    assert t.attempt("a", "admin") == 0  # the admin got in from a before the guessing
+    assert t.attempt("a", None) == t.attempt("a", None) == 0
+    now[0] = 4
+    assert t.attempt("a", "admin") == 0  # held, but trusted here
+    assert t.attempt("a", "robot:a1") == t.attempt("a", None) == 6  # a right guess looks like a wrong one
+    assert t.attempt("b", "robot:a1") == 0  # another address is not held by a's guesses
+    now[0] = 105  # trust ends trust_s after the last use (4)
+    assert t.attempt("a", None) == t.attempt("a", None) == 0
+    assert t.attempt("a", "admin") == 10
+
+
+def test_an_ipv6_host_cannot_rotate_through_its_64_for_more_guesses() -> None:
+    from robot_mcp_memory.throttle import AuthThrottle
+
+    t = AuthThrottle(max_failures=2, window_s=10, clock=lambda: 0.0)
+    assert t.attempt("2001:db8:1:2::1", None) == 0
+    assert t.attempt("2001:db8:1:2:ffff:0:0:7", None) == 0
+    assert not t.allows("2001:db8:1:2::9")  # the same /64
+    assert t.allows("2001:db8:1:3::1")  # the next /64 is someone else
+    assert t.attempt("::ffff:192.0.2.1", None) == t.attempt("192.0.2.1", None) == 0
+    assert not t.allows("192.0.2.1")  # an IPv4-mapped address is that IPv4 address
+    assert t.allows("192.0.2.2")

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences.browse import ExperienceBrowser
 from robot_mcp_memory.tenancy import TenantAuthMiddleware
+from robot_mcp_memory.throttle import AuthThrottle
 from robot_mcp_memory.tokens import TokenAuth
 from robot_mcp_memory.web import openapi, problems
 from robot_mcp_memory.web.api import experiences, fleet, operations, processes, session
@@ -72,6 +73,7 @@ class Web:
     routes: list[BaseRoute]
     sessions: SessionStore
     api: Api
+    throttle: AuthThrottle
     public_paths: set[str] = field(default_factory=set)
     public_prefixes: tuple[str, ...] = ("/static/",)
 
@@ -82,8 +84,9 @@ class Web:
         return path.startswith(("/api/", "/static/")) or path in PAGES
 
     def protect(self, app: ASGIApp, auth: TokenAuth) -> TenantAuthMiddleware:
-        """`app` behind the tenancy middleware, told what this web part makes public and where
-        its session cookie counts (``/healthz`` and ``/readyz`` are public on every surface)."""
+        """`app` behind the tenancy middleware, told what this web part makes public, where
+        its session cookie counts (``/healthz`` and ``/readyz`` are public on every surface), and the throttle
+        the login shares, so a wrong token counts the same on every path."""
         return TenantAuthMiddleware(
             app,
             auth,
@@ -91,6 +94,7 @@ class Web:
             public_prefixes=self.public_prefixes,
             sessions=self.sessions,
             cookie_paths=self.cookie_path,
+            throttle=self.throttle,
         )
 
 
@@ -132,7 +136,7 @@ def build_web(memory: Memory, auth: TokenAuth, sessions: SessionStore | None = N
         Mount("/static", app=SecurityHeaders(StaticFiles(directory=STATIC), hosts), name="static"),
     ]
     public = api.public_paths | {"/api/openapi.json", *PAGES}
-    return Web(routes=routes, sessions=ctx.sessions, api=api, public_paths=public)
+    return Web(routes=routes, sessions=ctx.sessions, api=api, throttle=ctx.login_throttle, public_paths=public)
 
 
 def _register_experiences(api: Api, ctx: WebContext) -> None:

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.principal import Principal
+from robot_mcp_memory.throttle import AuthThrottle
 from robot_mcp_memory.tokens import TokenAuth
-from robot_mcp_memory.web.sessions import LoginThrottle, SessionStore
+from robot_mcp_memory.web.sessions import SessionStore
 
 
 @dataclass
@@ -16,6 +17,7 @@ class WebContext:
     memory: Memory
     auth: TokenAuth
     sessions: SessionStore
-    login_throttle: LoginThrottle = field(default_factory=LoginThrottle)
+    #: Failed token checks per address, shared by the login and the bearer middleware.
+    login_throttle: AuthThrottle = field(default_factory=AuthThrottle)
     #: Memory counts for /api/stats, set when the experience memory is registered.
     experience_counts: Callable[[Principal], Awaitable[dict[str, int]]] | None = None

@@ -12,7 +12,7 @@ not_found             404     no such thing, or not visible to this caller
 method_not_allowed    405     the path exists, the method does not
 conflict              409     the change clashes with what is stored
 misdirected           421     the Host header is not this server's (DNS-rebinding protection)
-too_many_requests     429     too many failed logins from one address (``Retry-After``)
+too_many_requests     429     too many failed token checks from one address (``Retry-After``)
 busy                  503     overloaded; nothing was stored — retry later (``Retry-After``)
 unavailable           503     a dependency (the embedder) is down
 internal              500     a bug: logged with a ``reference``; the body says nothing else
@@ -61,7 +61,7 @@ DESCRIPTIONS: dict[int, str] = {
     413: "request body too large",
     415: "the body must be application/json",
     421: "the Host header names no host this server answers for (MEMORY_ALLOWED_HOSTS)",
-    429: "too many failed logins from this address: wait and retry (Retry-After)",
+    429: "too many failed token checks from this address: wait and retry (Retry-After)",
     500: "internal error (the body carries a reference id for the server log)",
     503: "busy or a dependency is unavailable: retry later",
 }

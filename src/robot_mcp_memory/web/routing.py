@@ -125,7 +125,8 @@ class Api:
             # HTML form cannot send application/json, so even with no tokens configured a foreign
             # page cannot make a browser change anything here.
             has_body = body is not NoBody or method in ("POST", "PUT", "PATCH")
-            codes = set(errors) | {421, 500} | (set() if public else {401})
+            # 429: a bearer token from an address held by the throttle, on any protected endpoint.
+            codes = set(errors) | {421, 500} | (set() if public else {401, 429})
             if args.model_fields or has_body:
                 codes.add(400)
             if has_body:

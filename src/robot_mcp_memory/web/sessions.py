@@ -18,7 +18,6 @@ SameSite=Strict`` cookie. The token itself never reaches a URL, the cookie jar o
 from __future__ import annotations
 
 import hashlib
-import math
 import secrets
 import threading
 import time
@@ -101,60 +100,3 @@ class SessionStore:
         now = self.clock()
         for key in [k for k, s in self._sessions.items() if s.expires_at <= now]:
             del self._sessions[key]
-
-
-class LoginThrottle:
-    """Failed logins per client address: after `max_failures` within `window_s`, further attempts
-    from that address are refused until the window has passed (a success clears its count).
-    Tokens are long and random, so this is a brake on guessing, not the defence itself; behind a
-    reverse proxy every client shares the proxy's address."""
-
-    def __init__(
-        self,
-        *,
-        max_failures: int = 10,
-        window_s: float = 300.0,
-        max_clients: int = 10_000,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.max_failures = max_failures
-        self.window_s = window_s
-        self.max_clients = max_clients
-        self.clock = clock
-        self._failures: OrderedDict[str, list[float]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def _recent(self, client: str, now: float) -> list[float]:
-        kept = [t for t in self._failures.get(client, []) if now - t < self.window_s]
-        if kept:
-            self._failures[client] = kept
-        else:
-            self._failures.pop(client, None)
-        return kept
-
-    def allows(self, client: str) -> bool:
-        with self._lock:
-            return len(self._recent(client, self.clock())) < self.max_failures
-
-    def retry_after(self, client: str) -> int:
-        """Whole seconds until `client` may try again: until enough of its counted failures
-        have left the window (0 when it may now)."""
-        with self._lock:
-            now = self.clock()
-            recent = sorted(self._recent(client, now))
-            if len(recent) < self.max_failures:
-                return 0
-            frees = recent[len(recent) - self.max_failures] + self.window_s
-            return math.ceil(frees - now)
-
-    def failed(self, client: str) -> None:
-        with self._lock:
-            now = self.clock()
-            self._failures[client] = [*self._recent(client, now), now]
-            self._failures.move_to_end(client)
-            while len(self._failures) > self.max_clients:
-                self._failures.popitem(last=False)
-
-    def succeeded(self, client: str) -> None:
-        with self._lock:
-            self._failures.pop(client, None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from robot_mcp_memory import __version__, logs
 from robot_mcp_memory.errors import MemoryError_
 from robot_mcp_memory.principal import Principal
-from robot_mcp_memory.tenancy import AUTH_VIA_KEY, SESSION_COOKIE, SESSION_ID_KEY
+from robot_mcp_memory.tenancy import AUTH_VIA_KEY, SESSION_COOKIE, SESSION_ID_KEY, client_address, client_id
 from robot_mcp_memory.web.context import WebContext
 from robot_mcp_memory.web.models import LoggedOut, LoginBody, SessionInfo
 from robot_mcp_memory.web.routing import Api, Call, NoArgs, NoBody
@@ -60,19 +60,17 @@ def register(api: Api, ctx: WebContext) -> None:
         answer sets an HttpOnly, SameSite=Strict session cookie and carries the CSRF token."""
         if not ctx.auth.enabled:
             return info(call.principal, False, None)
-        client = call.request.client.host if call.request.client else "-"
-        if not throttle.allows(client):
+        client = client_address(call.request.scope)
+        principal = ctx.auth.resolve(call.body.token)
+        wait = throttle.attempt(client, client_id(principal) if principal is not None else None)
+        if wait:
             _log.warning("web.login_throttled", client=client)
-            wait = throttle.retry_after(client)
             raise TooManyRequests(
                 f"too many failed logins from this address; try again in {wait} seconds", retry_after=wait
             )
-        principal = ctx.auth.resolve(call.body.token)
         if principal is None:
-            throttle.failed(client)
             _log.info("web.login_refused", client=client)
             raise Unauthorized("that token is not valid here; paste the admin token or a robot token")
-        throttle.succeeded(client)
         session_id, session = ctx.sessions.create(principal)
         secure = call.request.url.scheme == "https"
         call.headers.append(("set-cookie", _cookie(session_id, int(ctx.sessions.ttl_s), secure)))
