@@ -1,7 +1,14 @@
-"""Process documents: save, find, outcomes — the rules of spec §5 with the §6a policy applied."""
+"""Process documents: save, find, outcomes — the rules of spec §5 with the §6a policy applied.
+
+Parsing and rendering a document is CPU work in pure Python (PyYAML) that grows with the
+frontmatter: it runs on a worker thread (`asyncio.to_thread`), never on the event loop that
+serves every tenant.
+"""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from robot_mcp_memory import docmodel
@@ -44,7 +51,7 @@ class ProcessService:
         """save_process: create, update or fork (`store.save_doc`). `create_only` (the dashboard's
         "New process"): `Conflict` when a process with the document's id exists, instead of
         updating it — a new draft whose title matches an existing process must not replace it."""
-        doc = docmodel.parse(markdown, default_robot="unknown")
+        doc = await asyncio.to_thread(docmodel.parse, markdown, default_robot="unknown")
         if create_only and await self.store.get(doc.id) is not None:
             raise Conflict(
                 f"a process with id '{doc.id}' exists already: open it to change it, or give the new one "
@@ -53,6 +60,15 @@ class ProcessService:
         author = self.policy.pin_author(principal, doc.robot, self.default_robot)
         doc = doc.model_copy(update={"robot": author})
         return await self.store.save(doc, writable=lambda owner: self.policy.may_overwrite(principal, owner))
+
+    @staticmethod
+    async def markdown(docs: Sequence[ProcessDoc]) -> list[str]:
+        """Each document rendered as markdown, in one hop to a worker thread: a document stored
+        before the frontmatter limits may hold thousands of values, and rendering them takes
+        seconds of pure Python."""
+        if not docs:
+            return []
+        return await asyncio.to_thread(lambda: [d.render() for d in docs])
 
     async def record_outcome(self, principal: Principal, pid: str, success: bool, note: str = "") -> ProcessDoc:
         await self.get(principal, pid)

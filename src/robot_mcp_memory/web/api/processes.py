@@ -3,6 +3,7 @@ safe HTML), save, record an outcome, delete, outcome history, reindex."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import math
 import re
@@ -207,7 +208,10 @@ def register(api: Api, ctx: WebContext) -> None:
     )  # fmt: skip
     async def get_process(call: Call[IdArgs, NoBody]) -> ProcessDetail:
         """The document as markdown, its body as safe HTML, and its outcome log."""
-        return _detail(await service.get(call.principal, call.args.id))
+        doc = await service.get(call.principal, call.args.id)
+        # Rendering is pure-Python work that grows with the document (a stored frontmatter of
+        # thousands of values, a 200,000-character body): on a worker thread, off the event loop.
+        return await asyncio.to_thread(_detail, doc)
 
     @api.route(
         "GET", "/api/processes/{id}/outcomes", args=IdArgs, body=NoBody, response=OutcomeHistory,
