@@ -76,6 +76,7 @@ def test_every_environment_variable_is_documented_in_the_readme() -> None:
         ({"MEMORY_ALLOWED_HOSTS": "memory host"}, "MEMORY_ALLOWED_HOSTS"),
         # ':' was accepted here, then refused by tokens, the fleet registry and import-robotmem
         ({"ROBOT_ID": "site:rap-1"}, "ROBOT_ID"),
+        ({"MEMORY_LOOP_LAG_WARN_MS": "0"}, "MEMORY_LOOP_LAG_WARN_MS"),
     ],
 )
 def test_settings_the_server_could_not_use_stop_it_at_startup(env: dict[str, str], variable: str) -> None:
