@@ -454,3 +454,11 @@ def test_a_document_stored_before_the_limits_parses_unbounded_and_round_trips() 
     with pytest.raises(DocumentParseError):
         parse(stored.render())
     assert parse(stored.render(), bounded=False) == stored
+
+
+def test_only_a_small_frontmatter_counts_as_cheap_to_render() -> None:
+    assert docmodel.cheap_to_render(parse(MAILROOM))
+    assert docmodel.cheap_to_render(ProcessDoc(id="a", title="A", extra={"steps": list(range(100))}))
+    assert not docmodel.cheap_to_render(ProcessDoc(id="b", title="B", extra={"log": list(range(20_000))}))
+    assert not docmodel.cheap_to_render(ProcessDoc(id="c", title="C", extra={"note": "x" * 100_000}))
+    assert not docmodel.cheap_to_render(ProcessDoc(id="d", title="D", extra={"m": {str(i): i for i in range(500)}}))

@@ -204,6 +204,30 @@ class ProcessDoc(BaseModel):
         return f"---\n{fm}---\n\n{body}" if body else f"---\n{fm}---\n"
 
 
+#: What `cheap_to_render` allows: a frontmatter this small renders in well under a millisecond.
+CHEAP_RENDER_BUDGET = 400
+
+
+def cheap_to_render(doc: ProcessDoc) -> bool:
+    """Whether `doc.render()` is cheap enough for an event loop: its frontmatter holds at most
+    `CHEAP_RENDER_BUDGET` values, a string counting one per 100 characters (PyYAML's emitter
+    looks at each character in Python). Stops counting at the budget, so it costs at most that
+    many steps however large a document stored before the frontmatter limits is."""
+    budget = CHEAP_RENDER_BUDGET - len(doc.tags) - (len(doc.title) + len(doc.task_pattern)) // 100
+    stack: list[Any] = [doc.extra]
+    while stack:
+        value = stack.pop()
+        budget -= 1 + (len(value) // 100 if isinstance(value, str) else 0)
+        if budget < 0:
+            return False
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return True
+
+
 def reliability(success: int, failure: int) -> float:
     """Laplace-smoothed success rate: (s + 1) / (s + f + 2)."""
     return (success + 1) / (success + failure + 2)

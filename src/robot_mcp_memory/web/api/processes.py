@@ -3,7 +3,6 @@ safe HTML), save, record an outcome, delete, outcome history, reindex."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import math
 import re
@@ -210,8 +209,8 @@ def register(api: Api, ctx: WebContext) -> None:
         """The document as markdown, its body as safe HTML, and its outcome log."""
         doc = await service.get(call.principal, call.args.id)
         # Rendering is pure-Python work that grows with the document (a stored frontmatter of
-        # thousands of values, a 200,000-character body): on a worker thread, off the event loop.
-        return await asyncio.to_thread(_detail, doc)
+        # thousands of values, a 200,000-character body): on the documents lane, off the loop.
+        return await service.in_lane(lambda: _detail(doc))
 
     @api.route(
         "GET", "/api/processes/{id}/outcomes", args=IdArgs, body=NoBody, response=OutcomeHistory,
