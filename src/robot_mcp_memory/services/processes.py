@@ -41,6 +41,10 @@ class ProcessService:
         self.default_robot = default_robot
         self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="documents")
 
+    def close(self) -> None:
+        """Drop the documents lane's queued work; a job already running finishes on its thread."""
+        self._lane.shutdown(wait=False, cancel_futures=True)
+
     async def in_lane(self, work: Callable[[], T]) -> T:
         """`work()` on the documents lane (parsing, rendering): off the event loop."""
         return await asyncio.get_running_loop().run_in_executor(self._lane, work)
