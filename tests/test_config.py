@@ -79,6 +79,7 @@ def test_every_environment_variable_is_documented_in_the_readme() -> None:
         # a name: uvicorn compares the peer's address, so a proxy named by DNS would never be believed
         ({"MEMORY_TRUSTED_PROXIES": "10.0.0.5, proxy.example"}, "MEMORY_TRUSTED_PROXIES"),
         ({"MEMORY_TRUSTED_PROXIES": "10.0.0.0/33"}, "MEMORY_TRUSTED_PROXIES"),
+        ({"MEMORY_LOOP_LAG_WARN_MS": "0"}, "MEMORY_LOOP_LAG_WARN_MS"),
     ],
 )
 def test_settings_the_server_could_not_use_stop_it_at_startup(env: dict[str, str], variable: str) -> None:

@@ -381,3 +381,84 @@ def test_the_outcome_log_gives_way_with_a_blank_line_under_its_heading() -> None
 def test_keys_json_would_rename_are_refused_at_any_depth() -> None:
     with pytest.raises(DocumentParseError):
         parse("---\ntitle: t\nx: {null: 1, true: 2}\n---\nbody\n")
+
+
+# ---------------------------------------------------------------------------- frontmatter limits
+def _with_frontmatter(front: str, body: str = "body") -> str:
+    return f"---\ntitle: t\n{front}\n---\n\n{body}\n"
+
+
+def test_a_frontmatter_over_its_size_limit_is_refused_before_yaml_reads_it() -> None:
+    # Broken YAML at the end: a refusal naming the limit (not the syntax error) means the size
+    # was checked before the loader ran.
+    filler = "notes: " + "x" * docmodel.MAX_FRONTMATTER + "\nbroken: [unclosed"
+    with pytest.raises(DocumentParseError) as caught:
+        parse(_with_frontmatter(filler))
+    assert caught.value.line == 2
+    assert str(docmodel.MAX_FRONTMATTER) in caught.value.detail
+
+
+@pytest.mark.parametrize(
+    "front",
+    [
+        "log:\n" + "- 1\n" * docmodel.MAX_FRONTMATTER_ENTRIES,
+        "log: [" + "1," * docmodel.MAX_FRONTMATTER_ENTRIES + "1]",
+        "log: {" + ", ".join(f"k{i}: 1" for i in range(docmodel.MAX_FRONTMATTER_ENTRIES)) + "}",
+    ],
+    ids=["block list", "flow list", "flow mapping"],
+)
+def test_a_frontmatter_with_too_many_entries_is_refused(front: str) -> None:
+    assert len(front) < docmodel.MAX_FRONTMATTER  # within the size limit: the entry count refuses it
+    with pytest.raises(DocumentParseError) as caught:
+        parse(_with_frontmatter(front))
+    assert str(docmodel.MAX_FRONTMATTER_ENTRIES) in caught.value.detail
+
+
+@pytest.mark.parametrize(
+    "front",
+    [
+        "deep: " + "[" * (docmodel.MAX_FRONTMATTER_DEPTH + 1) + "]" * (docmodel.MAX_FRONTMATTER_DEPTH + 1),
+        "deep:\n" + "- " * (docmodel.MAX_FRONTMATTER_DEPTH + 1) + "a",
+        "deep:\n" + "".join(" " * i + f"k{i}:\n" for i in range(docmodel.MAX_FRONTMATTER_DEPTH + 1)) + "  " * 30 + "x",
+    ],
+    ids=["flow", "dashes", "indentation"],
+)
+def test_a_frontmatter_nested_too_deep_is_refused_naming_the_line(front: str) -> None:
+    with pytest.raises(DocumentParseError) as caught:
+        parse(_with_frontmatter(front))
+    assert str(docmodel.MAX_FRONTMATTER_DEPTH) in caught.value.detail
+    assert caught.value.line is not None
+    assert caught.value.line >= 3
+
+
+def test_a_frontmatter_within_the_limits_still_parses_beside_a_body_at_its_own_limit() -> None:
+    items = docmodel.MAX_FRONTMATTER_ENTRIES - 40
+    depth = docmodel.MAX_FRONTMATTER_DEPTH - 3  # 'nested' is one level, each '[' another
+    front = (
+        "tags: [a, b]\nlog:\n"
+        + "".join(f"- {i}\n" for i in range(items))
+        + "nested: "
+        + "[" * depth
+        + "1"
+        + "]" * depth
+        + '\nnote: "commas, [brackets] and {braces} in a string, counted as entries only"'
+    )
+    body = "b" * (docmodel.MAX_BODY - 10)
+    got = parse(_with_frontmatter(front, body))
+    assert got.extra["log"] == list(range(items))
+    assert len(got.body) == docmodel.MAX_BODY - 9
+
+
+def test_a_document_stored_before_the_limits_parses_unbounded_and_round_trips() -> None:
+    stored = ProcessDoc(id="big", title="Big", extra={"log": list(range(docmodel.MAX_FRONTMATTER_ENTRIES + 1))})
+    with pytest.raises(DocumentParseError):
+        parse(stored.render())
+    assert parse(stored.render(), bounded=False) == stored
+
+
+def test_only_a_small_frontmatter_counts_as_cheap_to_render() -> None:
+    assert docmodel.cheap_to_render(parse(MAILROOM))
+    assert docmodel.cheap_to_render(ProcessDoc(id="a", title="A", extra={"steps": list(range(100))}))
+    assert not docmodel.cheap_to_render(ProcessDoc(id="b", title="B", extra={"log": list(range(20_000))}))
+    assert not docmodel.cheap_to_render(ProcessDoc(id="c", title="C", extra={"note": "x" * 100_000}))
+    assert not docmodel.cheap_to_render(ProcessDoc(id="d", title="D", extra={"m": {str(i): i for i in range(500)}}))

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 import pytest
 
-from robot_mcp_memory import cli
+from robot_mcp_memory import cli, docmodel
 from robot_mcp_memory.api import RobotMemory
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
@@ -398,3 +398,25 @@ def test_a_second_dump_into_a_directory_being_dumped_into_is_refused_and_the_fir
     assert not (dest / ".dump-unfinished").exists()
     assert _load(tmp_path / "b", dest) == 0
     assert _rows_of(tmp_path / "b")["memory_tags"] == _rows_of(data)["memory_tags"]
+
+
+def test_a_document_stored_before_the_frontmatter_limits_dumps_and_loads_back_whole(tmp_path: Path) -> None:
+    """save_process now refuses a frontmatter past its limits; one already stored must survive
+    an operator's dump and load, not be skipped as unparseable."""
+    values = list(range(docmodel.MAX_FRONTMATTER_ENTRIES + 1))
+    data = tmp_path / "data"
+    memory = Memory.open(Settings.from_env({"MEMORY_DATA_DIR": str(data), "MEMORY_EMBEDDER": "none"}))
+    try:
+        asyncio.run(memory.processes.store.save(docmodel.ProcessDoc(id="hoard", title="Hoard", extra={"log": values})))
+    finally:
+        memory.close()
+    src = _dump(data, tmp_path / "dump")
+    fresh = tmp_path / "fresh"
+    assert _load(fresh, src) == 0
+    memory = Memory.open(Settings.from_env({"MEMORY_DATA_DIR": str(fresh), "MEMORY_EMBEDDER": "none"}))
+    try:
+        loaded = asyncio.run(memory.processes.store.get("hoard"))
+    finally:
+        memory.close()
+    assert loaded is not None
+    assert loaded.extra == {"log": values}

@@ -79,6 +79,7 @@ class Memory:
         )
 
     def close(self) -> None:
+        self.processes.close()
         self.processes.store.close()  # stops the vector backfills before the database closes
         if isinstance(self.experiences.vectors, MemoryVectorIndex):
             self.experiences.vectors.close()

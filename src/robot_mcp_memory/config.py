@@ -36,6 +36,8 @@ ENV_VARS: dict[str, str] = {
     "MEMORY_LOG_LEVEL": "debug, info (default), warning or error",
     "MEMORY_HOT_QUEUE_MAX": "bound of the hot-record write queue; beyond it writes are dropped and counted "
     "(default 10000)",
+    "MEMORY_LOOP_LAG_WARN_MS": "event-loop lag, in milliseconds, from which the HTTP server logs 'loop.stalled' and "
+    "counts a stall in /metrics (default 250)",
     "MEMORY_LESSON_MIN_SUCCESSES": "successes a lesson needs before it answers at a place other than where it was "
     "learned (default 3)",
     "MEMORY_LESSON_MIN_RELIABILITY": "Laplace reliability (s+1)/(s+f+2) a lesson needs before it answers at "
@@ -78,6 +80,7 @@ class Settings:
     trusted_proxies: tuple[str, ...] = ()
     log_level: str = "info"
     hot_queue_max: int = 10_000
+    loop_lag_warn_ms: int = 250
     lesson_min_successes: int = 3
     lesson_min_reliability: float = 0.75
     embedder: EmbedderName = "use"
@@ -121,6 +124,7 @@ class Settings:
 
         port = _int(get("MCP_PORT"), "MCP_PORT", 9103, 1, 65535, problems)
         hot_max = _int(get("MEMORY_HOT_QUEUE_MAX"), "MEMORY_HOT_QUEUE_MAX", 10_000, 1, 10_000_000, problems)
+        lag_warn = _int(get("MEMORY_LOOP_LAG_WARN_MS"), "MEMORY_LOOP_LAG_WARN_MS", 250, 1, 600_000, problems)
 
         min_successes = _int(
             get("MEMORY_LESSON_MIN_SUCCESSES"), "MEMORY_LESSON_MIN_SUCCESSES", 3, 0, 1_000_000, problems
@@ -183,6 +187,7 @@ class Settings:
             trusted_proxies=proxies,
             log_level=log_level,
             hot_queue_max=hot_max,
+            loop_lag_warn_ms=lag_warn,
             lesson_min_successes=min_successes,
             lesson_min_reliability=min_reliability,
             **search,

@@ -30,6 +30,12 @@ MAX_ID = 120
 MAX_TITLE = 300
 MAX_BODY = 200_000
 MAX_DOCUMENT = 256_000
+#: Limits of the frontmatter alone, checked before YAML parsing starts (`check_frontmatter`):
+#: PyYAML's loader is pure Python and recurses once per level of nesting, so its work must be
+#: bounded by what a cheap scan can count. The document limit leaves room for a long body.
+MAX_FRONTMATTER = 16_000
+MAX_FRONTMATTER_ENTRIES = 1_000
+MAX_FRONTMATTER_DEPTH = 20
 OUTCOME_HEADING = "## Outcome log"
 
 _KNOWN = (
@@ -198,16 +204,42 @@ class ProcessDoc(BaseModel):
         return f"---\n{fm}---\n\n{body}" if body else f"---\n{fm}---\n"
 
 
+#: What `cheap_to_render` allows: a frontmatter this small renders in well under a millisecond.
+CHEAP_RENDER_BUDGET = 400
+
+
+def cheap_to_render(doc: ProcessDoc) -> bool:
+    """Whether `doc.render()` is cheap enough for an event loop: its frontmatter holds at most
+    `CHEAP_RENDER_BUDGET` values, a string counting one per 100 characters (PyYAML's emitter
+    looks at each character in Python). Stops counting at the budget, so it costs at most that
+    many steps however large a document stored before the frontmatter limits is."""
+    budget = CHEAP_RENDER_BUDGET - len(doc.tags) - (len(doc.title) + len(doc.task_pattern)) // 100
+    stack: list[Any] = [doc.extra]
+    while stack:
+        value = stack.pop()
+        budget -= 1 + (len(value) // 100 if isinstance(value, str) else 0)
+        if budget < 0:
+            return False
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return True
+
+
 def reliability(success: int, failure: int) -> float:
     """Laplace-smoothed success rate: (s + 1) / (s + f + 2)."""
     return (success + 1) / (success + failure + 2)
 
 
-def parse(text: str, *, default_robot: str = "unknown") -> ProcessDoc:
+def parse(text: str, *, default_robot: str = "unknown", bounded: bool = True) -> ProcessDoc:
     """Parse and validate a markdown process document.
 
     Raises `DocumentParseError` naming the line (for YAML problems) or the field (for validation
-    problems) and what to do about it.
+    problems) and what to do about it. `bounded` applies the frontmatter limits
+    (`check_frontmatter`); only an operator's load of its own dump turns them off, so a document
+    stored before the limits existed loads back as it was dumped.
     """
     if not isinstance(text, str):
         raise DocumentParseError("the document must be a markdown string")
@@ -228,6 +260,8 @@ def parse(text: str, *, default_robot: str = "unknown") -> ProcessDoc:
     if end is None:
         raise DocumentParseError("the frontmatter is not closed: add a '---' line after it", line=first + 1)
     fm_text = "\n".join(lines[first + 1 : end])
+    if bounded:
+        check_frontmatter(fm_text, first_line=first + 2)
     try:
         raw = yaml.load(fm_text, Loader=_Loader) if fm_text.strip() else {}  # a SafeLoader subclass
     except yaml.YAMLError as exc:
@@ -247,6 +281,56 @@ def parse(text: str, *, default_robot: str = "unknown") -> ProcessDoc:
     body = "\n".join(lines[end + 1 :]).strip("\n")
     body = body + "\n" if body else ""
     return from_frontmatter(raw, body, default_robot=default_robot)
+
+
+#: What the shape scan looks at: flow-collection brackets (nesting) and the line structure.
+_FLOW = re.compile(r"[\[\]{}]")
+_INDICATORS = re.compile(r"(?:[-?](?: +|\Z))+")
+
+
+def check_frontmatter(fm_text: str, *, first_line: int = 2) -> None:
+    """`DocumentParseError` naming the limit when the frontmatter (the text between the ``---``
+    lines, whose first line is `first_line` of the document) is larger, holds more entries or
+    nests deeper than the limits allow. One linear pass, no YAML: an entry is a non-blank line or
+    a ``,`` ``[`` ``{`` (what separates values in flow style), so the count bounds the values a
+    loader would build; the depth of a line is how many enclosing lines are less indented, plus
+    its leading ``-``/``?`` indicators, plus the flow brackets open around it — a bound on YAML's
+    nesting that can only over-count (a bracket inside a quoted string counts)."""
+    if len(fm_text) > MAX_FRONTMATTER:
+        raise DocumentParseError(
+            f"the frontmatter is {len(fm_text)} characters; its limit is {MAX_FRONTMATTER} (the whole document's "
+            f"is {MAX_DOCUMENT}): keep the frontmatter to short fields and move long content into the markdown body",
+            line=first_line,
+        )
+    entries = sum(1 for ln in fm_text.split("\n") if ln.strip()) + sum(map(fm_text.count, ",[{"))
+    if entries > MAX_FRONTMATTER_ENTRIES:
+        raise DocumentParseError(
+            f"the frontmatter holds about {entries} entries (lines and ',' '[' '{{' separators); its limit is "
+            f"{MAX_FRONTMATTER_ENTRIES}: move long lists into the markdown body",
+            line=first_line,
+        )
+    indents: list[int] = []
+    flow = 0
+    for n, ln in enumerate(fm_text.split("\n")):
+        text = ln.lstrip(" ")
+        if not text.strip() or text.startswith("#"):
+            continue
+        width = len(ln) - len(text)
+        while indents and indents[-1] >= width:
+            indents.pop()
+        indents.append(width)
+        lead = _INDICATORS.match(text)
+        block = len(indents) + (lead.group().count("-") + lead.group().count("?") if lead else 0)
+        deepest = flow
+        for m in _FLOW.finditer(text):
+            flow = flow + 1 if m.group() in "[{" else max(0, flow - 1)
+            deepest = max(deepest, flow)
+        if block + deepest > MAX_FRONTMATTER_DEPTH:
+            raise DocumentParseError(
+                f"the frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels: flatten it, or move the "
+                "structure into the markdown body",
+                line=first_line + n,
+            )
 
 
 def from_frontmatter(raw: dict[Any, Any], body: str, *, default_robot: str = "unknown") -> ProcessDoc:

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
+import anyio
 import pydantic_core
 import structlog
 from mcp.server.fastmcp import Context, FastMCP
@@ -33,6 +34,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from robot_mcp_memory import __version__, logs
 from robot_mcp_memory.app import Memory
+from robot_mcp_memory.looplag import LoopLag
 from robot_mcp_memory.metrics import Metrics
 from robot_mcp_memory.principal import OPEN, Principal
 from robot_mcp_memory.stdio import message_id, number_problem
@@ -688,10 +690,14 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
             return JSONResponse({"error": "forbidden", "detail": "metrics need the admin token"}, status_code=403)
         return PlainTextResponse(mcp.metrics.render(), media_type="text/plain; version=0.0.4")
 
+    lag = LoopLag(mcp.metrics, memory.settings.loop_lag_warn_ms / 1000)
+
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        async with mcp.session_manager.run():
+        async with mcp.session_manager.run(), anyio.create_task_group() as tasks:
+            tasks.start_soon(lag.run)
             yield
+            tasks.cancel_scope.cancel()
 
     auth = TokenAuth(memory.settings.admin_token, memory.settings.robot_tokens)
     web = build_web(memory, auth)  # REST API + dashboard, ahead of the MCP transports

@@ -746,7 +746,7 @@ class ProcessStore:
 
     async def get_markdown(self, pid: str) -> str | None:
         doc = await self.get(pid)
-        return doc.render() if doc else None
+        return await asyncio.to_thread(doc.render) if doc else None  # seconds for a large frontmatter
 
     async def find(self, query: str, k: int, visible: Collection[str] | None = None) -> list[Hit]:
         return await self.db.read(lambda c: search(c, query, k, visible))

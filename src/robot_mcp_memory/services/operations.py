@@ -275,7 +275,9 @@ async def load(memory: Memory, principal: Principal, src: Path, progress: Progre
             if progress:
                 progress(n, len(paths))
             try:
-                doc = docmodel.parse(_read_document(path))
+                # The operator's own files (a dump): a document stored before the frontmatter limits
+                # must load back as it was dumped. This runs on the writer thread, not the event loop.
+                doc = docmodel.parse(_read_document(path), bounded=False)
             except InvalidInput as exc:
                 report.skipped.append(f"{path.name}: {exc.detail}")
                 continue

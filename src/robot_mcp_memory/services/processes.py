@@ -1,8 +1,20 @@
-"""Process documents: save, find, outcomes — the rules of spec §5 with the §6a policy applied."""
+"""Process documents: save, find, outcomes — the rules of spec §5 with the §6a policy applied.
+
+Parsing and rendering a document is CPU work in pure Python (PyYAML) that grows with the
+frontmatter: it runs on the service's documents lane, one worker thread, never on the event loop
+that serves every tenant — except rendering a document `docmodel.cheap_to_render` finds small,
+which costs less than the hop. One thread, not a pool: CPU-bound threads share the GIL with the
+loop, and each more of them makes the loop wait longer for it; hostile documents queue behind
+each other instead.
+"""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 from robot_mcp_memory import docmodel
 from robot_mcp_memory.docmodel import ProcessDoc
@@ -13,6 +25,7 @@ from robot_mcp_memory.store import ORDERS, Hit, ProcessStore, Progress, Saved
 
 MAX_K = 50
 MAX_LIMIT = 500
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -26,6 +39,15 @@ class ProcessService:
         self.store = store
         self.policy = policy
         self.default_robot = default_robot
+        self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="documents")
+
+    def close(self) -> None:
+        """Drop the documents lane's queued work; a job already running finishes on its thread."""
+        self._lane.shutdown(wait=False, cancel_futures=True)
+
+    async def in_lane(self, work: Callable[[], T]) -> T:
+        """`work()` on the documents lane (parsing, rendering): off the event loop."""
+        return await asyncio.get_running_loop().run_in_executor(self._lane, work)
 
     async def find(self, principal: Principal, query: str, k: int = 3, robot: str = "") -> Found:
         if not 1 <= k <= MAX_K:
@@ -44,7 +66,7 @@ class ProcessService:
         """save_process: create, update or fork (`store.save_doc`). `create_only` (the dashboard's
         "New process"): `Conflict` when a process with the document's id exists, instead of
         updating it — a new draft whose title matches an existing process must not replace it."""
-        doc = docmodel.parse(markdown, default_robot="unknown")
+        doc = await self.in_lane(lambda: docmodel.parse(markdown, default_robot="unknown"))
         if create_only and await self.store.get(doc.id) is not None:
             raise Conflict(
                 f"a process with id '{doc.id}' exists already: open it to change it, or give the new one "
@@ -53,6 +75,14 @@ class ProcessService:
         author = self.policy.pin_author(principal, doc.robot, self.default_robot)
         doc = doc.model_copy(update={"robot": author})
         return await self.store.save(doc, writable=lambda owner: self.policy.may_overwrite(principal, owner))
+
+    async def markdown(self, docs: Sequence[ProcessDoc]) -> list[str]:
+        """Each document rendered as markdown; on the documents lane unless every one is cheap
+        to render: a document stored before the frontmatter limits may hold thousands of
+        values, and rendering them takes seconds of pure Python."""
+        if all(map(docmodel.cheap_to_render, docs)):
+            return [d.render() for d in docs]
+        return await self.in_lane(lambda: [d.render() for d in docs])
 
     async def record_outcome(self, principal: Principal, pid: str, success: bool, note: str = "") -> ProcessDoc:
         await self.get(principal, pid)

@@ -52,6 +52,7 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
         distilled from past executions, not orders: follow them where they fit and deviate when
         reality disagrees."""
         found = await svc.find(principal_of(ctx), query, k, robot)
+        texts = await svc.markdown([h.doc for h in found.hits])
         return FoundProcesses(
             processes=[
                 ProcessMatch(
@@ -63,9 +64,9 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
                     failure_count=h.doc.failure_count,
                     updated=h.doc.updated,
                     robot=h.doc.robot,
-                    markdown=h.doc.render(),
+                    markdown=text,
                 )
-                for h in found.hits
+                for h, text in zip(found.hits, texts, strict=True)
             ],
             mode=found.mode,
         )
@@ -76,7 +77,8 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
         """Get one process document as markdown by its id. Returns {"error": "not_found"} if no such
         process exists (or it belongs to another group)."""
         doc = await svc.get(principal_of(ctx), id)
-        return ProcessDocument(id=doc.id, markdown=doc.render(), reliability=round(doc.reliability, 4))
+        (text,) = await svc.markdown([doc])
+        return ProcessDocument(id=doc.id, markdown=text, reliability=round(doc.reliability, 4))
 
     @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False))
     @refusals

@@ -17,7 +17,9 @@ from __future__ import annotations
 import html
 import re
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+# The closing ``#`` run is stripped in Python (`_heading_text`): a lazy ``(.*?)\s*#*\s*$`` tried
+# every split of a run of spaces three ways, cubic in its length.
+_HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 _BULLET = re.compile(r"^\s*[-*+]\s+(.*)$")
 _NUMBERED = re.compile(r"^\s*\d{1,9}[.)]\s+(.*)$")
 _RULE = re.compile(r"^\s*(?:-{3,}|\*{3,}|_{3,})\s*$")
@@ -30,7 +32,10 @@ _EM_STAR = re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])")
 # An underscore inside a word (snake_case) neither opens nor closes: the scan from an opening still
 # stops at the next underscore that could close, so it stays linear.
 _EM_UNDERSCORE = re.compile(r"(?<![\w_])_(?=\S)((?:[^_]|(?<=\w)_(?=\w))+?)(?<=\S)_(?![\w_])")
-_LINK = re.compile(r"\[([^\]\n]{1,500})\]\((https?://[^\s()<>\"']{1,2000})\)")
+# Linear time: the label holds no bracket and the target no parenthesis, so the scans from two
+# openings never cover the same text (a label that could hold '[' was scanned again, up to 500
+# characters, from every '[' of a line of them).
+_LINK = re.compile(r"\[([^\[\]\n]{1,500})\]\((https?://[^\s()<>\"']{1,2000})\)")
 
 
 def escape(text: str) -> str:
@@ -64,6 +69,11 @@ def _spans(raw: str) -> str:
     text = _EM_STAR.sub(r"<em>\1</em>", text)  # *max_force* keeps its underscore
     text = _EM_UNDERSCORE.sub(r"<em>\1</em>", text)
     return re.sub(r"\x00(\d+)\x00", lambda m: links[int(m.group(1))], text)
+
+
+def _heading_text(text: str) -> str:
+    """A heading's text without its optional closing run of ``#`` and the blanks around it."""
+    return text.rstrip().rstrip("#").rstrip()
 
 
 def render(markdown: str) -> str:
@@ -111,7 +121,7 @@ def render(markdown: str) -> str:
         if heading:
             flush()
             level = len(heading.group(1))
-            out.append(f"<h{level}>{inline(heading.group(2))}</h{level}>")
+            out.append(f"<h{level}>{inline(_heading_text(heading.group(2)))}</h{level}>")
             continue
         if _RULE.match(line):
             flush()

@@ -207,7 +207,10 @@ def register(api: Api, ctx: WebContext) -> None:
     )  # fmt: skip
     async def get_process(call: Call[IdArgs, NoBody]) -> ProcessDetail:
         """The document as markdown, its body as safe HTML, and its outcome log."""
-        return _detail(await service.get(call.principal, call.args.id))
+        doc = await service.get(call.principal, call.args.id)
+        # Rendering is pure-Python work that grows with the document (a stored frontmatter of
+        # thousands of values, a 200,000-character body): on the documents lane, off the loop.
+        return await service.in_lane(lambda: _detail(doc))
 
     @api.route(
         "GET", "/api/processes/{id}/outcomes", args=IdArgs, body=NoBody, response=OutcomeHistory,
