@@ -17,6 +17,7 @@ import json
 import re
 import unicodedata
 import zlib
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -400,3 +401,81 @@ def _within_limit(lines: list[str], start: int, new: int, before: str) -> str:
             return before
         lines[new] = lines[new][:keep].rstrip() + "…"
     return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------- the outcome log
+#: One line of ``## Outcome log``: date, flag, the robot (and group) when a robot token recorded
+#: it, then the note. Lines without the parenthesis are the document's own (an operator's, or
+#: written before outcomes were attributed).
+_LOG_LINE = re.compile(r"^-\s+(\S+)\s+(success|failure)(?:\s+\(robot ([^,()\s]+)(?:, group ([^()]+?))?\))?:\s?(.*)$")
+
+
+@dataclass(frozen=True)
+class OutcomeEntry:
+    """One recorded outcome of a process (a row of `process_outcomes`).
+
+    `tenant` is ``group:<G>`` or ``solo:<robot>`` when a robot token recorded it ('' for an
+    unscoped caller or a line whose author is not known); `robot` names the robot then, the
+    caller's kind (``admin``, ``stdio``, …) for an unscoped caller, and '' when not known."""
+
+    when: str
+    success: bool
+    note: str = ""
+    robot: str = ""
+    tenant: str = ""
+
+    @property
+    def group(self) -> str:
+        return self.tenant.removeprefix("group:") if self.tenant.startswith("group:") else ""
+
+    def line(self) -> str:
+        who = ""
+        if self.tenant:
+            who = f" (robot {self.robot}, group {self.group})" if self.group else f" (robot {self.robot})"
+        return f"- {self.when} {'success' if self.success else 'failure'}{who}: {' '.join(self.note.split())}"
+
+
+def split_outcome_log(body: str) -> tuple[str, list[OutcomeEntry]]:
+    """The body without its ``## Outcome log`` section (heading to the next heading), and the
+    section's entries, oldest first. An entry attributed to a robot comes back with its robot
+    and tenant, as `OutcomeEntry.line` wrote them."""
+    lines = body.split("\n")
+    kept: list[str] = []
+    entries: list[OutcomeEntry] = []
+    inside = False
+    for line in lines:
+        if line.strip() == OUTCOME_HEADING:
+            inside = True
+            continue
+        if inside and line.startswith("#"):
+            inside = False
+        if not inside:
+            kept.append(line)
+            continue
+        m = _LOG_LINE.match(line.strip())
+        if m:
+            when, flag, robot, group, note = m.groups()
+            tenant = "" if robot is None else (f"group:{group}" if group else f"solo:{robot}")
+            entries.append(OutcomeEntry(when, flag == "success", note, robot or "", tenant))
+    rest = "\n".join(kept).strip("\n")
+    return (rest + "\n" if rest else ""), entries
+
+
+def with_outcome_log(body: str, entries: list[OutcomeEntry]) -> str:
+    """`body` (without an outcome log) followed by ``## Outcome log`` and the entries that have
+    a note, oldest first. The result stays within `MAX_BODY` — a rendered document can always be
+    saved back — so the oldest lines give way first; they stay in the outcome history."""
+    lines = [e.line() for e in entries if e.note.strip()]
+    if not lines:
+        return body
+    head = body.rstrip("\n") + "\n\n" if body.strip() else ""
+    room = MAX_BODY - len(head) - len(OUTCOME_HEADING) - 2
+    keep = len(lines)
+    size = 0
+    while keep > 0 and size + len(lines[keep - 1]) + 1 <= room:
+        size += len(lines[keep - 1]) + 1
+        keep -= 1
+    shown = lines[keep:]
+    if not shown:
+        return body
+    return head + OUTCOME_HEADING + "\n" + "\n".join(shown) + "\n"

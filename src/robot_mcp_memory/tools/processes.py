@@ -21,6 +21,7 @@ from robot_mcp_memory.tools.results import (
     Refusal,
     Reindexed,
     SavedProcess,
+    fleet_reliability,
 )
 
 ProcessId = Annotated[str, Field(min_length=1, max_length=120, description="the process id (a kebab-case slug)")]
@@ -64,6 +65,7 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
                     updated=h.doc.updated,
                     robot=h.doc.robot,
                     markdown=h.doc.render(),
+                    fleet_reliability=fleet_reliability(h.fleet),
                 )
                 for h in found.hits
             ],
@@ -75,8 +77,14 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
     async def get_process(ctx: Context, id: ProcessId) -> ProcessDocument | Refusal:  # type: ignore[type-arg]
         """Get one process document as markdown by its id. Returns {"error": "not_found"} if no such
         process exists (or it belongs to another group)."""
-        doc = await svc.get(principal_of(ctx), id)
-        return ProcessDocument(id=doc.id, markdown=doc.render(), reliability=round(doc.reliability, 4))
+        view = await svc.view(principal_of(ctx), id, history=False)
+        doc = view.doc
+        return ProcessDocument(
+            id=doc.id,
+            markdown=doc.render(),
+            reliability=round(doc.reliability, 4),
+            fleet_reliability=fleet_reliability(view.fleet),
+        )
 
     @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False))
     @refusals
@@ -114,14 +122,17 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
         ] = "",
     ) -> Outcome | Refusal:
         """Record whether a mission that followed this process succeeded, so reliable processes rank
-        higher and flaky ones lose weight. A note is appended, dated, under '## Outcome log'."""
-        doc = await svc.record_outcome(principal_of(ctx), id, success, note)
+        higher and flaky ones lose weight. A note is appended, dated, under '## Outcome log'; on a
+        fleet-wide 'shared' document it is attributed to your robot and shown only to your group."""
+        view = await svc.record_outcome_view(principal_of(ctx), id, success, note)
+        doc = view.doc
         return Outcome(
             id=doc.id,
             success_count=doc.success_count,
             failure_count=doc.failure_count,
             reliability=round(doc.reliability, 4),
             last_used=doc.last_used,
+            fleet_reliability=fleet_reliability(view.fleet),
         )
 
     @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False))
