@@ -912,8 +912,13 @@ class ProcessStore:
         return await self.db.read(lambda c: select_one(c, pid))
 
     async def get_markdown(self, pid: str) -> str | None:
-        doc = await self.get(pid)
-        return doc.render() if doc else None
+        """The document with its whole outcome log (`with_history`), or None."""
+
+        def job(c: sqlite3.Connection) -> str | None:
+            doc = select_one(c, pid)
+            return with_history(c, doc).render() if doc else None
+
+        return await self.db.read(job)
 
     async def find(
         self, query: str, k: int, visible: Collection[str] | None = None, tenant: str | None = None
