@@ -10,6 +10,9 @@ import re
 import sqlite3
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from robot_mcp_memory import db, docmodel
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
@@ -30,8 +33,41 @@ def log_lines(markdown: str) -> list[str]:
     return [ln for ln in section.split("\n") if ln.startswith("- ")]
 
 
-def settings(data: Path) -> Settings:
+def settings_for(data: Path) -> Settings:
     return Settings.from_env({"MEMORY_DATA_DIR": str(data), "MEMORY_EMBEDDER": "none", "ROBOT_ID": "tester"})
+
+
+robots = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,20}", fullmatch=True)
+groups = st.from_regex(r"[a-z0-9]{1,12}(-[a-z0-9]{1,12}){0,3}", fullmatch=True)
+entries = st.builds(
+    lambda when, success, note, who: docmodel.OutcomeEntry(
+        when.strftime("%Y-%m-%dT%H:%M:%SZ"), success, " ".join(note.split()), *who
+    ),
+    st.datetimes(),
+    st.booleans(),
+    st.text(st.characters(exclude_categories=["Cs"]), max_size=60),
+    st.one_of(
+        st.just(("", "")),
+        st.just(("admin", "")),
+        st.tuples(robots, groups).map(lambda rg: (rg[0], f"group:{rg[1]}")),
+        robots.map(lambda r: (r, f"solo:{r}")),
+    ),
+)
+bodies = st.lists(st.sampled_from(["## Steps", "1. go", "", "## Notes", "- a dash line", "text"]), max_size=8)
+
+
+@settings(max_examples=200, derandomize=True)
+@given(st.lists(entries, max_size=12), bodies)
+def test_a_rendered_outcome_log_reads_back_as_the_records_with_a_note(
+    records: list[docmodel.OutcomeEntry], lines: list[str]
+) -> None:
+    body, _ = docmodel.split_outcome_log("\n".join(lines))
+    rendered = docmodel.with_outcome_log(body, records)
+    rest, back = docmodel.split_outcome_log(rendered)
+    assert rest == body
+    # an unscoped caller's kind is not written into the line: it reads back as the document's own
+    expected = [r if r.tenant else docmodel.OutcomeEntry(r.when, r.success, r.note) for r in records if r.note]
+    assert back == expected
 
 
 async def test_re_saving_a_process_without_its_outcome_log_keeps_the_history(client: Client) -> None:
@@ -80,7 +116,7 @@ async def test_a_new_document_brings_its_outcome_log_as_its_history(memory: Memo
 def _old_schema_file(data: Path) -> None:
     """A data directory as the version before outcome records (22) left it: the outcome log in
     the stored body, no outcome tables."""
-    Memory.open(settings(data)).close()
+    Memory.open(settings_for(data)).close()
     body = (
         f"{STEPS}\n\n{docmodel.OUTCOME_HEADING}\n- 2026-05-01T08:00:00Z success: parcel on the lower shelf\n"
         "- 2026-05-02T08:00:00Z failure: door was locked\n- 2026-05-03T08:00:00Z success: fine\n\n"
@@ -101,7 +137,7 @@ def _old_schema_file(data: Path) -> None:
 async def test_a_file_of_the_old_schema_keeps_its_outcome_log_as_records(tmp_path: Path) -> None:
     data = tmp_path / "data"
     _old_schema_file(data)
-    memory = Memory.open(settings(data))
+    memory = Memory.open(settings_for(data))
     try:
         view = await memory.processes.view(ADMIN, PID)
         assert [(e.success, e.note) for e in view.outcomes] == [
@@ -128,7 +164,7 @@ async def test_a_file_of_the_old_schema_keeps_its_outcome_log_as_records(tmp_pat
 
 async def test_dump_and_load_keep_the_outcome_history_and_its_authors(tmp_path: Path) -> None:
     source = tmp_path / "a"
-    memory = Memory.open(settings(source))
+    memory = Memory.open(settings_for(source))
     try:
         await memory.processes.save(ADMIN, doc(PID, "Fetch the parcel", STEPS, robot="shared"))
         await memory.processes.record_outcome(ADMIN, PID, True, "operator says fine")
@@ -139,7 +175,7 @@ async def test_dump_and_load_keep_the_outcome_history_and_its_authors(tmp_path: 
     finally:
         memory.close()
     for target, src in ((tmp_path / "b", tmp_path / "dump"), (tmp_path / "c", tmp_path / "dump" / "processes")):
-        loaded = Memory.open(settings(target))
+        loaded = Memory.open(settings_for(target))
         try:
             await operations.load(loaded, ADMIN, src)
             after = await loaded.processes.view(ADMIN, PID)

@@ -528,6 +528,17 @@ def each_doc(conn: sqlite3.Connection) -> Iterator[ProcessDoc]:
         yield _row_to_doc(row)
 
 
+#: A document as a tenant is shown its counters, the fleet-wide ones beside a shared document's
+#: (`tenant_view`), and its outcome records, oldest first.
+Viewed = tuple[ProcessDoc, tuple[int, int] | None, list[OutcomeEntry]]
+
+
+def viewed(conn: sqlite3.Connection, docs: list[ProcessDoc], tenant: str | None, *, with_note: bool) -> list[Viewed]:
+    """`tenant_view` of `docs` with each one's outcome records (only those with a note: `with_note`)."""
+    records = outcomes_of(conn, [d.id for d in docs], with_note=with_note)
+    return [(d, fleet, records[d.id]) for d, fleet in tenant_view(conn, docs, tenant)]
+
+
 def with_history(conn: sqlite3.Connection, doc: ProcessDoc) -> ProcessDoc:
     """`doc` with the outcome log of every outcome record it has (what an operator is shown)."""
     entries = outcomes_of(conn, [doc.id], with_note=True)[doc.id]
@@ -934,6 +945,20 @@ class ProcessStore:
     async def outcomes(self, ids: Collection[str], *, with_note: bool = False) -> dict[str, list[OutcomeEntry]]:
         """The outcome records of each of `ids`, oldest first (only those with a note: `with_note`)."""
         return await self.db.read(lambda c: outcomes_of(c, ids, with_note=with_note))
+
+    async def view(self, pid: str, tenant: str | None, *, with_note: bool = False) -> Viewed | None:
+        """The document as `tenant` is shown its counters, with its outcome records (`outcomes`),
+        in one read snapshot; None when it does not exist."""
+
+        def job(c: sqlite3.Connection) -> Viewed | None:
+            doc = select_one(c, pid)
+            return None if doc is None else viewed(c, [doc], tenant, with_note=with_note)[0]
+
+        return await self.db.read(job)
+
+    async def views(self, docs: list[ProcessDoc], tenant: str | None, *, with_note: bool = False) -> list[Viewed]:
+        """`viewed` of documents read before (their counters as they were then), in one read."""
+        return await self.db.read(lambda c: viewed(c, docs, tenant, with_note=with_note))
 
     async def outcome_days(
         self, since: str, visible: Collection[str] | None

@@ -6,7 +6,7 @@ import dataclasses
 from collections import Counter
 from dataclasses import dataclass
 
-from robot_mcp_memory import docmodel
+from robot_mcp_memory import docmodel, store
 from robot_mcp_memory.docmodel import OutcomeEntry, ProcessDoc
 from robot_mcp_memory.errors import Conflict, InvalidInput, NotFound
 from robot_mcp_memory.principal import SHARED, Principal
@@ -46,7 +46,8 @@ class ProcessService:
             raise InvalidInput(f"k must be between 1 and {MAX_K}")
         visible = self.policy.visible_robots(principal, robot)
         hits, mode = await self.store.find_hybrid(query, k, visible, self.policy.tenant(principal))
-        views = await self._rendered(principal, [(h.doc, h.fleet) for h in hits], history=False)
+        records = await self.store.outcomes([h.doc.id for h in hits], with_note=True)
+        views = self._rendered(principal, [(h.doc, h.fleet, records[h.doc.id]) for h in hits])
         return Found([dataclasses.replace(h, doc=v.doc) for h, v in zip(hits, views, strict=True)], mode)
 
     async def get(self, principal: Principal, pid: str) -> ProcessDoc:
@@ -56,10 +57,10 @@ class ProcessService:
     async def view(self, principal: Principal, pid: str, *, history: bool = True) -> Viewed:
         """The document with the outcome records `principal` may see (every one with `history`,
         else those with a note, which are all the rendered log needs)."""
-        doc = await self._stored(principal, pid)
-        (pair,) = await self.store.viewed([doc], self.policy.tenant(principal))
-        (view,) = await self._rendered(principal, [pair], history=history)
-        return view
+        got = await self.store.view(pid, self.policy.tenant(principal), with_note=not history)
+        if got is None or not self.policy.can_see(principal, got[0].robot):
+            raise NotFound(f"no process with id '{pid}'; find_processes or list_processes shows what exists")
+        return self._rendered(principal, [got])[0]
 
     async def _stored(self, principal: Principal, pid: str) -> ProcessDoc:
         doc = await self.store.get(pid)
@@ -67,14 +68,11 @@ class ProcessService:
             raise NotFound(f"no process with id '{pid}'; find_processes or list_processes shows what exists")
         return doc
 
-    async def _rendered(
-        self, principal: Principal, pairs: list[tuple[ProcessDoc, tuple[int, int] | None]], *, history: bool
-    ) -> list[Viewed]:
+    def _rendered(self, principal: Principal, found: list[store.Viewed]) -> list[Viewed]:
         """Each document with the outcome log rendered from the records `principal` may see."""
-        records = await self.store.outcomes([d.id for d, _ in pairs], with_note=not history)
         out = []
-        for doc, fleet in pairs:
-            shown = [e for e in records.get(doc.id, []) if self.policy.shows_outcome(principal, doc.robot, e)]
+        for doc, fleet, records in found:
+            shown = [e for e in records if self.policy.shows_outcome(principal, doc.robot, e)]
             body = docmodel.with_outcome_log(doc.body, shown)
             out.append(Viewed(doc.model_copy(update={"body": body}), fleet, shown))
         return out
@@ -106,9 +104,7 @@ class ProcessService:
         doc = await self.store.record_outcome(pid, success, note, by)
         if doc is None:
             raise NotFound(f"no process with id '{pid}'")
-        (pair,) = await self.store.viewed([doc], tenant)
-        (view,) = await self._rendered(principal, [pair], history=True)
-        return view
+        return self._rendered(principal, await self.store.views([doc], tenant))[0]
 
     async def outcome_days(self, principal: Principal, since: str) -> tuple[Counter[tuple[str, bool]], int]:
         """Outcomes per (UTC day, success) since `since` (``YYYY-MM-DD``) on the documents
