@@ -13,7 +13,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from robot_mcp_memory import db, docmodel
+from robot_mcp_memory import db, docmodel, store
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.principal import ADMIN, Principal
@@ -254,3 +254,21 @@ async def test_another_groups_note_never_appears_in_a_tenants_get_or_find(memory
     admin = await memory.processes.view(ADMIN, PID)
     assert [e.robot for e in admin.outcomes] == ["a1", "b1", "admin"]
     assert [e.tenant for e in admin.outcomes] == ["group:grp-a", "group:grp-b", ""]
+
+
+async def test_a_long_history_reads_bounded_and_renders_its_newest_notes(memory: Memory) -> None:
+    await memory.processes.save(ADMIN, doc(PID, "Fetch the parcel", STEPS))
+    many = [
+        docmodel.OutcomeEntry(f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}Z", i % 2 == 0, f"run {i} " + "n" * 1500)
+        for i in range(store.HISTORY_LIMIT + 200)
+    ]
+    memory.index.write_blocking(lambda c: store.insert_history(c, PID, many))
+    view = await memory.processes.view(ADMIN, PID)
+    assert view.outcomes == many[-store.HISTORY_LIMIT :]
+    shown = await memory.processes.get(ADMIN, PID)
+    assert len(shown.body) <= docmodel.MAX_BODY
+    lines = log_lines(shown.render())
+    assert lines[-1] == many[-1].line()
+    assert lines == [e.line() for e in many[-len(lines) :]]  # the newest, in order
+    assert len(shown.body) + len(many[-len(lines) - 1].line()) + 1 > docmodel.MAX_BODY  # no older one fits
+    docmodel.parse(shown.render())  # what is shown can be saved back

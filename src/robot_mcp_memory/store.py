@@ -273,19 +273,31 @@ def add_outcome(
     return doc
 
 
+#: How many outcome records of one document a read returns at most (the newest): the REST history.
+HISTORY_LIMIT = 1000
+#: The least a rendered log line costs besides its note ("- <20-character time> success: " and
+#: its newline): records within MAX_BODY at this cost include every line that can fit.
+_LINE_COST = 33
+
+
 def outcomes_of(
     conn: sqlite3.Connection, ids: Collection[str], *, with_note: bool = False
 ) -> dict[str, list[OutcomeEntry]]:
-    """The outcome records of each of `ids` (only those with a note when `with_note`), oldest first."""
+    """The newest outcome records of each of `ids`, oldest first: with `with_note`, those with a
+    note that together could fit the rendered log (`docmodel.MAX_BODY`); else the newest
+    `HISTORY_LIMIT`. Bounded, so a document used by every mission for years reads no slower."""
     out: dict[str, list[OutcomeEntry]] = {pid: [] for pid in ids}
     if not ids:
         return out
     marks = ",".join("?" * len(ids))
     noted = " AND note <> ''" if with_note else ""
+    bound = "size <= ?" if with_note else "k <= ?"
     rows = conn.execute(
-        f"SELECT process_id, at, success, note, robot, tenant FROM process_outcomes "  # noqa: S608 - fixed names
-        f"WHERE process_id IN ({marks}){noted} ORDER BY process_id, n",
-        list(ids),
+        "SELECT process_id, at, success, note, robot, tenant FROM ("  # noqa: S608 - fixed names
+        "SELECT *, row_number() OVER w AS k, sum(length(note) + ?) OVER w AS size FROM process_outcomes "
+        f"WHERE process_id IN ({marks}){noted} WINDOW w AS (PARTITION BY process_id ORDER BY n DESC)) "
+        f"WHERE {bound} ORDER BY process_id, n",
+        [_LINE_COST, *ids, docmodel.MAX_BODY if with_note else HISTORY_LIMIT],
     )
     for pid, at, success, note, robot, tenant in rows:
         out[pid].append(OutcomeEntry(at, bool(success), note, robot, tenant))
