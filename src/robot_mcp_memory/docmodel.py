@@ -361,48 +361,6 @@ def _check_text(value: Any) -> None:
             stack.extend(v)
 
 
-def append_outcome(body: str, when: str, success: bool, note: str) -> str:
-    """Append a dated line under ``## Outcome log``, creating the section at the end if missing.
-    The body stays within `MAX_BODY`: the log's oldest lines go first, and a note that still does
-    not fit is shortened (a document grown past the limit could no longer be saved back)."""
-    clean = " ".join(note.split())
-    line = f"- {when} {'success' if success else 'failure'}: {clean}"
-    lines = body.rstrip("\n").split("\n") if body.strip() else []
-    try:
-        start = next(i for i, ln in enumerate(lines) if ln.strip() == OUTCOME_HEADING)
-    except StopIteration:
-        if lines:
-            lines.append("")
-        lines += [OUTCOME_HEADING, line]
-        start = len(lines) - 2
-        return _within_limit(lines, start, len(lines) - 1, body)
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("#")), len(lines))
-    insert = end
-    while insert > start + 1 and not lines[insert - 1].strip():
-        insert -= 1
-    lines.insert(insert, line)
-    return _within_limit(lines, start, insert, body)
-
-
-def _within_limit(lines: list[str], start: int, new: int, before: str) -> str:
-    """`lines` joined, dropping the outcome log's oldest entries (after `start`, before the new
-    one at `new`) and then shortening the new one until the body fits `MAX_BODY`; `before`, the
-    body as it was, when not even a shortened line fits (the counters still count the outcome)."""
-    size = sum(len(ln) + 1 for ln in lines)
-    while size > MAX_BODY:
-        oldest = next((i for i in range(start + 1, new) if lines[i].startswith("- ")), None)
-        if oldest is None:  # blank lines may sit between the heading and the entries
-            break
-        size -= len(lines.pop(oldest)) + 1
-        new -= 1
-    if size > MAX_BODY:
-        keep = len(lines[new]) - (size - MAX_BODY) - 1
-        if keep < len("- 2026-01-01T00:00:00Z success: …"):
-            return before
-        lines[new] = lines[new][:keep].rstrip() + "…"
-    return "\n".join(lines) + "\n"
-
-
 # ---------------------------------------------------------------------------- the outcome log
 #: One line of ``## Outcome log``: date, flag, the robot (and group) when a robot token recorded
 #: it, then the note. Lines without the parenthesis are the document's own (an operator's, or
