@@ -70,6 +70,7 @@ async def test_a_groups_outcomes_on_a_shared_document_are_its_own(secured: Conne
         seen = await ok(await b1.get("/api/processes/proc-shared"))
         history = await ok(await b1.get("/api/processes/proc-shared/outcomes"))
         found = await ok(await b1.get("/api/search/processes", params={"q": "fetch the parcel"}))
+        chart = await ok(await b1.get("/api/charts/outcomes", params={"days": 2}))
     assert INJECTION not in seen["markdown"]
     assert INJECTION not in seen["html"]
     assert logged(seen["markdown"]) == [f"- {history['outcomes'][0]['when']} success (robot b1, group grp-b): b1: fine"]
@@ -79,6 +80,8 @@ async def test_a_groups_outcomes_on_a_shared_document_are_its_own(secured: Conne
     assert history["fleet_reliability"] == round(2 / 9, 4)
     (hit,) = found["processes"]
     assert hit["reliability"] == round(2 / 3, 4)
+    assert sum(d["success"] for d in chart["days"]) == 1  # group A's failures are not in B's chart
+    assert sum(d["failure"] for d in chart["days"]) == 0
 
     async with secured(TOKENS["a2"]) as a2:  # a group mate sees its group's outcomes, attributed
         mate = await ok(await a2.get("/api/processes/proc-shared/outcomes"))

@@ -108,7 +108,8 @@ class ProcessService:
 
     async def outcome_days(self, principal: Principal, since: str) -> tuple[Counter[tuple[str, bool]], int]:
         """Outcomes per (UTC day, success) since `since` (``YYYY-MM-DD``) on the documents
-        `principal` may see, counted as its view of them counts (`Policy.shows_outcome`), and
+        `principal` may see, counted as its view of their counters counts them (`store.tenant_view`:
+        on a fleet-wide document a robot token's count leaves out other tenants' outcomes), and
         how many processes they fell on."""
         rows = await self.store.outcome_days(since, self.policy.visible_robots(principal))
         counts: Counter[tuple[str, bool]] = Counter()
