@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from robot_mcp_memory import docmodel
-from robot_mcp_memory.docmodel import OUTCOME_HEADING, ProcessDoc, append_outcome, parse, slugify
+from robot_mcp_memory.docmodel import OUTCOME_HEADING, OutcomeEntry, ProcessDoc, parse, slugify
 from robot_mcp_memory.errors import DocumentParseError, InvalidInput
 from tests.conftest import MAILROOM
 
@@ -233,30 +233,28 @@ def test_slugify_always_returns_a_valid_id(title: str) -> None:
 
 
 # ---------------------------------------------------------------------------- outcome log
-def test_append_outcome_creates_the_outcome_log_at_the_end() -> None:
+def test_the_outcome_log_is_rendered_at_the_end_with_each_note_on_one_line() -> None:
     body = "## Steps\n1. go\n"
-    out = append_outcome(body, "2026-06-12T16:20:00Z", True, "parcel  was\non the lower shelf")
-    assert out == (
-        f"## Steps\n1. go\n\n{OUTCOME_HEADING}\n- 2026-06-12T16:20:00Z success: parcel was on the lower shelf\n"
-    )
+    out = docmodel.with_outcome_log(body, [OutcomeEntry("2026-06-12T16:20:00Z", True, "parcel  was\non the shelf")])
+    assert out == f"## Steps\n1. go\n\n{OUTCOME_HEADING}\n- 2026-06-12T16:20:00Z success: parcel was on the shelf\n"
 
 
-def test_append_outcome_on_an_empty_body_starts_with_the_section() -> None:
-    assert append_outcome("", "T", False, "door closed") == f"{OUTCOME_HEADING}\n- T failure: door closed\n"
+def test_an_outcome_log_on_an_empty_body_starts_with_the_section_and_bare_outcomes_are_not_lines() -> None:
+    entries = [OutcomeEntry("T", False, "door closed"), OutcomeEntry("T2", True, "")]
+    assert docmodel.with_outcome_log("", entries) == f"{OUTCOME_HEADING}\n- T failure: door closed\n"
+    assert docmodel.with_outcome_log("## Steps\n", entries[1:]) == "## Steps\n"
 
 
-def test_append_outcome_appends_under_an_existing_log_before_the_next_section() -> None:
+def test_splitting_takes_the_log_out_from_its_heading_to_the_next_section() -> None:
     body = f"## Steps\n1. go\n\n{OUTCOME_HEADING}\n- T1 success: ok\n\n## Operator notes\n- lower shelf\n"
-    out = append_outcome(body, "T2", False, "door closed")
-    assert out == (
-        f"## Steps\n1. go\n\n{OUTCOME_HEADING}\n- T1 success: ok\n- T2 failure: door closed\n\n"
-        "## Operator notes\n- lower shelf\n"
-    )
+    rest, entries = docmodel.split_outcome_log(body)
+    assert rest == "## Steps\n1. go\n\n## Operator notes\n- lower shelf\n"
+    assert entries == [OutcomeEntry("T1", True, "ok")]
 
 
-def test_an_appended_outcome_survives_the_round_trip() -> None:
+def test_a_rendered_outcome_log_survives_the_round_trip() -> None:
     doc = parse(MAILROOM)
-    updated = doc.model_copy(update={"body": append_outcome(doc.body, "T", True, "fine")})
+    updated = doc.model_copy(update={"body": docmodel.with_outcome_log(doc.body, [OutcomeEntry("T", True, "fine")])})
     again = parse(updated.render())
     assert again == updated
     assert again.body.rstrip().endswith("- T success: fine")
@@ -347,18 +345,14 @@ def test_the_outcome_log_keeps_the_body_within_its_limit() -> None:
     """40 long notes on a 195 kB body grew it past what save_process accepts (found by review):
     the oldest log lines give way, the newest is kept."""
     body = "## Steps\n" + "x" * 195_000 + "\n"
-    for i in range(40):
-        body = append_outcome(body, f"2026-11-{i % 28 + 1:02d}", True, f"note {i} " + "n" * 2000)
-        assert len(body) <= docmodel.MAX_BODY
-    assert "note 39 " in body
-    assert "note 0 " not in body
-    assert body.startswith("## Steps\n" + "x" * 195_000)
-    near = "## Steps\n" + "x" * (docmodel.MAX_BODY - 120) + "\n"
-    shortened = append_outcome(near, "2026-11-30", False, "y" * 500)
-    assert len(shortened) <= docmodel.MAX_BODY
-    assert shortened.rstrip("\n").endswith("…")
+    notes = [OutcomeEntry(f"2026-11-{i % 28 + 1:02d}", True, f"note {i} " + "n" * 2000) for i in range(40)]
+    out = docmodel.with_outcome_log(body, notes)
+    assert len(out) <= docmodel.MAX_BODY
+    assert "note 39 " in out
+    assert "note 0 " not in out
+    assert out.startswith(body)
     full = "## Steps\n" + "x" * (docmodel.MAX_BODY - 20) + "\n"
-    assert append_outcome(full, "2026-11-30", False, "y" * 500) == full  # no room: the counters still count it
+    assert docmodel.with_outcome_log(full, notes) == full  # no room: the records still hold them
 
 
 @pytest.mark.parametrize("frontmatter", ["null: v", "1: a\n'1': b"])
@@ -366,16 +360,6 @@ def test_frontmatter_keys_that_would_change_silently_are_refused(frontmatter: st
     """A null key was stored as "None"; two keys that are one in JSON kept only the last."""
     with pytest.raises(DocumentParseError):
         parse(f"---\ntitle: t\n{frontmatter}\n---\nbody\n")
-
-
-def test_the_outcome_log_gives_way_with_a_blank_line_under_its_heading() -> None:
-    """The usual markdown style puts a blank line after a heading: the oldest entry still goes."""
-    head = "## Steps\n" + "x" * (docmodel.MAX_BODY - 200) + "\n\n## Outcome log\n\n"
-    body = head + "- 2026-11-01 success: first\n"
-    for i in range(20):
-        body = append_outcome(body, f"2026-11-{i + 2:02d}", True, f"run {i} " + "n" * 60)
-        assert len(body) <= docmodel.MAX_BODY
-        assert f"run {i} " in body  # every outcome is logged, the oldest give way
 
 
 def test_keys_json_would_rename_are_refused_at_any_depth() -> None:

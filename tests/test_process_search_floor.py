@@ -79,10 +79,15 @@ def test_common_words_were_skipped_and_rechecked_on_this_corpus(
     inner = sql._search
 
     def counted(
-        c: sqlite3.Connection, expr: str, k: int, visible: Collection[str] | None, scale: float = 1.0
+        c: sqlite3.Connection,
+        expr: str,
+        k: int,
+        visible: Collection[str] | None,
+        scale: float = 1.0,
+        tenant: str | None = None,
     ) -> list[sql.Hit]:
         runs[-1].append(scale)
-        return inner(c, expr, k, visible, scale)
+        return inner(c, expr, k, visible, scale, tenant)
 
     monkeypatch.setattr(sql, "_search", counted)
     for k in (1, 3, 10):

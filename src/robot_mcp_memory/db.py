@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robot_mcp_memory import vectorstore
+from robot_mcp_memory import docmodel, vectorstore
 from robot_mcp_memory.experiences import dedup, index_repo
 from robot_mcp_memory.experiences import storage as experiences
 from robot_mcp_memory.kit import (
@@ -99,6 +99,44 @@ FLEET_SETTINGS = Table(
 )
 
 TABLES: list[Table] = [STORE_META, PROCESSES, PROCESSES_FTS, FLEET_GROUPS, FLEET_ROBOTS, FLEET_SETTINGS]
+
+# Outcomes are records about a document, kept beside its counters (which they sum, since migration
+# 23; outcomes counted before it without a note were never dated). The document's `## Outcome log`
+# is rendered from them on every read, so no save can remove one. Never aged out: the counters
+# rank by them.
+PROCESS_OUTCOMES = Table(
+    name="process_outcomes",
+    kind=Kind.DEFINITION,
+    ddl=(
+        """CREATE TABLE IF NOT EXISTS process_outcomes (
+            process_id TEXT NOT NULL,
+            n INTEGER NOT NULL,  -- 1, 2, ... per process, in the order recorded
+            at TEXT NOT NULL,
+            success INTEGER NOT NULL CHECK (success = 0 OR success = 1),
+            note TEXT NOT NULL DEFAULT '',
+            robot TEXT NOT NULL DEFAULT '',  -- the robot; an unscoped caller's kind; '' not known
+            tenant TEXT NOT NULL DEFAULT '',  -- group:<G> or solo:<robot> for a robot token, else ''
+            PRIMARY KEY (process_id, n)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX IF NOT EXISTS idx_process_outcomes_at ON process_outcomes(at)",
+    ),
+)
+# What robot tokens of each group (tenant) counted on fleet-wide `shared` documents: a group sees
+# a shared document's counters without the other groups' (`store.tenant_counts`).
+PROCESS_TENANT_COUNTS = Table(
+    name="process_tenant_counts",
+    kind=Kind.DEFINITION,
+    ddl=(
+        """CREATE TABLE IF NOT EXISTS process_tenant_counts (
+            process_id TEXT NOT NULL,
+            tenant TEXT NOT NULL,
+            success_count INTEGER NOT NULL DEFAULT 0,
+            failure_count INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (process_id, tenant)
+        ) WITHOUT ROWID""",
+    ),
+)
+TABLES += [PROCESS_OUTCOMES, PROCESS_TENANT_COUNTS]
 
 
 # Embeddings of processes (and, later, memories): a projection of the source row, rebuilt by
@@ -297,6 +335,29 @@ def _checks_without_lists(conn: sqlite3.Connection) -> None:
         conn.executemany("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?", edits)
 
 
+def _outcome_records(conn: sqlite3.Connection) -> None:
+    """Migration 23: outcomes as records about their document. Every stored `## Outcome log`
+    line becomes a row of `process_outcomes` (in its order; author not known) and the section
+    leaves the stored body, which is indexed again without it: the log is rendered from the rows
+    from now on, so a save that leaves it out no longer loses it."""
+    for t in (PROCESS_OUTCOMES, PROCESS_TENANT_COUNTS):
+        for stmt in t.ddl:
+            conn.execute(stmt)
+    rows = conn.execute("SELECT id, body FROM processes WHERE instr(body, ?) > 0", (docmodel.OUTCOME_HEADING,))
+    changed = False
+    for pid, body in rows.fetchall():
+        rest, entries = docmodel.split_outcome_log(body)
+        conn.execute("UPDATE processes SET body = ? WHERE id = ?", (rest, pid))
+        conn.executemany(
+            "INSERT OR IGNORE INTO process_outcomes(process_id, n, at, success, note, robot, tenant) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(pid, n, e.when, int(e.success), e.note, e.robot, e.tenant) for n, e in enumerate(entries, start=1)],
+        )
+        changed = True
+    if changed:
+        rebuild_process_index(conn)
+
+
 def _triggers_and_key_index_name(conn: sqlite3.Connection) -> None:
     """Migration 18: see `_rank_log_triggers` and `_one_key_index`."""
     _rank_log_triggers(conn)
@@ -396,6 +457,9 @@ MIGRATIONS: list[Migration] = [
     # 22: the CHECK constraints on a memory's status and a tag's source without an IN list, for
     # which SQLite built a temporary b-tree on every learn, four times
     _checks_without_lists,
+    # 23: outcome history as rows beside the counters (`process_outcomes`), backfilled from the
+    # stored outcome logs, and per-group counters of fleet-wide documents
+    _outcome_records,
 ]
 
 

@@ -17,6 +17,7 @@ import json
 import re
 import unicodedata
 import zlib
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -444,43 +445,79 @@ def _check_text(value: Any) -> None:
             stack.extend(v)
 
 
-def append_outcome(body: str, when: str, success: bool, note: str) -> str:
-    """Append a dated line under ``## Outcome log``, creating the section at the end if missing.
-    The body stays within `MAX_BODY`: the log's oldest lines go first, and a note that still does
-    not fit is shortened (a document grown past the limit could no longer be saved back)."""
-    clean = " ".join(note.split())
-    line = f"- {when} {'success' if success else 'failure'}: {clean}"
-    lines = body.rstrip("\n").split("\n") if body.strip() else []
-    try:
-        start = next(i for i, ln in enumerate(lines) if ln.strip() == OUTCOME_HEADING)
-    except StopIteration:
-        if lines:
-            lines.append("")
-        lines += [OUTCOME_HEADING, line]
-        start = len(lines) - 2
-        return _within_limit(lines, start, len(lines) - 1, body)
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("#")), len(lines))
-    insert = end
-    while insert > start + 1 and not lines[insert - 1].strip():
-        insert -= 1
-    lines.insert(insert, line)
-    return _within_limit(lines, start, insert, body)
+# ---------------------------------------------------------------------------- the outcome log
+#: One line of ``## Outcome log``: date, flag, the robot (and group) when a robot token recorded
+#: it, then the note. Lines without the parenthesis are the document's own (an operator's, or
+#: written before outcomes were attributed).
+_LOG_LINE = re.compile(r"^-\s+(\S+)\s+(success|failure)(?:\s+\(robot ([^,()\s]+)(?:, group ([^()]+?))?\))?:\s?(.*)$")
 
 
-def _within_limit(lines: list[str], start: int, new: int, before: str) -> str:
-    """`lines` joined, dropping the outcome log's oldest entries (after `start`, before the new
-    one at `new`) and then shortening the new one until the body fits `MAX_BODY`; `before`, the
-    body as it was, when not even a shortened line fits (the counters still count the outcome)."""
-    size = sum(len(ln) + 1 for ln in lines)
-    while size > MAX_BODY:
-        oldest = next((i for i in range(start + 1, new) if lines[i].startswith("- ")), None)
-        if oldest is None:  # blank lines may sit between the heading and the entries
-            break
-        size -= len(lines.pop(oldest)) + 1
-        new -= 1
-    if size > MAX_BODY:
-        keep = len(lines[new]) - (size - MAX_BODY) - 1
-        if keep < len("- 2026-01-01T00:00:00Z success: …"):
-            return before
-        lines[new] = lines[new][:keep].rstrip() + "…"
-    return "\n".join(lines) + "\n"
+@dataclass(frozen=True)
+class OutcomeEntry:
+    """One recorded outcome of a process (a row of `process_outcomes`).
+
+    `tenant` is ``group:<G>`` or ``solo:<robot>`` when a robot token recorded it ('' for an
+    unscoped caller or a line whose author is not known); `robot` names the robot then, the
+    caller's kind (``admin``, ``stdio``, …) for an unscoped caller, and '' when not known."""
+
+    when: str
+    success: bool
+    note: str = ""
+    robot: str = ""
+    tenant: str = ""
+
+    @property
+    def group(self) -> str:
+        return self.tenant.removeprefix("group:") if self.tenant.startswith("group:") else ""
+
+    def line(self) -> str:
+        who = ""
+        if self.tenant:
+            who = f" (robot {self.robot}, group {self.group})" if self.group else f" (robot {self.robot})"
+        return f"- {self.when} {'success' if self.success else 'failure'}{who}: {' '.join(self.note.split())}"
+
+
+def split_outcome_log(body: str) -> tuple[str, list[OutcomeEntry]]:
+    """The body without its ``## Outcome log`` section (heading to the next heading), and the
+    section's entries, oldest first. An entry attributed to a robot comes back with its robot
+    and tenant, as `OutcomeEntry.line` wrote them."""
+    lines = body.split("\n")
+    kept: list[str] = []
+    entries: list[OutcomeEntry] = []
+    inside = False
+    for line in lines:
+        if line.strip() == OUTCOME_HEADING:
+            inside = True
+            continue
+        if inside and line.startswith("#"):
+            inside = False
+        if not inside:
+            kept.append(line)
+            continue
+        m = _LOG_LINE.match(line.strip())
+        if m:
+            when, flag, robot, group, note = m.groups()
+            tenant = "" if robot is None else (f"group:{group}" if group else f"solo:{robot}")
+            entries.append(OutcomeEntry(when, flag == "success", note, robot or "", tenant))
+    rest = "\n".join(kept).strip("\n")
+    return (rest + "\n" if rest else ""), entries
+
+
+def with_outcome_log(body: str, entries: list[OutcomeEntry]) -> str:
+    """`body` (without an outcome log) followed by ``## Outcome log`` and the entries that have
+    a note, oldest first. The result stays within `MAX_BODY` — a rendered document can always be
+    saved back — so the oldest lines give way first; they stay in the outcome history."""
+    lines = [e.line() for e in entries if e.note.strip()]
+    if not lines:
+        return body
+    head = body.rstrip("\n") + "\n\n" if body.strip() else ""
+    room = MAX_BODY - len(head) - len(OUTCOME_HEADING) - 2
+    keep = len(lines)
+    size = 0
+    while keep > 0 and size + len(lines[keep - 1]) + 1 <= room:
+        size += len(lines[keep - 1]) + 1
+        keep -= 1
+    shown = lines[keep:]
+    if not shown:
+        return body
+    return head + OUTCOME_HEADING + "\n" + "\n".join(shown) + "\n"

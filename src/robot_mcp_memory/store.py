@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from robot_mcp_memory import db, docmodel, logs, vectorstore
-from robot_mcp_memory.docmodel import ProcessDoc
+from robot_mcp_memory.docmodel import OutcomeEntry, ProcessDoc
 from robot_mcp_memory.errors import Busy
 from robot_mcp_memory.kit import SqliteStore
 from robot_mcp_memory.kit.store import now_iso
+from robot_mcp_memory.principal import SHARED
 from robot_mcp_memory.search import fts, fusion
 from robot_mcp_memory.search.resilient import ResilientEmbedder
 from robot_mcp_memory.search.segment import index_text
@@ -51,6 +52,17 @@ class Hit:
     doc: ProcessDoc
     score: float
     relevance: float
+    #: The fleet-wide (successes, failures) when `doc` carries one group's view of a shared document.
+    fleet: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class Author:
+    """Who records an outcome: the robot (or an unscoped caller's kind) and, for a robot token,
+    its tenant (``group:<G>`` or ``solo:<robot>``; '' for an unscoped caller)."""
+
+    robot: str = ""
+    tenant: str = ""
 
 
 @dataclass(frozen=True)
@@ -112,15 +124,40 @@ def _unindex(conn: sqlite3.Connection, pid: str) -> None:
     )
 
 
-def restore_rows(conn: sqlite3.Connection, docs: Iterable[ProcessDoc]) -> int:
+def restore_rows(conn: sqlite3.Connection, docs: Iterable[ProcessDoc], *, log_is_history: bool = True) -> int:
     """Write documents exactly as given (the caller holds the transaction; `ProcessStore.restored`
-    follows its commit); how many. Their vectors were made from what they replace: dropped."""
+    follows its commit); how many. Their vectors were made from what they replace: dropped.
+
+    A document's outcome history is replaced with it: by the lines of its `## Outcome log`
+    (`log_is_history`, a dump from before outcome records or a folder of documents), or left
+    empty for the archive's `process_outcomes` rows the same transaction loads next."""
     n = 0
     for d in docs:
+        body, entries = docmodel.split_outcome_log(d.body)
+        d = d.model_copy(update={"body": body})
         upsert(conn, d)
+        conn.execute("DELETE FROM process_outcomes WHERE process_id = ?", (d.id,))
+        conn.execute("DELETE FROM process_tenant_counts WHERE process_id = ?", (d.id,))
+        if log_is_history:
+            insert_history(conn, d.id, entries)
         vectorstore.delete(conn, "process", d.id)  # re-made by the backfill
         n += 1
     return n
+
+
+def insert_history(conn: sqlite3.Connection, pid: str, entries: Iterable[OutcomeEntry]) -> None:
+    """Append `entries` to the outcome records of `pid` (counters untouched: a document brings
+    its own)."""
+    for e in entries:
+        _insert_outcome(conn, pid, e)
+
+
+def _insert_outcome(conn: sqlite3.Connection, pid: str, e: OutcomeEntry) -> None:
+    conn.execute(
+        "INSERT INTO process_outcomes(process_id, n, at, success, note, robot, tenant) VALUES "
+        "(?, coalesce((SELECT max(n) FROM process_outcomes WHERE process_id = ?), 0) + 1, ?, ?, ?, ?, ?)",
+        (pid, pid, e.when, int(e.success), e.note, e.robot, e.tenant),
+    )
 
 
 def upsert(conn: sqlite3.Connection, doc: ProcessDoc, *, index: bool = True) -> None:
@@ -167,11 +204,19 @@ def save_doc(
     - a row with this id from a *different* mission → forked to ``<id>-2`` (``-3`` …), so one
       teaching run never silently overwrites another's document. A document the caller may
       not overwrite (`writable(owner)` is false) forks the same way.
+
+    The stored body never holds an `## Outcome log`: the log is rendered from the outcome
+    records. A save that creates a document (or forks one) brings the lines of its log as the
+    new document's history; a save that updates one leaves its history as recorded and ignores
+    whatever log the document carries (edited, shortened or left out).
     """
+    body, carried = docmodel.split_outcome_log(doc.body)
+    doc = doc.model_copy(update={"body": body})
     existing = select_one(conn, doc.id)
     if existing is None:
         stored = doc.model_copy(update={"created": doc.created or now, "updated": now})
         upsert(conn, stored)
+        insert_history(conn, stored.id, carried)
         return Saved(stored, "created", doc.id)
     if not writable(existing.robot) or (doc.source_mission_id and doc.source_mission_id != existing.source_mission_id):
         n = 2
@@ -181,6 +226,7 @@ def save_doc(
             if other is None:
                 stored = doc.model_copy(update={"id": candidate, "created": now, "updated": now})
                 upsert(conn, stored)
+                insert_history(conn, stored.id, carried)
                 return Saved(stored, "forked", doc.id)
             if other.source_mission_id == doc.source_mission_id and writable(other.robot):
                 return _update(conn, other, doc, now, doc.id)
@@ -203,34 +249,93 @@ def _update(conn: sqlite3.Connection, existing: ProcessDoc, doc: ProcessDoc, now
     return Saved(stored, "updated", asked)
 
 
-def bump_outcome(conn: sqlite3.Connection, pid: str, success: bool, now: str) -> ProcessDoc | None:
-    """The hot counter write: one UPDATE, no index change."""
+def add_outcome(
+    conn: sqlite3.Connection, pid: str, success: bool, note: str, now: str, by: Author = Author()
+) -> ProcessDoc | None:
+    """Count an outcome and record it beside the counters (no index change: the stored body does
+    not hold the log). A robot token's outcome on a fleet-wide document is also counted for its
+    tenant, so other groups can be shown the document without it."""
     column = "success_count" if success else "failure_count"
     cur = conn.execute(
         f"UPDATE processes SET {column} = {column} + 1, last_used = ? WHERE id = ?",  # noqa: S608 - fixed names
         (now, pid),
     )
-    return select_one(conn, pid) if cur.rowcount else None
-
-
-def outcome_with_note(conn: sqlite3.Connection, pid: str, success: bool, note: str, now: str) -> ProcessDoc | None:
-    doc = select_one(conn, pid)
-    if doc is None:
+    if not cur.rowcount:
         return None
-    updated = doc.model_copy(
-        update={
-            "success_count": doc.success_count + (1 if success else 0),
-            "failure_count": doc.failure_count + (0 if success else 1),
-            "last_used": now,
-            "body": docmodel.append_outcome(doc.body, now, success, note),
-        }
+    _insert_outcome(conn, pid, OutcomeEntry(now, success, " ".join(note.split()), by.robot, by.tenant))
+    doc = select_one(conn, pid)
+    if by.tenant and doc is not None and doc.robot == SHARED:
+        conn.execute(
+            f"INSERT INTO process_tenant_counts(process_id, tenant, {column}) VALUES (?, ?, 1) "  # noqa: S608 - fixed names
+            f"ON CONFLICT(process_id, tenant) DO UPDATE SET {column} = {column} + 1",
+            (pid, by.tenant),
+        )
+    return doc
+
+
+#: How many outcome records of one document a read returns at most (the newest): the REST history.
+HISTORY_LIMIT = 1000
+#: The least a rendered log line costs besides its note ("- <20-character time> success: " and
+#: its newline): records within MAX_BODY at this cost include every line that can fit.
+_LINE_COST = 33
+
+
+def outcomes_of(
+    conn: sqlite3.Connection, ids: Collection[str], *, with_note: bool = False
+) -> dict[str, list[OutcomeEntry]]:
+    """The newest outcome records of each of `ids`, oldest first: with `with_note`, those with a
+    note that together could fit the rendered log (`docmodel.MAX_BODY`); else the newest
+    `HISTORY_LIMIT`. Bounded, so a document used by every mission for years reads no slower."""
+    out: dict[str, list[OutcomeEntry]] = {pid: [] for pid in ids}
+    if not ids:
+        return out
+    marks = ",".join("?" * len(ids))
+    noted = " AND note <> ''" if with_note else ""
+    bound = "size <= ?" if with_note else "k <= ?"
+    rows = conn.execute(
+        "SELECT process_id, at, success, note, robot, tenant FROM ("  # noqa: S608 - fixed names
+        "SELECT *, row_number() OVER w AS k, sum(length(note) + ?) OVER w AS size FROM process_outcomes "
+        f"WHERE process_id IN ({marks}){noted} WINDOW w AS (PARTITION BY process_id ORDER BY n DESC)) "
+        f"WHERE {bound} ORDER BY process_id, n",
+        [_LINE_COST, *ids, docmodel.MAX_BODY if with_note else HISTORY_LIMIT],
     )
-    upsert(conn, updated)
-    return updated
+    for pid, at, success, note, robot, tenant in rows:
+        out[pid].append(OutcomeEntry(at, bool(success), note, robot, tenant))
+    return out
+
+
+def other_tenants_counts(conn: sqlite3.Connection, ids: Collection[str], tenant: str) -> dict[str, tuple[int, int]]:
+    """(successes, failures) that tenants other than `tenant` counted on each of `ids` (absent: none)."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        "SELECT process_id, sum(success_count), sum(failure_count) FROM process_tenant_counts "  # noqa: S608 - fixed names
+        f"WHERE process_id IN ({marks}) AND tenant <> ? GROUP BY process_id",
+        [*ids, tenant],
+    )
+    return {pid: (int(s), int(f)) for pid, s, f in rows}
+
+
+def outcome_days(
+    conn: sqlite3.Connection, since: str, visible: Collection[str] | None
+) -> list[tuple[str, bool, str, str, str, int]]:
+    """(day, success, process id, its owner, the recording tenant, how many) over the outcome
+    records since `since` (UTC ``YYYY-MM-DD``) of the visible robots' documents."""
+    where, params = _visible_clause(visible, "p.robot")
+    rows = conn.execute(
+        "SELECT substr(o.at, 1, 10) AS day, o.success, o.process_id, p.robot, o.tenant, count(*) "  # noqa: S608 - fixed names
+        f"FROM process_outcomes o JOIN processes p ON p.id = o.process_id WHERE o.at >= ? AND {where} "
+        "GROUP BY day, o.success, o.process_id, p.robot, o.tenant",
+        [since, *params],
+    )
+    return [(day, bool(ok), pid, owner, tenant, int(n)) for day, ok, pid, owner, tenant, n in rows]
 
 
 def delete_doc(conn: sqlite3.Connection, pid: str) -> bool:
     _unindex(conn, pid)
+    conn.execute("DELETE FROM process_outcomes WHERE process_id = ?", (pid,))
+    conn.execute("DELETE FROM process_tenant_counts WHERE process_id = ?", (pid,))
     return conn.execute("DELETE FROM processes WHERE id = ?", (pid,)).rowcount > 0
 
 
@@ -248,7 +353,9 @@ def _few_visible(conn: sqlite3.Connection, where: str, params: list[str], pool: 
     return bool(mine * pool < 4 * k * total)
 
 
-def search(conn: sqlite3.Connection, query: str, k: int, visible: Collection[str] | None) -> list[Hit]:
+def search(
+    conn: sqlite3.Connection, query: str, k: int, visible: Collection[str] | None, tenant: str | None = None
+) -> list[Hit]:
     """The `k` best visible matches by relevance × reliability (then id), relevance being ``-bm25``:
     what `find` answers when it runs keyword-only.
 
@@ -259,7 +366,10 @@ def search(conn: sqlite3.Connection, query: str, k: int, visible: Collection[str
     it, the list is exact; otherwise the rarest of them chooses matches again, and so on
     (`_by_rarer_phrases`), down to every word. Same rows, same order as a
     plain join, up to scores that agree to 12 significant digits: counting each phrase twice and
-    halving back can move a score's last bit (tests/test_process_search_floor.py)."""
+    halving back can move a score's last bit (tests/test_process_search_floor.py).
+
+    With a `tenant`, a fleet-wide document ranks by that tenant's view of its counters
+    (`tenant_view`): other groups' outcomes do not move it."""
     found = fts.phrases(query)
     if not found:
         return []
@@ -269,14 +379,14 @@ def search(conn: sqlite3.Connection, query: str, k: int, visible: Collection[str
         found = [t for t, _ in held]
 
         def exact(expr: str, bound: float) -> list[Hit] | None:
-            hits = _search(conn, expr, k, visible, scale=0.5)
+            hits = _search(conn, expr, k, visible, scale=0.5, tenant=tenant)
             return hits if len(hits) == k and hits[-1].score > bound else None
 
         found_by_rarer = _by_rarer_phrases(held, total, k, exact)
         if found_by_rarer is not None:
             return found_by_rarer
     every = fts.any_of(found)
-    return _search(conn, every, k, visible) if every is not None else []
+    return _search(conn, every, k, visible, tenant=tenant) if every is not None else []
 
 
 def _by_rarer_phrases(
@@ -310,7 +420,12 @@ def _by_rarer_phrases(
 
 
 def _search(
-    conn: sqlite3.Connection, expr: str, k: int, visible: Collection[str] | None, scale: float = 1.0
+    conn: sqlite3.Connection,
+    expr: str,
+    k: int,
+    visible: Collection[str] | None,
+    scale: float = 1.0,
+    tenant: str | None = None,
 ) -> list[Hit]:
     """`search` for one FTS5 expression (relevance = ``-bm25`` × `scale`).
 
@@ -324,21 +439,24 @@ def _search(
     where, params = _visible_clause(visible, "p.robot")
     w = ",".join(str(x) for x in BM25_WEIGHTS)
     columns = ", ".join("p." + c.strip() for c in _COLUMNS.split(","))
-    score = "relevance * (p.success_count + 1.0) / (p.success_count + p.failure_count + 2.0)"
+    succ, fail, others, join, oargs = _tenant_counts_sql(tenant)
+    score = f"relevance * ({succ} + 1.0) / ({succ} + {fail} + 2.0)"
     pool = max(200, 20 * k)
     if visible is not None and _few_visible(conn, where, params, pool, k):
         sql = (
-            f"SELECT {columns}, -bm25(processes_fts, {w}) * ? AS relevance "  # noqa: S608 - fixed names
-            "FROM processes_fts JOIN processes p ON p.id = processes_fts.id "
+            f"{'WITH ' + others + ' ' if others else ''}"  # noqa: S608 - fixed names
+            f"SELECT {columns}, -bm25(processes_fts, {w}) * ? AS relevance "
+            f"FROM processes_fts JOIN processes p ON p.id = processes_fts.id{join} "
             f"WHERE processes_fts MATCH ? AND {where} ORDER BY {score} DESC, p.id LIMIT ?"
         )
-        args: list[object] = [scale, expr, *params, k]
+        args: list[object] = [*oargs, scale, expr, *params, k]
     else:
         # CROSS JOIN pins the loop order (m, then its row): left to the planner, a robot filter
         # makes it drive from idx_processes_robot and probe m for every visible row.
-        rows = "CROSS JOIN processes_fts f ON f.rowid = m.fts_rowid CROSS JOIN processes p ON p.id = f.id"
+        rows = "CROSS JOIN processes_fts f ON f.rowid = m.fts_rowid CROSS JOIN processes p ON p.id = f.id" + join
         sql = (
-            f"WITH m AS MATERIALIZED (SELECT rowid AS fts_rowid, -bm25(processes_fts, {w}) * ? AS relevance "  # noqa: S608 - fixed names
+            f"WITH {others + ', ' if others else ''}"  # noqa: S608 - fixed names
+            f"m AS MATERIALIZED (SELECT rowid AS fts_rowid, -bm25(processes_fts, {w}) * ? AS relevance "
             "FROM processes_fts WHERE processes_fts MATCH ?), "
             "pool AS (SELECT fts_rowid, relevance FROM m ORDER BY relevance DESC LIMIT ?), "
             f"floor AS (SELECT m.{score} AS score FROM pool m {rows} WHERE {where} "
@@ -347,13 +465,57 @@ def _search(
             "WHERE (m.relevance >= (SELECT score FROM floor) OR coalesce((SELECT score FROM floor), 0) <= 0) "
             f"AND {where} ORDER BY m.{score} DESC, p.id LIMIT ?"
         )
-        args = [scale, expr, pool, *params, k - 1, *params, k]
-    hits = []
-    for row in conn.execute(sql, args):
-        doc = _row_to_doc(row[:-1])
-        relevance = float(row[-1])
-        hits.append(Hit(doc, relevance * doc.reliability, relevance))
-    return hits
+        args = [*oargs, scale, expr, pool, *params, k - 1, *params, k]
+    found = [(_row_to_doc(row[:-1]), float(row[-1])) for row in conn.execute(sql, args)]
+    viewed = tenant_view(conn, [d for d, _ in found], tenant)
+    return [
+        Hit(doc, relevance * doc.reliability, relevance, fleet)
+        for (doc, fleet), (_, relevance) in zip(viewed, found, strict=True)
+    ]
+
+
+def _tenant_counts_sql(tenant: str | None) -> tuple[str, str, str, str, list[object]]:
+    """(successes, failures, a CTE, a join, its arguments): the counters a ranking query uses —
+    with a `tenant`, those of `tenant_view` (a shared document's counters without what other
+    tenants counted on it)."""
+    if tenant is None:
+        return "p.success_count", "p.failure_count", "", "", []
+    others = (
+        "others AS MATERIALIZED (SELECT process_id, sum(success_count) AS s, sum(failure_count) AS f "
+        "FROM process_tenant_counts WHERE tenant <> ? GROUP BY process_id)"
+    )
+    join = f" LEFT JOIN others o ON o.process_id = p.id AND p.robot = '{SHARED}'"
+    return (
+        "max(p.success_count - coalesce(o.s, 0), 0)",
+        "max(p.failure_count - coalesce(o.f, 0), 0)",
+        others,
+        join,
+        [tenant],
+    )
+
+
+def tenant_view(
+    conn: sqlite3.Connection, docs: list[ProcessDoc], tenant: str | None
+) -> list[tuple[ProcessDoc, tuple[int, int] | None]]:
+    """Each document as `tenant` is shown its counters, with the fleet-wide (successes,
+    failures) beside a fleet-wide document's. A tenant's view of a shared document leaves out
+    what other tenants' robots counted on it (one group's failures never rank it down for
+    another); outcomes of unscoped callers, and those counted before outcomes were attributed,
+    count for every tenant. `tenant` None (an unscoped caller): the stored counters."""
+    if tenant is None:
+        return [(d, None) for d in docs]
+    others = other_tenants_counts(conn, {d.id for d in docs if d.robot == SHARED}, tenant)
+    out: list[tuple[ProcessDoc, tuple[int, int] | None]] = []
+    for d in docs:
+        if d.robot != SHARED:
+            out.append((d, None))
+            continue
+        s, f = others.get(d.id, (0, 0))
+        view = d.model_copy(
+            update={"success_count": max(d.success_count - s, 0), "failure_count": max(d.failure_count - f, 0)}
+        )
+        out.append((view, (d.success_count, d.failure_count)))
+    return out
 
 
 #: How `list_docs` orders: most recently updated first, or most used (outcomes recorded) first.
@@ -376,6 +538,23 @@ def each_doc(conn: sqlite3.Connection) -> Iterator[ProcessDoc]:
     """Every document, in id order, streamed (not held in memory at once)."""
     for row in conn.execute(f"SELECT {_COLUMNS} FROM processes ORDER BY id"):  # noqa: S608 - our columns
         yield _row_to_doc(row)
+
+
+#: A document as a tenant is shown its counters, the fleet-wide ones beside a shared document's
+#: (`tenant_view`), and its outcome records, oldest first.
+Viewed = tuple[ProcessDoc, tuple[int, int] | None, list[OutcomeEntry]]
+
+
+def viewed(conn: sqlite3.Connection, docs: list[ProcessDoc], tenant: str | None, *, with_note: bool) -> list[Viewed]:
+    """`tenant_view` of `docs` with each one's outcome records (only those with a note: `with_note`)."""
+    records = outcomes_of(conn, [d.id for d in docs], with_note=with_note)
+    return [(d, fleet, records[d.id]) for d, fleet in tenant_view(conn, docs, tenant)]
+
+
+def with_history(conn: sqlite3.Connection, doc: ProcessDoc) -> ProcessDoc:
+    """`doc` with the outcome log of every outcome record it has (what an operator is shown)."""
+    entries = outcomes_of(conn, [doc.id], with_note=True)[doc.id]
+    return doc.model_copy(update={"body": docmodel.with_outcome_log(doc.body, entries)}) if entries else doc
 
 
 def count(conn: sqlite3.Connection) -> int:
@@ -487,7 +666,7 @@ def select_many(conn: sqlite3.Connection, ids: Collection[str]) -> dict[str, Pro
 
 
 def select_reliability(
-    conn: sqlite3.Connection, ids: Collection[str], visible: Collection[str] | None
+    conn: sqlite3.Connection, ids: Collection[str], visible: Collection[str] | None, tenant: str | None = None
 ) -> dict[str, float]:
     """Reliability of each of `ids` that exists and is visible: all the ranking needs of a
     candidate. Whole documents (JSON fields, body) are loaded for the final top k only."""
@@ -498,7 +677,13 @@ def select_reliability(
     # walks idx_processes_robot over every visible row instead of looking up ~100 ids (2.8 ms
     # instead of 0.35 at 10,000 documents).
     rows = conn.execute(f"SELECT id, robot, success_count, failure_count FROM processes WHERE id IN ({marks})", [*ids])  # noqa: S608
-    return {pid: docmodel.reliability(s, f) for pid, robot, s, f in rows if visible is None or robot in visible}
+    counts = {pid: (robot, s, f) for pid, robot, s, f in rows if visible is None or robot in visible}
+    if tenant is not None:
+        others = other_tenants_counts(conn, [p for p, (robot, _, _) in counts.items() if robot == SHARED], tenant)
+        for pid, (os_, of) in others.items():
+            robot, s, f = counts[pid]
+            counts[pid] = (robot, max(s - os_, 0), max(f - of, 0))
+    return {pid: docmodel.reliability(s, f) for pid, (_, s, f) in counts.items()}
 
 
 ReliabilityAt = Literal["within", "after"]
@@ -548,6 +733,7 @@ def hybrid_candidates(
     visible: Collection[str] | None,
     cache: VectorCache,
     n: int = CANDIDATES,
+    tenant: str | None = None,
 ) -> Candidates | None:
     """Keyword top-`n` and cosine top-`n` (the robot filter applied before ranking, in both),
     in one read snapshot. None when no vector of this model exists yet."""
@@ -557,7 +743,7 @@ def hybrid_candidates(
     keyword = keyword_candidates(conn, query, n, visible)
     vector = [(ref, cos) for ref, cos in index.search(qvec, n, visible) if cos >= fusion.MIN_COSINE]
     # Filtered by robot again: the index's partitions may trail a robot change by one write.
-    reliability = select_reliability(conn, {r for r, _ in keyword} | {r for r, _ in vector}, visible)
+    reliability = select_reliability(conn, {r for r, _ in keyword} | {r for r, _ in vector}, visible, tenant)
     return Candidates(keyword, vector, reliability)
 
 
@@ -593,15 +779,17 @@ def hybrid_search(
     cache: VectorCache,
     fuse: Fusion,
     k: int,
+    tenant: str | None = None,
 ) -> list[Hit] | None:
     """The `k` best hybrid hits, ranked and loaded in one read snapshot (None: no vectors of
     this model yet). Only the `k` winners are loaded as documents."""
-    cands = hybrid_candidates(conn, query, qvec, model_id, visible, cache, fuse.candidates)
+    cands = hybrid_candidates(conn, query, qvec, model_id, visible, cache, fuse.candidates, tenant)
     if cands is None:
         return None
     ranked = rank_hybrid(cands, fuse, k)
     docs = select_many(conn, [r.ref for r in ranked])
-    return [Hit(docs[r.ref], r.score, r.relevance) for r in ranked]
+    viewed = tenant_view(conn, [docs[r.ref] for r in ranked], tenant)
+    return [Hit(doc, r.score, r.relevance, fleet) for r, (doc, fleet) in zip(ranked, viewed, strict=True)]
 
 
 def missing_vectors(conn: sqlite3.Connection, model_id: str, after: str, limit: int) -> list[ProcessDoc]:
@@ -698,7 +886,7 @@ class ProcessStore:
         return saved
 
     async def find_hybrid(
-        self, query: str, k: int, visible: Collection[str] | None = None
+        self, query: str, k: int, visible: Collection[str] | None = None, tenant: str | None = None
     ) -> tuple[list[Hit], SearchMode]:
         """Hybrid search when a query vector and stored vectors exist; keyword-only otherwise.
         The mode says which one actually ran."""
@@ -706,10 +894,12 @@ class ProcessStore:
         if embedded is not None:
             model_id, qvec = embedded
             fuse = self.fuse
-            hits = await self.db.read(lambda c: hybrid_search(c, query, qvec, model_id, visible, self.vectors, fuse, k))
+            hits = await self.db.read(
+                lambda c: hybrid_search(c, query, qvec, model_id, visible, self.vectors, fuse, k, tenant)
+            )
             if hits is not None:
                 return hits, "hybrid"
-        return await self.find(query, k, visible), "keyword"
+        return await self.find(query, k, visible, tenant), "keyword"
 
     def kick_backfill(self) -> None:
         """Fill missing vectors in the background (single-flight); safe to call from any thread."""
@@ -745,22 +935,58 @@ class ProcessStore:
         return await self.db.read(lambda c: select_one(c, pid))
 
     async def get_markdown(self, pid: str) -> str | None:
-        doc = await self.get(pid)
-        return await asyncio.to_thread(doc.render) if doc else None  # seconds for a large frontmatter
+        """The document with its whole outcome log (`with_history`), or None."""
 
-    async def find(self, query: str, k: int, visible: Collection[str] | None = None) -> list[Hit]:
-        return await self.db.read(lambda c: search(c, query, k, visible))
+        def job(c: sqlite3.Connection) -> str | None:
+            doc = select_one(c, pid)
+            return with_history(c, doc).render() if doc else None
 
-    async def record_outcome(self, pid: str, success: bool, note: str = "") -> ProcessDoc | None:
-        """Count an outcome; `None` when the process does not exist.
+        return await self.db.read(job)
+
+    async def find(
+        self, query: str, k: int, visible: Collection[str] | None = None, tenant: str | None = None
+    ) -> list[Hit]:
+        return await self.db.read(lambda c: search(c, query, k, visible, tenant))
+
+    async def viewed(
+        self, docs: list[ProcessDoc], tenant: str | None
+    ) -> list[tuple[ProcessDoc, tuple[int, int] | None]]:
+        """`tenant_view` of `docs`: each as `tenant` is shown it."""
+        return await self.db.read(lambda c: tenant_view(c, docs, tenant))
+
+    async def outcomes(self, ids: Collection[str], *, with_note: bool = False) -> dict[str, list[OutcomeEntry]]:
+        """The outcome records of each of `ids`, oldest first (only those with a note: `with_note`)."""
+        return await self.db.read(lambda c: outcomes_of(c, ids, with_note=with_note))
+
+    async def view(self, pid: str, tenant: str | None, *, with_note: bool = False) -> Viewed | None:
+        """The document as `tenant` is shown its counters, with its outcome records (`outcomes`),
+        in one read snapshot; None when it does not exist."""
+
+        def job(c: sqlite3.Connection) -> Viewed | None:
+            doc = select_one(c, pid)
+            return None if doc is None else viewed(c, [doc], tenant, with_note=with_note)[0]
+
+        return await self.db.read(job)
+
+    async def views(self, docs: list[ProcessDoc], tenant: str | None, *, with_note: bool = False) -> list[Viewed]:
+        """`viewed` of documents read before (their counters as they were then), in one read."""
+        return await self.db.read(lambda c: viewed(c, docs, tenant, with_note=with_note))
+
+    async def outcome_days(
+        self, since: str, visible: Collection[str] | None
+    ) -> list[tuple[str, bool, str, str, str, int]]:
+        return await self.db.read(lambda c: outcome_days(c, since, visible))
+
+    async def record_outcome(self, pid: str, success: bool, note: str = "", by: Author = Author()) -> ProcessDoc | None:
+        """Count an outcome and record it (`add_outcome`); `None` when the process does not exist.
 
         Without a note this is a hot record write, executed on the writer thread while the
         caller's thread moves on; when the hot queue is full it is dropped and `Busy` is raised.
-        With a note the document body changes too, so it is a definition write."""
+        With a note it is a definition write: the note is part of the document as rendered."""
         now = now_iso()
         if note.strip():  # the note lands in the outcome log, which `embed_text` leaves out
-            return await self.db.write(lambda c: outcome_with_note(c, pid, success, note, now))
-        fut = self.db.hot(lambda c: bump_outcome(c, pid, success, now))
+            return await self.db.write(lambda c: add_outcome(c, pid, success, note, now, by))
+        fut = self.db.hot(lambda c: add_outcome(c, pid, success, "", now, by))
         if fut is None:
             raise Busy("the server is overloaded and did not count this outcome; retry in a few seconds")
         return await asyncio.wrap_future(fut)
@@ -799,14 +1025,15 @@ class ProcessStore:
     async def snapshot(
         self, each: Callable[[ProcessDoc, int, int], None], also: Callable[[sqlite3.Connection], T]
     ) -> tuple[int, T]:
-        """Hand every document to `each` (with its position and the total), then run `also`, all
+        """Hand every document to `each` (its outcome log rendered from every record: `with_history`;
+        with its position and the total), then run `also`, all
         in one read transaction: one consistent snapshot of the file while writers go on (`dump`).
         Returns (documents, what `also` returned)."""
 
         def job(c: sqlite3.Connection) -> tuple[int, T]:
             total, n = count(c), 0
             for n, doc in enumerate(each_doc(c), start=1):
-                each(doc, n, total)
+                each(with_history(c, doc), n, total)
             return n, also(c)
 
         return await self.db.read(job)

@@ -266,6 +266,7 @@ async def load(memory: Memory, principal: Principal, src: Path, progress: Progre
         lesson_tables = archive.archivable(store, _NOT_ARCHIVED)
         lessons = (store, archive.loader(lesson_tables, archived, LESSONS_PREFIX, _loadable, interrupt=interrupt))
     paths = sorted(folder.glob("*.md"))
+    history_archived = archived is not None and (archived / f"{db.PROCESS_OUTCOMES.name}.jsonl").is_file()
 
     def documents() -> Iterator[docmodel.ProcessDoc]:
         """The documents to load, parsed one at a time (inside the transaction: never all in memory)."""
@@ -294,7 +295,9 @@ async def load(memory: Memory, principal: Principal, src: Path, progress: Progre
             yield doc
 
     def index_job(conn: Any) -> tuple[int, dict[str, int]]:
-        processes = restore_rows(conn, documents())
+        # A dump with outcome records carries each document's history there; an older one (or a
+        # folder of documents) in the documents' outcome logs.
+        processes = restore_rows(conn, documents(), log_is_history=not history_archived)
         counts = {} if index_archive is None else index_archive(conn)
         if {"memories", "memory_tags"} & set(counts):  # the memory index, from the rows as loaded
             index_repo.rebuild_memory_index(conn, interrupt)

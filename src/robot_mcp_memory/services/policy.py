@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from robot_mcp_memory.docmodel import OutcomeEntry
 from robot_mcp_memory.errors import Forbidden
 from robot_mcp_memory.principal import SHARED, Principal
 
@@ -17,12 +18,19 @@ class Membership(Protocol):
         """The robots in `robot_id`'s group, itself included ({robot_id} when ungrouped)."""
         ...
 
+    def group_of(self, robot_id: str) -> str | None:
+        """The group `robot_id` is in, or None when it is ungrouped."""
+        ...
+
 
 class SoloMembership:
     """Every robot alone: the view before the fleet registry is consulted."""
 
     def group_mates(self, robot_id: str) -> frozenset[str]:
         return frozenset({robot_id})
+
+    def group_of(self, robot_id: str) -> str | None:
+        return None
 
 
 class Policy:
@@ -51,6 +59,27 @@ class Policy:
         """Whether a caller is shown how often and when a memory was recalled: not a robot
         token for a fleet-wide one, whose counters sum every group's recalls."""
         return principal.robot_id is None or owner != SHARED
+
+    # ------------------------------------------------------------------ outcomes
+    def tenant(self, principal: Principal) -> str | None:
+        """The tenant a robot token's outcomes are attributed to and whose view of fleet-wide
+        documents it is shown: ``group:<G>``, or ``solo:<robot>`` when ungrouped. None for an
+        unscoped caller, who is shown everything."""
+        if principal.robot_id is None:
+            return None
+        group = self.membership.group_of(principal.robot_id)
+        return f"group:{group}" if group is not None else f"solo:{principal.robot_id}"
+
+    def shows_outcome(self, principal: Principal, owner: str, entry: OutcomeEntry) -> bool:
+        """Whether an outcome record (its note in the rendered log) is shown to `principal` on a
+        document owned by `owner`. On a fleet-wide document a robot token sees its own tenant's
+        outcomes and those an operator (an unscoped caller) recorded — never another group's,
+        nor lines whose author is not known (written before outcomes were attributed). On its
+        group's own documents, and to an unscoped caller, every outcome is shown."""
+        tenant = self.tenant(principal)
+        if tenant is None or owner != SHARED:
+            return True
+        return entry.tenant == tenant or (entry.tenant == "" and entry.robot != "")
 
     # ------------------------------------------------------------------ writes
     def pin_author(self, principal: Principal, robot: str, default_robot: str) -> str:

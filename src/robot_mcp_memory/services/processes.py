@@ -11,17 +11,19 @@ each other instead.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
-from robot_mcp_memory import docmodel
-from robot_mcp_memory.docmodel import ProcessDoc
+from robot_mcp_memory import docmodel, store
+from robot_mcp_memory.docmodel import OutcomeEntry, ProcessDoc
 from robot_mcp_memory.errors import Conflict, InvalidInput, NotFound
-from robot_mcp_memory.principal import Principal
+from robot_mcp_memory.principal import SHARED, Principal
 from robot_mcp_memory.services.policy import Policy
-from robot_mcp_memory.store import ORDERS, Hit, ProcessStore, Progress, Saved
+from robot_mcp_memory.store import ORDERS, Author, Hit, ProcessStore, Progress, Saved
 
 MAX_K = 50
 MAX_LIMIT = 500
@@ -32,6 +34,18 @@ T = TypeVar("T")
 class Found:
     hits: list[Hit]
     mode: str
+
+
+@dataclass(frozen=True)
+class Viewed:
+    """One document as a caller is shown it: `doc` carries the caller's counters (a group's own
+    view of a fleet-wide document) and the `## Outcome log` rendered from the outcome records it
+    may see; `fleet` the fleet-wide (successes, failures) beside a shared document's group view;
+    `outcomes` those records, oldest first."""
+
+    doc: ProcessDoc
+    fleet: tuple[int, int] | None
+    outcomes: list[OutcomeEntry]
 
 
 class ProcessService:
@@ -53,14 +67,37 @@ class ProcessService:
         if not 1 <= k <= MAX_K:
             raise InvalidInput(f"k must be between 1 and {MAX_K}")
         visible = self.policy.visible_robots(principal, robot)
-        hits, mode = await self.store.find_hybrid(query, k, visible)
-        return Found(hits, mode)
+        hits, mode = await self.store.find_hybrid(query, k, visible, self.policy.tenant(principal))
+        records = await self.store.outcomes([h.doc.id for h in hits], with_note=True)
+        views = self._rendered(principal, [(h.doc, h.fleet, records[h.doc.id]) for h in hits])
+        return Found([dataclasses.replace(h, doc=v.doc) for h, v in zip(hits, views, strict=True)], mode)
 
     async def get(self, principal: Principal, pid: str) -> ProcessDoc:
+        """The document as `principal` is shown it (`Viewed.doc`)."""
+        return (await self.view(principal, pid, history=False)).doc
+
+    async def view(self, principal: Principal, pid: str, *, history: bool = True) -> Viewed:
+        """The document with the outcome records `principal` may see (every one with `history`,
+        else those with a note, which are all the rendered log needs)."""
+        got = await self.store.view(pid, self.policy.tenant(principal), with_note=not history)
+        if got is None or not self.policy.can_see(principal, got[0].robot):
+            raise NotFound(f"no process with id '{pid}'; find_processes or list_processes shows what exists")
+        return self._rendered(principal, [got])[0]
+
+    async def _stored(self, principal: Principal, pid: str) -> ProcessDoc:
         doc = await self.store.get(pid)
         if doc is None or not self.policy.can_see(principal, doc.robot):
             raise NotFound(f"no process with id '{pid}'; find_processes or list_processes shows what exists")
         return doc
+
+    def _rendered(self, principal: Principal, found: list[store.Viewed]) -> list[Viewed]:
+        """Each document with the outcome log rendered from the records `principal` may see."""
+        out = []
+        for doc, fleet, records in found:
+            shown = [e for e in records if self.policy.shows_outcome(principal, doc.robot, e)]
+            body = docmodel.with_outcome_log(doc.body, shown)
+            out.append(Viewed(doc.model_copy(update={"body": body}), fleet, shown))
+        return out
 
     async def save(self, principal: Principal, markdown: str, *, create_only: bool = False) -> Saved:
         """save_process: create, update or fork (`store.save_doc`). `create_only` (the dashboard's
@@ -85,14 +122,38 @@ class ProcessService:
         return await self.in_lane(lambda: [d.render() for d in docs])
 
     async def record_outcome(self, principal: Principal, pid: str, success: bool, note: str = "") -> ProcessDoc:
-        await self.get(principal, pid)
-        doc = await self.store.record_outcome(pid, success, note)
+        """`record_outcome_view`'s document."""
+        return (await self.record_outcome_view(principal, pid, success, note)).doc
+
+    async def record_outcome_view(self, principal: Principal, pid: str, success: bool, note: str = "") -> Viewed:
+        """Count and record an outcome, attributed to the caller (a robot token: its robot and
+        tenant). Returns the document as the caller is shown it afterwards, with its history."""
+        await self._stored(principal, pid)
+        tenant = self.policy.tenant(principal)
+        by = Author(principal.label, tenant or "")
+        doc = await self.store.record_outcome(pid, success, note, by)
         if doc is None:
             raise NotFound(f"no process with id '{pid}'")
-        return doc
+        return self._rendered(principal, await self.store.views([doc], tenant))[0]
+
+    async def outcome_days(self, principal: Principal, since: str) -> tuple[Counter[tuple[str, bool]], int]:
+        """Outcomes per (UTC day, success) since `since` (``YYYY-MM-DD``) on the documents
+        `principal` may see, counted as its view of their counters counts them (`store.tenant_view`:
+        on a fleet-wide document a robot token's count leaves out other tenants' outcomes), and
+        how many processes they fell on."""
+        rows = await self.store.outcome_days(since, self.policy.visible_robots(principal))
+        counts: Counter[tuple[str, bool]] = Counter()
+        processes = set()
+        tenant = self.policy.tenant(principal)
+        for day, success, pid, owner, by, n in rows:
+            if tenant is not None and owner == SHARED and by not in ("", tenant):
+                continue
+            counts[(day, success)] += n
+            processes.add(pid)
+        return counts, len(processes)
 
     async def delete(self, principal: Principal, pid: str) -> ProcessDoc:
-        doc = await self.get(principal, pid)
+        doc = await self._stored(principal, pid)
         self.policy.check_delete(principal, doc.robot)
         if not await self.store.delete(pid):
             raise NotFound(f"no process with id '{pid}'")
@@ -107,7 +168,8 @@ class ProcessService:
             raise InvalidInput("offset must be 0 or more")
         if order not in ORDERS:
             raise InvalidInput(f"order must be one of {', '.join(ORDERS)}")
-        return await self.store.list(limit, offset, self.policy.visible_robots(principal, robot), order)
+        docs, total = await self.store.list(limit, offset, self.policy.visible_robots(principal, robot), order)
+        return [d for d, _ in await self.store.viewed(docs, self.policy.tenant(principal))], total
 
     async def reembed(self, principal: Principal, progress: Progress | None = None, *, force: bool = False) -> int:
         """Embed every process lacking a vector of the current model (all of them after a model

@@ -21,6 +21,7 @@ from robot_mcp_memory.tools.results import (
     Refusal,
     Reindexed,
     SavedProcess,
+    fleet_reliability,
 )
 
 ProcessId = Annotated[str, Field(min_length=1, max_length=120, description="the process id (a kebab-case slug)")]
@@ -65,6 +66,7 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
                     updated=h.doc.updated,
                     robot=h.doc.robot,
                     markdown=text,
+                    fleet_reliability=fleet_reliability(h.fleet),
                 )
                 for h, text in zip(found.hits, texts, strict=True)
             ],
@@ -76,9 +78,15 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
     async def get_process(ctx: Context, id: ProcessId) -> ProcessDocument | Refusal:  # type: ignore[type-arg]
         """Get one process document as markdown by its id. Returns {"error": "not_found"} if no such
         process exists (or it belongs to another group)."""
-        doc = await svc.get(principal_of(ctx), id)
+        view = await svc.view(principal_of(ctx), id, history=False)
+        doc = view.doc
         (text,) = await svc.markdown([doc])
-        return ProcessDocument(id=doc.id, markdown=text, reliability=round(doc.reliability, 4))
+        return ProcessDocument(
+            id=doc.id,
+            markdown=text,
+            reliability=round(doc.reliability, 4),
+            fleet_reliability=fleet_reliability(view.fleet),
+        )
 
     @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False))
     @refusals
@@ -116,14 +124,17 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
         ] = "",
     ) -> Outcome | Refusal:
         """Record whether a mission that followed this process succeeded, so reliable processes rank
-        higher and flaky ones lose weight. A note is appended, dated, under '## Outcome log'."""
-        doc = await svc.record_outcome(principal_of(ctx), id, success, note)
+        higher and flaky ones lose weight. A note is appended, dated, under '## Outcome log'; on a
+        fleet-wide 'shared' document it is attributed to your robot and shown only to your group."""
+        view = await svc.record_outcome_view(principal_of(ctx), id, success, note)
+        doc = view.doc
         return Outcome(
             id=doc.id,
             success_count=doc.success_count,
             failure_count=doc.failure_count,
             reliability=round(doc.reliability, 4),
             last_used=doc.last_used,
+            fleet_reliability=fleet_reliability(view.fleet),
         )
 
     @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False))

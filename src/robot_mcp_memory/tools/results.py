@@ -7,7 +7,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, Field
 
-from robot_mcp_memory import views
+from robot_mcp_memory import docmodel, views
 from robot_mcp_memory.services.lessons import Answer
 from robot_mcp_memory.views import GroupInfo as GroupInfo  # shared with REST (re-exported)
 from robot_mcp_memory.views import ProcessSummary as ProcessSummary
@@ -31,6 +31,11 @@ class ProcessMatch(BaseModel):
     updated: str
     robot: str
     markdown: str = Field(description="the full process document, to use as advice")
+    fleet_reliability: float | None = Field(
+        default=None,
+        description="a fleet-wide 'shared' document seen by a robot token: the reliability over every group's "
+        "outcomes (`reliability` and the counts are this robot's group's view); null otherwise",
+    )
 
 
 class FoundProcesses(BaseModel):
@@ -42,6 +47,11 @@ class ProcessDocument(BaseModel):
     id: str
     markdown: str
     reliability: float
+    fleet_reliability: float | None = Field(
+        default=None,
+        description="a fleet-wide 'shared' document seen by a robot token: the reliability over every group's "
+        "outcomes (`reliability` and the counts are this robot's group's view); null otherwise",
+    )
 
 
 class SavedProcess(ProcessSummary):
@@ -63,6 +73,16 @@ class Outcome(BaseModel):
     failure_count: int
     reliability: float
     last_used: str
+    fleet_reliability: float | None = Field(
+        default=None,
+        description="a fleet-wide 'shared' document seen by a robot token: the reliability over every group's "
+        "outcomes (`reliability` and the counts are this robot's group's view); null otherwise",
+    )
+
+
+def fleet_reliability(fleet: tuple[int, int] | None) -> float | None:
+    """The fleet-wide reliability beside a group's view of a shared document (None: no such view)."""
+    return None if fleet is None else round(docmodel.reliability(*fleet), 4)
 
 
 class Deleted(BaseModel):

@@ -72,12 +72,16 @@ class OutcomeEntry(BaseModel):
     when: str
     success: bool
     note: str
+    robot: str = Field(default="", description="the robot whose token recorded it ('' for an operator or not known)")
+    group: str = Field(default="", description="that robot's group when it recorded it ('' when ungrouped)")
 
 
 class ProcessDetail(ProcessSummary):
     markdown: str = Field(description="the document as stored (frontmatter + body)")
     html: str = Field(description="the body rendered to safe HTML (all source text escaped)")
-    outcomes: list[OutcomeEntry] = Field(description="the '## Outcome log' lines, oldest first")
+    outcomes: list[OutcomeEntry] = Field(
+        description="the outcome records this caller may see, oldest first (those with a note are the '## Outcome log')"
+    )
 
 
 class OutcomeHistory(BaseModel):
@@ -87,6 +91,9 @@ class OutcomeHistory(BaseModel):
     reliability: float
     last_used: str
     outcomes: list[OutcomeEntry]
+    fleet_reliability: float | None = Field(
+        default=None, description="a shared document seen by a robot token: the reliability over every group"
+    )
 
 
 class SearchHit(BaseModel):

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import re
-from collections import Counter
 from typing import Literal
 
 from pydantic import Field
 
-from robot_mcp_memory.docmodel import MAX_ID, OUTCOME_HEADING, ProcessDoc
-from robot_mcp_memory.services.processes import MAX_K, MAX_LIMIT
+from robot_mcp_memory import docmodel
+from robot_mcp_memory.docmodel import MAX_ID
+from robot_mcp_memory.services.processes import MAX_K, MAX_LIMIT, Viewed
 from robot_mcp_memory.web import markdown
 from robot_mcp_memory.web.context import WebContext
 from robot_mcp_memory.web.models import (
@@ -34,10 +33,6 @@ from robot_mcp_memory.web.models import (
     SearchResult,
 )
 from robot_mcp_memory.web.routing import Api, Call, NoArgs, NoBody
-
-_OUTCOME_LINE = re.compile(r"^-\s+(\S+)\s+(success|failure):\s?(.*)$")
-#: How many processes the outcomes-over-time chart reads at most (most recently updated first).
-TIMELINE_SCAN = 2000
 
 
 class ListArgs(Args):
@@ -62,20 +57,16 @@ class TimelineArgs(Args):
 
 
 def outcome_log(body: str) -> list[OutcomeEntry]:
-    """The lines under ``## Outcome log`` (written by record_outcome with a note), oldest first."""
-    entries: list[OutcomeEntry] = []
-    inside = False
-    for line in body.split("\n"):
-        if line.strip() == OUTCOME_HEADING:
-            inside = True
-            continue
-        if inside and line.startswith("#"):
-            inside = False
-        if inside:
-            m = _OUTCOME_LINE.match(line.strip())
-            if m:
-                entries.append(OutcomeEntry(when=m.group(1), success=m.group(2) == "success", note=m.group(3)))
-    return entries
+    """The lines under ``## Outcome log`` of a rendered body, oldest first."""
+    return entries(docmodel.split_outcome_log(body)[1])
+
+
+def entries(records: list[docmodel.OutcomeEntry]) -> list[OutcomeEntry]:
+    """Outcome records as the REST API shows them, oldest first."""
+    return [
+        OutcomeEntry(when=e.when, success=e.success, note=e.note, robot=e.robot if e.tenant else "", group=e.group)
+        for e in records
+    ]
 
 
 def last_days(n: int, today: dt.date | None = None) -> list[str]:
@@ -111,23 +102,26 @@ def _mode_reason(mode: str) -> str:
     )
 
 
-def _detail(doc: ProcessDoc) -> ProcessDetail:
+def _detail(view: Viewed) -> ProcessDetail:
+    doc = view.doc
     return ProcessDetail(
         **ProcessSummary._fields(doc),
         markdown=doc.render(),
         html=markdown.render(doc.body),
-        outcomes=outcome_log(doc.body),
+        outcomes=entries(view.outcomes),
     )
 
 
-def _history(doc: ProcessDoc) -> OutcomeHistory:
+def _history(view: Viewed) -> OutcomeHistory:
+    doc = view.doc
     return OutcomeHistory(
         id=doc.id,
         success_count=doc.success_count,
         failure_count=doc.failure_count,
         reliability=round(doc.reliability, 4),
         last_used=doc.last_used,
-        outcomes=outcome_log(doc.body),
+        outcomes=entries(view.outcomes),
+        fleet_reliability=None if view.fleet is None else round(docmodel.reliability(*view.fleet), 4),
     )
 
 
@@ -179,26 +173,15 @@ def register(api: Api, ctx: WebContext) -> None:
         summary="Logged outcomes per day", tag=tag,
     )  # fmt: skip
     async def outcomes_timeline(call: Call[TimelineArgs, NoBody]) -> OutcomeTimeline:
-        """Successes and failures per calendar day (UTC) over the last `days`, from the outcome logs of the
-        processes this caller can see (outcomes recorded with a note are dated; bare counter
-        bumps are not, and are not in this chart)."""
-        counts: Counter[tuple[str, bool]] = Counter()
-        scanned = 0
-        while scanned < TIMELINE_SCAN:
-            docs, _ = await service.list(call.principal, MAX_LIMIT, scanned)
-            if not docs:
-                break
-            scanned += len(docs)
-            for d in docs:
-                for e in outcome_log(d.body):
-                    counts[(e.when[:10], e.success)] += 1
+        """Successes and failures per calendar day (UTC) over the last `days`, from the outcome records
+        of the processes this caller can see (every outcome recorded since outcome records exist;
+        from before them, those that were logged with a note)."""
+        axis = last_days(call.args.days)
+        counts, processes = await service.outcome_days(call.principal, axis[0])
         return OutcomeTimeline(
-            days=[
-                DayCount(day=d, success=counts[(d, True)], failure=counts[(d, False)])
-                for d in last_days(call.args.days)
-            ],
-            processes_scanned=scanned,
-            note="dated outcomes come from '## Outcome log' lines (record_outcome with a note)",
+            days=[DayCount(day=d, success=counts[(d, True)], failure=counts[(d, False)]) for d in axis],
+            processes_scanned=processes,
+            note="dated outcomes come from the outcome records (before they existed: record_outcome with a note)",
         )
 
     @api.route(
@@ -207,19 +190,18 @@ def register(api: Api, ctx: WebContext) -> None:
     )  # fmt: skip
     async def get_process(call: Call[IdArgs, NoBody]) -> ProcessDetail:
         """The document as markdown, its body as safe HTML, and its outcome log."""
-        doc = await service.get(call.principal, call.args.id)
+        view = await service.view(call.principal, call.args.id)
         # Rendering is pure-Python work that grows with the document (a stored frontmatter of
         # thousands of values, a 200,000-character body): on the documents lane, off the loop.
-        return await service.in_lane(lambda: _detail(doc))
+        return await service.in_lane(lambda: _detail(view))
 
     @api.route(
         "GET", "/api/processes/{id}/outcomes", args=IdArgs, body=NoBody, response=OutcomeHistory,
         summary="Outcome history", tag=tag, errors=(404,),
     )  # fmt: skip
     async def outcome_history(call: Call[IdArgs, NoBody]) -> OutcomeHistory:
-        """Counters and the parsed '## Outcome log' lines of one process."""
-        doc = await service.get(call.principal, call.args.id)
-        return _history(doc)
+        """Counters and the outcome records of one process (those this caller may see), oldest first."""
+        return _history(await service.view(call.principal, call.args.id))
 
     @api.route(
         "POST", "/api/processes/{id}/outcomes", args=IdArgs, body=OutcomeBody, response=OutcomeHistory,
@@ -227,8 +209,9 @@ def register(api: Api, ctx: WebContext) -> None:
     )  # fmt: skip
     async def record_outcome(call: Call[IdArgs, OutcomeBody]) -> OutcomeHistory:
         """record_outcome over REST: count a success or failure (a note also logs a dated line)."""
-        doc = await service.record_outcome(call.principal, call.args.id, call.body.success, call.body.note)
-        return _history(doc)
+        return _history(
+            await service.record_outcome_view(call.principal, call.args.id, call.body.success, call.body.note)
+        )
 
     @api.route(
         "POST", "/api/processes", args=NoArgs, body=SaveBody, response=SavedProcess, summary="Save a process",
