@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -67,6 +68,11 @@ MAX_SSE_STREAMS = 1000
 #: robot filled every slot and the rest of the fleet, the admin too, got 503 for 30 minutes. A
 #: robot needs one or two; unscoped callers (the admin, an open server) have the global caps only.
 MAX_PER_ROBOT = 50
+#: Answers an SSE session may owe its client at once: calls posted and not yet written to its
+#: stream. mcp answers each call in a task that holds the result until the stream takes it, so a
+#: client that posts and never reads its stream would otherwise make the server hold every answer
+#: (`SseBacklog`); a stream that stays unread is then cut (`serve.WriteDeadline`).
+MAX_SSE_BACKLOG = 32
 
 
 def _robot_of(scope: Scope) -> str | None:
@@ -137,6 +143,95 @@ class SseCap:
             self.open -= 1
             if robot is not None:
                 _release(self.by_robot, robot)
+
+
+#: An answer in an SSE stream as mcp writes it (``JSONRPCResponse``/``JSONRPCError`` dumped with
+#: ``jsonrpc`` and ``id`` first): a request or a notification from the server carries ``method``
+#: after them instead.
+_SSE_ANSWER = re.compile(rb'data: ?\{"jsonrpc":"2\.0","id":(?:-?\d+|"(?:[^"\\]|\\.)*"),"(?:result|error)"')
+_SSE_SESSION = re.compile(rb"session_id=([0-9a-f]{32})")
+
+
+class SseBacklog:
+    """Refuses a call posted to an SSE session (``POST /messages/?session_id=…``) with 503 while
+    that session owes its client `limit` answers (pure ASGI). A session's debt is the requests
+    posted to it (answered 202 by mcp) less the answers written to its stream; the stream's
+    session id is read from its first event (mcp's ``endpoint`` event). A client that reads its
+    stream is never refused while it keeps fewer than `limit` calls open; one that does not read
+    is refused from then on, so the server holds at most `limit` answers for it, and its stream
+    is cut once its writing stays paused (`serve.WriteDeadline`)."""
+
+    def __init__(self, app: ASGIApp, limit: int = MAX_SSE_BACKLOG, stream: str = "/sse", post: str = "/messages/"):
+        self.app = app
+        self.limit = limit
+        self.stream = stream
+        self.post = post
+        self.owed: dict[str, int] = {}  # session id (hex) → answers owed, for each open stream
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("method") == "GET" and scope.get("path") == self.stream:
+            await self._stream(scope, receive, send)
+        elif scope["type"] == "http" and scope.get("method") == "POST" and scope.get("path", "").startswith(self.post):
+            await self._posted(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+    async def _stream(self, scope: Scope, receive: Receive, send: Send) -> None:
+        session: str | None = None
+
+        async def counting(message: Message) -> None:
+            nonlocal session
+            body = message.get("body", b"") if message["type"] == "http.response.body" else b""
+            if body and session is None:
+                found = _SSE_SESSION.search(body)
+                if found is not None:
+                    session = found.group(1).decode()
+                    self.owed[session] = 0
+            await send(message)
+            if body and session is not None and session in self.owed:
+                answered = len(_SSE_ANSWER.findall(body))
+                if answered:
+                    self.owed[session] = max(0, self.owed[session] - answered)
+
+        try:
+            await self.app(scope, receive, counting)
+        finally:
+            if session is not None:
+                self.owed.pop(session, None)
+
+    async def _posted(self, scope: Scope, receive: Receive, send: Send) -> None:
+        query = scope.get("query_string", b"")
+        found = _SSE_SESSION.search(query) if isinstance(query, bytes) else None
+        session = found.group(1).decode() if found is not None else None
+        if session is None or session not in self.owed:
+            await self.app(scope, receive, send)
+            return
+        if self.owed[session] >= self.limit:
+            detail = (
+                f"this SSE session owes {self.limit} answers its client has not read from its stream; "
+                "read the stream (GET /sse), then retry"
+            )
+            await JSONResponse({"error": "busy", "detail": detail}, status_code=503)(scope, receive, send)
+            return
+        body: list[bytes] = []
+
+        async def reading() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                body.append(message.get("body", b""))
+            return message
+
+        async def noting(message: Message) -> None:
+            if (
+                message["type"] == "http.response.start"
+                and message.get("status") == 202
+                and session in self.owed
+                and message_id(b"".join(body), of_request=True) is not None
+            ):
+                self.owed[session] += 1
+            await send(message)
+
+        await self.app(scope, reading, noting)
 
 
 class SessionCap:
@@ -689,7 +784,10 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
         return session_id in manager._server_instances
 
     app = SessionCap(
-        SseCap(StrictNumbers(Starlette(routes=routes, lifespan=lifespan)), security=mcp.settings.transport_security),
+        SseCap(
+            StrictNumbers(SseBacklog(Starlette(routes=routes, lifespan=lifespan))),
+            security=mcp.settings.transport_security,
+        ),
         live,
     )
     return web.protect(McpHosts(app, HostGuard(memory.settings.allowed_hosts)), auth)
