@@ -22,7 +22,7 @@ from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.fastmcp.utilities.func_metadata import FuncMetadata
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from mcp.types import CallToolResult, ContentBlock, TextContent
+from mcp.types import CallToolResult, ContentBlock, JSONRPCMessage, TextContent
 from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
@@ -325,9 +325,15 @@ class StrictNumbers:
     def __init__(self, app: ASGIApp, paths: tuple[str, ...] = ("/mcp", "/messages/")) -> None:
         self.app = app
         self.paths = paths
+        self.bad_messages = BadMessageLog()
+
+    def _guarded(self, path: str) -> bool:
+        """`paths`, a path ending in ``/`` standing for everything under it: mcp's SSE endpoint
+        takes a POST to ``/messages/<anything>``, which skipped every check here."""
+        return any(path == p or (p.endswith("/") and path.startswith(p)) for p in self.paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") != "POST" or scope.get("path") not in self.paths:
+        if scope["type"] != "http" or scope.get("method") != "POST" or not self._guarded(scope.get("path", "")):
             await self.app(scope, receive, send)
             return
         chunks: list[bytes] = []
@@ -356,8 +362,67 @@ class StrictNumbers:
             error = {"jsonrpc": "2.0", "id": message_id(body), "error": {"code": -32600, "message": problem}}
             await JSONResponse(error, status_code=400)(scope, receive, send)
             return
+        refusal = None if more else unreadable(body, sse=scope.get("path", "").startswith("/messages/"))
+        if refusal is not None:
+            code, reason = refusal
+            self.bad_messages.note(scope.get("path", ""), reason)
+            error = {"jsonrpc": "2.0", "id": message_id(body), "error": {"code": code, "message": reason}}
+            await JSONResponse(error, status_code=400)(scope, receive, send)
+            return
         replay: list[Message] = [{"type": "http.request", "body": body, "more_body": more}]
         await self.app(scope, _replay(replay, receive), send)
+
+
+#: A JSON string escape of a UTF-16 surrogate (``\\ud800``-``\\udfff``): only a body with one can
+#: hold a lone surrogate, which no answer can carry.
+_SURROGATE_ESCAPE = re.compile(rb"\\[uU][dD][89a-fA-F]")
+
+
+def unreadable(body: bytes, *, sse: bool) -> tuple[int, str] | None:
+    """(JSON-RPC error code, reason) for a POSTed body mcp cannot answer properly, or None:
+    bytes that are not UTF-8 (mcp's Streamable HTTP transport answered 500); a request whose id
+    holds a lone surrogate (its tool ran, and the answer, which cannot be encoded, was an empty
+    200); with `sse`, a body that is not a JSON-RPC message (mcp's SSE transport answers 400 but
+    also pushes an "Internal Server Error" notification into the session and logs a traceback,
+    for every such POST)."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return -32700, "parse error: the body is not UTF-8 text; send JSON encoded as UTF-8"
+    if _SURROGATE_ESCAPE.search(body):
+        try:
+            raw = json.loads(body)
+        except (ValueError, RecursionError):
+            raw = None
+        rid = raw.get("id") if isinstance(raw, dict) else None
+        if isinstance(rid, str) and message_id(body) is None:
+            return -32600, "invalid request: the id holds a lone surrogate (\\ud800-\\udfff), which no answer can carry"
+    if sse:
+        try:
+            JSONRPCMessage.model_validate_json(body)
+        except ValidationError:
+            return -32600, "invalid request: the body is not a JSON-RPC message (a request, notification or response)"
+    return None
+
+
+class BadMessageLog:
+    """``transport.bad_message`` lines, at most one per `every_s` seconds: each refused body was
+    logged (with a traceback) and a client could flood the log. The line after a quiet spell says
+    how many were refused in between (`suppressed`)."""
+
+    def __init__(self, every_s: float = 60.0) -> None:
+        self.every_s = every_s
+        self.last: float | None = None
+        self.suppressed = 0
+
+    def note(self, path: str, reason: str) -> None:
+        now = time.monotonic()
+        if self.last is not None and now - self.last < self.every_s:
+            self.suppressed += 1
+            return
+        _log.warning("transport.bad_message", path=path, reason=reason, suppressed=self.suppressed)
+        self.last = now
+        self.suppressed = 0
 
 
 #: A body with fewer brackets than this cannot nest deeply enough to trouble Python's parser
