@@ -138,6 +138,25 @@ class StoreUnreadable(StorageError):
         self.reason = reason
 
 
+class ForeignWal(StoreUnreadable):
+    """The database file is a copy made by ``backup`` (restored into the data directory) and a
+    ``-wal`` left by the server that used the directory before lies beside it: SQLite would
+    replay that server's last writes onto the restored copy. The remedy is to move the leftover
+    files aside — never to restore again, which would meet the same ``-wal``."""
+
+    def __init__(self, path: str) -> None:
+        name = PurePath(path).name
+        self.remedy = f"Move {name}-wal and {name}-shm out of the data directory (or delete them), then start again."
+        StorageError.__init__(
+            self,
+            f"{path} is a copy made by `robot-mcp-memory backup`, and {name}-wal beside it was left by the "
+            f"server that used this directory before: opened together, that server's last writes would be "
+            f"replayed onto the restored copy. {self.remedy} The files were not modified.",
+        )
+        self.path = path
+        self.reason = f"{name}-wal beside it belongs to another database"
+
+
 class StoreNotWritable(StorageError):
     """The database file, or the directory it lives in, cannot be written (a read-only mount, an
     immutable file, missing permissions). SQLite needs to create ``<file>-wal`` and ``<file>-shm``

@@ -53,6 +53,7 @@ from typing import Any, TypeVar
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.errors import (
+    ForeignWal,
     MigrationFailed,
     SchemaTooNew,
     StorageError,
@@ -339,6 +340,7 @@ class SqliteStore:
         new = not (path.exists() and path.stat().st_size > 0)
         if new and path.exists():
             self._refuse_emptied(path)
+        _refuse_foreign_wal(path)
         if not new:
             seen = self._inspect(path, started)  # ours, whole, not too new: checked before anything writes
             if seen > len(self.migrations):
@@ -513,6 +515,7 @@ class SqliteStore:
             raise StoreUnreadable(spath, "it is a directory, not a file")
         if not path.exists() or path.stat().st_size == 0:
             raise StoreUnreadable(spath, "there is no database in it")
+        _refuse_foreign_wal(path)
         self._view = read_view(path)
         version = self._inspect(path, started)
         target = len(self.migrations)
@@ -1018,6 +1021,23 @@ def _short(exc: BaseException) -> str:
 def now_iso(ts: float | None = None) -> str:
     """UTC timestamp with second precision, the format every table uses."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if ts is None else ts))
+
+
+def _refuse_foreign_wal(path: Path) -> None:
+    """Raise `ForeignWal` when `path` is a copy made by ``backup`` and a non-empty ``-wal`` lies
+    beside it. ``backup`` writes its copies in rollback-journal mode (header bytes 18-19 are 1)
+    and a store it opens is switched to WAL for good (2), so a WAL holding frames beside a file
+    in journal mode was written for another file: SQLite replays any WAL whose own checksums
+    hold, onto whatever file it lies beside (a crashed server's state over the restored backup)."""
+    if _size(path.with_name(path.name + "-wal")) == 0:
+        return
+    try:
+        with path.open("rb") as f:
+            header = f.read(20)
+    except OSError:
+        return  # SQLite's own open says what is wrong with the file
+    if header.startswith(b"SQLite format 3\x00") and header[18:20] == b"\x01\x01":
+        raise ForeignWal(str(path))
 
 
 def _size(path: Path) -> int:
