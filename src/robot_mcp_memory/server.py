@@ -69,10 +69,13 @@ MAX_SSE_STREAMS = 1000
 #: robot needs one or two; unscoped callers (the admin, an open server) have the global caps only.
 MAX_PER_ROBOT = 50
 #: Answers an SSE session may owe its client at once: calls posted and not yet written to its
-#: stream. mcp answers each call in a task that holds the result until the stream takes it, so a
-#: client that posts and never reads its stream would otherwise make the server hold every answer
-#: (`SseBacklog`); a stream that stays unread is then cut (`serve.WriteDeadline`).
-MAX_SSE_BACKLOG = 32
+#: stream. mcp answers each call in a task that holds the result until the stream takes it (a
+#: large `get_process` answer costs ~2.5 MB meanwhile), so a client that posts and never reads
+#: its stream would otherwise make the server hold every answer (`SseBacklog`); a stream that
+#: stays unread is then cut (`serve.WriteDeadline`). A robot's calls come one after another.
+MAX_SSE_BACKLOG = 8
+#: Answers owed over all the SSE streams of one scoped robot (it may hold `MAX_PER_ROBOT`).
+MAX_SSE_BACKLOG_PER_ROBOT = 32
 
 
 def _robot_of(scope: Scope) -> str | None:
@@ -154,19 +157,32 @@ _SSE_SESSION = re.compile(rb"session_id=([0-9a-f]{32})")
 
 class SseBacklog:
     """Refuses a call posted to an SSE session (``POST /messages/?session_id=…``) with 503 while
-    that session owes its client `limit` answers (pure ASGI). A session's debt is the requests
+    that session owes its client `limit` answers, or the scoped robot that opened it owes
+    `per_robot` over all its streams (pure ASGI). A session's debt is the requests
     posted to it (answered 202 by mcp) less the answers written to its stream; the stream's
     session id is read from its first event (mcp's ``endpoint`` event). A client that reads its
     stream is never refused while it keeps fewer than `limit` calls open; one that does not read
     is refused from then on, so the server holds at most `limit` answers for it, and its stream
     is cut once its writing stays paused (`serve.WriteDeadline`)."""
 
-    def __init__(self, app: ASGIApp, limit: int = MAX_SSE_BACKLOG, stream: str = "/sse", post: str = "/messages/"):
+    def __init__(
+        self,
+        app: ASGIApp,
+        limit: int = MAX_SSE_BACKLOG,
+        per_robot: int = MAX_SSE_BACKLOG_PER_ROBOT,
+        stream: str = "/sse",
+        post: str = "/messages/",
+    ) -> None:
         self.app = app
         self.limit = limit
+        self.per_robot = per_robot
         self.stream = stream
         self.post = post
         self.owed: dict[str, int] = {}  # session id (hex) → answers owed, for each open stream
+        self.robot_of: dict[str, str] = {}  # session id → the scoped robot that opened it
+
+    def robot_owes(self, robot: str) -> int:
+        return sum(n for sid, n in self.owed.items() if self.robot_of.get(sid) == robot)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope.get("method") == "GET" and scope.get("path") == self.stream:
@@ -187,6 +203,9 @@ class SseBacklog:
                 if found is not None:
                     session = found.group(1).decode()
                     self.owed[session] = 0
+                    robot = _robot_of(scope)
+                    if robot is not None:
+                        self.robot_of[session] = robot
             await send(message)
             if body and session is not None and session in self.owed:
                 answered = len(_SSE_ANSWER.findall(body))
@@ -198,6 +217,7 @@ class SseBacklog:
         finally:
             if session is not None:
                 self.owed.pop(session, None)
+                self.robot_of.pop(session, None)
 
     async def _posted(self, scope: Scope, receive: Receive, send: Send) -> None:
         query = scope.get("query_string", b"")
@@ -206,10 +226,11 @@ class SseBacklog:
         if session is None or session not in self.owed:
             await self.app(scope, receive, send)
             return
-        if self.owed[session] >= self.limit:
+        robot = self.robot_of.get(session)
+        if self.owed[session] >= self.limit or (robot is not None and self.robot_owes(robot) >= self.per_robot):
             detail = (
-                f"this SSE session owes {self.limit} answers its client has not read from its stream; "
-                "read the stream (GET /sse), then retry"
+                "answers to this robot's calls wait unread in its SSE stream"
+                f"{'' if self.owed[session] >= self.limit else 's'}; read the stream (GET /sse), then retry"
             )
             await JSONResponse({"error": "busy", "detail": detail}, status_code=503)(scope, receive, send)
             return
