@@ -18,7 +18,7 @@ import pytest
 from robot_mcp_memory.serve import WRITE_STALL_S
 from robot_mcp_memory.server import MAX_SSE_BACKLOG
 from tests.conftest import doc
-from tests.e2e.harness import HOST, ServerProcess, http_session, initialize_request
+from tests.e2e.harness import HOST, ServerProcess, http_session, initialize_request, sse_session
 
 pytestmark = pytest.mark.e2e
 
@@ -140,3 +140,16 @@ async def test_a_client_that_never_reads_its_sse_stream_is_refused_then_cut_and_
             # The session is gone with its stream: nothing is held for it any more.
             assert (await http.post(url, json={"jsonrpc": "2.0", "method": "ping", "id": 1})).status_code == 404
     assert (await anyio.to_thread.run_sync(lambda: httpx.get(server.url("/healthz")))).status_code == 200
+
+
+async def test_a_client_that_reads_its_sse_stream_is_never_refused(server: ServerProcess) -> None:
+    """Every answer written to the stream frees its slot: calls one after another, and as many at
+    once as the bound allows, far past it in all."""
+    async with sse_session(server) as client:
+        for _ in range(3 * MAX_SSE_BACKLOG):
+            assert "error" not in await client.call("list_processes")
+        for _ in range(3):
+            async with anyio.create_task_group() as tg:
+                for _ in range(MAX_SSE_BACKLOG):
+                    tg.start_soon(client.call, "list_processes")
+        assert "error" not in await client.call("list_processes")
