@@ -15,6 +15,7 @@
      └── StorageError               storage
           ├── SchemaTooNew          storage
           ├── StoreUnreadable       storage
+          │    └── ForeignWal       storage   (a restored backup beside another file's -wal: move it aside)
           ├── StoreNotWritable      storage
           ├── StoreBusy             storage   (opening: another process kept the write lock; retry)
           ├── StoreWriteFailed      storage   (opening: the disk refused a write — full; the file is fine)
