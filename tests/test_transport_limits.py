@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 import anyio
+import anyio.abc
 from starlette.types import Message, Receive, Scope, Send
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.principal import ADMIN, Principal
-from robot_mcp_memory.server import SessionCap, SseCap, build_server
+from robot_mcp_memory.server import SessionCap, SseBacklog, SseCap, build_server
 
 
 def test_transport_limits_are_mcp_defaults_or_tighter(memory: Memory) -> None:
@@ -161,3 +162,88 @@ async def test_opening_requests_sent_at_once_count_before_any_answer() -> None:
     assert fake.statuses == [503, 200, 200]
     assert cap.opening == {}
     assert cap.open_sessions("a") == 2
+
+
+class SseStreams:
+    """mcp's SSE endpoints as `SseBacklog` sees them: ``GET /sse`` writes the endpoint event
+    (then each answer `answer` is told to write), a POST to ``/messages/`` is answered 202."""
+
+    def __init__(self) -> None:
+        self.answers: dict[str, anyio.abc.ObjectSendStream[bytes]] = {}
+        self.opened = anyio.Event()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] == "POST":
+            await receive()  # mcp reads the message, then answers 202 and hands it on
+            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.body", "body": b"Accepted"})
+            return
+        sid = scope["query_string"].decode()
+        writer, reader = anyio.create_memory_object_stream[bytes](10)
+        self.answers[sid] = writer
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        endpoint = f"event: endpoint\r\ndata: /messages/?session_id={sid}\r\n\r\n".encode()
+        await send({"type": "http.response.body", "body": endpoint, "more_body": True})
+        self.opened.set()
+        async for data in reader:
+            await send({"type": "http.response.body", "body": data, "more_body": True})
+
+    async def answer(self, sid: str, rid: int) -> None:
+        await self.answers[sid].send(
+            f'event: message\r\ndata: {{"jsonrpc":"2.0","id":{rid},"result":{{}}}}\r\n\r\n'.encode()
+        )
+
+
+async def test_an_sse_session_that_owes_its_client_too_many_answers_is_refused_until_one_is_written() -> None:
+    streams = SseStreams()
+    guard = SseBacklog(streams, limit=2, per_robot=3)
+    statuses: list[int] = []
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.start" and message["status"] != 200:
+            statuses.append(message["status"])
+
+    def scope_of(method: str, path: str, query: str, robot: str = "a") -> Scope:
+        return {
+            "type": "http",
+            "method": method,
+            "path": path,
+            "query_string": query.encode(),
+            "headers": [],
+            "principal": Principal.robot(robot),
+        }
+
+    async def post(sid: str, rid: int, robot: str = "a") -> None:
+        body = b'{"jsonrpc": "2.0", "id": %d, "method": "ping"}' % rid
+
+        async def receive() -> Message:
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await guard(scope_of("POST", "/messages/", f"session_id={sid}", robot), receive, send)
+
+    async def never() -> Message:
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    s1, s2, s3 = ("1" * 32, "2" * 32, "3" * 32)
+    async with anyio.create_task_group() as tg:
+        for sid, robot in ((s1, "a"), (s2, "a"), (s3, "b")):
+            streams.opened = anyio.Event()
+            tg.start_soon(guard, scope_of("GET", "/sse", sid, robot), never, send)
+            await streams.opened.wait()
+        await post(s1, 1)
+        await post(s1, 2)
+        await post(s1, 3)  # s1 owes 2: refused
+        assert statuses == [202, 202, 503]
+        await streams.answer(s1, 1)
+        await anyio.wait_all_tasks_blocked()
+        await post(s1, 4)  # one answer was written: s1 owes 1 again
+        await post(s2, 5)  # s2 owes 1: robot a owes 3 over its two streams
+        await post(s2, 6)  # refused for robot a, though s2 itself owes only 1
+        await post(s3, 7)  # robot b owes nothing
+        assert statuses == [202, 202, 503, 202, 202, 503, 202]
+        await post("f" * 32, 8)  # not a stream this guard saw: mcp answers (404 there)
+        assert statuses[-1] == 202
+        tg.cancel_scope.cancel()
+    assert guard.owed == {}
+    assert guard.robot_of == {}

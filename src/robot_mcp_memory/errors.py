@@ -16,6 +16,7 @@
           ├── StoreFailed           storage   (at run time: a read or write failed; says the next step)
           ├── SchemaTooNew          storage
           ├── StoreUnreadable       storage
+          │    └── ForeignWal       storage   (a restored backup beside another file's -wal: move it aside)
           ├── StoreNotWritable      storage
           ├── StoreBusy             storage   (opening: another process kept the write lock; retry)
           ├── StoreWriteFailed      storage   (opening: the disk refused a write — full; the file is fine)
@@ -150,6 +151,25 @@ class StoreUnreadable(StorageError):
         )
         self.path = path
         self.reason = reason
+
+
+class ForeignWal(StoreUnreadable):
+    """The database file is a copy made by ``backup`` (restored into the data directory) and a
+    ``-wal`` left by the server that used the directory before lies beside it: SQLite would
+    replay that server's last writes onto the restored copy. The remedy is to move the leftover
+    files aside — never to restore again, which would meet the same ``-wal``."""
+
+    def __init__(self, path: str) -> None:
+        name = PurePath(path).name
+        self.remedy = f"Move {name}-wal and {name}-shm out of the data directory (or delete them), then start again."
+        StorageError.__init__(
+            self,
+            f"{path} is a copy made by `robot-mcp-memory backup`, and {name}-wal beside it was left by the "
+            f"server that used this directory before: opened together, that server's last writes would be "
+            f"replayed onto the restored copy. {self.remedy} The files were not modified.",
+        )
+        self.path = path
+        self.reason = f"{name}-wal beside it belongs to another database"
 
 
 class StoreNotWritable(StorageError):

@@ -31,6 +31,9 @@ _log = logs.get("robot_mcp_memory.serve")
 GRACEFUL_SHUTDOWN_S = 5
 #: Seconds a connection gets to send a request's headers (`HeaderDeadline`).
 HEADERS_TIMEOUT_S = 10.0
+#: Seconds a connection's writing may stay paused — its client reads nothing while the kernel's
+#: buffers and uvicorn's (64 KiB) are full — before it is cut (`WriteDeadline`).
+WRITE_STALL_S = 10.0
 
 
 class HeaderDeadline(H11Protocol):
@@ -78,6 +81,45 @@ class HeaderDeadline(H11Protocol):
         self._deadline = None
         if self._waiting() and not self.transport.is_closing():
             self.transport.close()
+
+
+class WriteDeadline(HeaderDeadline):
+    """`HeaderDeadline` that also cuts a client that stopped reading. uvicorn stops an answer's
+    writer while the transport's buffer is over its high-water mark (asyncio's `pause_writing`),
+    so bytes do not pile up in the transport; but everything waiting to be written behind that
+    writer does (mcp answers each call in a task of its own, which then holds its result until
+    the stream takes it: an SSE client that read nothing grew the server by 2 GB). Writing that
+    stays paused for `write_stall_s` aborts the connection: the app sees the client leave, and
+    what waited for it is released. A client that reads, however slowly, resumes the writing and
+    is never cut."""
+
+    write_stall_s = WRITE_STALL_S
+    _stall: asyncio.TimerHandle | None = None
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._stall is None:
+            self._stall = self.loop.call_later(self.write_stall_s, self._stalled)
+
+    def resume_writing(self) -> None:
+        self._unstall()
+        super().resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._unstall()
+        super().connection_lost(exc)
+
+    def _unstall(self) -> None:
+        if self._stall is not None:
+            self._stall.cancel()
+            self._stall = None
+
+    def _stalled(self) -> None:
+        self._stall = None
+        if not self.transport.is_closing():
+            path = self.cycle.scope.get("path") if self.cycle is not None else None
+            _log.warning("serve.reader_stalled", path=path, seconds=self.write_stall_s, action="disconnected")
+            self.transport.abort()
 
 
 def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -139,7 +181,7 @@ def uvicorn_config(app: ASGIApp, settings: Settings, lifespan: Literal["auto", "
         log_level="warning",
         lifespan=lifespan,
         log_config=None,
-        http=HeaderDeadline,
+        http=WriteDeadline,
         proxy_headers=bool(proxies),
         forwarded_allow_ips=proxies,
         # Open SSE streams never end on their own: GRACEFUL_SHUTDOWN_S after SIGTERM they are

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -22,7 +23,7 @@ from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.fastmcp.utilities.func_metadata import FuncMetadata
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from mcp.types import CallToolResult, ContentBlock, TextContent
+from mcp.types import CallToolResult, ContentBlock, JSONRPCMessage, TextContent
 from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
@@ -70,6 +71,14 @@ MAX_SSE_STREAMS = 1000
 #: robot filled every slot and the rest of the fleet, the admin too, got 503 for 30 minutes. A
 #: robot needs one or two; unscoped callers (the admin, an open server) have the global caps only.
 MAX_PER_ROBOT = 50
+#: Answers an SSE session may owe its client at once: calls posted and not yet written to its
+#: stream. mcp answers each call in a task that holds the result until the stream takes it (a
+#: large `get_process` answer costs ~2.5 MB meanwhile), so a client that posts and never reads
+#: its stream would otherwise make the server hold every answer (`SseBacklog`); a stream that
+#: stays unread is then cut (`serve.WriteDeadline`). A robot's calls come one after another.
+MAX_SSE_BACKLOG = 8
+#: Answers owed over all the SSE streams of one scoped robot (it may hold `MAX_PER_ROBOT`).
+MAX_SSE_BACKLOG_PER_ROBOT = 32
 
 
 def _robot_of(scope: Scope) -> str | None:
@@ -140,6 +149,113 @@ class SseCap:
             self.open -= 1
             if robot is not None:
                 _release(self.by_robot, robot)
+
+
+#: An answer in an SSE stream as mcp writes it (``JSONRPCResponse``/``JSONRPCError`` dumped with
+#: ``jsonrpc`` and ``id`` first): a request or a notification from the server carries ``method``
+#: after them instead.
+_SSE_ANSWER = re.compile(rb'data: ?\{"jsonrpc":"2\.0","id":(?:-?\d+|"(?:[^"\\]|\\.)*"),"(?:result|error)"')
+_SSE_SESSION = re.compile(rb"session_id=([0-9a-f]{32})")
+
+
+class SseBacklog:
+    """Refuses a call posted to an SSE session (``POST /messages/?session_id=…``) with 503 while
+    that session owes its client `limit` answers, or the scoped robot that opened it owes
+    `per_robot` over all its streams (pure ASGI). A session's debt is the requests
+    posted to it (answered 202 by mcp) less the answers written to its stream; the stream's
+    session id is read from its first event (mcp's ``endpoint`` event). A client that reads its
+    stream is never refused while it keeps fewer than `limit` calls open; one that does not read
+    is refused from then on, so the server holds at most `limit` answers for it, and its stream
+    is cut once its writing stays paused (`serve.WriteDeadline`)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        limit: int = MAX_SSE_BACKLOG,
+        per_robot: int = MAX_SSE_BACKLOG_PER_ROBOT,
+        stream: str = "/sse",
+        post: str = "/messages/",
+    ) -> None:
+        self.app = app
+        self.limit = limit
+        self.per_robot = per_robot
+        self.stream = stream
+        self.post = post
+        self.owed: dict[str, int] = {}  # session id (hex) → answers owed, for each open stream
+        self.robot_of: dict[str, str] = {}  # session id → the scoped robot that opened it
+
+    def robot_owes(self, robot: str) -> int:
+        return sum(n for sid, n in self.owed.items() if self.robot_of.get(sid) == robot)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("method") == "GET" and scope.get("path") == self.stream:
+            await self._stream(scope, receive, send)
+        elif scope["type"] == "http" and scope.get("method") == "POST" and scope.get("path", "").startswith(self.post):
+            await self._posted(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+    async def _stream(self, scope: Scope, receive: Receive, send: Send) -> None:
+        session: str | None = None
+
+        async def counting(message: Message) -> None:
+            nonlocal session
+            body = message.get("body", b"") if message["type"] == "http.response.body" else b""
+            if body and session is None:
+                found = _SSE_SESSION.search(body)
+                if found is not None:
+                    session = found.group(1).decode()
+                    self.owed[session] = 0
+                    robot = _robot_of(scope)
+                    if robot is not None:
+                        self.robot_of[session] = robot
+            await send(message)
+            if body and session is not None and session in self.owed:
+                answered = len(_SSE_ANSWER.findall(body))
+                if answered:
+                    self.owed[session] = max(0, self.owed[session] - answered)
+
+        try:
+            await self.app(scope, receive, counting)
+        finally:
+            if session is not None:
+                self.owed.pop(session, None)
+                self.robot_of.pop(session, None)
+
+    async def _posted(self, scope: Scope, receive: Receive, send: Send) -> None:
+        query = scope.get("query_string", b"")
+        found = _SSE_SESSION.search(query) if isinstance(query, bytes) else None
+        session = found.group(1).decode() if found is not None else None
+        if session is None or session not in self.owed:
+            await self.app(scope, receive, send)
+            return
+        robot = self.robot_of.get(session)
+        if self.owed[session] >= self.limit or (robot is not None and self.robot_owes(robot) >= self.per_robot):
+            detail = (
+                "answers to this robot's calls wait unread in its SSE stream"
+                f"{'' if self.owed[session] >= self.limit else 's'}; read the stream (GET /sse), then retry"
+            )
+            await JSONResponse({"error": "busy", "detail": detail}, status_code=503)(scope, receive, send)
+            return
+        body: list[bytes] = []
+
+        async def reading() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                body.append(message.get("body", b""))
+            return message
+
+        async def noting(message: Message) -> None:
+            if (
+                message["type"] == "http.response.start"
+                and message.get("status") == 202
+                and session in self.owed
+                and message_id(b"".join(body), of_request=True) is not None
+            ):
+                self.owed[session] += 1
+            await send(message)
+
+        await self.app(scope, reading, noting)
 
 
 class SessionCap:
@@ -233,9 +349,15 @@ class StrictNumbers:
     def __init__(self, app: ASGIApp, paths: tuple[str, ...] = ("/mcp", "/messages/")) -> None:
         self.app = app
         self.paths = paths
+        self.bad_messages = BadMessageLog()
+
+    def _guarded(self, path: str) -> bool:
+        """`paths`, a path ending in ``/`` standing for everything under it: mcp's SSE endpoint
+        takes a POST to ``/messages/<anything>``, which skipped every check here."""
+        return any(path == p or (p.endswith("/") and path.startswith(p)) for p in self.paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") != "POST" or scope.get("path") not in self.paths:
+        if scope["type"] != "http" or scope.get("method") != "POST" or not self._guarded(scope.get("path", "")):
             await self.app(scope, receive, send)
             return
         chunks: list[bytes] = []
@@ -264,8 +386,67 @@ class StrictNumbers:
             error = {"jsonrpc": "2.0", "id": message_id(body), "error": {"code": -32600, "message": problem}}
             await JSONResponse(error, status_code=400)(scope, receive, send)
             return
+        refusal = None if more else unreadable(body, sse=scope.get("path", "").startswith("/messages/"))
+        if refusal is not None:
+            code, reason = refusal
+            self.bad_messages.note(scope.get("path", ""), reason)
+            error = {"jsonrpc": "2.0", "id": message_id(body), "error": {"code": code, "message": reason}}
+            await JSONResponse(error, status_code=400)(scope, receive, send)
+            return
         replay: list[Message] = [{"type": "http.request", "body": body, "more_body": more}]
         await self.app(scope, _replay(replay, receive), send)
+
+
+#: A JSON string escape of a UTF-16 surrogate (``\\ud800``-``\\udfff``): only a body with one can
+#: hold a lone surrogate, which no answer can carry.
+_SURROGATE_ESCAPE = re.compile(rb"\\[uU][dD][89a-fA-F]")
+
+
+def unreadable(body: bytes, *, sse: bool) -> tuple[int, str] | None:
+    """(JSON-RPC error code, reason) for a POSTed body mcp cannot answer properly, or None:
+    bytes that are not UTF-8 (mcp's Streamable HTTP transport answered 500); a request whose id
+    holds a lone surrogate (its tool ran, and the answer, which cannot be encoded, was an empty
+    200); with `sse`, a body that is not a JSON-RPC message (mcp's SSE transport answers 400 but
+    also pushes an "Internal Server Error" notification into the session and logs a traceback,
+    for every such POST)."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return -32700, "parse error: the body is not UTF-8 text; send JSON encoded as UTF-8"
+    if _SURROGATE_ESCAPE.search(body):
+        try:
+            raw = json.loads(body)
+        except (ValueError, RecursionError):
+            raw = None
+        rid = raw.get("id") if isinstance(raw, dict) else None
+        if isinstance(rid, str) and message_id(body) is None:
+            return -32600, "invalid request: the id holds a lone surrogate (\\ud800-\\udfff), which no answer can carry"
+    if sse:
+        try:
+            JSONRPCMessage.model_validate_json(body)
+        except ValidationError:
+            return -32600, "invalid request: the body is not a JSON-RPC message (a request, notification or response)"
+    return None
+
+
+class BadMessageLog:
+    """``transport.bad_message`` lines, at most one per `every_s` seconds: each refused body was
+    logged (with a traceback) and a client could flood the log. The line after a quiet spell says
+    how many were refused in between (`suppressed`)."""
+
+    def __init__(self, every_s: float = 60.0) -> None:
+        self.every_s = every_s
+        self.last: float | None = None
+        self.suppressed = 0
+
+    def note(self, path: str, reason: str) -> None:
+        now = time.monotonic()
+        if self.last is not None and now - self.last < self.every_s:
+            self.suppressed += 1
+            return
+        _log.warning("transport.bad_message", path=path, reason=reason, suppressed=self.suppressed)
+        self.last = now
+        self.suppressed = 0
 
 
 #: A body with fewer brackets than this cannot nest deeply enough to trouble Python's parser
@@ -717,7 +898,10 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
         return session_id in manager._server_instances
 
     app = SessionCap(
-        SseCap(StrictNumbers(Starlette(routes=routes, lifespan=lifespan)), security=mcp.settings.transport_security),
+        SseCap(
+            StrictNumbers(SseBacklog(Starlette(routes=routes, lifespan=lifespan))),
+            security=mcp.settings.transport_security,
+        ),
         live,
     )
     return web.protect(McpHosts(app, HostGuard(memory.settings.allowed_hosts)), auth)

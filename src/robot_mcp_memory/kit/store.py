@@ -54,6 +54,7 @@ from typing import Any, TypeVar
 from robot_mcp_memory import logs
 from robot_mcp_memory.errors import (
     CHECK_THE_STORE,
+    ForeignWal,
     MigrationFailed,
     SchemaTooNew,
     StorageError,
@@ -339,6 +340,9 @@ class SqliteStore:
         if path.is_dir():  # (an empty one can have a size of 0, which would read as "create it")
             raise StoreUnreadable(spath, "it is a directory, not a file")
         new = not (path.exists() and path.stat().st_size > 0)
+        if new and path.exists():
+            self._refuse_emptied(path)
+        _refuse_foreign_wal(path)
         if not new:
             seen = self._inspect(path, started)  # ours, whole, not too new: checked before anything writes
             if seen > len(self.migrations):
@@ -513,6 +517,7 @@ class SqliteStore:
             raise StoreUnreadable(spath, "it is a directory, not a file")
         if not path.exists() or path.stat().st_size == 0:
             raise StoreUnreadable(spath, "there is no database in it")
+        _refuse_foreign_wal(path)
         self._view = read_view(path)
         version = self._inspect(path, started)
         target = len(self.migrations)
@@ -536,6 +541,28 @@ class SqliteStore:
             if t.kind is not Kind.DERIVED and t.name in names
         }
         return OpenReport(str(self.path), version, version, False, counts, self.schema.undeclared(names), {})
+
+    @staticmethod
+    def _refuse_emptied(path: Path) -> None:
+        """Refuse a 0-byte `path` where data was expected: another database of the data directory
+        holds data, and no ``-wal`` beside this one does (a new file's first pages may stand
+        only there). A brand-new directory's empty file is created as ever; this one was emptied
+        — an interrupted copy, a truncated restore — and opening it would start an empty store
+        that robots then write into. Nothing is written to it."""
+        wal = path.with_name(path.name + "-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            return
+        others = sorted(
+            p.name
+            for p in path.parent.glob("*.db")
+            if p != path and p.is_file() and (p.stat().st_size > 0 or _size(p.with_name(p.name + "-wal")) > 0)
+        )
+        if others:
+            raise StoreUnreadable(
+                str(path),
+                f"it is empty (0 bytes) while {', '.join(others)} beside it holds data, so its own data is "
+                "missing (an interrupted copy or a truncated file?). To start it empty on purpose, delete it",
+            )
 
     @staticmethod
     def _check_writable(path: Path) -> None:
@@ -996,6 +1023,31 @@ def _short(exc: BaseException) -> str:
 def now_iso(ts: float | None = None) -> str:
     """UTC timestamp with second precision, the format every table uses."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if ts is None else ts))
+
+
+def _refuse_foreign_wal(path: Path) -> None:
+    """Raise `ForeignWal` when `path` is a copy made by ``backup`` and a non-empty ``-wal`` lies
+    beside it. ``backup`` writes its copies in rollback-journal mode (header bytes 18-19 are 1)
+    and a store it opens is switched to WAL for good (2), so a WAL holding frames beside a file
+    in journal mode was written for another file: SQLite replays any WAL whose own checksums
+    hold, onto whatever file it lies beside (a crashed server's state over the restored backup)."""
+    if _size(path.with_name(path.name + "-wal")) == 0:
+        return
+    try:
+        with path.open("rb") as f:
+            header = f.read(20)
+    except OSError:
+        return  # SQLite's own open says what is wrong with the file
+    if header.startswith(b"SQLite format 3\x00") and header[18:20] == b"\x01\x01":
+        raise ForeignWal(str(path))
+
+
+def _size(path: Path) -> int:
+    """The size of `path` in bytes, 0 when there is no such file."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 __all__ = ["Migration", "OpenReport", "SqliteStore", "StoreStats", "now_iso", "translate"]

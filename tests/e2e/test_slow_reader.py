@@ -1,0 +1,155 @@
+"""A client that posts calls to its SSE session and never reads the stream their answers go to, on
+the real server: the server holds a bounded number of answers for it (further calls get 503), its
+memory stays bounded, and the stream is cut once its writing has stayed paused
+(`serve.WRITE_STALL_S`)."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+
+from robot_mcp_memory.serve import WRITE_STALL_S
+from robot_mcp_memory.server import MAX_SSE_BACKLOG
+from tests.conftest import doc
+from tests.e2e.harness import HOST, ServerProcess, http_session, initialize_request, sse_session
+
+pytestmark = pytest.mark.e2e
+
+#: Calls posted, each answered with a ~190 kB document (~1-2.5 MB in the server while it waits).
+CALLS = 1500
+#: What the server may grow by in all (the accepted calls' processing included): unbounded, it
+#: passed this within ~250 calls.
+RSS_BOUND = 250 * 1024 * 1024
+#: What it may grow by once the accepted calls have run, while the client keeps posting (noise).
+PLATEAU = 32 * 1024 * 1024
+WAIT = 60.0  # bound on every wait; a passing test never gets near it
+
+
+def rss(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    found = re.search(r"VmRSS:\s+(\d+) kB", status)
+    assert found is not None
+    return int(found.group(1)) * 1024
+
+
+@contextlib.contextmanager
+def unread_stream(server: ServerProcess) -> Iterator[tuple[socket.socket, str]]:
+    """``GET /sse`` on a socket with a small receive buffer, read only up to the endpoint event:
+    (the socket, the path to post to)."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.settimeout(WAIT)
+    try:
+        sock.connect((HOST, server.port))
+        sock.sendall(f"GET /sse HTTP/1.1\r\nHost: {HOST}:{server.port}\r\nAccept: text/event-stream\r\n\r\n".encode())
+        seen = b""
+        while (found := re.search(rb"data: (/messages/\?session_id=[0-9a-f]{32})\r?\n", seen)) is None:
+            chunk = sock.recv(4096)
+            assert chunk, seen
+            seen += chunk
+        yield sock, found.group(1).decode()
+    finally:
+        sock.close()
+
+
+def cut(sock: socket.socket) -> bool:
+    """Whether the server has ended the stream: what it had sent is read, then the end."""
+    sock.settimeout(WAIT)
+    try:
+        while sock.recv(65536):
+            pass
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+    return True
+
+
+async def test_a_client_that_never_reads_its_sse_stream_is_refused_then_cut_and_memory_stays_bounded(
+    server: ServerProcess,
+) -> None:
+    async with http_session(server) as client:
+        saved = await client.call("save_process", markdown=doc("big", "a big one", "word " * 38_000))
+        assert saved.get("error") is None, saved
+        for _ in range(8):  # warm: what the first reads of it cache is not held for the client
+            assert (await client.call("get_process", id="big")).get("error") is None
+
+    with unread_stream(server) as (sock, path):
+        url = server.url(path)
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+            await http.post(url, json=initialize_request("slow-reader"))
+            await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+            before = rss(server.pid)
+            statuses: list[int] = []
+            limit = anyio.Semaphore(8)
+
+            posted = 0
+            round_from = 0
+
+            async def call(until_refused: bool) -> None:
+                nonlocal posted
+                async with limit:
+                    if (until_refused and 503 in statuses[round_from:]) or rss(server.pid) - before > RSS_BOUND:
+                        return  # (unbounded, the server passes RSS_BOUND: stop there)
+                    posted += 1
+                    body = {
+                        "jsonrpc": "2.0",
+                        "id": 10 + posted,
+                        "method": "tools/call",
+                        "params": {"name": "get_process", "arguments": {"id": "big"}},
+                    }
+                    statuses.append((await http.post(url, json=body)).status_code)
+
+            # Rounds of calls until the server refuses one, each waited out (every accepted call
+            # has run), until a round gets none in: the answers then wait, unread, for the client.
+            for _ in range(20):
+                round_from = len(statuses)
+                async with anyio.create_task_group() as tg:
+                    for _ in range(CALLS):
+                        tg.start_soon(call, True)
+                assert 503 in statuses[round_from:], (len(statuses), rss(server.pid) - before)
+                accepted = statuses.count(202)
+                with anyio.fail_after(WAIT):
+                    while server.stderr().count('"tool": "get_process"') < 8 + accepted:  # noqa: ASYNC110 - the log is the signal
+                        await anyio.sleep(0.1)
+                if 202 not in statuses[round_from:]:
+                    break
+            assert statuses[-1] == 503
+            assert accepted >= MAX_SSE_BACKLOG
+            held = rss(server.pid)
+            async with anyio.create_task_group() as tg:  # the client keeps posting
+                for _ in range(CALLS):
+                    tg.start_soon(call, False)
+            after = rss(server.pid)
+            assert statuses.count(202) == accepted
+            assert set(statuses) <= {202, 503, 404}  # 404 once the stream was cut and the session gone
+            assert after - held < PLATEAU
+            assert after - before < RSS_BOUND
+
+            with anyio.fail_after(WRITE_STALL_S + WAIT):
+                while "serve.reader_stalled" not in server.stderr():  # noqa: ASYNC110 - the log is the signal
+                    await anyio.sleep(0.2)
+            assert await anyio.to_thread.run_sync(cut, sock)
+            # The session is gone with its stream: nothing is held for it any more.
+            assert (await http.post(url, json={"jsonrpc": "2.0", "method": "ping", "id": 1})).status_code == 404
+    assert (await anyio.to_thread.run_sync(lambda: httpx.get(server.url("/healthz")))).status_code == 200
+
+
+async def test_a_client_that_reads_its_sse_stream_is_never_refused(server: ServerProcess) -> None:
+    """Every answer written to the stream frees its slot: calls one after another, and as many at
+    once as the bound allows, far past it in all."""
+    async with sse_session(server) as client:
+        for _ in range(3 * MAX_SSE_BACKLOG):
+            assert "error" not in await client.call("list_processes")
+        for _ in range(3):
+            async with anyio.create_task_group() as tg:
+                for _ in range(MAX_SSE_BACKLOG):
+                    tg.start_soon(client.call, "list_processes")
+        assert "error" not in await client.call("list_processes")
