@@ -52,7 +52,8 @@ async def test_the_report_counts_what_each_robot_wrote_and_rolls_it_up_per_group
     assert (a1["memories"], a1["successes"], a1["failures"], a1["sessions"]) == (4, 2, 1, 1)
     assert a1["failure_rate"] == round(1 / 3, 4)
     assert (a1["processes"], a1["lessons_recorded"], a1["lessons_readable"]) == (1, 1, 1)
-    assert a1["group"] == "g-a" and a1["registered"] is True and a1["last_seen"]
+    assert (a1["group"], a1["registered"]) == ("g-a", True)
+    assert a1["last_seen"]
     assert len(a1["days"]) == 7
     today = a1["days"][-1]
     assert (today["success"], today["failure"], today["other"]) == (2, 1, 1)
@@ -76,9 +77,7 @@ async def test_a_process_whose_newer_outcomes_fail_is_reported_as_getting_worse(
     assert (t["earlier_rate"], t["recent_rate"], t["change"], t["dated_outcomes"]) == (1.0, 0.0, -1.0, 4)
 
 
-async def test_a_robot_token_sees_only_its_own_groups_robots_and_data(
-    secured: Connect, secured_memory: Memory
-) -> None:
+async def test_a_robot_token_sees_only_its_own_groups_robots_and_data(secured: Connect, secured_memory: Memory) -> None:
     await seed(secured_memory)
     async with secured(TOKENS["a2"]) as c:
         report = (await c.get("/api/robots")).json()
