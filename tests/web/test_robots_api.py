@@ -123,3 +123,15 @@ async def test_sessions_per_day_split_by_outcome_score(secured: Connect, secured
     async with secured(TOKENS["b1"]) as c:
         mine = (await c.get("/api/charts/sessions", params={"days": 3})).json()["days"]
     assert (mine[-1]["success"], mine[-1]["failure"], mine[-1]["other"]) == (1, 0, 1)
+
+
+async def test_a_robot_token_that_never_registered_gets_an_empty_report_not_an_error(
+    secured: Connect, secured_memory: Memory
+) -> None:
+    """A robot token whose robot never called register_robot reads no lessons (the lesson
+    service refuses an unregistered robot): the report still answers, for what it can see."""
+    await secured_memory.experiences.learn(Principal.robot("a1"), "the lamp is blue", None, "default")
+    async with secured(TOKENS["a1"]) as c:
+        r = await c.get("/api/robots")
+    assert r.status_code == 200, r.text
+    assert r.json()["robots"] == []
