@@ -54,11 +54,13 @@ async def test_the_report_counts_what_each_robot_wrote_and_rolls_it_up_per_group
     assert (a1["processes"], a1["lessons_recorded"], a1["lessons_readable"]) == (1, 1, 1)
     assert (a1["group"], a1["registered"]) == ("g-a", True)
     assert a1["last_seen"]
-    assert len(a1["days"]) == 7
+    assert len(report["first_day"]) == 10
+    assert len(a1["days"]) == 1  # the days with activity only: today
     today = a1["days"][-1]
+    assert today["day"] > report["first_day"]
     assert (today["success"], today["failure"], today["other"]) == (2, 1, 1)
     a2 = robots["a2"]
-    assert (a2["memories"], a2["failure_rate"], a2["processes"]) == (0, None, 0)
+    assert (a2["memories"], a2["failure_rate"], a2["processes"], a2["days"]) == (0, None, 0, [])
     groups = by("group", report["groups"])
     assert groups["g-a"]["robots"] == ["a1", "a2"]
     assert (groups["g-a"]["memories"], groups["g-a"]["failures"], groups["g-a"]["processes"]) == (4, 1, 1)

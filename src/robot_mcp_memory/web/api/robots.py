@@ -56,7 +56,10 @@ class Activity(BaseModel):
     failure_rate: float | None = Field(description="failures / (successes + failures); null with no task outcomes")
     processes: int = Field(description="processes it saved (their author)")
     lessons_recorded: int
-    days: list[DayCount] = Field(description="per day: success, failure, other (no task outcome) memories written")
+    days: list[DayCount] = Field(
+        description="the days of the window with activity, oldest first (a day not listed had none): "
+        "success, failure, other (no task outcome) memories written"
+    )
 
 
 class RobotActivity(Activity):
@@ -87,6 +90,7 @@ class ProcessTrend(BaseModel):
 
 class RobotsReport(BaseModel):
     days: int
+    first_day: str = Field(description="the window's first day (YYYY-MM-DD, UTC); its last is today")
     robots: list[RobotActivity]
     groups: list[GroupActivity]
     trends: list[ProcessTrend] = Field(description="processes with enough dated outcomes, the steepest drop first")
@@ -186,15 +190,16 @@ class _Tally:
         ).model_dump()
 
 
-def _sum_days(axis: list[str], series: Iterable[list[DayCount]]) -> list[DayCount]:
-    total: dict[str, list[int]] = {d: [0, 0, 0] for d in axis}
+def _sum_days(series: Iterable[list[DayCount]]) -> list[DayCount]:
+    """Day-by-day sums of sparse series: only days some series lists, oldest first."""
+    total: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for days in series:
         for x in days:
             t = total[x.day]
             t[0] += x.success
             t[1] += x.failure
             t[2] += x.other
-    return [DayCount(day=d, success=s, failure=f, other=o) for d, (s, f, o) in total.items()]
+    return [DayCount(day=d, success=s, failure=f, other=o) for d, (s, f, o) in sorted(total.items())]
 
 
 class RobotReporter:
@@ -253,10 +258,11 @@ class RobotReporter:
         owners.discard(SHARED)
 
         axis = last_days(days)
-        daily: dict[str, dict[str, DayCount]] = defaultdict(dict)
-        for robot, day, n, ok, bad in per_day:
-            if day in axis:
-                daily[robot][day] = DayCount(day=day, success=ok, failure=bad, other=n - ok - bad)
+        window = set(axis)
+        daily: defaultdict[str, list[DayCount]] = defaultdict(list)
+        for robot, day, n, ok, bad in per_day:  # ordered by robot, then day
+            if day in window:
+                daily[robot].append(DayCount(day=day, success=ok, failure=bad, other=n - ok - bad))
         authored = Counter(d.robot for d in docs)
         process_times: dict[str, str | None] = {}
         for d in docs:
@@ -279,7 +285,6 @@ class RobotReporter:
                 lessons_recorded=lessons.get(rid, 0),
             )
             tallies[rid] = tally
-            series = [daily[rid].get(d, DayCount(day=d, success=0, failure=0)) for d in axis]
             robots.append(
                 RobotActivity(
                     robot_id=rid,
@@ -287,7 +292,7 @@ class RobotReporter:
                     group=reg.group_id if reg else None,
                     registered=reg is not None,
                     lessons_readable=await self._readable(principal, rid) if reg else None,
-                    **tally.fields(series),
+                    **tally.fields(daily.get(rid, [])),
                 )
             )
 
@@ -296,12 +301,13 @@ class RobotReporter:
         for r in robots:
             members[r.group].append(r)
         for gid in sorted(set(groups) | {g for g in members if g is not None}):
-            rolled.append(self._group(gid, groups[gid].name if gid in groups else "", members[gid], tallies, axis))
+            rolled.append(self._group(gid, groups[gid].name if gid in groups else "", members[gid], tallies))
         if members.get(None):
-            rolled.append(self._group(None, "ungrouped", members[None], tallies, axis))
+            rolled.append(self._group(None, "ungrouped", members[None], tallies))
 
         return RobotsReport(
             days=days,
+            first_day=axis[0],
             robots=robots,
             groups=rolled,
             trends=trends(docs, outcome_events(docs)),
@@ -312,13 +318,11 @@ class RobotReporter:
         )
 
     @staticmethod
-    def _group(
-        gid: str | None, name: str, robots: list[RobotActivity], tallies: dict[str, _Tally], axis: list[str]
-    ) -> GroupActivity:
+    def _group(gid: str | None, name: str, robots: list[RobotActivity], tallies: dict[str, _Tally]) -> GroupActivity:
         total = _Tally()
         for r in robots:
             total.add(tallies[r.robot_id])
-        fields = total.fields(_sum_days(axis, (r.days for r in robots)))
+        fields = total.fields(_sum_days(r.days for r in robots))
         return GroupActivity(group=gid, name=name, robots=[r.robot_id for r in robots], **fields)
 
 

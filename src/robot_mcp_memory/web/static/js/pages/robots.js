@@ -7,6 +7,16 @@ import { card, h, link, pct, route, table, when } from "../dom.js";
 
 const LABELS = { success: "memories, task succeeded", failure: "memories, task failed", other: "memories, no task outcome" };
 
+/** A sparse day list (`report.days` from `report.first_day`, only days with activity) on the full axis. */
+function filled(report, days) {
+  const have = new Map(days.map((d) => [d.day, d]));
+  const start = new Date(`${report.first_day}T00:00:00Z`);
+  return Array.from({ length: report.days }, (_, i) => {
+    const day = new Date(start.getTime() + i * 86_400_000).toISOString().slice(0, 10);
+    return have.get(day) || { day, success: 0, failure: 0, other: 0 };
+  });
+}
+
 function rate(x) {
   if (x.failure_rate === null) return h("span", { class: "muted", title: "no memory with a task outcome" }, "no outcomes yet");
   const judged = x.successes + x.failures;
@@ -23,9 +33,9 @@ function plural(n, one, many) {
   return `${n} ${n === 1 ? one : many}`;
 }
 
-function active(x) {
+function active(report, x) {
   const n = x.days.reduce((sum, d) => sum + d.success + d.failure + d.other, 0);
-  return h("div", {}, sparkColumns(x.days, { labels: LABELS }),
+  return h("div", {}, sparkColumns(filled(report, x.days), { labels: LABELS }),
     h("div", { class: "muted small" }, `${plural(n, "memory", "memories")} · ${plural(x.sessions, "session", "sessions")} in all`));
 }
 
@@ -49,11 +59,11 @@ export async function render(ctx, robotId) {
   const groupRows = report.groups.map((g) => h("tr", { dataset: { group: g.group || "" } },
     h("td", {}, h("strong", {}, g.group || "ungrouped"), g.name && g.group ? h("div", { class: "muted small" }, g.name) : null),
     h("td", {}, g.robots.length ? g.robots.join(", ") : "—"), h("td", {}, when(g.last_seen)),
-    h("td", {}, active(g)), h("td", {}, rate(g)), h("td", {}, contributed(g))));
+    h("td", {}, active(report, g)), h("td", {}, rate(g)), h("td", {}, contributed(g))));
   const robotRows = report.robots.map((r) => h("tr", { dataset: { robot: r.robot_id } },
     h("td", {}, link(route("robots", r.robot_id), r.robot_id), r.name ? h("div", { class: "muted small" }, r.name) : null,
       r.registered ? null : h("span", { class: "pill off", title: "owns stored data but never registered" }, "unregistered")),
-    h("td", {}, r.group || "—"), h("td", {}, when(r.last_seen)), h("td", {}, active(r)), h("td", {}, rate(r)),
+    h("td", {}, r.group || "—"), h("td", {}, when(r.last_seen)), h("td", {}, active(report, r)), h("td", {}, rate(r)),
     h("td", {}, contributed(r)),
     h("td", {}, r.lessons_readable === null ? h("span", { class: "muted" }, "—") : `${r.lessons_readable} lessons`)));
   return h("div", {}, h("h1", {}, "Robots"),
@@ -80,7 +90,7 @@ function detail(ctx, report, robotId, days) {
       card("Memories", r.memories, plural(r.sessions, "session", "sessions")),
       card("Processes", r.processes, "saved as author"),
       card("Lessons", r.lessons_recorded, r.lessons_readable === null ? "recorded" : `recorded · reads ${r.lessons_readable}`)),
-    h("div", { id: "robot-activity" }, dayColumns(r.days, { title: `Memories written per day (last ${days} days, by task outcome)`,
+    h("div", { id: "robot-activity" }, dayColumns(filled(report, r.days), { title: `Memories written per day (last ${days} days, by task outcome)`,
       series: ["success", "failure", "other"], labels: LABELS })),
     h("h2", {}, "Its processes' trends"),
     mine.length ? trendList(mine) : h("p", { class: "muted" }, "None of its processes has 4 or more dated outcomes."),
