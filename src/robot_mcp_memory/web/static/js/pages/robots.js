@@ -36,7 +36,7 @@ function plural(n, one, many) {
 function active(report, x) {
   const n = x.days.reduce((sum, d) => sum + d.success + d.failure + d.other, 0);
   return h("div", {}, sparkColumns(filled(report, x.days), { labels: LABELS }),
-    h("div", { class: "muted small" }, `${plural(n, "memory", "memories")} · ${plural(x.sessions, "session", "sessions")} in all`));
+    h("div", { class: "muted small" }, `${plural(n, "memory", "memories")} in the window · ${plural(x.sessions, "session", "sessions")} in all`));
 }
 
 function trendList(trends) {
