@@ -47,6 +47,7 @@ async def test_the_report_counts_what_each_robot_wrote_and_rolls_it_up_per_group
         r = await c.get("/api/robots", params={"days": 7})
     assert r.status_code == 200, r.text
     report = r.json()
+    assert report["processes_scanned"] == 2
     robots = by("robot_id", report["robots"])
     a1 = robots["a1"]
     assert (a1["memories"], a1["successes"], a1["failures"], a1["sessions"]) == (4, 2, 1, 1)

@@ -94,6 +94,7 @@ class RobotsReport(BaseModel):
     robots: list[RobotActivity]
     groups: list[GroupActivity]
     trends: list[ProcessTrend] = Field(description="processes with enough dated outcomes, the steepest drop first")
+    processes_scanned: int = Field(description=f"processes read (most recently updated first, at most {SCAN})")
     note: str
 
 
@@ -311,6 +312,7 @@ class RobotReporter:
             robots=robots,
             groups=rolled,
             trends=trends(docs, outcome_events(docs)),
+            processes_scanned=len(docs),
             note=(
                 "activity = memories written per day (by task.success) and sessions opened; last seen = the "
                 "newest stored trace; trends = the older vs newer half of each process's dated outcome log"

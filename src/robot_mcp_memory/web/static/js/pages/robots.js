@@ -67,7 +67,7 @@ export async function render(ctx, robotId) {
     h("td", {}, contributed(r)),
     h("td", {}, r.lessons_readable === null ? h("span", { class: "muted" }, "—") : `${r.lessons_readable} lessons`)));
   return h("div", {}, h("h1", {}, "Robots"),
-    h("p", { class: "muted small", id: "robots-note" }, `How this is derived: ${report.note}.`),
+    h("p", { class: "muted small", id: "robots-note" }, `How this is derived: ${report.note} (${report.processes_scanned} processes read).`),
     h("div", { class: "row" }, rangeControl(ctx.params, "robots")),
     h("h2", {}, "Getting worse"), trendList(report.trends),
     h("h2", {}, "Groups"),
