@@ -317,6 +317,26 @@ def other_tenants_counts(conn: sqlite3.Connection, ids: Collection[str], tenant:
     return {pid: (int(s), int(f)) for pid, s, f in rows}
 
 
+#: How many of each process's newest outcome records `outcome_events` reads (trends compare halves).
+EVENTS_PER_PROCESS = 200
+
+
+def outcome_events(
+    conn: sqlite3.Connection, visible: Collection[str] | None, per_process: int = EVENTS_PER_PROCESS
+) -> list[tuple[str, str, bool, str, str]]:
+    """(process id, time, success, its owner, the recording tenant) of each visible document's
+    newest `per_process` outcome records, oldest first within a process."""
+    where, params = _visible_clause(visible, "p.robot")
+    rows = conn.execute(
+        "SELECT o.process_id, o.at, o.success, p.robot, o.tenant FROM process_outcomes o "  # noqa: S608 - fixed names
+        f"JOIN processes p ON p.id = o.process_id WHERE {where} AND o.n > ("
+        "SELECT coalesce(max(n), 0) FROM process_outcomes WHERE process_id = o.process_id) - ? "
+        "ORDER BY o.process_id, o.n",
+        [*params, per_process],
+    )
+    return [(pid, at, bool(ok), owner, tenant) for pid, at, ok, owner, tenant in rows]
+
+
 def outcome_days(
     conn: sqlite3.Connection, since: str, visible: Collection[str] | None
 ) -> list[tuple[str, bool, str, str, str, int]]:
@@ -971,6 +991,9 @@ class ProcessStore:
     async def views(self, docs: list[ProcessDoc], tenant: str | None, *, with_note: bool = False) -> list[Viewed]:
         """`viewed` of documents read before (their counters as they were then), in one read."""
         return await self.db.read(lambda c: viewed(c, docs, tenant, with_note=with_note))
+
+    async def outcome_events(self, visible: Collection[str] | None) -> list[tuple[str, str, bool, str, str]]:
+        return await self.db.read(lambda c: outcome_events(c, visible))
 
     async def outcome_days(
         self, since: str, visible: Collection[str] | None

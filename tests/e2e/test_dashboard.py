@@ -19,6 +19,7 @@ from playwright.async_api import Browser, Page, async_playwright, expect
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
+from robot_mcp_memory.principal import ADMIN as ADMIN_PRINCIPAL
 from robot_mcp_memory.principal import Principal
 from tests.e2e.harness import ServerProcess
 
@@ -118,6 +119,11 @@ async def seed_experiences(data_dir: Path) -> None:
         )
         await exp.end_session(rap1, session.id, 0.5)
         await exp.learn(rap9, "the parts shelf is 1.2 m high", {"task": {"success": True}}, "lab")
+        # one lesson (recording needs self-improvement on; the switch is left off, as the tests expect)
+        await memory.fleet.register_robot(ADMIN_PRINCIPAL, "rap-1", "Rap one", "")
+        await memory.fleet.set_self_improve(ADMIN_PRINCIPAL, True, "")
+        await memory.lessons.record(rap1, "rap-1", "grip_force", {"newton": 12.5}, "kitchen", success=True)
+        await memory.fleet.set_self_improve(ADMIN_PRINCIPAL, False, "")
     finally:
         memory.close()
 
@@ -347,3 +353,164 @@ async def test_review_findings_in_the_browser(server: ServerProcess, browser: Br
     await page.goto(server.url("/#/processes/50%"))
     await expect(page.locator("main")).to_contain_text(re.compile("invalid|not_found"))
     await expect(page.locator("main")).not_to_contain_text("Loading…")
+
+
+#: Screenshots shown in docs/dashboard.md (each kept under 200 KB).
+DOCS_SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+#: Words of a table cell (outside the free-text memory column) that the layout broke across lines
+#: (a break at a space or after a hyphen, as in "2026-|12-01" or "fetch-|package", is a wrap).
+SPLIT_WORDS = """() => {
+  const split = [];
+  for (const td of document.querySelectorAll("main td:not(.content-cell), main th")) {
+    const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const m of node.textContent.matchAll(/[^\\s-]+/g)) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const tops = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+        if (tops.size > 1) split.push(m[0]);
+      }
+    }
+  }
+  return split;
+}"""
+
+
+async def docs_shot(page: Page, name: str) -> None:
+    """A screenshot for the docs: the viewport only (a full page grows past 200 KB)."""
+    await shot(page, name)
+    DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=str(DOCS_SHOTS / f"{name}.png"), full_page=False)
+
+
+async def test_table_cells_never_split_a_word(server: ServerProcess, browser: Browser) -> None:
+    """Issue 30: `overflow-wrap: anywhere` let a squeezed table break "succes|s", "Collectio|n", "#2|9"."""
+    page = await open_page(browser)
+    await page.set_viewport_size({"width": 560, "height": 900})
+    await login(page, server, ADMIN)
+    for path, table in (("experiences", "#memories-table"), ("sessions", "#sessions-table"),
+                        ("processes", "#process-table"), ("lessons", "#lessons-table")):  # fmt: skip
+        await page.goto(server.url(f"/#/{path}"))
+        await expect(page.locator(f"{table} tbody tr").first).to_be_visible()
+        assert await page.evaluate(SPLIT_WORDS) == [], path
+
+
+async def test_every_reliability_bar_says_how_many_outcomes_it_rests_on(
+    server: ServerProcess, browser: Browser
+) -> None:
+    page = await open_page(browser)
+    await login(page, server, ADMIN)
+    chart = page.locator("figure.chart-box").first
+    await expect(chart).to_contain_text("4 (3✓ 1✗)")
+    await expect(chart).to_contain_text("no outcomes yet")  # the processes nobody ran: no 50 % bar
+    await page.goto(server.url("/#/processes"))
+    rows = page.locator("#process-table tbody tr")
+    await expect(rows.filter(has_text="Fetch a package")).to_contain_text("4 outcomes")
+    await expect(rows.filter(has_text="Restock the parts shelf")).to_contain_text("no outcomes yet")
+    await expect(rows.filter(has_text="Restock the parts shelf")).not_to_contain_text("50%")
+
+
+async def test_memory_search_picks_an_existing_collection_and_points_to_the_others(
+    server: ServerProcess, browser: Browser
+) -> None:
+    """Issue 30: memory search defaulted to `default` (which held nothing) and said only "No matches."."""
+    page = await open_page(browser)
+    await login(page, server, ADMIN)
+    await page.goto(server.url("/#/search"))
+    await page.select_option("#search-what", "memories")
+    picker = page.locator("#search-collection")
+    assert await picker.locator("option").all_inner_texts() == ["kitchen (2)", "lab (1)"]
+    await expect(picker).to_have_value("kitchen")
+    await picker.select_option("lab")
+    await page.fill("#search-query", "grip force for the mug")
+    await page.click("#search-run")
+    hint = page.locator("#search-elsewhere")
+    await expect(hint).to_contain_text("kitchen (")
+    await docs_shot(page, "search-collections")
+    await hint.locator("button[data-collection=kitchen]").click()
+    await expect(picker).to_have_value("kitchen")
+    await expect(page.locator("ol.ranked")).to_contain_text("blue mug")
+
+
+async def test_session_summaries_and_embedder_details_read_as_facts_not_json(
+    server: ServerProcess, browser: Browser
+) -> None:
+    page = await open_page(browser)
+    await login(page, server, ADMIN)
+    await page.goto(server.url("/#/sessions"))
+    await page.locator("#sessions-table tbody a").first.click()
+    summary = page.locator("#session-summary")
+    await expect(summary.locator("dt").first).to_be_visible()
+    await expect(summary).to_contain_text("outcome score")
+    await expect(summary).not_to_contain_text("{")
+    await expect(page.locator("#session-context")).to_contain_text("grasp mug")
+    await expect(page.locator("#session-context")).not_to_contain_text('"')
+    await docs_shot(page, "session-summary")
+    await page.goto(server.url("/#/health"))
+    detail = page.locator("#embedder-detail")
+    await expect(detail.locator("dt").first).to_be_visible()
+    await expect(detail).not_to_contain_text("{")
+
+
+async def test_sessions_and_lessons_have_charts_with_a_time_range(server: ServerProcess, browser: Browser) -> None:
+    page = await open_page(browser)
+    await login(page, server, ADMIN)
+    await page.goto(server.url("/#/sessions"))
+    chart = page.locator("#sessions-chart figure")
+    await expect(chart).to_contain_text("last 30 days")
+    await expect(chart.locator("rect.chart-col.success")).to_have_count(1)  # the episode scored 0.5
+    await page.select_option("#chart-range", "7")
+    await expect(page).to_have_url(re.compile(r"#/sessions\?days=7$"))
+    await expect(page.locator("#sessions-chart figure")).to_contain_text("last 7 days")
+    await docs_shot(page, "sessions")
+    await page.goto(server.url("/#/lessons?days=90"))
+    charts = page.locator("#lesson-charts")
+    await expect(charts).to_contain_text("last 90 days")
+    await expect(charts).to_contain_text("grip_force")
+    await expect(charts).to_contain_text("1 (1✓ 0✗)")
+    await expect(charts.locator("rect.chart-col.other")).to_have_count(1)
+    await docs_shot(page, "lessons")
+    await page.goto(server.url("/#/?days=7"))
+    await expect(page.locator("main")).to_contain_text("Logged process outcomes per day (last 7 days)")
+    await docs_shot(page, "overview")
+
+
+async def test_the_robots_view_shows_each_robot_and_group_and_what_gets_worse(
+    server: ServerProcess, browser: Browser
+) -> None:
+    page = await open_page(browser)
+    await login(page, server, ADMIN)
+    await page.click("#nav a[data-path=robots]")
+    robots = page.locator("#robots-activity")
+    rap1 = robots.locator("tr[data-robot=rap-1]")
+    await expect(rap1).to_contain_text("acme-line-2")
+    await expect(rap1).to_contain_text("50% (1 of 2)")  # one failed grasp of two with an outcome
+    await expect(rap1).to_contain_text("2 processes · 2 memories · 1 lesson")
+    await expect(robots.locator("tr[data-robot=rap-2]")).to_contain_text("no outcomes yet")
+    groups = page.locator("#groups-activity")
+    await expect(groups.locator("tr[data-group=acme-line-2]")).to_contain_text("rap-1, rap-2")
+    await expect(groups.locator("tr[data-group=globex-lab]")).to_contain_text("0% (0 of 1)")
+    trends = page.locator("#process-trends")
+    await expect(trends).to_contain_text("Fetch a package from the mailroom")  # 3 ✓ then a ✗: 100 % → 50 %
+    await expect(trends).to_contain_text("-50 points")
+    await docs_shot(page, "robots")
+    await rap1.locator("a").first.click()
+    await expect(page.locator("#robot-title")).to_have_text("Robot rap-1")
+    await expect(page.locator("#robot-cards")).to_contain_text("Failure rate")
+    await expect(page.locator("#robot-activity rect.chart-col.failure")).to_have_count(1)
+    await docs_shot(page, "robot-detail")
+
+
+async def test_a_robot_token_sees_only_its_groups_robots_in_the_robots_view(
+    server: ServerProcess, browser: Browser
+) -> None:
+    page = await open_page(browser)
+    await login(page, server, ROBOT_TOKENS["rap-9"])
+    await page.goto(server.url("/#/robots"))
+    robots = page.locator("#robots-activity")
+    await expect(robots).to_contain_text("rap-9")
+    await expect(robots).not_to_contain_text("rap-1")
+    await expect(page.locator("#groups-activity")).not_to_contain_text("acme-line-2")
+    await expect(page.locator("#process-trends")).not_to_contain_text("Fetch a package")

@@ -25,6 +25,17 @@ def ids(key: str, field: str, expected: set[str]) -> Check:
     return lambda r: r.status_code == 200 and {x[field] for x in r.json()[key]} == expected
 
 
+def includes(key: str, field: str, expected: set[str]) -> Check:
+    return lambda r: r.status_code == 200 and expected <= {x[field] for x in r.json()[key]}
+
+
+def day_total(n: int) -> Check:
+    """A per-day chart whose columns add up to `n`."""
+    return lambda r: (
+        r.status_code == 200 and sum(d["success"] + d["failure"] + d["other"] for d in r.json()["days"]) == n
+    )
+
+
 def field_is(path: tuple[str, ...], value: Any) -> Check:
     def check(r: httpx.Response) -> bool:
         if r.status_code != 200:
@@ -214,7 +225,7 @@ def experience_cells(made: dict[str, Any]) -> list[Cell]:
     out = [
         Cell(who, f"{path} without a valid token", "GET", path, status(401))
         for who in ("wrong", "none")
-        for path in ("/api/memories", "/api/sessions", "/api/recent-failures")
+        for path in ("/api/memories", "/api/sessions", "/api/recent-failures", "/api/robots", "/api/charts/sessions")
     ]
     out += [
         Cell("admin", "every memory", "GET", "/api/memories", ids("memories", "id", {a, a2, b, x})),
@@ -242,6 +253,18 @@ def experience_cells(made: dict[str, Any]) -> list[Cell]:
         Cell("b1", "recent failures of its own group only", "GET", "/api/recent-failures", ids("memories", "id", {b})),
         Cell("b1", "collections of its own group only", "GET", "/api/collections",
              ids("collections", "name", {"lab"})),
+        # by now the fleet cells moved a2 to grp-b: grp-a = {a1}, grp-b = {a2, b1}
+        Cell("a1", "the robots report shows its own group's robots", "GET", "/api/robots",
+             ids("robots", "robot_id", {"a1"})),
+        Cell("b1", "the robots report shows its own group's robots", "GET", "/api/robots",
+             ids("robots", "robot_id", {"a2", "b1"})),
+        Cell("b1", "the robots report rolls up its own group only", "GET", "/api/robots",
+             ids("groups", "group", {"grp-b"})),
+        Cell("admin", "the robots report shows every robot", "GET", "/api/robots",
+             includes("robots", "robot_id", {"a1", "a2", "b1"})),
+        Cell("b1", "sessions per day count no session of another group", "GET", "/api/charts/sessions",
+             day_total(0)),
+        Cell("a1", "sessions per day count its own group's", "GET", "/api/charts/sessions", day_total(1)),
     ]  # fmt: skip
     return out
 

@@ -134,3 +134,26 @@ class ExperienceBrowser:
         visible = self._visible(principal)
         since = time.time() - days * 86_400
         return await self.store.read(lambda c: browse_repo.per_day(c, visible, since))
+
+    def _since(self, days: int) -> float:
+        if not 1 <= days <= 366:
+            raise InvalidInput("days must be between 1 and 366")
+        return time.time() - days * 86_400
+
+    async def robot_days(self, principal: Principal, days: int) -> list[tuple[str, str, int, int, int]]:
+        """(robot, day, memories, successes, failures) over the last `days`, the caller's scope."""
+        visible, since = self._visible(principal), self._since(days)
+        return await self.store.read(lambda c: browse_repo.robot_days(c, visible, since))
+
+    async def robot_totals(
+        self, principal: Principal
+    ) -> dict[str, tuple[int, int, int, float | None, int, float | None]]:
+        """Per robot in the caller's scope: memories, successes, failures, newest memory, sessions,
+        newest session event (`browse_repo.robot_totals`)."""
+        visible = self._visible(principal)
+        return await self.store.read(lambda c: browse_repo.robot_totals(c, visible))
+
+    async def session_days(self, principal: Principal, days: int) -> list[tuple[str, int, int, int]]:
+        """(day, scored >= 0.5, scored < 0.5, unscored) of sessions started over the last `days`."""
+        visible, since = self._visible(principal), self._since(days)
+        return await self.store.read(lambda c: browse_repo.session_days(c, visible, since))

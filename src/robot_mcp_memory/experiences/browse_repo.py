@@ -188,3 +188,61 @@ def per_day(conn: sqlite3.Connection, visible: frozenset[str] | None, since: flo
         params,
     )
     return [(str(r[0]), int(r[1] or 0), int(r[2] or 0), int(r[3] or 0)) for r in rows]
+
+
+def robot_days(
+    conn: sqlite3.Connection, visible: frozenset[str] | None, since: float
+) -> list[tuple[str, str, int, int, int]]:
+    """(robot, day, memories, successes, failures) of memories created since `since`, every
+    status: what each robot wrote per calendar day (UTC), by task.success."""
+    where, params = _where(Filters(visible, since=since, status="all"))
+    rows = conn.execute(
+        f"SELECT m.robot, date(m.created_at, 'unixepoch') AS day, count(*), "  # noqa: S608
+        f"coalesce(sum({_SUCCESS} = 1), 0), coalesce(sum({_SUCCESS} = 0), 0) "
+        f"FROM memories m WHERE {where} GROUP BY m.robot, day ORDER BY m.robot, day",
+        params,
+    )
+    return [(str(r[0]), str(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows]
+
+
+def robot_totals(
+    conn: sqlite3.Connection, visible: frozenset[str] | None
+) -> dict[str, tuple[int, int, int, float | None, int, float | None]]:
+    """Per robot, over all time and every status: (memories, successes, failures, newest memory's
+    created_at, sessions, newest session start or end)."""
+    where, params = _where(Filters(visible, status="all"))
+    out: dict[str, tuple[int, int, int, float | None, int, float | None]] = {}
+    for r in conn.execute(
+        f"SELECT m.robot, count(*), coalesce(sum({_SUCCESS} = 1), 0), coalesce(sum({_SUCCESS} = 0), 0), "  # noqa: S608
+        f"max(m.created_at) FROM memories m WHERE {where} GROUP BY m.robot",
+        params,
+    ):
+        out[str(r[0])] = (int(r[1]), int(r[2]), int(r[3]), r[4], 0, None)
+    s_where, s_params = ("1", []) if visible is None else _in("s.robot", visible)
+    for r in conn.execute(
+        f"SELECT s.robot, count(*), max(max(s.started_at, coalesce(s.ended_at, s.started_at))) "  # noqa: S608
+        f"FROM sessions s WHERE {s_where} GROUP BY s.robot",
+        s_params,
+    ):
+        m = out.get(str(r[0]), (0, 0, 0, None, 0, None))
+        out[str(r[0])] = (m[0], m[1], m[2], m[3], int(r[1]), r[2])
+    return out
+
+
+def session_days(
+    conn: sqlite3.Connection, visible: frozenset[str] | None, since: float
+) -> list[tuple[str, int, int, int]]:
+    """(day, scored >= 0.5, scored < 0.5, not scored) of sessions started since `since`."""
+    parts, params = ["s.started_at >= ?"], [since]
+    if visible is not None:
+        sql, p = _in("s.robot", visible)
+        parts.append(sql)
+        params += p
+    rows = conn.execute(
+        "SELECT date(s.started_at, 'unixepoch') AS day, "  # noqa: S608 - fixed names, values bound
+        "coalesce(sum(s.outcome_score >= 0.5), 0), coalesce(sum(s.outcome_score < 0.5), 0), "
+        f"coalesce(sum(s.outcome_score IS NULL), 0) FROM sessions s WHERE {' AND '.join(parts)} "
+        "GROUP BY day ORDER BY day",
+        params,
+    )
+    return [(str(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows]

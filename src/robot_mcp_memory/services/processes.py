@@ -136,18 +136,32 @@ class ProcessService:
             raise NotFound(f"no process with id '{pid}'")
         return self._rendered(principal, await self.store.views([doc], tenant))[0]
 
-    async def outcome_days(self, principal: Principal, since: str) -> tuple[Counter[tuple[str, bool]], int]:
-        """Outcomes per (UTC day, success) since `since` (``YYYY-MM-DD``) on the documents
-        `principal` may see, counted as its view of their counters counts them (`store.tenant_view`:
-        on a fleet-wide document a robot token's count leaves out other tenants' outcomes), and
-        how many processes they fell on."""
+    def _counts_for(self, tenant: str | None, owner: str, by: str) -> bool:
+        """Whether an outcome recorded by tenant `by` on a document of `owner` counts in the view
+        of a caller of `tenant` (`store.tenant_view`: on a fleet-wide document a robot token's view
+        leaves out other tenants' outcomes)."""
+        return tenant is None or owner != SHARED or by in ("", tenant)
+
+    async def outcome_tallies(self, principal: Principal, since: str) -> list[tuple[str, str, bool, int]]:
+        """(process id, UTC day, success, how many) over the outcome records since `since`
+        (``YYYY-MM-DD``) of the documents `principal` may see, as its view counts them."""
         rows = await self.store.outcome_days(since, self.policy.visible_robots(principal))
+        tenant = self.policy.tenant(principal)
+        return [(pid, day, ok, n) for day, ok, pid, owner, by, n in rows if self._counts_for(tenant, owner, by)]
+
+    async def outcome_events(self, principal: Principal) -> list[tuple[str, str, bool]]:
+        """(process id, time, success) of the newest outcome records of each document `principal`
+        may see (`store.EVENTS_PER_PROCESS`), oldest first, as its view counts them."""
+        rows = await self.store.outcome_events(self.policy.visible_robots(principal))
+        tenant = self.policy.tenant(principal)
+        return [(pid, at, ok) for pid, at, ok, owner, by in rows if self._counts_for(tenant, owner, by)]
+
+    async def outcome_days(self, principal: Principal, since: str) -> tuple[Counter[tuple[str, bool]], int]:
+        """Outcomes per (UTC day, success) since `since` (`outcome_tallies`), and how many
+        processes they fell on."""
         counts: Counter[tuple[str, bool]] = Counter()
         processes = set()
-        tenant = self.policy.tenant(principal)
-        for day, success, pid, owner, by, n in rows:
-            if tenant is not None and owner == SHARED and by not in ("", tenant):
-                continue
+        for pid, day, success, n in await self.outcome_tallies(principal, since):
             counts[(day, success)] += n
             processes.add(pid)
         return counts, len(processes)

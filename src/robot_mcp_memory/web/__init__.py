@@ -26,7 +26,7 @@ from robot_mcp_memory.tenancy import TenantAuthMiddleware
 from robot_mcp_memory.throttle import AuthThrottle
 from robot_mcp_memory.tokens import TokenAuth
 from robot_mcp_memory.web import openapi, problems
-from robot_mcp_memory.web.api import experiences, fleet, operations, processes, session
+from robot_mcp_memory.web.api import experiences, fleet, operations, processes, robots, session
 from robot_mcp_memory.web.context import WebContext
 from robot_mcp_memory.web.hosts import HostGuard
 from robot_mcp_memory.web.routing import Api, misdirected
@@ -106,7 +106,8 @@ def build_web(memory: Memory, auth: TokenAuth, sessions: SessionStore | None = N
     processes.register(api, ctx)
     fleet.register(api, ctx)
     operations.register(api, ctx)
-    _register_experiences(api, ctx)
+    browser = _register_experiences(api, ctx)
+    robots.register(api, ctx, browser)
     spec: dict[str, Any] | None = None
 
     async def openapi_json(request: Request) -> Response:
@@ -139,10 +140,13 @@ def build_web(memory: Memory, auth: TokenAuth, sessions: SessionStore | None = N
     return Web(routes=routes, sessions=ctx.sessions, api=api, throttle=ctx.login_throttle, public_paths=public)
 
 
-def _register_experiences(api: Api, ctx: WebContext) -> None:
-    """The experience memory's endpoints (and the dashboard's Experiences and Sessions pages)."""
+def _register_experiences(api: Api, ctx: WebContext) -> ExperienceBrowser:
+    """The experience memory's endpoints (and the dashboard's Experiences and Sessions pages);
+    returns the read-only browser they share with the Robots report."""
     service = ctx.memory.experiences
-    experiences.register(api, ctx, service, ExperienceBrowser(service.store, ctx.memory.policy))
+    browser = ExperienceBrowser(service.store, ctx.memory.policy)
+    experiences.register(api, ctx, service, browser)
+    return browser
 
 
 __all__ = ["Web", "build_web"]

@@ -183,3 +183,14 @@ def register(api: Api, ctx: WebContext, service: ExperienceService, browser: Exp
         rows = {d: (s, f, o) for d, s, f, o in await browser.per_day(call.principal, call.args.days)}
         days = [(d, *rows.get(d, (0, 0, 0))) for d in last_days(call.args.days)]
         return MemoryDays(days=[DayCount(day=d, success=s, failure=f, other=o) for d, s, f, o in days])
+
+    @api.route(
+        "GET", "/api/charts/sessions", args=DaysArgs, body=NoBody, response=MemoryDays, summary="Sessions per day",
+        tag=TAG,
+    )  # fmt: skip
+    async def sessions_per_day(call: Call[DaysArgs, NoBody]) -> MemoryDays:
+        """Sessions started per day over the last `days`, by outcome score: success = scored 0.5 or
+        more, failure = scored below 0.5, other = not scored (still open, or ended without one)."""
+        rows = {d: (s, f, o) for d, s, f, o in await browser.session_days(call.principal, call.args.days)}
+        days = [(d, *rows.get(d, (0, 0, 0))) for d in last_days(call.args.days)]
+        return MemoryDays(days=[DayCount(day=d, success=s, failure=f, other=o) for d, s, f, o in days])

@@ -8,6 +8,7 @@ import * as health from "./pages/health.js";
 import * as lessons from "./pages/lessons.js";
 import * as overview from "./pages/overview.js";
 import * as processes from "./pages/processes.js";
+import * as robots from "./pages/robots.js";
 import * as search from "./pages/search.js";
 import * as sessions from "./pages/sessions.js";
 
@@ -40,7 +41,8 @@ function pages(session) {
     list.push({ path: "experiences", label: "Experiences", page: experiences });
     list.push({ path: "sessions", label: "Sessions", page: sessions });
   }
-  list.push({ path: "fleet", label: "Fleet", page: fleet }, { path: "lessons", label: "Lessons", page: lessons });
+  list.push({ path: "robots", label: "Robots", page: robots }, { path: "fleet", label: "Fleet", page: fleet },
+    { path: "lessons", label: "Lessons", page: lessons });
   if (session.can_administer) list.push({ path: "health", label: "Health", page: health });
   return list;
 }

@@ -73,16 +73,27 @@ export function when(iso) {
   return iso.replace("T", " ").replace("Z", "");
 }
 
-export function reliabilityBar(value) {
+/** A reliability bar with the outcome counts it rests on beside it; with no outcomes there is no
+ * measured reliability (the stored value is the prior), so the bar is empty and says so. */
+export function reliabilityBar(value, successes, failures) {
   const width = 80;
+  const counted = successes !== undefined && failures !== undefined;
+  const n = counted ? successes + failures : null;
+  if (n === 0) {
+    return h("span", { class: "relbar none", title: `no outcomes yet (prior ${value.toFixed(3)})` },
+      s("svg", { width, height: 10, viewBox: `0 0 ${width} 10`, role: "img", "aria-label": "no outcomes yet" },
+        s("rect", { x: 0, y: 0, width, height: 10, rx: 3, class: "relbar-bg" })),
+      h("span", { class: "relbar-text" }, "no outcomes yet"));
+  }
   const tone = value >= 0.75 ? "good" : value >= 0.5 ? "fair" : "poor";
+  const count = counted ? ` · ${successes} ✓ ${failures} ✗ (${n} outcome${n === 1 ? "" : "s"})` : "";
   return h(
     "span",
-    { class: "relbar", title: `reliability ${value.toFixed(3)}` },
+    { class: "relbar", title: `reliability ${value.toFixed(3)}${count}` },
     s("svg", { width, height: 10, viewBox: `0 0 ${width} 10`, role: "img", "aria-label": `reliability ${pct(value)}` },
       s("rect", { x: 0, y: 0, width, height: 10, rx: 3, class: "relbar-bg" }),
       s("rect", { x: 0, y: 0, width: Math.max(2, Math.round(width * value)), height: 10, rx: 3, class: `relbar-${tone}` })),
-    h("span", { class: "relbar-text" }, pct(value)),
+    h("span", { class: "relbar-text" }, `${pct(value)}${counted ? ` · ${n} outcome${n === 1 ? "" : "s"}` : ""}`),
   );
 }
 
@@ -114,4 +125,24 @@ export function card(label, value, note) {
 
 export function json(value) {
   return h("pre", { class: "json" }, JSON.stringify(value, null, 2));
+}
+
+/** A value (a session summary, an embedder's state) as readable facts: an object becomes a
+ * definition list with its keys as labels ("outcome_score" → "outcome score"), nested objects
+ * nest, a list of plain values is joined, a list of objects is numbered. Text only. */
+export function facts(value, depth = 0) {
+  if (value === null || value === undefined || value === "") return h("span", { class: "muted" }, "—");
+  if (typeof value === "boolean") return h("span", {}, value ? "yes" : "no");
+  if (typeof value === "number") return h("span", {}, Number.isInteger(value) ? String(value) : String(Math.round(value * 1000) / 1000));
+  if (typeof value !== "object") return h("span", {}, String(value));
+  if (depth > 6) return h("code", { class: "small" }, JSON.stringify(value));
+  if (Array.isArray(value)) {
+    if (!value.length) return h("span", { class: "muted" }, "none");
+    if (value.every((x) => x === null || typeof x !== "object")) return h("span", {}, value.map((x) => String(x)).join(", "));
+    return h("ol", { class: "facts-list" }, value.map((x) => h("li", {}, facts(x, depth + 1))));
+  }
+  const keys = Object.keys(value);
+  if (!keys.length) return h("span", { class: "muted" }, "none");
+  return h("dl", { class: "facts readable" },
+    keys.flatMap((k) => [h("dt", {}, k.replace(/_/g, " ")), h("dd", {}, facts(value[k], depth + 1))]));
 }

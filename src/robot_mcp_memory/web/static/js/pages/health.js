@@ -1,6 +1,6 @@
 // Health (doctor): integrity, schema, index vs rows, sizes, disk, embedder. Operators only.
 import { get, post } from "../api.js";
-import { card, h, json, table } from "../dom.js";
+import { card, facts, h, table } from "../dom.js";
 
 function bytes(n) {
   if (n < 1024) return `${n} B`;
@@ -38,6 +38,6 @@ export async function render(ctx) {
       card("Embedder", d.embedder.mode, d.embedder.model || "")),
     table(["Check", "Detail", ""], d.checks.map((c) => h("tr", {},
       h("td", {}, c.check), h("td", {}, c.detail), h("td", { class: c.ok ? "ok" : "bad" }, c.ok ? "ok" : "FAIL"))), { id: "doctor-table" }),
-    h("h2", {}, "Embedder detail"), json(d.embedder.detail),
+    h("h2", {}, "Embedder detail"), h("div", { class: "chart-box", id: "embedder-detail" }, facts(d.embedder.detail)),
     h("h2", {}, "Saved before tokens"), handOver(ctx));
 }

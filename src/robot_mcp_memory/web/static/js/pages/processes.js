@@ -38,7 +38,7 @@ async function list(ctx) {
     box.append(h("p", { class: "muted" }, `${found.processes.length} matches · mode ${found.mode}`),
       table(["#", "Process", "Robot", "Reliability", "Score"], found.processes.map((p) => h("tr", {},
         h("td", {}, p.rank), h("td", {}, link(route("processes", p.id), p.title), h("div", { class: "muted small" }, p.id)),
-        h("td", {}, p.robot), h("td", {}, reliabilityBar(p.reliability)), h("td", {}, p.score.toFixed(3)))),
+        h("td", {}, p.robot), h("td", {}, reliabilityBar(p.reliability, p.success_count, p.failure_count)), h("td", {}, p.score.toFixed(3)))),
       { id: "process-table" }));
     return box;
   }
@@ -46,7 +46,7 @@ async function list(ctx) {
   box.append(table(["Process", "Robot", "Reliability", "Outcomes", "Updated"], page.processes.map((p) => h("tr", {},
     h("td", {}, link(route("processes", p.id), p.title), h("div", { class: "muted small" }, p.id)),
     h("td", {}, p.robot),
-    h("td", {}, reliabilityBar(p.reliability)),
+    h("td", {}, reliabilityBar(p.reliability, p.success_count, p.failure_count)),
     h("td", {}, `${p.success_count} ✓ · ${p.failure_count} ✗`),
     h("td", {}, when(p.updated)))), { id: "process-table" }),
   pager(page.total, LIMIT, offset, (o) => { location.hash = `#/processes?offset=${o}`; }));
@@ -78,7 +78,7 @@ async function detail(ctx, id) {
     h("p", {}, link("#/processes", "‹ All processes")),
     h("h1", { id: "process-title" }, p.title),
     h("p", { class: "meta" }, h("code", {}, p.id), ` · robot ${p.robot} · updated ${when(p.updated)} · `,
-      reliabilityBar(p.reliability), ` ${p.success_count} ✓ · ${p.failure_count} ✗`,
+      reliabilityBar(p.reliability, p.success_count, p.failure_count), ` ${p.success_count} ✓ · ${p.failure_count} ✗`,
       p.tags.length ? ` · tags: ${p.tags.join(", ")}` : ""),
     p.task_pattern ? h("p", { class: "muted" }, `Answers: ${p.task_pattern}`) : null,
     body,

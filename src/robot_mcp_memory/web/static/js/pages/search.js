@@ -1,5 +1,6 @@
 // Search playground: which mode ran and why each result ranked where it did — for processes
-// (find_processes) and, when the server has them, memories (recall).
+// (find_processes) and, when the server has them, memories (recall) in a collection picked from
+// those that exist, with a hint when other collections match or hold data.
 import { get } from "../api.js";
 import { clear, h, link, route, s } from "../dom.js";
 
@@ -11,16 +12,26 @@ export async function render(ctx) {
   const k = h("input", { type: "number", id: "search-k", min: 1, max: 50, value: 5 });
   const robot = h("input", { type: "text", id: "search-robot", placeholder: "as robot (optional)", maxlength: 64 });
   const collection = h("select", { id: "search-collection", "aria-label": "collection", hidden: true });
+  let cols = [];
   if (hasMemories) {
-    const cols = await get("/api/collections");
-    const names = cols.collections.map((c) => c.name);
-    if (!names.includes("default")) names.unshift("default");
-    for (const n of names) collection.append(h("option", { value: n }, n));
+    cols = (await get("/api/collections")).collections; // the collections that exist, largest first
+    if (!cols.length) cols = [{ name: "default", count: 0 }];
+    const wanted = ctx.params.get("collection");
+    // The asked-for collection, else `default` when it holds memories, else the largest one.
+    const start = cols.find((c) => c.name === wanted) || cols.find((c) => c.name === "default" && c.count > 0) || cols[0];
+    for (const c of cols) {
+      collection.append(h("option", { value: c.name, selected: c.name === start.name }, `${c.name} (${c.count})`));
+    }
   }
   what.addEventListener("change", () => {
     collection.hidden = what.value !== "memories";
     robot.hidden = what.value === "memories" || ctx.session.scoped;
   });
+  if (hasMemories && ctx.params.get("what") === "memories") {
+    what.value = "memories";
+    collection.hidden = false;
+    robot.hidden = true;
+  }
   const out = h("div", { id: "search-results" });
   const run = async (event) => {
     if (event) event.preventDefault();
@@ -28,6 +39,11 @@ export async function render(ctx) {
       if (what.value === "memories") {
         const found = await get("/api/search/memories", { q: q.value, n: k.value, collection: collection.value });
         clear(out).append(memories(found));
+        const hint = await elsewhere(q.value, k.value, collection.value, cols, found.memories.length, (name) => {
+          collection.value = name;
+          run();
+        });
+        if (hint) out.prepend(hint);
       } else {
         if (!q.value.trim()) return;
         const found = await get("/api/search/processes", { q: q.value, k: k.value, robot: ctx.session.scoped ? "" : robot.value });
@@ -41,6 +57,26 @@ export async function render(ctx) {
   return h("div", {}, h("h1", {}, "Search playground"),
     h("p", { class: "muted" }, "Runs the same search a robot brain would (with your scope) and shows the numbers behind the order."),
     form, out);
+}
+
+/** Which other collections match the same query (or, when none does, hold data): recall searches
+ * one collection, and "No matches." alone hid memories sitting in another. */
+async function elsewhere(query, n, current, cols, here, pick) {
+  const others = cols.filter((c) => c.name !== current && c.count > 0).slice(0, 12);
+  if (!others.length) return null;
+  const counts = await Promise.all(others.map((c) => get("/api/search/memories", { q: query, n, collection: c.name })
+    .then((r) => r.memories.length).catch(() => 0)));
+  const matching = others.map((c, i) => ({ ...c, matches: counts[i] })).filter((c) => c.matches > 0);
+  const button = (c, text) => h("button", { type: "button", class: "small", dataset: { collection: c.name }, onclick: () => pick(c.name) }, text);
+  if (matching.length) {
+    return h("div", { class: "callout", id: "search-elsewhere" },
+      here ? "Also matching in other collections: " : `No matches in “${current}”, but other collections match: `,
+      matching.flatMap((c) => [button(c, `${c.name} (${c.matches} match${c.matches === 1 ? "" : "es"})`), " "]));
+  }
+  if (here) return null;
+  return h("div", { class: "callout", id: "search-elsewhere" },
+    `No matches in “${current}”. Other collections hold memories: `,
+    others.flatMap((c) => [button(c, `${c.name} (${c.count})`), " "]));
 }
 
 function processes(found) {

@@ -1,21 +1,34 @@
-// Sessions (episodes): a paged list and each session's timeline of memories.
+// Sessions (episodes): a chart of sessions per day, a paged list and each session's timeline of
+// memories with its context and summary as readable facts.
 import { get } from "../api.js";
-import { h, json, link, pager, route, table, when } from "../dom.js";
+import { dayColumns, rangeControl, rangeDays } from "../charts.js";
+import { facts, h, link, pager, route, table, when } from "../dom.js";
+
+const SCORE_LABELS = { success: "scored ≥ 0.5", failure: "scored < 0.5", other: "no score (open or unscored)" };
 
 const LIMIT = 25;
 
 export async function render(ctx, id) {
   if (id) return timeline(id);
   const offset = Number(ctx.params.get("offset") || 0);
-  const page = await get("/api/sessions", { limit: LIMIT, offset });
+  const days = rangeDays(ctx.params);
+  const [page, perDay] = await Promise.all([
+    get("/api/sessions", { limit: LIMIT, offset }),
+    get("/api/charts/sessions", { days }),
+  ]);
   const rows = page.sessions.map((s) => h("tr", {},
     h("td", {}, link(route("sessions", s.id), s.id.slice(0, 12))),
     h("td", {}, s.robot), h("td", {}, s.collection), h("td", {}, when(s.started)), h("td", {}, s.ended ? when(s.ended) : "open"),
     h("td", {}, s.outcome_score === null ? "—" : s.outcome_score.toFixed(2)),
     h("td", {}, `${s.memories}`), h("td", { class: s.failures ? "bad" : "" }, `${s.failures}`)));
+  const chart = dayColumns(perDay.days, { title: `Sessions started per day (last ${days} days, by outcome score)`,
+    series: ["success", "failure", "other"], labels: SCORE_LABELS });
+  const keep = new URLSearchParams(ctx.params);
   return h("div", {}, h("h1", {}, "Sessions"),
+    h("div", { class: "row" }, rangeControl(ctx.params, "sessions")),
+    h("div", { id: "sessions-chart" }, chart),
     table(["Session", "Robot", "Collection", "Started", "Ended", "Outcome", "Memories", "Failures"], rows, { id: "sessions-table" }),
-    pager(page.total, LIMIT, offset, (o) => { location.hash = `#/sessions?offset=${o}`; }));
+    pager(page.total, LIMIT, offset, (o) => { keep.set("offset", String(o)); location.hash = `#/sessions?${keep}`; }));
 }
 
 async function timeline(id) {
@@ -33,6 +46,6 @@ async function timeline(id) {
       s.outcome_score === null ? "" : ` · outcome ${s.outcome_score.toFixed(2)}`),
     h("h2", {}, "Timeline"),
     items.length ? h("ol", { class: "timeline", id: "session-timeline" }, items) : h("p", { class: "muted" }, "No memories in this session."),
-    Object.keys(s.context).length ? h("section", {}, h("h2", {}, "Context"), json(s.context)) : null,
-    s.summary ? h("section", {}, h("h2", {}, "Summary"), json(s.summary)) : null);
+    Object.keys(s.context).length ? h("section", {}, h("h2", {}, "Context"), h("div", { class: "chart-box", id: "session-context" }, facts(s.context))) : null,
+    s.summary ? h("section", {}, h("h2", {}, "Summary"), h("div", { class: "chart-box", id: "session-summary" }, facts(s.summary))) : null);
 }
