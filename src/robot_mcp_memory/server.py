@@ -12,7 +12,7 @@ import functools
 import json
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
 
 import pydantic_core
@@ -20,10 +20,12 @@ import structlog
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.fastmcp.utilities.func_metadata import FuncMetadata
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from mcp.types import CallToolResult, ContentBlock, TextContent
+from mcp.shared.exceptions import McpError
+from mcp.types import CallToolResult, ContentBlock, ErrorData, TextContent
 from mcp.types import Tool as MCPTool
-from pydantic import BaseModel, ValidationError
+from pydantic import AnyUrl, BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -34,6 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from robot_mcp_memory import __version__, logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.metrics import Metrics
+from robot_mcp_memory.oversized import INVALID_REQUEST, REFUSED, OversizedRequests, RefusedBody
 from robot_mcp_memory.principal import OPEN, Principal
 from robot_mcp_memory.stdio import message_id, number_problem
 from robot_mcp_memory.tokens import TokenAuth
@@ -387,6 +390,20 @@ class MemoryMCP(FastMCP):
             )
             return self._refuse(tool, f"bad arguments for {name}: {detail}")
 
+    async def read_resource(self, uri: AnyUrl | str) -> Iterable[ReadResourceContents]:
+        """A request `OversizedRequests` put in place of one over the size limit is answered with
+        a JSON-RPC error (its request id kept), on whichever transport it came; any other read
+        is FastMCP's (this server has no resources)."""
+        try:
+            request = self.get_context().request_context.request
+        except ValueError:  # no request: stdio, or a test's in-memory client
+            request = None
+        refused = getattr(request, "scope", {}).get(REFUSED)
+        if isinstance(refused, RefusedBody):
+            _log.warning("request.too_large", bytes=refused.size, limit=refused.limit, complete=refused.complete)
+            raise McpError(ErrorData(code=INVALID_REQUEST, message=refused.message(), data=refused.data()))
+        return await super().read_resource(uri)
+
     async def _rules(self, name: str) -> ArgumentRules:
         """The argument rules of tool `name`, read once from the input schema `list_tools` publishes."""
         if name not in self._arguments:
@@ -684,7 +701,10 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
         return session_id in manager._server_instances
 
     app = SessionCap(
-        SseCap(StrictNumbers(Starlette(routes=routes, lifespan=lifespan)), security=mcp.settings.transport_security),
+        SseCap(
+            OversizedRequests(StrictNumbers(Starlette(routes=routes, lifespan=lifespan)), MAX_REQUEST_BODY),
+            security=mcp.settings.transport_security,
+        ),
         live,
     )
     return web.protect(McpHosts(app, HostGuard(memory.settings.allowed_hosts)), auth)
