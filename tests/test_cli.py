@@ -1023,3 +1023,63 @@ def test_commands_that_only_read_work_on_a_read_only_data_directory(
     assert _recall(tmp_path / "bk", "red bin") == ["the red bin opens at 12 N"]
     dumped = (tmp_path / "dump" / "archive" / "memories.jsonl").read_text()
     assert "the red bin opens at 12 N" in dumped
+
+
+def _fill_every_kind(data: Path) -> None:
+    """One of each kind a dump moves: a process, a memory in a session, a robot in a group, a lesson."""
+    from mcp.shared.memory import create_connected_server_and_client_session
+
+    from robot_mcp_memory.server import build_server
+    from tests.conftest import Client
+
+    memory = Memory.open(Settings.from_env({"MEMORY_DATA_DIR": str(data), "MEMORY_EMBEDDER": "hashing"}))
+
+    async def go() -> None:
+        async with create_connected_server_and_client_session(build_server(memory)) as session:
+            c = Client(session)
+            await c.call("save_process", markdown=MAILROOM)
+            await c.call("upsert_group", group_id="line-a")
+            await c.call("register_robot", robot_id="rap-1", group="line-a")
+            await c.call("set_self_improve", enabled=True)
+            await c.call("record_params", robot="rap-1", key="grip", params={"force": 12.5}, success=True)
+            sid = (await c.call("start_session"))["session_id"]
+            await c.call("learn", insight="grip force 12.5 N holds the wet mug", session_id=sid)
+
+    try:
+        asyncio.run(go())
+    finally:
+        memory.close()
+
+
+def test_dump_load_and_stats_report_every_kind_of_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """They reported processes only, though they move memories, sessions, robots, groups and lessons."""
+    _fill_every_kind(tmp_path / "a")
+    every = "1 process, 1 memory, 1 session, 1 robot, 1 group, 1 lesson"
+    assert cli.main(["dump", "--data-dir", str(tmp_path / "a"), str(tmp_path / "d")]) == 0
+    assert capsys.readouterr().out.strip() == f"dumped {every} to {tmp_path / 'd'}"
+    assert cli.main(["load", "--data-dir", str(tmp_path / "b"), str(tmp_path / "d")]) == 0
+    assert capsys.readouterr().out.strip() == f"loaded {every}; skipped 0"
+    assert cli.main(["stats", "--data-dir", str(tmp_path / "b")]) == 0
+    counts = json.loads(capsys.readouterr().out)
+    assert counts["lessons"] == 1
+    assert counts["processes"] == counts["memories"] == counts["fleet_robots"] == 1
+
+
+def test_stats_counts_no_lessons_before_lessons_db_exists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _fill(tmp_path / "a", 0)
+    assert not (tmp_path / "a" / "lessons.db").exists()
+    assert cli.main(["stats", "--data-dir", str(tmp_path / "a")]) == 0
+    assert json.loads(capsys.readouterr().out)["lessons"] == 0
+
+
+def test_a_bad_port_flag_is_named_by_the_flag_and_a_bad_variable_by_the_variable(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MCP_PORT", raising=False)
+    assert cli.main(["serve", "--port", "70000"]) == cli.EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert "--port must be between 1 and 65535" in err
+    assert "MCP_PORT" not in err
+    monkeypatch.setenv("MCP_PORT", "70000")
+    assert cli.main(["serve"]) == cli.EXIT_CONFIG
+    assert "MCP_PORT must be between 1 and 65535" in capsys.readouterr().err
