@@ -116,6 +116,13 @@ source_mission_id: m-9af31c
 """
 
 
+#: Why the tests that run robotmem itself skip, and what makes them run.
+ROBOTMEM_MISSING = (
+    "robotmem's own virtualenv is missing: python3 -m venv /tmp/robotmem-venv && "
+    "/tmp/robotmem-venv/bin/pip install robotmem==0.1.3 'mcp<2' (or set ROBOTMEM_PYTHON to the python of one)"
+)
+
+
 def eventually(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
     """Poll `condition` every 10 ms until it holds (True) or `timeout` seconds pass (its last
     answer): for state another thread changes. A passing test never gets near the timeout."""

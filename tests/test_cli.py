@@ -327,8 +327,11 @@ def test_an_index_db_that_is_a_directory_is_one_line_and_exit_65(
     assert (data / "index.db").is_dir()
 
 
-def test_bad_configuration_exits_78_naming_the_variable(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["serve", "--port", "0"]) == cli.EXIT_CONFIG
+def test_bad_configuration_exits_78_naming_the_variable(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MCP_PORT", "0")
+    assert cli.main(["serve"]) == cli.EXIT_CONFIG
     assert "MCP_PORT" in capsys.readouterr().err
 
 
@@ -354,9 +357,9 @@ def test_without_a_command_the_flags_are_serves(capsys: pytest.CaptureFixture[st
     """`scripts/serve --port …` runs `robot-mcp-memory --port …`: no command means serve, flags
     included (a port of 0 is refused by the configuration, before anything is served)."""
     assert cli.main(["--port", "0"]) == cli.EXIT_CONFIG
-    assert "MCP_PORT" in capsys.readouterr().err
+    assert "--port must be" in capsys.readouterr().err  # named as given: the flag
     assert cli.main(["--debug", "--host", "0.0.0.0", "--port", "0"]) == cli.EXIT_CONFIG
-    assert "MCP_PORT" in capsys.readouterr().err
+    assert "--port must be" in capsys.readouterr().err
     assert cli._with_default_command([]) == ["serve"]
     assert cli._with_default_command(["--debug"]) == ["--debug", "serve"]
     assert cli._with_default_command(["stats", "--data-dir", "d"]) == ["stats", "--data-dir", "d"]
@@ -513,7 +516,8 @@ def test_load_skips_and_names_files_it_cannot_read_as_documents(
         fh.truncate(operations.MAX_DOCUMENT_BYTES + 1)
     assert cli.main(["load", "--data-dir", str(tmp_path / "d"), str(src)]) == cli.EXIT_FAILED
     captured = capsys.readouterr()
-    assert "loaded 1 processes, skipped 4" in captured.out
+    assert captured.out.startswith("loaded 1 process, ")
+    assert captured.out.rstrip().endswith("; skipped 4")
     skipped = [line for line in captured.err.splitlines() if line.startswith("skipped ")]
     assert sorted(line.split(":", 1)[0] for line in skipped) == [
         "skipped .#good.md",
@@ -531,7 +535,8 @@ def test_load_refuses_two_files_with_one_id_naming_both(tmp_path: Path, capsys: 
     (src / "b.md").write_text("---\ntitle: Make coffee\n---\nsecond, different\n", encoding="utf-8")
     assert cli.main(["load", "--data-dir", str(tmp_path / "d"), str(src)]) == cli.EXIT_FAILED
     captured = capsys.readouterr()
-    assert "loaded 1 processes, skipped 1" in captured.out
+    assert captured.out.startswith("loaded 1 process, ")
+    assert captured.out.rstrip().endswith("; skipped 1")
     line = next(line for line in captured.err.splitlines() if line.startswith("skipped "))
     assert "a.md" in line
     assert "b.md" in line
@@ -967,7 +972,7 @@ sys.exit(main())
 """
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="needs RLIMIT_FSIZE")
+@pytest.mark.skipif(sys.platform == "win32", reason="needs RLIMIT_FSIZE (POSIX): run the tests on Linux or macOS")
 def test_a_disk_that_refuses_the_upgrade_is_exit_74_naming_the_disk_not_a_broken_file(tmp_path: Path) -> None:
     """The upgrade's WAL could not grow (a full disk; here a file-size limit): SQLite rolled back by
     itself, the unconditional ROLLBACK failed, and the store was reported corrupt — "restore it
@@ -1023,3 +1028,63 @@ def test_commands_that_only_read_work_on_a_read_only_data_directory(
     assert _recall(tmp_path / "bk", "red bin") == ["the red bin opens at 12 N"]
     dumped = (tmp_path / "dump" / "archive" / "memories.jsonl").read_text()
     assert "the red bin opens at 12 N" in dumped
+
+
+def _fill_every_kind(data: Path) -> None:
+    """One of each kind a dump moves: a process, a memory in a session, a robot in a group, a lesson."""
+    from mcp.shared.memory import create_connected_server_and_client_session
+
+    from robot_mcp_memory.server import build_server
+    from tests.conftest import Client
+
+    memory = Memory.open(Settings.from_env({"MEMORY_DATA_DIR": str(data), "MEMORY_EMBEDDER": "hashing"}))
+
+    async def go() -> None:
+        async with create_connected_server_and_client_session(build_server(memory)) as session:
+            c = Client(session)
+            await c.call("save_process", markdown=MAILROOM)
+            await c.call("upsert_group", group_id="line-a")
+            await c.call("register_robot", robot_id="rap-1", group="line-a")
+            await c.call("set_self_improve", enabled=True)
+            await c.call("record_params", robot="rap-1", key="grip", params={"force": 12.5}, success=True)
+            sid = (await c.call("start_session"))["session_id"]
+            await c.call("learn", insight="grip force 12.5 N holds the wet mug", session_id=sid)
+
+    try:
+        asyncio.run(go())
+    finally:
+        memory.close()
+
+
+def test_dump_load_and_stats_report_every_kind_of_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """They reported processes only, though they move memories, sessions, robots, groups and lessons."""
+    _fill_every_kind(tmp_path / "a")
+    every = "1 process, 1 memory, 1 session, 1 robot, 1 group, 1 lesson"
+    assert cli.main(["dump", "--data-dir", str(tmp_path / "a"), str(tmp_path / "d")]) == 0
+    assert capsys.readouterr().out.strip() == f"dumped {every} to {tmp_path / 'd'}"
+    assert cli.main(["load", "--data-dir", str(tmp_path / "b"), str(tmp_path / "d")]) == 0
+    assert capsys.readouterr().out.strip() == f"loaded {every}; skipped 0"
+    assert cli.main(["stats", "--data-dir", str(tmp_path / "b")]) == 0
+    counts = json.loads(capsys.readouterr().out)
+    assert counts["lessons"] == 1
+    assert counts["processes"] == counts["memories"] == counts["fleet_robots"] == 1
+
+
+def test_stats_counts_no_lessons_before_lessons_db_exists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _fill(tmp_path / "a", 0)
+    assert not (tmp_path / "a" / "lessons.db").exists()
+    assert cli.main(["stats", "--data-dir", str(tmp_path / "a")]) == 0
+    assert json.loads(capsys.readouterr().out)["lessons"] == 0
+
+
+def test_a_bad_port_flag_is_named_by_the_flag_and_a_bad_variable_by_the_variable(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MCP_PORT", raising=False)
+    assert cli.main(["serve", "--port", "70000"]) == cli.EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert "--port must be between 1 and 65535" in err
+    assert "MCP_PORT" not in err
+    monkeypatch.setenv("MCP_PORT", "70000")
+    assert cli.main(["serve"]) == cli.EXIT_CONFIG
+    assert "MCP_PORT must be between 1 and 65535" in capsys.readouterr().err

@@ -197,9 +197,9 @@ async def test_an_unexpected_error_is_answered_generically_without_internals(
 
 async def test_results_carry_structured_content_equal_to_their_text(client: Client) -> None:
     await client.call("save_process", markdown=MAILROOM)
-    for tool, args in [("find_processes", {"query": "parcel"}), ("get_process", {"id": "nope"})]:
+    for tool, args, refused in [("find_processes", {"query": "parcel"}, False), ("get_process", {"id": "nope"}, True)]:
         result = await client.session.call_tool(tool, args)
-        assert result.isError is False
+        assert result.isError is refused  # a refusal is an error result, with the same JSON body
         assert result.structuredContent is not None
         block = result.content[0]
         assert isinstance(block, TextContent)

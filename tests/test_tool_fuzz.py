@@ -113,14 +113,16 @@ def test_hostile_arguments_to_every_tool_never_leak_and_never_change_stored_docu
             assert len(result.content) == 1, (name, args, result)
             block = result.content[0]
             assert isinstance(block, TextContent)
-            if result.isError:
+            if result.isError and result.structuredContent is None:
                 # MCP-level refusal of a malformed call (e.g. an unknown tool): text, no internals.
                 assert not LEAKS.search(block.text), (name, block.text)
                 seen.append((name, "mcp_error"))
                 return
             data = json.loads(block.text)
             assert isinstance(data, dict)
-            if "error" in data and isinstance(data.get("detail"), str) and set(data) <= {"error", "detail"}:
+            refusal = "error" in data and isinstance(data.get("detail"), str) and set(data) <= {"error", "detail"}
+            assert result.isError is refusal, (name, args, data)  # refusals, and only they, are errors
+            if refusal:
                 assert data["error"] in {"not_found", "forbidden", "invalid", "conflict", "busy", "storage"}, data
                 assert not LEAKS.search(data["detail"]), (name, args, data)
             seen.append((name, str(data.get("error", "ok"))))

@@ -118,7 +118,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
+    """Settings from the environment, with the flags given put over their variables. A refused
+    value that came from a flag is named by the flag (``--port must be …``), not the variable
+    the operator never set: each `ConfigError` problem begins with the variable's name."""
     overrides: dict[str, str] = {}
+    flags: dict[str, str] = {}  # variable -> the flag that set it
     for attr, var in (
         ("transport", "MCP_TRANSPORT"),
         ("host", "MCP_HOST"),
@@ -128,8 +132,13 @@ def _settings(args: argparse.Namespace) -> Settings:
         value = getattr(args, attr, None)
         if value is not None:
             overrides[var] = str(value)
+            flags[var] = "--" + attr.replace("_", "-")
     # The environment goes straight into Settings, its only reader (tests/test_architecture.py).
-    return Settings.from_env({**os.environ, **overrides})
+    try:
+        return Settings.from_env({**os.environ, **overrides})
+    except ConfigError as exc:
+        named = [next((flags[v] + p[len(v) :] for v in flags if p.startswith(v + " ")), p) for p in exc.problems]
+        raise ConfigError(named) from exc
 
 
 #: Options of the program itself, which may come before a command.
@@ -249,6 +258,11 @@ _READS_A_DATABASE = frozenset({"doctor", "dump", "stats", "reindex", "reembed", 
 _ONLY_READS = frozenset({"doctor", "dump", "stats"})
 
 
+def _counted(kinds: list[tuple[int, str, str]]) -> str:
+    """``3 processes, 1 memory, 0 sessions …``: every kind a dump or a load moves, zeros too."""
+    return ", ".join(f"{n} {one if n == 1 else many}" for n, one, many in kinds)
+
+
 def _doctor_lines(report: operations.Doctor) -> int:
     for check, detail, ok in report.lines:
         _out(f"{'ok  ' if ok else 'FAIL'} {check}: {detail}")
@@ -266,11 +280,11 @@ async def _with_memory(args: argparse.Namespace, settings: Settings) -> int:
         if args.command == "dump":
             dumped = await operations.dump(memory, LOCAL, Path(args.dest), _progress("dump"))
             stale = f" (removed {len(dumped.removed)} files of an earlier dump)" if dumped.removed else ""
-            _out(f"dumped {dumped.processes} processes to {args.dest}{stale}")
+            _out(f"dumped {_counted(dumped.kinds())} to {args.dest}{stale}")
             return 0
         if args.command == "load":
             loaded = await operations.load(memory, LOCAL, Path(args.src), _progress("load"))
-            _out(f"loaded {loaded.processes} processes, skipped {len(loaded.skipped)}")
+            _out(f"loaded {_counted(loaded.kinds())}; skipped {len(loaded.skipped)}")
             for line in loaded.skipped:
                 sys.stderr.write(f"skipped {line}\n")
             return 0 if not loaded.skipped else EXIT_FAILED

@@ -325,6 +325,7 @@ def serve(settings: Settings) -> None:
             port=settings.port,
             sse=f"http://{settings.host}:{settings.port}/sse",
             streamable_http=f"http://{settings.host}:{settings.port}/mcp",
+            dashboard=f"http://{settings.host}:{settings.port}/",
         )
         run_http(http_app(memory, mcp), settings, sockets, lifespan="on")
     finally:

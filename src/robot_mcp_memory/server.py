@@ -13,7 +13,7 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
 
 import anyio
@@ -22,10 +22,12 @@ import structlog
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.fastmcp.utilities.func_metadata import FuncMetadata
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from mcp.types import CallToolResult, ContentBlock, JSONRPCMessage, TextContent
+from mcp.shared.exceptions import McpError
+from mcp.types import CallToolResult, ContentBlock, ErrorData, JSONRPCMessage, TextContent
 from mcp.types import Tool as MCPTool
-from pydantic import BaseModel, ValidationError
+from pydantic import AnyUrl, BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -37,11 +39,13 @@ from robot_mcp_memory import __version__, logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.looplag import LoopLag
 from robot_mcp_memory.metrics import Metrics
+from robot_mcp_memory.oversized import INVALID_REQUEST, REFUSED, OversizedRequests, RefusedBody
 from robot_mcp_memory.principal import OPEN, Principal
 from robot_mcp_memory.stdio import message_id, number_problem
 from robot_mcp_memory.tokens import TokenAuth
 from robot_mcp_memory.tools import experiences, fleet, lessons, processes
 from robot_mcp_memory.tools.adapter import PrincipalOf, make_principal_of
+from robot_mcp_memory.tools.arguments import ArgumentRules
 from robot_mcp_memory.tools.results import Refusal
 from robot_mcp_memory.web import build_web
 from robot_mcp_memory.web.hosts import LOOPBACK, HostGuard, split_host
@@ -495,8 +499,10 @@ UNKNOWN_TOOL = "unknown"
 class MemoryMCP(FastMCP):
     """FastMCP with the adapter's cross-cutting duties at the one place every call passes:
 
-    - argument-validation failures come back as ``{"error": "invalid", …}`` results (the spec's
-      refusal shape) rather than a raw pydantic report;
+    - arguments the published input schema does not describe (an unknown name, ``"yes"`` for a
+      boolean, ``"5"`` for a number: `ArgumentRules`) and argument-validation failures come back
+      as ``{"error": "invalid", …}`` results (the spec's refusal shape) rather than a raw pydantic
+      report; every refusal is marked ``isError: true``;
     - each call is logged (``tool.call`` with request id, tenant, tool, outcome, duration) and
       counted in `metrics`; log lines emitted during the call carry the same fields.
     """
@@ -507,7 +513,7 @@ class MemoryMCP(FastMCP):
         super().__init__(*args, **kwargs)
         self.metrics = Metrics()
         self.principal_of = principal_of
-        self._numeric: dict[str, frozenset[str]] = {}  # per tool: its number-typed arguments
+        self._arguments: dict[str, ArgumentRules] = {}  # per tool: what its published input schema admits
 
     def add_tool(self, fn: Callable[..., Any], name: str | None = None, *args: Any, **kwargs: Any) -> None:
         super().add_tool(fn, name, *args, **kwargs)
@@ -555,6 +561,8 @@ class MemoryMCP(FastMCP):
         (`inline_single_use`)."""
         tools = await super().list_tools()
         for tool in tools:
+            # Unknown argument names are refused (`ArgumentRules`), and the schema says so.
+            tool.inputSchema = {**tool.inputSchema, "additionalProperties": False}
             if tool.outputSchema is not None and "$schema" not in tool.outputSchema:
                 schema = inline_single_use(lean_schema(nullable_as_type_lists(tool.outputSchema)))
                 tool.outputSchema = {"$schema": OUTPUT_SCHEMA_DIALECT, **schema}
@@ -563,16 +571,9 @@ class MemoryMCP(FastMCP):
     async def _call(self, name: str, arguments: dict[str, Any], ctx: Context) -> ToolOutput:  # type: ignore[type-arg]
         tool = self._tool_manager.get_tool(name)
         if tool is not None:
-            numeric = self._numeric.get(name)
-            if numeric is None:
-                numeric = self._numeric[name] = _numbers_only(tool.parameters)
-            for key, value in arguments.items():
-                if key not in numeric:
-                    continue
-                if isinstance(value, bool):  # pydantic takes true for 1: forget(memory_id=true) forgot memory 1
-                    return self._refuse(tool, f"bad arguments for {name}: {key}: a number is needed, not true/false")
-                if isinstance(value, int) and not -(2**63) <= value < 2**63:  # SQLite's integers are 64-bit
-                    return self._refuse(tool, f"bad arguments for {name}: {key}: out of range")
+            problem = (await self._rules(name)).problem(arguments)
+            if problem is not None:
+                return self._refuse(tool, problem)
         try:
             raw = await self._tool_manager.call_tool(name, arguments, context=ctx)
             assert tool is not None  # the manager raised ToolError for an unknown name
@@ -593,23 +594,30 @@ class MemoryMCP(FastMCP):
             )
             return self._refuse(tool, f"bad arguments for {name}: {detail}")
 
+    async def read_resource(self, uri: AnyUrl | str) -> Iterable[ReadResourceContents]:
+        """A request `OversizedRequests` put in place of one over the size limit is answered with
+        a JSON-RPC error (its request id kept), on whichever transport it came; any other read
+        is FastMCP's (this server has no resources)."""
+        try:
+            request = self.get_context().request_context.request
+        except ValueError:  # no request: stdio, or a test's in-memory client
+            request = None
+        refused = getattr(request, "scope", {}).get(REFUSED)
+        if isinstance(refused, RefusedBody):
+            _log.warning("request.too_large", bytes=refused.size, limit=refused.limit, complete=refused.complete)
+            raise McpError(ErrorData(code=INVALID_REQUEST, message=refused.message(), data=refused.data()))
+        return await super().read_resource(uri)
+
+    async def _rules(self, name: str) -> ArgumentRules:
+        """The argument rules of tool `name`, read once from the input schema `list_tools` publishes."""
+        if name not in self._arguments:
+            for t in await self.list_tools():
+                self._arguments[t.name] = ArgumentRules.of(t.name, t.inputSchema)
+        return self._arguments[name]
+
     @staticmethod
     def _refuse(tool: Any, detail: str) -> ToolOutput:
         return _converted(tool.fn_metadata, Refusal(error="invalid", detail=detail))  # as every other result
-
-
-def _numbers_only(parameters: dict[str, Any]) -> frozenset[str]:
-    """The arguments a tool's input schema types as numbers and not as booleans."""
-
-    def types(schema: Any) -> set[str]:
-        if not isinstance(schema, dict):
-            return set()
-        t = schema.get("type")
-        own = {t} if isinstance(t, str) else set(t) if isinstance(t, list) else set()
-        return own.union(*(types(s) for s in schema.get("anyOf", [])))
-
-    props = parameters.get("properties", {})
-    return frozenset(k for k, v in props.items() if types(v) & {"integer", "number"} and "boolean" not in types(v))
 
 
 def nullable_as_type_lists(schema: Any) -> Any:
@@ -786,10 +794,14 @@ def _as_result(
     model; given a bare (content, structured) pair, mcp 1.30's low-level server validates it
     again with ``jsonschema.validate``, which re-checks the schema itself on every call (~3.7 ms
     of a ~10 ms call, on the event loop every session shares; python-sdk#3133). A
-    `CallToolResult` is passed through as is."""
+    `CallToolResult` is passed through as is.
+
+    A refusal (``{"error": …, "detail": …}``) is marked ``isError: true``, with the same JSON body:
+    a client that keys on ``isError`` reads it as the failure it is."""
     if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict):
         content, structured = result
-        return CallToolResult(content=list(content), structuredContent=structured, isError=False)
+        refused = _outcome(result) != "ok"
+        return CallToolResult(content=list(content), structuredContent=structured, isError=refused)
     return result
 
 
@@ -899,7 +911,7 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
 
     app = SessionCap(
         SseCap(
-            StrictNumbers(SseBacklog(Starlette(routes=routes, lifespan=lifespan))),
+            OversizedRequests(StrictNumbers(SseBacklog(Starlette(routes=routes, lifespan=lifespan))), MAX_REQUEST_BODY),
             security=mcp.settings.transport_security,
         ),
         live,

@@ -33,7 +33,9 @@ def _npm_cache(npx: str) -> str:
 def inspector(tmp_path_factory: pytest.TempPathFactory) -> Inspector:
     npx = shutil.which("npx")
     if npx is None:
-        pytest.skip("npx is not installed: the MCP Inspector CLI (npm) cannot run on this machine")
+        pytest.skip(
+            "npx is missing, so the MCP Inspector CLI cannot run: install Node.js 22.19 or newer (npm brings npx)"
+        )
     env = child_env(
         HOME=str(tmp_path_factory.mktemp("inspector-home")),
         NPM_CONFIG_CACHE=_npm_cache(npx),

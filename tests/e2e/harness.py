@@ -288,7 +288,19 @@ class InspectorRun:
 
     def tool_result(self) -> dict[str, Any]:
         """The JSON object a tools/call returned as its one text block."""
-        content = self.json()["content"]
+        return self._text(self.json())
+
+    def refusal(self) -> dict[str, Any]:
+        """The JSON object of a refused tools/call (``{"error": …, "detail": …}``): its result is
+        marked ``isError``, which the Inspector prints, then exits 5 (``tool_is_error``)."""
+        assert self.returncode == 5, f"inspector exited {self.returncode}, not 5:\n{self.stderr}\n{self.stdout}"
+        data: dict[str, Any] = json.loads(self.stdout)
+        assert data["isError"] is True, data
+        return self._text(data)
+
+    @staticmethod
+    def _text(data: dict[str, Any]) -> dict[str, Any]:
+        content = data["content"]
         assert len(content) == 1, content
         assert content[0]["type"] == "text"
         result: dict[str, Any] = json.loads(content[0]["text"])

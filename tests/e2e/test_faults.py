@@ -275,7 +275,10 @@ def full_disk(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[
         return
     mount = Mount.try_tmpfs(data, TMPFS_SIZE)
     if mount is None:
-        pytest.skip("mount is not permitted here (needs root): the file-size-limit variant covers disk full")
+        pytest.skip(
+            "mount is not permitted here: run the tests as root (with CAP_SYS_ADMIN in a container); "
+            "the file-size-limit variant covers disk full"
+        )
     try:
         yield ServerProcess(data_dir=data, log_dir=tmp_path, env=env), mount
     finally:
@@ -368,7 +371,7 @@ def immutable(tmp_path: Path) -> Iterator[list[Path]]:
     probe = tmp_path / "chattr-probe"
     probe.write_bytes(b"")
     if not _root_can("chattr", "+i", str(probe)):
-        pytest.skip("chattr +i is not available here (needs root and a file system that supports it)")
+        pytest.skip("chattr +i is not available here: run the tests as root, with e2fsprogs installed, on ext4 or xfs")
     subprocess.run(["chattr", "-i", str(probe)], check=True, timeout=30)
     paths: list[Path] = []
     try:
@@ -428,7 +431,7 @@ def read_only_bind(tmp_path: Path) -> Iterator[Path]:
     data = tmp_path / "data"
     make_index(data, documents=2)
     if not _root_can("mount", "--bind", str(data), str(data)):
-        pytest.skip("mount is not permitted here (needs root)")
+        pytest.skip("mount is not permitted here: run the tests as root (with CAP_SYS_ADMIN in a container)")
     mount = Mount(data)
     try:
         subprocess.run(["mount", "-o", "remount,ro,bind", str(data)], check=True, timeout=30)

@@ -62,7 +62,7 @@ async def test_inspector_with_a_robot_token_is_scoped_and_without_one_gets_401(
         assert {t["name"] for t in listed["tools"]} >= PROCESS_TOOLS
         # A robot token may not administer the fleet; the admin token may.
         refused = await inspector.run(url, *robot, "--method", "tools/call", "--tool-name", "reindex")
-        assert refused.tool_result()["error"] == "forbidden"
+        assert refused.refusal()["error"] == "forbidden"
         assert (
             "indexed"
             in (await inspector.run(url, *admin, "--method", "tools/call", "--tool-name", "reindex")).tool_result()
@@ -71,7 +71,7 @@ async def test_inspector_with_a_robot_token_is_scoped_and_without_one_gets_401(
         # robot is pinned to the token's robot.
         call = ("--method", "tools/call", "--tool-name", "save_process", "--tool-arg")
         foreign = await inspector.run(url, *robot, *call, f"markdown={MAILROOM}")
-        assert foreign.tool_result()["error"] == "forbidden"
+        assert foreign.refusal()["error"] == "forbidden"
         unnamed = MAILROOM.replace("robot: g1-lab-01\n", "")
         assert (await inspector.run(url, *robot, *call, f"markdown={unnamed}")).tool_result()["robot"] == "rap-1"
 

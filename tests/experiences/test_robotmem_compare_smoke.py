@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 
 from bench import bench_robotmem_compare as compare
+from tests.conftest import ROBOTMEM_MISSING
 
-pytestmark = pytest.mark.skipif(
-    not compare.DEFAULT_ROBOTMEM_PYTHON.exists(), reason="robotmem's own virtualenv is not installed here"
-)
+pytestmark = pytest.mark.skipif(not compare.DEFAULT_ROBOTMEM_PYTHON.exists(), reason=ROBOTMEM_MISSING)
 
 
 def test_the_comparison_runs_both_sides_and_reports_ratios(tmp_path: Path) -> None:
@@ -41,7 +40,10 @@ def test_the_comparison_runs_both_sides_and_reports_ratios(tmp_path: Path) -> No
     assert "this run's MCP part ran at 60" in text
 
 
-@pytest.mark.skipif(not (shutil.which("node") and shutil.which("npm")), reason="node and npm are not installed")
+@pytest.mark.skipif(
+    not (shutil.which("node") and shutil.which("npm")),
+    reason="node and npm are missing: install Node.js 20 or newer (with npm) for the TypeScript SDK client",
+)
 def test_the_typescript_sdk_client_makes_the_same_calls_and_its_rows_are_reported(tmp_path: Path) -> None:
     report = compare.run([40], 3, 3, compare.DEFAULT_ROBOTMEM_PYTHON, hybrid=False, work_dir=tmp_path, ts_client=True)
 

@@ -33,6 +33,7 @@ from robot_mcp_memory.experiences.robotmem_import import (
 )
 from robot_mcp_memory.principal import ADMIN, Principal
 from robot_mcp_memory.services import operations
+from tests.conftest import ROBOTMEM_MISSING
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FIXTURE = FIXTURES / "robotmem-0.1.3.db"
@@ -655,7 +656,7 @@ def test_the_command_exits_65_on_a_file_that_is_not_robotmem(
 
 
 # ---------------------------------------------------------------------------- a fresh file from robotmem itself
-@pytest.mark.skipif(not ROBOTMEM_PYTHON.exists(), reason="robotmem's own virtualenv is not installed here")
+@pytest.mark.skipif(not ROBOTMEM_PYTHON.exists(), reason=ROBOTMEM_MISSING)
 async def test_a_file_robotmem_writes_now_imports_completely(memory: Memory, tmp_path: Path) -> None:
     out = tmp_path / "fresh" / "memory.db"
     out.parent.mkdir()

@@ -1028,7 +1028,10 @@ def read_only(d: Path) -> Iterator[Path]:
         immutable = chattr is not None and subprocess.run([chattr, "+i", str(d)], capture_output=True).returncode == 0
         if not immutable:
             d.chmod(0o755)
-            pytest.skip("running as root without chattr: no way to make a directory read-only here")
+            pytest.skip(
+                "running as root without chattr, so no directory can be made read-only: install e2fsprogs "
+                "(chattr, on ext4 or xfs) or run the tests as a normal user"
+            )
     try:
         yield d
     finally:

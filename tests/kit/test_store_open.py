@@ -284,7 +284,7 @@ def open_blobs(path: Path, steps: int, limit: int = 0) -> tuple[str, str]:
     return kind, message
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="needs RLIMIT_FSIZE")
+@pytest.mark.skipif(sys.platform == "win32", reason="needs RLIMIT_FSIZE (POSIX): run the tests on Linux or macOS")
 def test_an_upgrade_the_disk_refuses_says_so_and_keeps_the_file_at_its_version(tmp_path: Path) -> None:
     """SQLite rolls back by itself when the disk refuses a write; the unconditional ROLLBACK after
     it failed ("cannot rollback - no transaction is active"), hid the disk's error, and the open

@@ -40,6 +40,22 @@ from robot_mcp_memory.store import restore_rows
 Progress = Callable[[int, int], None]
 
 
+#: What a dump or a load moves besides processes, as an operator names it: (one, many, the
+#: archive files counted). Tags, settings and the like travel too, inside these.
+KINDS: tuple[tuple[str, str, str], ...] = (
+    ("memory", "memories", "memories"),
+    ("session", "sessions", "sessions"),
+    ("robot", "robots", "fleet_robots"),
+    ("group", "groups", "fleet_groups"),
+    ("lesson", "lessons", "lessons.lessons"),
+)
+
+
+def moved(processes: int, archived: Mapping[str, int]) -> list[tuple[int, str, str]]:
+    """(count, one, many) for processes and every kind of `KINDS`, in that order."""
+    return [(processes, "process", "processes")] + [(archived.get(table, 0), one, many) for one, many, table in KINDS]
+
+
 @dataclass
 class DumpReport:
     processes: int = 0
@@ -48,12 +64,18 @@ class DumpReport:
     #: Files of an earlier dump in the same directory that this one did not write, now removed.
     removed: list[str] = field(default_factory=list)
 
+    def kinds(self) -> list[tuple[int, str, str]]:
+        return moved(self.processes, self.archived)
+
 
 @dataclass
 class LoadReport:
     processes: int = 0
     skipped: list[str] = field(default_factory=list)
     archived: dict[str, int] = field(default_factory=dict)
+
+    def kinds(self) -> list[tuple[int, str, str]]:
+        return moved(self.processes, self.archived)
 
 
 #: Not in the archive: processes travel as markdown, the schema version is the file's own.
@@ -512,9 +534,12 @@ async def reindex(memory: Memory, principal: Principal) -> dict[str, int]:
 
 
 async def stats(memory: Memory, *, serving: bool = True) -> dict[str, int]:
-    """Rows per table; for a `serving` process also the hot writes it dropped (a command run
-    beside the server has its own counter, always 0: it said nothing about the server's)."""
+    """Rows per table of index.db, and ``lessons`` (the rows of lessons.db); for a `serving`
+    process also the hot writes it dropped (a command run beside the server has its own counter,
+    always 0: it said nothing about the server's)."""
     counts = maintenance.count_rows(memory.settings.index_path, [t.name for t in db.TABLES])
+    lessons_db = memory.settings.lessons_path  # lessons live in their own file, made by the first one
+    counts["lessons"] = maintenance.count_rows(lessons_db, ["lessons"]).get("lessons", 0) if lessons_db.exists() else 0
     if serving:
         counts["hot_writes_dropped"] = memory.index.stats.hot_dropped
     return counts
