@@ -38,7 +38,7 @@ from typing import Any
 from bench.experience_corpus import QUERIES, Item, corpus
 from robot_mcp_memory import logs
 from robot_mcp_memory.api import RobotMemory
-from robot_mcp_memory.principal import LOCAL
+from robot_mcp_memory.tenancy.principal import LOCAL
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 FILTER = {"task.success": True}

@@ -44,8 +44,8 @@ from mcp.types import TextContent
 from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.principal import ADMIN
-from robot_mcp_memory.server import build_server
+from robot_mcp_memory.surfaces.mcp.server import build_server
+from robot_mcp_memory.tenancy.principal import ADMIN
 
 SEED = 20260612
 

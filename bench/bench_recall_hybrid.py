@@ -42,11 +42,12 @@ import numpy as np
 
 from bench.bench_search import rss_mb
 from bench.experience_corpus import QUERIES, corpus
-from robot_mcp_memory import logs, vectorstore
+from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.experiences.service import ExperienceService
-from robot_mcp_memory.principal import LOCAL
+from robot_mcp_memory.search.sqlite import vectorstore
+from robot_mcp_memory.tenancy.principal import LOCAL
 
 SEED = 20261129
 FILTERS: dict[str, dict[str, Any] | None] = {

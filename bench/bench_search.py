@@ -39,11 +39,13 @@ from typing import Any
 
 import numpy as np
 
-from robot_mcp_memory import logs, store, vectorstore
+from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.docmodel import ProcessDoc
-from robot_mcp_memory.principal import ADMIN
+from robot_mcp_memory.processes.docmodel import ProcessDoc
+from robot_mcp_memory.processes.sqlite import store
+from robot_mcp_memory.search.sqlite import vectorstore
+from robot_mcp_memory.tenancy.principal import ADMIN
 
 SEED = 20261129
 VERBS = ("Fetch", "Deliver", "Inspect", "Clean", "Open", "Close", "Patrol", "Restock", "Guide a visitor to", "Check")

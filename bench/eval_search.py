@@ -29,12 +29,14 @@ from typing import Any
 
 import yaml
 
-from robot_mcp_memory import docmodel, logs, store
+from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.docmodel import ProcessDoc
-from robot_mcp_memory.principal import ADMIN
-from robot_mcp_memory.store import Candidates, Fusion, Hit
+from robot_mcp_memory.processes import docmodel
+from robot_mcp_memory.processes.docmodel import ProcessDoc
+from robot_mcp_memory.processes.sqlite import store
+from robot_mcp_memory.processes.sqlite.store import Candidates, Fusion, Hit
+from robot_mcp_memory.tenancy.principal import ADMIN
 
 EVAL = Path(__file__).resolve().parents[1] / "eval" / "processes.yaml"
 SEED = 61

@@ -54,10 +54,11 @@ from mcp.types import TextContent
 from bench.bench_processes import make_documents, make_queries
 from bench.experience_corpus import QUERIES as RECALL_QUERIES
 from bench.experience_corpus import corpus
-from robot_mcp_memory import docmodel, logs
+from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.principal import ADMIN, Principal
+from robot_mcp_memory.processes import docmodel
+from robot_mcp_memory.tenancy.principal import ADMIN, Principal
 
 HOST = "127.0.0.1"
 START_DEADLINE_S = 120.0

@@ -17,7 +17,7 @@ from mcp.types import TextContent
 from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.server import MemoryMCP, build_server
+from robot_mcp_memory.surfaces.mcp.server import MemoryMCP, build_server
 
 logs.configure("debug")
 

@@ -97,7 +97,7 @@ def test_allowed_hosts_take_names_ports_wildcards_and_addresses() -> None:
 def test_forwarded_headers_are_believed_only_from_the_trusted_proxies() -> None:
     from starlette.types import Receive, Scope, Send
 
-    from robot_mcp_memory.serve import uvicorn_config
+    from robot_mcp_memory.surfaces.serve import uvicorn_config
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         raise AssertionError("not called")

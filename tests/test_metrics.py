@@ -12,7 +12,7 @@ from mcp.shared.memory import create_connected_server_and_client_session
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.metrics import BUCKETS, Metrics
-from robot_mcp_memory.server import MemoryMCP, build_server, http_app
+from robot_mcp_memory.surfaces.mcp.server import MemoryMCP, build_server, http_app
 from tests.conftest import MAILROOM, Client
 
 

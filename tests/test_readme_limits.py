@@ -8,13 +8,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from robot_mcp_memory import docmodel, stdio, tokens
-from robot_mcp_memory import server as mcp_server
+from robot_mcp_memory import jsonvalue
 from robot_mcp_memory.experiences import model
-from robot_mcp_memory.kit import jsonvalue
-from robot_mcp_memory.server import MemoryMCP
-from robot_mcp_memory.services import lessons, operations
-from robot_mcp_memory.web import routing, sessions
+from robot_mcp_memory.lessons import service as lessons
+from robot_mcp_memory.operations import service as operations
+from robot_mcp_memory.processes import docmodel
+from robot_mcp_memory.surfaces.mcp import server as mcp_server
+from robot_mcp_memory.surfaces.mcp import stdio
+from robot_mcp_memory.surfaces.mcp.server import MemoryMCP
+from robot_mcp_memory.surfaces.web import routing
+from robot_mcp_memory.tenancy import sessions, tokens
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

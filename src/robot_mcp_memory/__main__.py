@@ -1,3 +1,3 @@
-from robot_mcp_memory.cli import main
+from robot_mcp_memory.surfaces.cli import main
 
 raise SystemExit(main())

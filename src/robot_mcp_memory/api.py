@@ -51,7 +51,7 @@ from robot_mcp_memory.experiences.views import (
     RecallResult,
     UpdateResult,
 )
-from robot_mcp_memory.principal import LOCAL, Principal
+from robot_mcp_memory.tenancy.principal import LOCAL, Principal
 
 _log = logs.get("robot_mcp_memory.api")
 

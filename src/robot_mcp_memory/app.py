@@ -5,20 +5,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from robot_mcp_memory import db, logs
+from robot_mcp_memory import logs
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.experiences.service import ExperienceService
-from robot_mcp_memory.experiences.storage import ExperienceStore
-from robot_mcp_memory.experiences.vector_repo import MemoryVectorIndex
-from robot_mcp_memory.fleet import FleetRegistry
-from robot_mcp_memory.kit import SqliteStore
-from robot_mcp_memory.params import ParamStore
+from robot_mcp_memory.experiences.sqlite.storage import ExperienceStore
+from robot_mcp_memory.experiences.sqlite.vector_repo import MemoryVectorIndex
+from robot_mcp_memory.fleet.service import FleetService
+from robot_mcp_memory.fleet.sqlite.store import FleetRegistry
+from robot_mcp_memory.lessons.service import ScopedParams, Thresholds
+from robot_mcp_memory.lessons.sqlite.store import ParamStore
+from robot_mcp_memory.processes.service import ProcessService
+from robot_mcp_memory.processes.sqlite.store import Fusion, ProcessStore
 from robot_mcp_memory.search.resilient import ResilientEmbedder
-from robot_mcp_memory.services.fleet import FleetService
-from robot_mcp_memory.services.lessons import ScopedParams, Thresholds
-from robot_mcp_memory.services.policy import Policy
-from robot_mcp_memory.services.processes import ProcessService
-from robot_mcp_memory.store import Fusion, ProcessStore
+from robot_mcp_memory.storage.sqlite import SqliteStore
+from robot_mcp_memory.storage.sqlite import index_db as db
+from robot_mcp_memory.tenancy.policy import Policy
 
 _log = logs.get("robot_mcp_memory.app")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from robot_mcp_memory.errors import ConfigError
-from robot_mcp_memory.tokens import parse_robot_tokens
+from robot_mcp_memory.tenancy.tokens import parse_robot_tokens
 
 Transport = Literal["stdio", "sse"]
 

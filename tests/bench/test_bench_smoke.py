@@ -9,7 +9,7 @@ from typing import Any
 
 from bench.bench_processes import make_documents, make_queries, render, run_benchmark
 
-from robot_mcp_memory import docmodel
+from robot_mcp_memory.processes import docmodel
 
 
 def test_the_synthetic_corpus_is_valid_and_fixed_by_its_seed() -> None:

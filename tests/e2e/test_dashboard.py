@@ -19,8 +19,8 @@ from playwright.async_api import Browser, Page, async_playwright, expect
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.principal import ADMIN as ADMIN_PRINCIPAL
-from robot_mcp_memory.principal import Principal
+from robot_mcp_memory.tenancy.principal import ADMIN as ADMIN_PRINCIPAL
+from robot_mcp_memory.tenancy.principal import Principal
 from tests.e2e.harness import ServerProcess
 
 pytestmark = pytest.mark.e2e

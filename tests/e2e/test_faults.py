@@ -28,7 +28,7 @@ import pytest
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.principal import ADMIN as ADMIN_PRINCIPAL
+from robot_mcp_memory.tenancy.principal import ADMIN as ADMIN_PRINCIPAL
 from tests.conftest import MAILROOM, Client, doc
 from tests.e2e.harness import ServerProcess, child_env, console_script, free_port, http_session, json_lines
 from tests.e2e.test_startup_safety import EXIT_DATA, run_server, stderr_lines

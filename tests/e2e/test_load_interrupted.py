@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from robot_mcp_memory import cli
 from robot_mcp_memory.api import RobotMemory
+from robot_mcp_memory.surfaces import cli
 from tests.e2e.harness import child_env
-from tests.test_dump_load import Rows, _rows_of
+from tests.operations.test_dump_load import Rows, _rows_of
 
 pytestmark = pytest.mark.e2e
 

@@ -21,7 +21,7 @@ import pytest
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.docmodel import MAX_FRONTMATTER_ENTRIES, ProcessDoc
+from robot_mcp_memory.processes.docmodel import MAX_FRONTMATTER_ENTRIES, ProcessDoc
 from tests.conftest import doc
 from tests.e2e.harness import ServerProcess, http_session
 

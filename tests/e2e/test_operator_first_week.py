@@ -18,11 +18,11 @@ from playwright.async_api import Browser, Dialog, expect
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.principal import OPEN
+from robot_mcp_memory.tenancy.principal import OPEN
 from tests.conftest import MAILROOM
 from tests.e2e.harness import ServerProcess, http_session, json_lines
 from tests.e2e.test_dashboard import browser, login, open_page  # noqa: F401 -- `browser` is a fixture used here
-from tests.test_readiness import LEAKS, damage
+from tests.operations.test_readiness import LEAKS, damage
 
 pytestmark = pytest.mark.e2e
 

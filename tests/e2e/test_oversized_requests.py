@@ -15,8 +15,8 @@ import httpx
 import pytest
 from mcp.shared.exceptions import McpError
 
-from robot_mcp_memory.oversized import INVALID_REQUEST
-from robot_mcp_memory.server import MAX_REQUEST_BODY
+from robot_mcp_memory.surfaces.mcp.oversized import INVALID_REQUEST
+from robot_mcp_memory.surfaces.mcp.server import MAX_REQUEST_BODY
 from tests.conftest import Client, doc
 from tests.e2e.harness import ServerProcess, http_session, initialize_request, sse_session
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from robot_mcp_memory.serve import HEADERS_TIMEOUT_S
-from robot_mcp_memory.server import MAX_PER_ROBOT
+from robot_mcp_memory.surfaces.mcp.server import MAX_PER_ROBOT
+from robot_mcp_memory.surfaces.serve import HEADERS_TIMEOUT_S
 from tests.e2e.harness import ServerProcess, initialize_request, running
 
 ADMIN = "admin-token-0123456789"

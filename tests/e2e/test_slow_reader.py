@@ -15,8 +15,8 @@ import anyio
 import httpx
 import pytest
 
-from robot_mcp_memory.serve import WRITE_STALL_S
-from robot_mcp_memory.server import MAX_SSE_BACKLOG
+from robot_mcp_memory.surfaces.mcp.server import MAX_SSE_BACKLOG
+from robot_mcp_memory.surfaces.serve import WRITE_STALL_S
 from tests.conftest import doc
 from tests.e2e.harness import HOST, ServerProcess, http_session, initialize_request, sse_session
 

@@ -1,4 +1,4 @@
-"""The stdio transport of the real server process (`robot_mcp_memory.stdio`).
+"""The stdio transport of the real server process (`robot_mcp_memory.surfaces.mcp.stdio`).
 
 Over pipes the server reads and writes on its event loop; a line that is not JSON-RPC, or one
 longer than `stdio.MAX_LINE`, is skipped and the session goes on. A terminal or a regular file
@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from robot_mcp_memory import stdio
-from robot_mcp_memory.stdio import MAX_LINE
+from robot_mcp_memory.surfaces.mcp import stdio
+from robot_mcp_memory.surfaces.mcp.stdio import MAX_LINE
 from tests.e2e.harness import child_env, initialize_request, server_command
 
 INIT = initialize_request("raw")

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from robot_mcp_memory.throttle import MAX_FAILURES
+from robot_mcp_memory.tenancy.throttle import MAX_FAILURES
 from tests.e2e.harness import running
 
 pytestmark = pytest.mark.e2e

@@ -4,7 +4,7 @@ from bench.experience_corpus import corpus
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences.service import ExperienceService
-from robot_mcp_memory.principal import ADMIN, STDIO, Principal
+from robot_mcp_memory.tenancy.principal import ADMIN, STDIO, Principal
 
 
 async def put_in_group(memory: Memory, group: str, *robots: str) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from robot_mcp_memory.api import RobotMemory
 from robot_mcp_memory.errors import InvalidInput, NotFound, StorageError
-from robot_mcp_memory.experiences.vector_repo import MemoryVectorIndex
+from robot_mcp_memory.experiences.sqlite.vector_repo import MemoryVectorIndex
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "experiences.md"
 

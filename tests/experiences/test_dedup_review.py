@@ -13,8 +13,8 @@ from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences import dedup
 from robot_mcp_memory.experiences.consolidate import Row, plan
 from robot_mcp_memory.experiences.dedup import Candidate, facts_hash, facts_of
-from robot_mcp_memory.principal import STDIO
 from robot_mcp_memory.search import segment
+from robot_mcp_memory.tenancy.principal import STDIO
 
 
 def same_facts(a: str, b: str, ca: dict[str, Any] | None = None, cb: dict[str, Any] | None = None) -> bool:

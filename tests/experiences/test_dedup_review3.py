@@ -13,7 +13,7 @@ from robot_mcp_memory.api import RobotMemory
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences import dedup
 from robot_mcp_memory.experiences.dedup import Candidate
-from robot_mcp_memory.principal import STDIO
+from robot_mcp_memory.tenancy.principal import STDIO
 
 #: F2: where a number stands is part of what the text says.
 NUMBER_PLACES = [

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from robot_mcp_memory.kit.jsonvalue import MAX_DEPTH
+from robot_mcp_memory.jsonvalue import MAX_DEPTH
 from tests.conftest import Client
 
 

@@ -11,8 +11,9 @@ import pytest
 from bench.experience_corpus import QUERIES, corpus
 
 from robot_mcp_memory.app import Memory
-from robot_mcp_memory.experiences import filter_repo, ranking_repo, service
-from robot_mcp_memory.principal import STDIO, Principal
+from robot_mcp_memory.experiences import service
+from robot_mcp_memory.experiences.sqlite import filter_repo, ranking_repo
+from robot_mcp_memory.tenancy.principal import STDIO, Principal
 
 FILTERS: list[dict[str, Any]] = [
     {},

@@ -13,14 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robot_mcp_memory import vectorstore
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences import dedup
 from robot_mcp_memory.experiences.service import ExperienceService, run_sync
-from robot_mcp_memory.experiences.vector_repo import MemoryVectorIndex
-from robot_mcp_memory.principal import STDIO
+from robot_mcp_memory.experiences.sqlite.vector_repo import MemoryVectorIndex
 from robot_mcp_memory.search.embedders import HashingEmbedder, Vectors
 from robot_mcp_memory.search.resilient import ResilientEmbedder
+from robot_mcp_memory.search.sqlite import vectorstore
+from robot_mcp_memory.tenancy.principal import STDIO
 from tests.search.test_embedders import FakeClock
 
 QUERY = "slipperiness"  # shares no keyword (porter stem) with "slipped"; shares its spelling
@@ -209,7 +209,7 @@ async def test_a_memory_forgotten_after_the_keyword_list_was_read_is_not_returne
 ) -> None:
     """The overlapped keyword list comes from an earlier snapshot: the vector read re-applies
     every filter to its memories, so one forgotten in between never comes back."""
-    from robot_mcp_memory.experiences import ranking_repo
+    from robot_mcp_memory.experiences.sqlite import ranking_repo
 
     svc = memory.experiences
     kept = await svc.learn(STDIO, "the gripper slipped on the wet mug")

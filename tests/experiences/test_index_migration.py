@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from robot_mcp_memory import db
 from robot_mcp_memory.api import RobotMemory
+from robot_mcp_memory.storage.sqlite import index_db as db
 
 
 def _indexes(path: Path) -> dict[str, str]:
@@ -201,7 +201,7 @@ def test_a_file_from_the_first_experience_release_gets_the_ranking_index(tmp_pat
     assert "idx_memories_rank" in _indexes(path)
     store = db.open_index(path)
     try:
-        from robot_mcp_memory.experiences.storage import ExperienceStore
+        from robot_mcp_memory.experiences.sqlite.storage import ExperienceStore
 
         assert ExperienceStore(store).covering
     finally:

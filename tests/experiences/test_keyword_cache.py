@@ -22,13 +22,13 @@ from bench.experience_corpus import QUERIES, corpus
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.db import rebuild_text_indexes
-from robot_mcp_memory.experiences import keyword_repo, ranking_repo, storage
 from robot_mcp_memory.experiences.filters import compile_filter
-from robot_mcp_memory.experiences.keyword_repo import KeywordCache
-from robot_mcp_memory.experiences.ranking_repo import Scope
-from robot_mcp_memory.principal import STDIO
+from robot_mcp_memory.experiences.sqlite import keyword_repo, ranking_repo, storage
+from robot_mcp_memory.experiences.sqlite.keyword_repo import KeywordCache
+from robot_mcp_memory.experiences.sqlite.ranking_repo import Scope
 from robot_mcp_memory.search import bm25, segment
+from robot_mcp_memory.storage.sqlite.index_db import rebuild_text_indexes
+from robot_mcp_memory.tenancy.principal import STDIO
 from tests.experiences.conftest import ranking_corpus
 
 EXTRA_QUERIES = (

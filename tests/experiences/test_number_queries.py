@@ -10,7 +10,7 @@ from pathlib import Path
 
 from robot_mcp_memory.api import RobotMemory
 from robot_mcp_memory.app import Memory
-from robot_mcp_memory.principal import STDIO
+from robot_mcp_memory.tenancy.principal import STDIO
 
 #: (grip force, speed): the 12.5 N memory is learned first, so a tie would put it last.
 TRIALS = [(12.5, 0.3), (5.0, 0.12), (19.5, 0.12), (12.0, 0.5), (5.2, 0.12), (15.5, 0.12), (12.2, 0.5)]

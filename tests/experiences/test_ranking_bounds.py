@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from robot_mcp_memory.app import Memory
-from robot_mcp_memory.experiences import ranking_repo
 from robot_mcp_memory.experiences.model import Spatial
-from robot_mcp_memory.experiences.ranking_repo import Order, Scope
-from robot_mcp_memory.principal import STDIO
+from robot_mcp_memory.experiences.sqlite import ranking_repo
+from robot_mcp_memory.experiences.sqlite.ranking_repo import Order, Scope
+from robot_mcp_memory.tenancy.principal import STDIO
 
 NOW = 1_000_000_000.0
 

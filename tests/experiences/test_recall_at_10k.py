@@ -17,7 +17,7 @@ from robot_mcp_memory.api import RobotMemory
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.experiences.service import JsonArg, run_sync
-from robot_mcp_memory.principal import STDIO
+from robot_mcp_memory.tenancy.principal import STDIO
 
 TOTAL = 10_000
 FAILURES = 200

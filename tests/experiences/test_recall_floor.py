@@ -17,11 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from robot_mcp_memory.app import Memory
-from robot_mcp_memory.experiences import ranking_repo
 from robot_mcp_memory.experiences.filters import compile_filter
-from robot_mcp_memory.experiences.ranking_repo import Scope
-from robot_mcp_memory.principal import STDIO
+from robot_mcp_memory.experiences.sqlite import ranking_repo
+from robot_mcp_memory.experiences.sqlite.ranking_repo import Scope
 from robot_mcp_memory.search import segment
+from robot_mcp_memory.tenancy.principal import STDIO
 from tests.experiences.conftest import ranking_corpus
 
 EXTRA_QUERIES = (

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from robot_mcp_memory.api import RobotMemory
-from robot_mcp_memory.experiences import index_repo
+from robot_mcp_memory.experiences.sqlite import index_repo
 from robot_mcp_memory.search import segment
 
 FRENCH = "la tasse mouillée a glissé près de l'évier"

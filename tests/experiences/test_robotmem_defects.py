@@ -11,7 +11,7 @@ import pytest
 
 from robot_mcp_memory.api import RobotMemory
 from robot_mcp_memory.app import Memory
-from robot_mcp_memory.principal import STDIO
+from robot_mcp_memory.tenancy.principal import STDIO
 from tests.conftest import Client
 from tests.experiences.conftest import age
 

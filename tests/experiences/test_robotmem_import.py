@@ -19,11 +19,10 @@ from typing import Any
 
 import pytest
 
-from robot_mcp_memory import cli
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import Forbidden, InvalidInput
-from robot_mcp_memory.experiences import robotmem_import
-from robot_mcp_memory.experiences.robotmem_import import (
+from robot_mcp_memory.experiences.importers import robotmem as robotmem_import
+from robot_mcp_memory.experiences.importers.robotmem import (
     ImportReport,
     RobotmemBusy,
     RobotmemFile,
@@ -31,8 +30,9 @@ from robot_mcp_memory.experiences.robotmem_import import (
     epoch,
     usable_collection,
 )
-from robot_mcp_memory.principal import ADMIN, Principal
-from robot_mcp_memory.services import operations
+from robot_mcp_memory.operations import service as operations
+from robot_mcp_memory.surfaces import cli
+from robot_mcp_memory.tenancy.principal import ADMIN, Principal
 from tests.conftest import ROBOTMEM_MISSING
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

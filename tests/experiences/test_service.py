@@ -10,11 +10,11 @@ import pytest
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import Conflict, Forbidden, InvalidInput, NotFound
-from robot_mcp_memory.experiences import storage
 from robot_mcp_memory.experiences.model import MAX_N
 from robot_mcp_memory.experiences.service import ExperienceService
-from robot_mcp_memory.experiences.storage import ExperienceStore
-from robot_mcp_memory.principal import ADMIN, STDIO, Principal
+from robot_mcp_memory.experiences.sqlite import storage
+from robot_mcp_memory.experiences.sqlite.storage import ExperienceStore
+from robot_mcp_memory.tenancy.principal import ADMIN, STDIO, Principal
 from tests.experiences.conftest import age, put_in_group, shared_writer
 
 RAP1, RAP2, RAP3 = Principal.robot("rap-1"), Principal.robot("rap-2"), Principal.robot("rap-3")

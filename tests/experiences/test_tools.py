@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mcp.types import TextContent
 
-from robot_mcp_memory.server import MemoryMCP
+from robot_mcp_memory.surfaces.mcp.server import MemoryMCP
 from tests.conftest import Client
 
 EXPERIENCE_TOOLS = {

@@ -14,9 +14,9 @@ import numpy as np
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences.service import ExperienceService
-from robot_mcp_memory.principal import STDIO
+from robot_mcp_memory.search.sqlite.vectorstore import Embedded
 from robot_mcp_memory.search.vectors import KeyFilter
-from robot_mcp_memory.vectorstore import Embedded
+from robot_mcp_memory.tenancy.principal import STDIO
 
 
 class StubVectors:

@@ -15,10 +15,10 @@ import pytest
 from robot_mcp_memory.api import RobotMemory
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import InvalidInput
-from robot_mcp_memory.experiences import storage
-from robot_mcp_memory.experiences.index_repo import rebuild_memory_index
 from robot_mcp_memory.experiences.model import MAX_DATA_BYTES, NewMemory, parse_data
-from robot_mcp_memory.principal import STDIO
+from robot_mcp_memory.experiences.sqlite import storage
+from robot_mcp_memory.experiences.sqlite.index_repo import rebuild_memory_index
+from robot_mcp_memory.tenancy.principal import STDIO
 from tests.conftest import Client
 
 

@@ -12,11 +12,11 @@ import pytest
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.docmodel import reliability
-from robot_mcp_memory.principal import STDIO, Principal
+from robot_mcp_memory.processes.docmodel import reliability
+from robot_mcp_memory.processes.sqlite.store import Candidates, Fusion, rank_hybrid
 from robot_mcp_memory.search.embedders import HashingEmbedder
 from robot_mcp_memory.search.resilient import ResilientEmbedder
-from robot_mcp_memory.store import Candidates, Fusion, rank_hybrid
+from robot_mcp_memory.tenancy.principal import STDIO, Principal
 from tests.conftest import MAILROOM, doc, eventually
 from tests.search.stub_http import StubEmbedServer, stub_server
 from tests.search.test_embedders import FakeClock, Flaky

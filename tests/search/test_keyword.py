@@ -12,11 +12,11 @@ from collections.abc import Collection, Iterator
 
 import pytest
 
-from robot_mcp_memory import db
-from robot_mcp_memory import store as sql
-from robot_mcp_memory.docmodel import ProcessDoc
+from robot_mcp_memory.processes.docmodel import ProcessDoc
+from robot_mcp_memory.processes.sqlite import store as sql
 from robot_mcp_memory.search import fts
-from tests.tie_corpus import QUERIES, tie_heavy_db
+from robot_mcp_memory.storage.sqlite import index_db as db
+from tests.processes.tie_corpus import QUERIES, tie_heavy_db
 
 
 def plain_join(

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from robot_mcp_memory import db
-from robot_mcp_memory import store as process_store
-from robot_mcp_memory.docmodel import ProcessDoc
+from robot_mcp_memory.processes.docmodel import ProcessDoc
+from robot_mcp_memory.processes.sqlite import store as process_store
 from robot_mcp_memory.search import fts, segment
+from robot_mcp_memory.storage.sqlite import index_db as db
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"  # what memories_fts uses
 JAPANESE = {

@@ -10,9 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from robot_mcp_memory import db, vectorstore
+from robot_mcp_memory.search.sqlite import vectorstore
+from robot_mcp_memory.search.sqlite.vectorstore import VectorCache
 from robot_mcp_memory.search.vectors import ExactIndex, Vector, VectorIndex, decode, encode
-from robot_mcp_memory.vectorstore import VectorCache
+from robot_mcp_memory.storage.sqlite import index_db as db
 
 finite_f32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
 

@@ -11,10 +11,10 @@ import pytest
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.experiences.vector_repo import MemoryVectorIndex
-from robot_mcp_memory.principal import STDIO
+from robot_mcp_memory.experiences.sqlite.vector_repo import MemoryVectorIndex
 from robot_mcp_memory.search.embedders import Vectors
 from robot_mcp_memory.search.resilient import ResilientEmbedder
+from robot_mcp_memory.tenancy.principal import STDIO
 from tests.conftest import MAILROOM
 from tests.search.test_embedders import FakeClock, Flaky
 

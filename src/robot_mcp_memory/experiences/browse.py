@@ -9,12 +9,12 @@ import time
 from dataclasses import dataclass
 
 from robot_mcp_memory.errors import InvalidInput, NotFound
-from robot_mcp_memory.experiences import browse_repo
-from robot_mcp_memory.experiences.browse_repo import Filters, SessionRow
 from robot_mcp_memory.experiences.model import Experience, Session
-from robot_mcp_memory.experiences.storage import ExperienceStore
-from robot_mcp_memory.principal import Principal
-from robot_mcp_memory.services.policy import Policy
+from robot_mcp_memory.experiences.sqlite import browse_repo
+from robot_mcp_memory.experiences.sqlite.browse_repo import Filters, SessionRow
+from robot_mcp_memory.experiences.sqlite.storage import ExperienceStore
+from robot_mcp_memory.tenancy.policy import Policy
+from robot_mcp_memory.tenancy.principal import Principal
 
 MAX_LIMIT = 500
 MAX_TIMELINE = 2000

@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from robot_mcp_memory import jsonvalue
 from robot_mcp_memory.errors import InvalidInput
 from robot_mcp_memory.experiences.filters import json_path
-from robot_mcp_memory.kit import jsonvalue
 
 MAX_INSIGHT = 10_000
 MAX_QUERY = 4_000

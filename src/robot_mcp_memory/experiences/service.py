@@ -22,8 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeVar
 
 from robot_mcp_memory.errors import Conflict, Forbidden, InvalidInput, MemoryError_, NotFound
-from robot_mcp_memory.experiences import classify, consolidate, dedup, ranking_repo, storage
-from robot_mcp_memory.experiences.filter_repo import Mask
+from robot_mcp_memory.experiences import classify, consolidate, dedup
 from robot_mcp_memory.experiences.filters import compile_filter
 from robot_mcp_memory.experiences.lexicon import Analysis
 from robot_mcp_memory.experiences.model import (
@@ -52,13 +51,15 @@ from robot_mcp_memory.experiences.model import (
     parse_spatial,
     utf8,
 )
-from robot_mcp_memory.experiences.ranking_repo import Ranked, Scope, distance_of
-from robot_mcp_memory.experiences.storage import ExperienceStore, Probe
-from robot_mcp_memory.principal import Principal
+from robot_mcp_memory.experiences.sqlite import ranking_repo, storage
+from robot_mcp_memory.experiences.sqlite.filter_repo import Mask
+from robot_mcp_memory.experiences.sqlite.ranking_repo import Ranked, Scope, distance_of
+from robot_mcp_memory.experiences.sqlite.storage import ExperienceStore, Probe
 from robot_mcp_memory.search import fusion, segment
+from robot_mcp_memory.search.sqlite.vectorstore import Embedded
 from robot_mcp_memory.search.vectors import KeyFilter
-from robot_mcp_memory.services.policy import Policy
-from robot_mcp_memory.vectorstore import Embedded
+from robot_mcp_memory.tenancy.policy import Policy
+from robot_mcp_memory.tenancy.principal import Principal
 
 T = TypeVar("T")
 #: What a memory write reports per memory: its id, the duplicate it found, or (a batch's) refusal.

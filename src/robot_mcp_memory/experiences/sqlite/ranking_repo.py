@@ -1,0 +1,709 @@
+"""Ranking memories in SQL: every list recall, hybrid recall and proactive recall read.
+
+A `Scope` is everything that decides *whether* a memory may be returned; `rank` orders those that
+pass — by score (relevance × source weight × (0.5 + 0.5 × decayed confidence)), by relevance, by
+distance or by the spatial blend — in one ``SELECT`` with every filter in its ``WHERE``, so a filter
+is never a post-filter over the top few text hits. Only ids and numbers travel through the sort;
+the rows of the few kept are read after (`storage.rows_of`). `weighed` and `weighed_ids` are the
+same lists as numbers only, for hybrid fusion; `ids_in_scope` and `ids_passing` let the vector
+list rank within the filters.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import sqlite3
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from robot_mcp_memory import jsonvalue
+from robot_mcp_memory.experiences.filters import Condition, json_path, parse_path
+from robot_mcp_memory.experiences.model import DECAY_FLOOR, HALF_LIFE_S, MAX_SOURCE_WEIGHT, Experience, Spatial
+from robot_mcp_memory.experiences.sqlite.filter_repo import FilterMasks, Mask
+from robot_mcp_memory.experiences.sqlite.keyword_repo import KeywordCache
+from robot_mcp_memory.experiences.sqlite.storage import BM25_WEIGHTS, rows_of
+from robot_mcp_memory.search import bm25, fts
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Everything that decides *whether* a memory may be returned (never how it ranks)."""
+
+    visible: frozenset[str] | None
+    collection: str
+    min_confidence: float
+    now: float
+    session_id: str | None = None
+    exclude_session: str | None = None
+    condition: Condition = field(default_factory=Condition)
+    spatial: Spatial | None = None
+
+
+@dataclass(frozen=True)
+class Ranked:
+    memory: Experience
+    relevance: float  # -bm25 for keyword lists, 1.0 for filter-only lists
+    score: float  # relevance × source weight × (0.5 + 0.5 × decayed confidence)
+    confidence: float  # decayed
+    dist2: float | None
+    #: For ``order="blend"``: (1 − w)·score/best score + w·proximity, the spatial ranking key.
+    blend: float | None = None
+
+
+Order = Literal["score", "relevance", "distance", "blend"]
+
+
+def _dist2(spatial: Spatial | None) -> tuple[str, list[Any]]:
+    """Squared Euclidean distance from the coordinate list at `spatial.path` to its target, in
+    SQL; NULL when a memory lacks a numeric coordinate."""
+    if spatial is None:
+        return "NULL", []
+    base = json_path(spatial.path)
+    squares, params = [], []
+    for i, x in enumerate(spatial.target):
+        p = f"{base}[{i}]"
+        squares.append(
+            "(CASE WHEN json_type(m.context, ?) IN ('integer', 'real') THEN pow(json_extract(m.context, ?) - ?, 2) END)"
+        )
+        params.extend([p, p, x])
+    return f"({' + '.join(squares)})", params
+
+
+def _offsets(context: Mapping[str, Any], spatial: Spatial) -> list[float] | None:
+    """Each coordinate at `spatial.path` minus its target (same rules as `_dist2`: every
+    coordinate numeric); an offset too large for a float is infinite."""
+    value: Any = context
+    for seg in parse_path(spatial.path, "spatial_sort.field"):  # as `_dist2`'s JSON path reads it
+        if isinstance(seg, int) and isinstance(value, list) and seg < len(value):
+            value = value[seg]
+        elif isinstance(seg, str) and isinstance(value, Mapping):
+            value = value.get(seg)
+        else:
+            return None
+    if not isinstance(value, list) or len(value) < len(spatial.target):
+        return None
+    out = []
+    for v, t in zip(value, spatial.target, strict=False):
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            return None
+        try:
+            out.append(float(v) - float(t))
+        except OverflowError:  # an integer past the float range
+            out.append(math.inf)
+    return out
+
+
+def dist2_of(context: Mapping[str, Any], spatial: Spatial) -> float | None:
+    """`_dist2` in Python, for the few rows a ranking kept. Float products, so a square past the
+    float range is infinite (as SQLite's ``pow`` makes it) rather than an OverflowError."""
+    offsets = _offsets(context, spatial)
+    return None if offsets is None else sum(d * d for d in offsets)
+
+
+def distance_of(context: Mapping[str, Any], spatial: Spatial) -> float | None:
+    """The Euclidean distance recall reports: ``math.hypot`` does not overflow where the squares
+    do (a coordinate of 1e200 is 1e200 away, not infinitely far); None when it is past the
+    float range too, or the memory has no such coordinates (JSON cannot carry an infinity)."""
+    offsets = _offsets(context, spatial)
+    if offsets is None:
+        return None
+    d = math.hypot(*offsets)
+    return d if math.isfinite(d) else None
+
+
+#: Keyword recall joins to their rows only the matches that can reach the top: the `n`-th best
+#: score among the ``FLOOR_POOL_FACTOR × n`` most relevant matches (at least `FLOOR_POOL_MIN`) is
+#: a floor (see `_ranking_sql`).
+FLOOR_POOL_FACTOR = 8
+FLOOR_POOL_MIN = 64
+
+
+def _ranking_sql(
+    scope: Scope,
+    match: str | None,
+    order: Order,
+    limit: int,
+    covering: bool = True,
+    ids_only: bool = False,
+    floored: bool | None = None,
+    scale: float = 1.0,
+    given: Sequence[tuple[int, float]] | None = None,
+) -> tuple[str, list[Any]]:
+    """The ranking query: ``(id, rel, w, confd, dist2, blend)`` of the memories passing every
+    filter of `scope`, best first. Only ids and numbers travel through the sort; rows are fetched
+    after. ``blend`` (spatial_sort) ranks by relevance blended with proximity in one pass: the
+    best score over every match comes from a window function, so the top n is exact.
+
+    A text query ranked by score (the default order) computes bm25 once per match over FTS5
+    rowids, and joins to the memories only the matches that can still reach the top (`floored`):
+    score = relevance × w × (0.5 + 0.5 × confd) <= relevance × `MAX_SOURCE_WEIGHT`, so once `limit`
+    memories among the most relevant matches pass every filter with scores >= S, a match whose
+    relevance × MAX_SOURCE_WEIGHT is below S cannot be among the best `limit`. Without such a floor
+    (fewer pass among the pool) every match is joined, as the plain query does; both rank alike
+    (tests/experiences/test_recall_floor.py).
+
+    Which is cheaper depends on the filters (`floored=None` chooses): the plain query joins every
+    match to its row and computes bm25 only for those that pass every filter; the floored one
+    computes bm25 for every match and joins only those that can reach the floor. With only the
+    visibility, collection and status filters nearly every match passes, and the floor saves
+    the joins (10,000 memories, bench queries: 1.75 → 1.35 ms); a `context_filter` or a session
+    passing one match in ten makes the plain query's bm25 the cheaper (1.8 ms against 2.8).
+
+    `given`: the matches and their relevance, computed already (`keyword_repo.KeywordCache`),
+    in place of FTS5's — the floored query over them."""
+    confd = "m.confidence * max(?, pow(0.5, max(0.0, ? - m.updated_at) / ?))"
+    confd_p: list[Any] = [DECAY_FLOOR, scope.now, HALF_LIFE_S]
+    # Distances are computed in SQL only when they order or filter; otherwise `rank` computes them
+    # for the rows it keeps.
+    in_sql = scope.spatial is not None and (order in ("distance", "blend") or scope.spatial.max_distance is not None)
+    dist_sql, dist_p = _dist2(scope.spatial if in_sql else None)
+    where: list[str] = []
+    where_p: list[Any] = []
+    # Without the context (no filter, no distance), ranking reads only idx_memories_rank: name it.
+    hint = "" if scope.condition.sql != "1" or in_sql or not covering else " INDEXED BY idx_memories_rank"
+    if floored is None:
+        floored = scope.condition.sql == "1" and scope.session_id is None
+    floored = floored and (match is not None or given is not None) and order == "score" and not ids_only and limit >= 1
+    hits, rel_p = "", []
+    hits_p: list[Any] = []
+    if given is not None and floored:
+        hits = (
+            f"WITH hits(hid, rel) AS MATERIALIZED (VALUES {','.join(['(?,?)'] * len(given))}), "  # noqa: S608
+            "pool AS (SELECT hid, rel FROM hits ORDER BY rel DESC LIMIT ?), "
+        )
+        hits_p = [*itertools.chain.from_iterable(given), max(FLOOR_POOL_MIN, FLOOR_POOL_FACTOR * limit)]
+        rel, source = "h.rel", f"{{hits}} h CROSS JOIN memories m{hint} ON m.id = h.hid"
+    elif floored:
+        # CROSS JOIN pins the loop order: each match, then its row (and only if it passes the floor).
+        hits = (
+            f"WITH hits AS MATERIALIZED (SELECT rowid AS hid, -bm25(memories_fts, {BM25_WEIGHTS}) * ? AS rel "  # noqa: S608
+            "FROM memories_fts WHERE memories_fts MATCH ?), "
+            "pool AS (SELECT hid, rel FROM hits ORDER BY rel DESC LIMIT ?), "
+        )
+        hits_p = [scale, match, max(FLOOR_POOL_MIN, FLOOR_POOL_FACTOR * limit)]
+        rel, source = "h.rel", f"{{hits}} h CROSS JOIN memories m{hint} ON m.id = h.hid"
+    elif match is not None:
+        rel, rel_p = f"-bm25(memories_fts, {BM25_WEIGHTS}) * ?", [scale]
+        source = f"memories_fts JOIN memories m{hint} ON m.id = memories_fts.rowid"
+        where.append("memories_fts MATCH ?")
+        where_p.append(match)
+    else:
+        rel, source = "1.0", f"memories m{hint}"
+    narrowing, narrowing_p = _narrowing(scope)
+    where += ["m.collection = ?", "m.status = 'active'", *narrowing]
+    where_p += [scope.collection, *narrowing_p]
+    outer = ["confd >= ?"]
+    outer_p: list[Any] = [scope.min_confidence]
+    if scope.spatial is not None and scope.spatial.max_distance is not None:
+        outer.append("dist2 <= ?")
+        outer_p.append(scope.spatial.max_distance**2)
+    score = "rel * w * (0.5 + 0.5 * confd)"
+    blend, blend_p = "NULL", []
+    if order == "blend" and scope.spatial is not None:
+        blend = (
+            f"(1.0 - ?) * {score} / max(max({score}) OVER (), 1e-12) + ? * coalesce(1.0 / (1.0 + sqrt(dist2) / ?), 0.0)"
+        )
+        blend_p = [scope.spatial.weight, scope.spatial.weight, scope.spatial.scale]
+    by = {
+        "score": f"{score} DESC, updated_at DESC, id DESC",
+        "relevance": "rel DESC, id DESC",
+        "distance": f"dist2 IS NULL, dist2 ASC, {score} DESC, id DESC",
+        "blend": "blend DESC, id DESC",
+    }[order]
+    w = f"min(m.source_weight, {MAX_SOURCE_WEIGHT!r})"
+
+    def rows(src: str, extra: str = "") -> str:
+        return (
+            f"SELECT m.id AS id, m.updated_at AS updated_at, {rel} AS rel, {w} AS w, {confd} AS confd, "  # noqa: S608
+            f"{dist_sql} AS dist2 FROM {src} WHERE {extra}{' AND '.join(where)}"
+        )
+
+    row_p = [*rel_p, *confd_p, *dist_p, *where_p]
+    # `ids_only`: the ids passing every filter, unordered — 4× faster at 10k than sorting and
+    # fetching the numbers (hybrid recall ranks them by cosine itself).
+    head, tail = ("SELECT id", "") if ids_only else ("SELECT id, rel, w, confd, dist2, blend", f" ORDER BY {by}")
+    if not floored:
+        sql = (
+            f"{head} FROM (SELECT id, updated_at, rel, w, confd, dist2, "  # noqa: S608
+            f"{blend} AS blend FROM ({rows(source)}) WHERE {' AND '.join(outer)}){tail} LIMIT ?"
+        )
+        return sql, [*blend_p, *row_p, *outer_p, limit]  # in textual order
+    floor = (
+        f"floor AS (SELECT {score} AS s FROM ({rows(source.format(hits='pool'))}) "  # noqa: S608
+        f"WHERE {' AND '.join(outer)} ORDER BY s DESC LIMIT 1 OFFSET ?) "
+    )
+    # A match passes when it can reach the floor, or when there is no floor (coalesce), or when
+    # its relevance is not positive (then the bound does not hold; bm25 keeps it positive).
+    top = f"h.rel * {MAX_SOURCE_WEIGHT!r}"
+    reach = f"({top} >= coalesce((SELECT s FROM floor), {top}) OR h.rel <= 0) AND "  # noqa: S608
+    sql = (
+        f"{hits}{floor}{head} FROM (SELECT id, updated_at, rel, w, confd, dist2, "  # noqa: S608
+        f"{blend} AS blend FROM ({rows(source.format(hits='hits'), reach)}) WHERE {' AND '.join(outer)}){tail} LIMIT ?"
+    )
+    return sql, [*hits_p, *row_p, *outer_p, limit - 1, *blend_p, *row_p, *outer_p, limit]
+
+
+def rank(
+    conn: sqlite3.Connection,
+    scope: Scope,
+    match: Sequence[str] | None,
+    order: Order,
+    limit: int,
+    include_data: bool = False,
+    covering: bool = True,
+    keywords: KeywordCache | None = None,
+    masks: FilterMasks | None = None,
+) -> list[Ranked]:
+    """One ranked list of memories that pass every filter of `scope`, best first.
+
+    `match` holds the query's FTS5 phrases, each quoted (`segment.match_phrases`; a memory
+    matches when it holds any), or is None for a filter-only list (every memory in scope, by
+    decayed confidence and source weight, newest first among equals)."""
+    ranked = _ranked_numbers(conn, scope, match, order, limit, covering, keywords, masks)
+    rows = rows_of(conn, [r[0] for r in ranked], include_data)
+    sp = scope.spatial
+    return [
+        Ranked(
+            rows[mid],
+            float(rel),
+            rel * w * (0.5 + 0.5 * cd),
+            cd,
+            d2 if sp is None or d2 is not None else dist2_of(rows[mid].context, sp),
+            bl,
+        )
+        for mid, rel, w, cd, d2, bl in ranked
+        if mid in rows
+    ]
+
+
+def _narrowing(scope: Scope) -> tuple[list[str], list[Any]]:
+    """`scope`'s clauses beyond collection and status (robots, session, context filter), with
+    their parameters in order."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if scope.visible is not None:
+        clauses.append(f"m.robot IN ({','.join('?' * len(scope.visible))})" if scope.visible else "0")
+        params.extend(sorted(scope.visible))
+    if scope.session_id is not None:
+        clauses.append("m.session_id = ?")
+        params.append(scope.session_id)
+    if scope.exclude_session is not None:
+        clauses.append("m.session_id IS NOT ?")
+        params.append(scope.exclude_session)
+    if scope.condition.sql != "1":
+        clauses.append(f"({scope.condition.sql})")
+        params.extend(scope.condition.params)
+    return clauses, params
+
+
+def _ranked_numbers(
+    conn: sqlite3.Connection,
+    scope: Scope,
+    match: Sequence[str] | None,
+    order: Order,
+    limit: int,
+    covering: bool,
+    keywords: KeywordCache | None = None,
+    masks: FilterMasks | None = None,
+) -> list[tuple[Any, ...]]:
+    """``(id, rel, w, confd, dist2, blend)`` rows of the ranking, best first.
+
+    With the keyword cache, a text query ranked by score goes through it (`_ranked_from_cache`)
+    when the filters pass enough of the memories (`_pass_share`) — or under any `context_filter`
+    whose `filter_repo.Mask` is held (`masks`): then only the matches the mask allows are
+    candidates. A filter that leaves SQL to rank twice gets its mask made (by reading every
+    context once), when the store is large enough for the shortcuts to pay (`SHORTCUTS_FROM`).
+
+    A text query ranked by score first leaves its commonest phrases out of choosing matches when
+    they can add less to a score together than its rarest phrase alone (`fts.skippable`): FTS5
+    computes bm25 for every match, and a common word matches a third of the memories while
+    adding little to any score. The phrases left out still count in the scores
+    (`fts.restricted_expression`'s doubling: scores are halved back). When the `limit`-th best
+    score found is above what a memory holding only those phrases could reach (their bound ×
+    `MAX_SOURCE_WEIGHT`), the list is exact; otherwise the rarest of them chooses matches again,
+    until none is left out. Tried only for short lists (`SKIP_UP_TO`) under broad filters
+    (`_pass_share`) in stores of `SHORTCUTS_FROM` memories or more, where it pays. The
+    largest id stands for the number of memories FTS5's idf counts (every indexed memory is a row
+    of `memories`, so it can only be more), which only makes the bound more careful.
+    Phrases no memory holds are dropped: they match and add nothing, but bm25 would loop over
+    them. Same rows, same order as the plain query (tests/experiences/test_recall_floor.py) — but
+    the skipping's relevances are twice-counted sums halved, in another order than the plain
+    query adds them, so they can differ from its in the last bit (docs/search.md)."""
+    if match is not None and not match:
+        return []
+    scored = match is not None and order == "score" and limit >= 1
+    share: float | None = None  # `_pass_share`, asked at most once
+    total: int | None = None  # `_largest_id`, read at most once
+    if keywords is not None and scored:
+        assert match is not None
+        filtered = scope.condition.sql != "1" and maskable(scope)
+        mask = (
+            masks.mask(conn, scope.collection, scope.condition, make="no") if masks is not None and filtered else None
+        )
+        if mask is not None:
+            cached = _ranked_from_cache(conn, scope, match, limit, covering, keywords, 1.0, mask)
+            if cached is not None:
+                return cached
+        share = _pass_share(conn, scope)
+        fits = share >= BROAD_SHARE
+        if not fits and share >= CACHE_SHARE:
+            total = _largest_id(conn)
+            fits = _first_pool(limit, share) <= NARROW_FIRST_SHARE * total
+        cached = _ranked_from_cache(conn, scope, match, limit, covering, keywords, share) if fits else None
+        if cached is not None:
+            return cached
+        if total is None:
+            total = _largest_id(conn)
+        if masks is not None and filtered and mask is None and total >= SHORTCUTS_FROM:
+            mask = masks.mask(conn, scope.collection, scope.condition, make="again")
+            if mask is not None:
+                cached = _ranked_from_cache(conn, scope, match, limit, covering, keywords, 1.0, mask)
+                if cached is not None:
+                    return cached
+    if match is None and masks is not None and limit >= 1:
+        through = _filter_only_through_mask(conn, scope, order, limit, covering, masks)
+        if through is not None:
+            return through
+    if total is None:
+        total = _largest_id(conn) if scored else 0
+    broad = total >= SHORTCUTS_FROM and (_pass_share(conn, scope) if share is None else share) >= BROAD_SHARE
+    if broad and match is not None and len(match) > 1 and limit <= SKIP_UP_TO:
+        docs = _phrase_counts(conn, match)
+        held = [(p, d) for p, d in zip(match, docs, strict=True) if d > 0]
+        if not held:
+            return []
+        match = [p for p, _ in held]
+        held_by = dict(held)
+        rest, _ = fts.skippable(match, [d for _, d in held], total)
+        while rest:  # commonest first: on a miss, the rarest of them chooses matches again
+            bound = fts.bound_of((held_by[p] for p in rest), total)
+            expr = fts.restricted_phrases([p for p in match if p not in rest], rest)
+            got = conn.execute(*_ranking_sql(scope, expr, order, limit, covering, floored=True, scale=0.5)).fetchall()
+            if len(got) < limit:  # too few pass the filters there: every phrase chooses
+                break
+            _, rel, w, confd, *_ = got[-1]
+            if rel * w * (0.5 + 0.5 * confd) > bound * MAX_SOURCE_WEIGHT:
+                return got
+            rest = rest[:-1]
+    expression = " OR ".join(match) if match is not None else None
+    return conn.execute(*_ranking_sql(scope, expression, order, limit, covering, floored=broad)).fetchall()
+
+
+def maskable(scope: Scope) -> bool:
+    """Whether a filter's mask (`filter_repo`) may serve `scope`: not within a session, nor outside
+    one, where most of the memories it allows would fail."""
+    return scope.session_id is None and scope.exclude_session is None
+
+
+def _filter_only_through_mask(
+    conn: sqlite3.Connection, scope: Scope, order: Order, limit: int, covering: bool, masks: FilterMasks
+) -> list[tuple[Any, ...]] | None:
+    """A filter-only list (no query) under a `context_filter` whose mask passes at most
+    `MASK_IDS_SHARE` of the ids: the plain query over only the memories the mask allows, and any
+    id past its end, looked up by id — the same filters, scores and order, reading those
+    memories' contexts instead of every one's. The second time a filter is asked for in a store of
+    `SHORTCUTS_FROM` memories or more it gets its mask (`filter_repo`). None: the plain query
+    ranks."""
+    if not maskable(scope) or _largest_id(conn) < SHORTCUTS_FROM:
+        return None
+    mask = masks.mask(conn, scope.collection, scope.condition, make="again")
+    if mask is None:
+        return None
+    past = [r[0] for r in conn.execute("SELECT id FROM memories WHERE id >= ?", (mask.passing.size,))]
+    if order == "score":
+        ranked = _filter_only_ranked(conn, scope, limit, covering, mask, past)
+        if ranked is not None:
+            return ranked
+    if scope.condition.sql == "1":
+        return None
+    allowed = np.flatnonzero(mask.passing)
+    if allowed.size > MASK_IDS_SHARE * mask.passing.size:
+        return None
+    narrowed = _among(scope, [*allowed.tolist(), *past])
+    return conn.execute(*_ranking_sql(narrowed, None, order, limit, covering)).fetchall()
+
+
+def _filter_only_ranked(
+    conn: sqlite3.Connection, scope: Scope, limit: int, covering: bool, mask: Mask, past: Sequence[int]
+) -> list[tuple[Any, ...]] | None:
+    """A filter-only list by score, from what `mask` holds of each memory it allows (weight,
+    confidence, updated_at): the score each would get, computed in numpy as `_ranking_sql`
+    computes it, chooses which rows SQL ranks — the best `FILTER_ONLY_POOL_FACTOR × limit` by it,
+    and every memory the mask cannot vouch for (no numbers held, or `past` its end). SQL applies
+    every filter and computes the scores itself. The list is exact once its `limit`-th score is
+    above the best score left out by more than `SCORE_SLACK` (numpy's and SQLite's ``pow`` may
+    differ in the last bits); otherwise every memory whose score reaches that one goes next, or,
+    when fewer than `limit` passed, four times as many. None past `MAX_GIVEN` (the caller ranks)."""
+    size = mask.passing.size
+    ids = np.flatnonzero(mask.allowing(scope.visible)(np.arange(size, dtype=np.int64)))
+    w, conf, updated = (mask.ranking[ids, i] for i in range(3))
+    known = ~np.isnan(updated)
+    unknown = [*ids[~known].tolist(), *past]
+    ids, w, conf, updated = ids[known], w[known], conf[known], updated[known]
+    confd = conf * np.maximum(DECAY_FLOOR, np.power(0.5, np.maximum(0.0, scope.now - updated) / HALF_LIFE_S))
+    keep = confd >= scope.min_confidence - SCORE_SLACK  # SQL's outer filter, conservatively
+    ids, updated, score = ids[keep], updated[keep], (w * (0.5 + 0.5 * confd))[keep]
+    order = np.lexsort((-ids, -updated, -score))  # the ranking's order: score, then newest, then id
+    ids, score = ids[order], score[order]
+    k = max(BOUNDED_POOL_MIN, FILTER_ONLY_POOL_FACTOR * limit)
+    while True:
+        k = min(k, len(ids))
+        if k + len(unknown) > MAX_GIVEN:
+            return None
+        given = [*ids[:k].tolist(), *unknown]
+        got = conn.execute(*_ranking_sql(_among(scope, given), None, "score", limit, covering)).fetchall()
+        if k == len(ids):
+            return got
+        left = float(score[k])  # the best score left out
+        if len(got) >= limit:
+            _, rel, wt, cd, *_ = got[limit - 1]
+            floor = rel * wt * (0.5 + 0.5 * cd)
+            if floor > left + SCORE_SLACK:
+                return got
+            k = int(np.count_nonzero(score >= floor - SCORE_SLACK))  # more than k: `left` reaches it
+        else:
+            k *= 4
+
+
+def _ranked_from_cache(
+    conn: sqlite3.Connection,
+    scope: Scope,
+    match: Sequence[str],
+    limit: int,
+    covering: bool,
+    keywords: KeywordCache,
+    share: float,
+    mask: Mask | None = None,
+) -> list[tuple[Any, ...]] | None:
+    """`_ranked_numbers`'s rows with bm25 from the keyword cache, or None when it cannot answer.
+
+    The cache gives the matches that can pass the collection and robots, each with an upper
+    bound of its score (`KeywordCache.candidates`: relevance × source weight × (0.5 + 0.5 ×
+    confidence), before time decay). Those with the highest bounds go to the floored query as
+    given rows (`_ranking_sql`'s `given`), which applies every filter and weight exactly as over
+    FTS5's matches. The list is exact once its `limit`-th score is above the highest bound left
+    out; otherwise every match whose bound reaches that score goes (one more query, then exact),
+    or, when fewer than `limit` passed the filters, four times as many — under a narrow filter,
+    as many as should hold ``2 × limit`` that pass at the rate these passed, if that is more.
+    Never more than `MAX_GIVEN` (then SQL ranks).
+
+    `share`: the share of memories the filters pass (`_pass_share`). Under a narrow filter the
+    first query is given proportionally more matches, so that about ``2 × limit`` of them are
+    likely to pass (`NARROW_SCALE`): a query that comes back short costs a round trip and a bigger
+    one after it, where a few more given rows cost ~2–3 µs each. And under a narrow filter no query
+    is given more than a quarter of the matches (`GIVEN_SHARE`): where the best matches pass it
+    far less often than the sampled memories (docking, under a query about grasping), the rounds
+    would end up reading as many contexts as the plain query, at twice its cost a row — SQL's
+    plain query ranks instead.
+
+    `mask`: the filter's `filter_repo.Mask`; only the matches it allows are candidates (every
+    match that passes is among them)."""
+    found = keywords.candidates(conn, match, scope.collection, scope.visible)
+    if found is None:
+        return None
+    ids, rels, tops = found
+    if mask is not None:
+        allowed = mask.allows(ids)
+        ids, rels, tops = ids[allowed], rels[allowed], tops[allowed]
+    if not len(ids):
+        return []
+    narrow = share < BROAD_SHARE
+    k = _first_pool(limit, share)
+    cap = min(MAX_GIVEN, max(GIVEN_FLOOR, int(GIVEN_SHARE * len(ids)))) if narrow else MAX_GIVEN
+    head, left = _highest(tops, k)
+    while True:
+        if len(head) > cap:
+            return None
+        given = list(zip(ids[head].tolist(), rels[head].tolist(), strict=True))
+        got = conn.execute(*_ranking_sql(scope, None, "score", limit, covering, floored=True, given=given)).fetchall()
+        if left is None:
+            return got
+        if len(got) >= limit:
+            _, rel, w, confd, *_ = got[limit - 1]
+            floor = rel * w * (0.5 + 0.5 * confd)
+            if floor > left:
+                return got
+            # Every match that could reach this `limit`-th score goes next: what is left out then
+            # stays below it, and the next list's `limit`-th score can only be higher.
+            head, left = np.flatnonzero(tops >= floor), None
+        else:  # too few pass: four times as many; under a narrow filter, enough for 2 × limit at their rate
+            k *= 4
+            if narrow:
+                rate = (len(got) or 0.5) / len(head)
+                k = max(k, math.ceil(NARROW_SCALE * limit / rate))
+            head, left = _highest(tops, k)
+
+
+def _largest_id(conn: sqlite3.Connection) -> int:
+    """The largest memory id: a stand-in for how many memories there are (never fewer)."""
+    (total,) = conn.execute("SELECT coalesce(max(id), 0) FROM memories").fetchone()
+    return int(total)
+
+
+def _first_pool(limit: int, share: float) -> int:
+    """How many matches `_ranked_from_cache` gives its first query under a filter passing `share`."""
+    return max(BOUNDED_POOL_MIN, math.ceil(BOUNDED_POOL_FACTOR * limit * max(1.0, NARROW_SCALE * BROAD_SHARE / share)))
+
+
+def _highest(values: bm25.Floats, k: int) -> tuple[npt.NDArray[np.intp], float | None]:
+    """The positions of the `k` largest `values` (in no particular order), and the largest value
+    left out (None when none is)."""
+    if k >= len(values):
+        return np.arange(len(values)), None
+    part = np.argpartition(-values, k)
+    return part[:k], float(values[part[k:]].max())
+
+
+#: A filter-only list by score from a mask (`_filter_only_ranked`) first gives SQL this many ×
+#: n memories, the best by the score the mask's numbers give them; scores closer than
+#: `SCORE_SLACK` to the best one left out are checked by SQL too.
+FILTER_ONLY_POOL_FACTOR = 4
+SCORE_SLACK = 1e-9
+#: A filter-only list goes through the filter's mask when the mask passes at most this share of
+#: the ids (`_filter_only_through_mask`): each memory is then looked up by id (~4–5 µs with its
+#: context read, at 100,000), where the plain query reads every memory of the collection in its
+#: index order (~2 µs each).
+MASK_IDS_SHARE = 0.25
+#: How many matches, by their score's bound, `_ranked_from_cache` gives the ranking query first:
+#: ``BOUNDED_POOL_FACTOR × n``, at least `BOUNDED_POOL_MIN` (bench queries at 10,000 memories: one
+#: query for each with 16, against 12 of 20 when 64 went by relevance alone).
+BOUNDED_POOL_FACTOR = 4
+BOUNDED_POOL_MIN = 16
+#: The most matches `_ranked_from_cache` gives the ranking query (two parameters each).
+MAX_GIVEN = 4096
+#: Under a narrow filter (`share` < `BROAD_SHARE`) no more than this share of the matches, nor
+#: `GIVEN_FLOOR` if that is more, go to one query: a given row costs ~2–3 µs (the statement is
+#: compiled afresh, the rows sorted for the floor), a match of the plain query ~1.5 µs. Under a
+#: broad filter the fallback is FTS5's floored query, which costs more: there only `MAX_GIVEN`.
+GIVEN_SHARE = 0.25
+GIVEN_FLOOR = 256
+#: Below this many memories (the largest id) the plain query is cheapest: the shortcuts' own
+#: queries cost more than they save (measured: 0.20 against 0.32 ms at 1,000, even at 3,000).
+SHORTCUTS_FROM = 5_000
+#: Phrase skipping is tried for lists up to this long: the longer the list, the lower its last
+#: score and the likelier the bound check fails (measured: a loss at 50, hybrid's keyword pool).
+SKIP_UP_TO = 20
+#: A filter passing at least this share of the most recent memories in scope counts as broad:
+#: FTS5's floored query and the phrase skipping pay (`_ranked_numbers`).
+BROAD_SHARE = 0.25
+#: The keyword cache ranks under filters passing at least this share (4 of the 128 sampled);
+#: below it the plain query, which reads every match's context once, is cheaper than the cache's
+#: rounds of given rows, each of which reads theirs. 10,000 memories, bench queries, n = 5, p50 ms
+#: plain → cache: a range filter passing 12 % 4.3 → 1.6, one robot of five 4.2 → 1.2, one task
+#: of ten 3.9 → 2.2, 3 % 4.0 → 2.2; 2.3 % 3.9 → 5.5, 0.8 % 4.0 → 4.6 (docs/search.md).
+CACHE_SHARE = 4 / 128
+#: `_ranked_from_cache`'s first pool is scaled by ``max(1, NARROW_SCALE × BROAD_SHARE / share)``
+#: for a filter passing `share`: under one that passes fewer than half, about ``2 × limit`` of the
+#: pool pass (measured: the best of 1, 2 and 4).
+NARROW_SCALE = 2.0
+#: Under a narrow filter the cache is asked only when its first pool (`_first_pool`) is at most
+#: this share of the memories (the largest id): a pool larger than that nearly always outgrows
+#: the cap, and scoring every match first then costs more than the plain query alone (review, at
+#: 10,000 memories: 0.3–0.6 ms more for n = 30–100 under filters passing 5–11 %, first pools of
+#: 917–6,400). At 100,000 the same lists take the cache, and gain (n = 30 under a filter passing
+#: 3 %: 35.7 → 17.1 ms).
+NARROW_FIRST_SHARE = 1 / 16
+#: How many of the most recent memories in scope `_pass_share` tries the filters on.
+BROAD_SAMPLE = 128
+
+
+def _pass_share(conn: sqlite3.Connection, scope: Scope) -> float:
+    """The share of matches likely to pass `scope`'s robots, session and `context_filter`,
+    which chooses the plan: the keyword cache's given rows from `CACHE_SHARE` up, FTS5's floored
+    query and the phrase skipping from `BROAD_SHARE` up (see `_ranking_sql`); under a narrower
+    filter the plain query is cheaper, since it computes bm25 only for the matches that pass.
+    Unscoped and unfiltered, 1.0; otherwise the share of the `BROAD_SAMPLE` most recent memories
+    of the collection that pass (~0.1 ms at 10,000 memories; 0.0 in an empty collection). Only
+    the plan depends on this, never the answer."""
+    if scope.visible is None and scope.condition.sql == "1" and scope.session_id is None:
+        return 1.0
+    narrowing, passing_p = _narrowing(scope)
+    passing = ["1", *narrowing]
+    sample, passed = conn.execute(
+        f"SELECT count(*), coalesce(sum({' AND '.join(passing)}), 0) FROM (SELECT m.robot AS robot, "  # noqa: S608
+        "m.context AS context, m.session_id AS session_id FROM memories m "
+        "WHERE m.collection = ? AND m.status = 'active' ORDER BY m.id DESC LIMIT ?) m",
+        [*passing_p, scope.collection, BROAD_SAMPLE],
+    ).fetchone()
+    return passed / sample if sample else 0.0
+
+
+def _phrase_counts(conn: sqlite3.Connection, phrases: Sequence[str]) -> list[int]:
+    """How many memories hold each phrase: its list of memories walked once, without scoring."""
+    each = "(SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?)"
+    return [int(d) for d in conn.execute(f"SELECT {', '.join([each] * len(phrases))}", list(phrases)).fetchone()]
+
+
+def ids_in_scope(conn: sqlite3.Connection, scope: Scope, limit: int = 1_000_000, covering: bool = True) -> list[int]:
+    """Every memory id passing `scope` (for a vector index to rank within, never beyond)."""
+    sql, params = _ranking_sql(scope, None, "score", limit, covering, ids_only=True)
+    return [int(r[0]) for r in conn.execute(sql, params)]
+
+
+def ids_passing(conn: sqlite3.Connection, scope: Scope, ids: Collection[int], covering: bool = True) -> set[int]:
+    """Which of `ids` pass every filter of `scope`."""
+    if not ids:
+        return set()
+    sql, params = _ranking_sql(_among(scope, ids), None, "score", len(ids), covering, ids_only=True)
+    return {int(r[0]) for r in conn.execute(sql, params)}
+
+
+def _among(scope: Scope, ids: Collection[int]) -> Scope:
+    """`scope` narrowed to `ids`, handed to SQL as one JSON parameter: no limit on how many (a
+    parameter each met SQLite's variable limit), and as fast as one each (120 and 960 ids: the same
+    times to within 1 %)."""
+    narrowed = Condition(
+        f"({scope.condition.sql}) AND m.id IN (SELECT value FROM json_each(?))",  # noqa: S608
+        [*scope.condition.params, jsonvalue.dumps(list(ids))],
+    )
+    return replace(scope, condition=narrowed)
+
+
+@dataclass(frozen=True)
+class Weighed:
+    """What ranking knows of a memory before its row is read: enough to fuse lists."""
+
+    id: int
+    relevance: float
+    weight: float  # source weight × (0.5 + 0.5 × decayed confidence)
+    confidence: float  # decayed
+
+    def ranked(self, memory: Experience) -> Ranked:
+        return Ranked(memory, self.relevance, self.relevance * self.weight, self.confidence, None)
+
+
+def weighed(
+    conn: sqlite3.Connection,
+    scope: Scope,
+    match: Sequence[str],
+    limit: int,
+    covering: bool = True,
+    keywords: KeywordCache | None = None,
+    masks: FilterMasks | None = None,
+) -> list[Weighed]:
+    """`rank`'s list by score (no spatial order), as numbers only: no row is read."""
+    return [_weighed(r) for r in _ranked_numbers(conn, scope, match, "score", limit, covering, keywords, masks)]
+
+
+def weighed_ids(conn: sqlite3.Connection, scope: Scope, ids: Collection[int], covering: bool = True) -> list[Weighed]:
+    """The numbers of those of `ids` that pass `scope` (filters re-applied), relevance 1.0."""
+    if not ids:
+        return []
+    return [_weighed(r) for r in _ranked_numbers(conn, _among(scope, ids), None, "score", len(ids), covering)]
+
+
+def _weighed(r: Sequence[Any]) -> Weighed:
+    mid, rel, w, confd = r[0], float(r[1]), float(r[2]), float(r[3])
+    return Weighed(int(mid), rel, w * (0.5 + 0.5 * confd), confd)
+
+
+def by_ids(conn: sqlite3.Connection, scope: Scope, ids: Collection[int], include_data: bool = False) -> list[Ranked]:
+    """The memories among `ids` that pass `scope` (filters re-applied, so nothing leaks)."""
+    if not ids:
+        return []
+    return rank(conn, _among(scope, ids), None, "score", len(ids), include_data)

@@ -1,0 +1,565 @@
+"""Operator operations shared by the CLI and the dashboard: dump/load, backup, doctor, stats,
+and importing a robotmem database (`import_robotmem`).
+
+`dump` writes process documents as one markdown file each (``processes/<id>.md``, hand-editable
+and diffable — the spec's answer to "documents are no longer hand-editable") and `load` reads
+them back exactly: a dump of a loaded dump is byte-identical.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import os
+import shlex
+import shutil
+import stat
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.errors import (
+    Conflict,
+    InvalidInput,
+    SchemaTooNew,
+    StorageError,
+    StoreNotWritable,
+    StoreUnreadable,
+)
+from robot_mcp_memory.experiences.importers import robotmem as robotmem_import
+from robot_mcp_memory.experiences.sqlite import index_repo, vector_repo
+from robot_mcp_memory.processes import docmodel
+from robot_mcp_memory.processes.sqlite.store import restore_rows
+from robot_mcp_memory.storage import files
+from robot_mcp_memory.storage.sqlite import SqliteStore, archive, maintenance
+from robot_mcp_memory.storage.sqlite import index_db as db
+from robot_mcp_memory.tenancy.principal import Principal
+
+Progress = Callable[[int, int], None]
+
+
+#: What a dump or a load moves besides processes, as an operator names it: (one, many, the
+#: archive files counted). Tags, settings and the like travel too, inside these.
+KINDS: tuple[tuple[str, str, str], ...] = (
+    ("memory", "memories", "memories"),
+    ("session", "sessions", "sessions"),
+    ("robot", "robots", "fleet_robots"),
+    ("group", "groups", "fleet_groups"),
+    ("lesson", "lessons", "lessons.lessons"),
+)
+
+
+def moved(processes: int, archived: Mapping[str, int]) -> list[tuple[int, str, str]]:
+    """(count, one, many) for processes and every kind of `KINDS`, in that order."""
+    return [(processes, "process", "processes")] + [(archived.get(table, 0), one, many) for one, many, table in KINDS]
+
+
+@dataclass
+class DumpReport:
+    processes: int = 0
+    files: list[str] = field(default_factory=list)
+    archived: dict[str, int] = field(default_factory=dict)
+    #: Files of an earlier dump in the same directory that this one did not write, now removed.
+    removed: list[str] = field(default_factory=list)
+
+    def kinds(self) -> list[tuple[int, str, str]]:
+        return moved(self.processes, self.archived)
+
+
+@dataclass
+class LoadReport:
+    processes: int = 0
+    skipped: list[str] = field(default_factory=list)
+    archived: dict[str, int] = field(default_factory=dict)
+
+    def kinds(self) -> list[tuple[int, str, str]]:
+        return moved(self.processes, self.archived)
+
+
+#: Not in the archive: processes travel as markdown, the schema version is the file's own.
+_NOT_ARCHIVED = ("processes", "store_meta")
+ARCHIVE = "archive"
+LESSONS_PREFIX = "lessons."
+
+
+#: The columns holding JSON, by table: an object (or null where the column may be), or any value.
+_JSON_OBJECTS = {
+    "memories": ("context", "metadata"),
+    "sessions": ("context", "summary"),
+    "fleet_robots": ("meta",),
+    "lessons": ("params",),
+}
+_JSON_VALUES = {"memories": ("data",)}
+#: The times every reader can show (ISO 8601 needs a year from 1 to 9999), in seconds since 1970.
+_TIMES = (-62_135_596_800.0, 253_402_300_799.0)
+
+
+def _loadable(table: str, row: Mapping[str, Any]) -> str | None:
+    """Why an archive row cannot be loaded beyond what its columns' types say: a JSON column that
+    is not JSON (or not an object where every reader expects one) would make each list and page
+    showing the row fail, and the index rebuild with them."""
+    if table == "memories" and "content" in row and not isinstance(row["content"], str):
+        return "has content that is not text (a JSON string)"
+    if table in ("memories", "sessions"):
+        for col, value in row.items():
+            if col.endswith("_at") and isinstance(value, int | float) and not _TIMES[0] <= value <= _TIMES[1]:
+                return f"has {col} {value!r}, which is not a time (seconds since 1970, years 1 to 9999)"
+    for col in (*_JSON_OBJECTS.get(table, ()), *_JSON_VALUES.get(table, ())):
+        value = row.get(col)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            return f"has {col} that is not JSON text (a string holding JSON)"
+        try:
+            parsed = json.loads(value)
+        except (ValueError, RecursionError):
+            return f"has {col} that is not JSON"
+        if col in _JSON_OBJECTS.get(table, ()) and not isinstance(parsed, dict):
+            return f"has {col} that is not a JSON object"
+    return None
+
+
+def _derive(table: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    """An archive row as it is stored: a memory's dedup keys are recomputed from its text
+    (`index_repo.with_dedup_keys`), never taken from the archive."""
+    return index_repo.with_dedup_keys(row) if table == "memories" else dict(row)
+
+
+#: Columns naming a row without a foreign key (a memory is kept when its session or its successor
+#: is not, so none is declared): a loaded row must name one the archive or the store holds — an
+#: archive mixing two dumps' files had memories in sessions that exist nowhere.
+_LINKS = {"memories": (("session_id", "sessions", "id"), ("superseded_by", "memories", "id"))}
+
+
+async def dump(memory: Memory, principal: Principal, dest: Path, progress: Progress | None = None) -> DumpReport:
+    """Write ``processes/<id>.md`` and ``archive/*.jsonl`` into `dest`. The processes and the other
+    tables of index.db come from one snapshot (one read transaction), lessons.db from its own.
+    Each file is replaced whole (never written through a symlink); the files an earlier dump wrote
+    there (its `MANIFEST`) that this one did not are removed, so a later `load` cannot bring back
+    what was deleted since — a file someone added by hand is never touched.
+
+    Files are replaced one by one, so a dump stopped midway (kill, power cut, full disk) leaves
+    some of this snapshot's files beside the earlier dump's: `UNFINISHED_DUMP` is written before
+    the first file and removed after the last, and `load` refuses a directory that holds it.
+
+    One dump at a time writes into a directory (`files.directory_lock`; another is refused as a
+    `Conflict`): two at once shared the marker — the first to finish removed it while the second
+    still wrote, so `load` took a mix of two snapshots, and the second then failed at its end —
+    and their files interleaved."""
+    memory.policy.require_admin(principal, "dump")
+    out, folder = await asyncio.to_thread(_prepare, dest)
+    with files.directory_lock(dest) as alone:
+        if not alone:
+            raise Conflict(
+                f"another dump into {dest} is running; wait for it to finish (and dump again for a "
+                "newer snapshot), or dump into another directory"
+            )
+        return await _dump(memory, dest, out, folder, progress)
+
+
+async def _dump(memory: Memory, dest: Path, out: Path, folder: Path, progress: Progress | None) -> DumpReport:
+    """`dump`'s writing, under the directory's lock."""
+    unfinished = dest / UNFINISHED_DUMP
+    await asyncio.to_thread(files.replace_text, unfinished, _UNFINISHED_NOTE.format(started=_now()))
+    report = DumpReport()
+    written: set[Path] = set()
+
+    def each(doc: docmodel.ProcessDoc, n: int, total: int) -> None:
+        path = out / f"{doc.id}.md"
+        files.replace_text(path, doc.render())
+        written.add(path)
+        report.files.append(str(path))
+        if progress:
+            progress(n, total)
+
+    tables = archive.archivable(memory.index, _NOT_ARCHIVED)
+    report.processes, report.archived = await memory.processes.store.snapshot(each, archive.exporter(tables, folder))
+    lessons = await memory.lessons.store.readable()
+    if lessons is not None:
+        got = await asyncio.to_thread(
+            archive.export_tables, lessons, archive.archivable(lessons, _NOT_ARCHIVED), folder, LESSONS_PREFIX
+        )
+        report.archived.update({LESSONS_PREFIX + k: v for k, v in got.items()})
+    written.update(folder / f"{name}.jsonl" for name in report.archived)
+    report.removed = await asyncio.to_thread(_remove_stale, dest, written)
+    await asyncio.to_thread(unfinished.unlink, missing_ok=True)  # the last step: every file is this dump's now
+    return report
+
+
+def _prepare(dest: Path) -> tuple[Path, Path]:
+    """The dump's ``processes/`` and ``archive/`` folders, made if missing."""
+    if dest.exists() and not dest.is_dir():
+        raise InvalidInput(f"{dest} is not a directory; choose a directory (or a new path) for the dump")
+    out, folder = dest / "processes", dest / ARCHIVE
+    for sub in (out, folder):
+        # Robots choose process ids, so they choose file names: a planted link to a folder
+        # elsewhere would have the dump write (and replace) files there.
+        if sub.is_symlink():
+            raise InvalidInput(
+                f"{sub} is a symbolic link; a dump writes only inside its own directory: "
+                "remove the link or dump elsewhere"
+            )
+    dest.mkdir(mode=0o700, parents=True, exist_ok=True)  # made here: only this user reads them
+    out.mkdir(mode=0o700, exist_ok=True)
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return out, folder
+
+
+#: The list of files a dump wrote, beside them: the next dump into the same directory removes
+#: those it does not write again, and nothing else (a document added by hand stays).
+MANIFEST = ".dump-manifest"
+#: Beside the files while a dump writes them: a dump that did not finish (`dump`) left it.
+UNFINISHED_DUMP = ".dump-unfinished"
+_UNFINISHED_NOTE = (
+    "A dump into this directory began at {started} and did not finish (it was interrupted, or is\n"
+    "still running). Its files may be a mix of two snapshots, so `robot-mcp-memory load` refuses\n"
+    "this directory until a dump into it finishes: run the dump again.\n"
+)
+
+
+def _remove_stale(dest: Path, written: set[Path]) -> list[str]:
+    """Remove what the previous dump into `dest` wrote and this one did not (`MANIFEST`), then
+    record what this one wrote; the removed paths."""
+    manifest = dest / MANIFEST
+    try:
+        before = manifest.read_text(encoding="utf-8").splitlines() if manifest.is_file() else []
+    except (OSError, UnicodeDecodeError):
+        before = []
+    now = {str(p.relative_to(dest)) for p in written}
+    removed: list[str] = []
+    for rel in sorted(set(before) - now):
+        path = dest / rel
+        inside = path.parent.resolve() in (dest.resolve() / "processes", dest.resolve() / ARCHIVE)
+        if inside and path.suffix in (".md", ".jsonl") and (path.is_symlink() or path.is_file()):
+            path.unlink()
+            removed.append(str(path))
+    files.replace_text(manifest, "".join(f"{rel}\n" for rel in sorted(now)))
+    return removed
+
+
+async def load(memory: Memory, principal: Principal, src: Path, progress: Progress | None = None) -> LoadReport:
+    """Load ``processes/*.md`` from a dump directory (or a directory of .md files) as-is, and
+    the dump's ``archive/`` (fleet, memories, sessions, tags, lessons) when it has one — all of
+    index.db in one transaction, the search index rebuilt in it too: a load stopped at any point
+    (kill -9, SIGTERM, a refused row, a full disk) leaves index.db as it was, never half loaded.
+
+    lessons.db is another file, and no transaction spans two: its rows are loaded in a
+    transaction left open until index.db's has committed, so a refusal in either leaves both as
+    they were. Only a stop between the two commits leaves index.db loaded without the lessons; it
+    is recorded in index.db (`archive.UNFINISHED`, reported by `doctor`) until a load finishes.
+
+    What a load does to the rows already there (a merge; see `kit.archive`): an archive row
+    replaces the row of the same key, rows the archive does not carry are kept. Documents that
+    cannot be parsed are skipped and reported (`LoadReport.skipped`); the others load."""
+    memory.policy.require_admin(principal, "load")
+    folder = src / "processes" if (src / "processes").is_dir() else src
+    if not folder.is_dir():
+        raise InvalidInput(f"{src} is not a directory of process documents")
+    _refuse_unfinished_dump(src)
+    report = LoadReport()
+    archived = src / ARCHIVE if (src / ARCHIVE).is_dir() else None
+    # Ctrl-C cancels the awaiting coroutine, while the transaction runs on a worker thread: without
+    # a word to it, the load went on and committed, and the command said "interrupted".
+    stop = threading.Event()
+
+    def interrupt() -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+
+    tables = archive.archivable(memory.index, _NOT_ARCHIVED)
+    index_archive = (
+        None
+        if archived is None
+        else archive.loader(
+            tables,
+            archived,
+            check=_loadable,
+            derive=_derive,
+            before=vector_repo.drop_loaded_vectors,
+            links=_LINKS,
+            interrupt=interrupt,
+        )
+    )
+    lessons: tuple[SqliteStore, Callable[[Any], dict[str, int]]] | None = None  # lessons.db, its job
+    if archived is not None and any(archived.glob(f"{LESSONS_PREFIX}*.jsonl")):
+        store = await memory.lessons.store.writable()
+        lesson_tables = archive.archivable(store, _NOT_ARCHIVED)
+        lessons = (store, archive.loader(lesson_tables, archived, LESSONS_PREFIX, _loadable, interrupt=interrupt))
+    paths = sorted(folder.glob("*.md"))
+    history_archived = archived is not None and (archived / f"{db.PROCESS_OUTCOMES.name}.jsonl").is_file()
+
+    def documents() -> Iterator[docmodel.ProcessDoc]:
+        """The documents to load, parsed one at a time (inside the transaction: never all in memory)."""
+        seen: dict[str, str] = {}  # id -> the file that carried it
+        for n, path in enumerate(paths, start=1):
+            interrupt()
+            if progress:
+                progress(n, len(paths))
+            try:
+                # The operator's own files (a dump): a document stored before the frontmatter limits
+                # must load back as it was dumped. This runs on the writer thread, not the event loop.
+                doc = docmodel.parse(_read_document(path), bounded=False)
+            except InvalidInput as exc:
+                report.skipped.append(f"{path.name}: {exc.detail}")
+                continue
+            if doc.id in seen:
+                report.skipped.append(
+                    f"{path.name}: has the id '{doc.id}' of {seen[doc.id]}, which was loaded instead "
+                    "(two documents titled the same?); give one of them its own 'id:' in the frontmatter"
+                )
+                continue
+            seen[doc.id] = path.name
+            if not doc.created or not doc.updated:
+                now = doc.updated or doc.created or _now()
+                doc = doc.model_copy(update={"created": doc.created or now, "updated": now})
+            yield doc
+
+    def index_job(conn: Any) -> tuple[int, dict[str, int]]:
+        # A dump with outcome records carries each document's history there; an older one (or a
+        # folder of documents) in the documents' outcome logs.
+        processes = restore_rows(conn, documents(), log_is_history=not history_archived)
+        counts = {} if index_archive is None else index_archive(conn)
+        if {"memories", "memory_tags"} & set(counts):  # the memory index, from the rows as loaded
+            index_repo.rebuild_memory_index(conn, interrupt)
+        interrupt()
+        if lessons is not None:
+            archive.mark_unfinished(conn, str(src.resolve()))  # `doctor` may run from anywhere
+        return processes, counts
+
+    def run() -> tuple[int, dict[str, int]]:
+        if lessons is None:
+            return memory.index.write_blocking(index_job)
+        store, lessons_job = lessons
+        committed = False
+
+        def both(conn: Any) -> tuple[int, dict[str, int]]:
+            nonlocal committed
+            got = lessons_job(conn)
+            processes, counts = memory.index.write_blocking(index_job)  # index.db commits here
+            committed = True
+            return processes, {**counts, **{LESSONS_PREFIX + k: v for k, v in got.items()}}
+
+        try:
+            done = store.write_blocking(both)
+        except StorageError as exc:
+            if committed:
+                raise StorageError(
+                    f"index.db was loaded, but lessons.db was not: {exc.detail} Run the same load again "
+                    "once that is fixed (`doctor` reports the unfinished load until then)"
+                ) from exc
+            raise
+        memory.index.write_blocking(archive.mark_finished)
+        return done
+
+    loading = asyncio.ensure_future(asyncio.to_thread(run))
+    try:
+        report.processes, report.archived = await asyncio.shield(loading)
+    except asyncio.CancelledError:  # stop the transaction (it rolls back), then say so
+        stop.set()
+        with contextlib.suppress(BaseException):
+            await loading
+        raise
+    finally:  # whatever committed: caches read again, vectors of what was replaced made again
+        memory.processes.store.restored()
+        if isinstance(memory.experiences.vectors, vector_repo.MemoryVectorIndex):
+            memory.experiences.vectors.cache.invalidate(vector_repo.DOMAIN)
+    await memory.fleet.registry.reload()
+    return report
+
+
+def _refuse_unfinished_dump(src: Path) -> None:
+    """`InvalidInput` when `src` (or the dump it is the ``processes/`` folder of) holds a dump that
+    did not finish (`UNFINISHED_DUMP`): its files may come from two snapshots — memories whose
+    tags and sessions are missing — and nothing says which."""
+    for where in (src, src.parent) if src.name == "processes" else (src,):
+        if os.path.lexists(where / UNFINISHED_DUMP):
+            raise InvalidInput(
+                f"{where} holds a dump that did not finish (it was interrupted, or is still running): its "
+                "files may be a mix of two snapshots, so nothing was loaded. Run `robot-mcp-memory dump "
+                f"{where}` again, or load another dump"
+            )
+
+
+#: The largest .md file `load` reads: a document's character limit at 4 bytes a character.
+MAX_DOCUMENT_BYTES = 4 * docmodel.MAX_DOCUMENT
+
+
+def _read_document(path: Path) -> str:
+    """The text of one document file, or `InvalidInput` saying why it cannot be loaded: not a
+    regular file (a directory, a dangling symlink such as an editor's lock), unreadable, too big
+    (checked before reading), or not UTF-8."""
+    try:
+        info = path.stat()
+    except FileNotFoundError as exc:
+        raise InvalidInput("is a symlink to nothing (an editor's lock file?)") from exc
+    except OSError as exc:
+        raise InvalidInput(f"cannot be read ({exc.strerror or type(exc).__name__})") from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise InvalidInput("is not a regular file")
+    if info.st_size > MAX_DOCUMENT_BYTES:
+        raise InvalidInput(f"is {info.st_size} bytes; a document is at most {MAX_DOCUMENT_BYTES} bytes")
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_DOCUMENT_BYTES + 1)  # the file may have grown since the stat
+    except OSError as exc:
+        raise InvalidInput(f"cannot be read ({exc.strerror or type(exc).__name__})") from exc
+    if len(raw) > MAX_DOCUMENT_BYTES:
+        raise InvalidInput(f"is over {MAX_DOCUMENT_BYTES} bytes; a document is at most {MAX_DOCUMENT_BYTES} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"is not UTF-8 text (byte {exc.start}); re-save it as UTF-8") from exc
+
+
+def _now() -> str:
+    from robot_mcp_memory.storage.sqlite.store import now_iso
+
+    return now_iso()
+
+
+def backup(memory_dir: Path, dest: Path, progress: Progress | None = None) -> list[Path]:
+    """Online, consistent copies of index.db (and lessons.db when it exists) into `dest`.
+
+    Every target is checked before anything is written (an existing file is never overwritten);
+    the copies are made under temporary names and renamed into place together at the end. A
+    failed or interrupted run removes what it wrote, and the directories it created."""
+    sources = [memory_dir / name for name in ("index.db", "lessons.db") if (memory_dir / name).exists()]
+    if not sources:
+        raise InvalidInput(f"no database in {memory_dir}; check MEMORY_DATA_DIR")
+    if dest.exists() and not dest.is_dir():
+        raise InvalidInput(f"{dest} is not a directory; choose a new directory for the backup")
+    targets = [dest / src.name for src in sources]
+    taken = [str(t) for t in targets if t.exists() or t.is_symlink()]
+    if taken:
+        raise StorageError(f"{', '.join(taken)} already exists; choose a new backup location (nothing was written)")
+    made = [d for d in (dest, *dest.parents) if not d.exists()]
+    dest.mkdir(mode=0o700, parents=True, exist_ok=True)  # made here: only this user reads it
+    staged: list[tuple[Path, Path]] = []
+    placed: list[Path] = []
+    try:
+        for src, target in zip(sources, targets, strict=True):
+            tmp = files.temp_beside(target)
+            staged.append((tmp, target))
+            maintenance.backup(src, tmp, progress)
+        for tmp, target in staged:
+            os.replace(tmp, target)
+            placed.append(target)
+    except BaseException:  # Ctrl-C and SIGTERM too: leave nothing that blocks a retry
+        for path in [*(tmp for tmp, _ in staged), *placed]:
+            path.unlink(missing_ok=True)
+        for d in made:  # deepest first
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
+    return targets
+
+
+@dataclass
+class Doctor:
+    ok: bool
+    lines: list[tuple[str, str, bool]]  # (check, detail, ok)
+
+
+#: The doctor's name for each full-text index (`db.TEXT_INDEXES`).
+_INDEX_CHECKS = {"processes_fts": "process index", "memories_fts": "memory index"}
+REINDEX = "run robot-mcp-memory reindex"
+
+
+async def doctor(memory: Memory, full: bool = False, deep_index_check: bool | None = None) -> Doctor:
+    """Health checks. `full`: SQLite's full integrity_check instead of quick_check. FTS5's own
+    check of each full-text index (`deep_index_check`, default: with `full`) holds the write lock
+    while it reads the index, so a serving process runs it only when asked; the CLI always does."""
+    deep = full if deep_index_check is None else deep_index_check
+    # FTS5's own check is an INSERT: a store opened read-only (a read-only directory) cannot run it.
+    skipped = deep and memory.index.read_only
+    deep = deep and not skipped
+    lines: list[tuple[str, str, bool]] = []
+    h = maintenance.health(memory.settings.index_path, full=full)
+    lines.append(("integrity", "ok" if not h.integrity else "; ".join(h.integrity[:5]), not h.integrity))
+    supported = len(db.MIGRATIONS)
+    lines.append(("schema", f"version {h.schema_version} (this server: {supported})", h.schema_version == supported))
+    # FTS5's integrity check is a write-shaped statement: it runs on the writer's connection.
+    health = functools.partial(db.text_index_health, deep=deep)
+    for ix in await (memory.index.write(health, long=True) if deep else memory.index.read(health)):
+        detail = f"{ix.rows} rows, {ix.entries} index entries"
+        if ix.problem is not None:
+            detail += f"; the index is damaged ({ix.problem})"
+        elif skipped:
+            detail += " (FTS5's own check skipped: the directory is read-only)"
+        lines.append((_INDEX_CHECKS.get(ix.table, ix.table), detail if ix.ok else f"{detail}: {REINDEX}", ix.ok))
+    unfinished = await memory.index.read(archive.unfinished)
+    if unfinished is not None:  # stopped between index.db's commit and lessons.db's (`load`)
+        lines.append(
+            (
+                "load",
+                f"a load of {unfinished} did not finish: index.db holds it, lessons.db may not. Run "
+                f"robot-mcp-memory load --data-dir {shlex.quote(str(memory.settings.data_dir.resolve()))} "
+                f"{shlex.quote(unfinished)} again",
+                False,
+            )
+        )
+    lines.append(("size", f"index.db {h.size_bytes} bytes, WAL {h.wal_bytes} bytes", True))
+    lines.append(_disk(memory.settings.data_dir, read_only=memory.index.read_only))
+    return Doctor(ok=all(ok for _, _, ok in lines), lines=lines)
+
+
+def _disk(data_dir: Path, *, read_only: bool = False) -> tuple[str, str, bool]:
+    usage = shutil.disk_usage(data_dir)
+    detail = f"{usage.free // (1024 * 1024)} MiB free of {usage.total // (1024 * 1024)} MiB"
+    if read_only:  # a snapshot mount shows no free space, and nothing is written to it
+        return ("disk", f"{detail} (read-only: nothing is written there)", True)
+    return ("disk", detail, usage.free > 100 * 1024 * 1024)
+
+
+def doctor_unopenable(data_dir: Path, exc: StoreUnreadable | SchemaTooNew | StoreNotWritable) -> Doctor:
+    """The doctor's report on a database that could not be opened (nothing was modified):
+    the reason and the remedy as a failed check, instead of the server's exit 65."""
+    if isinstance(exc, SchemaTooNew):
+        lines = [("schema", f"version {exc.found} (this server: {exc.supported}): upgrade robot-mcp-memory", False)]
+    elif isinstance(exc, StoreNotWritable):  # a read-only directory holding a file to upgrade
+        lines = [("access", f"{Path(exc.path).name}: {exc.reason}", False)]
+    else:
+        lines = [("integrity", f"{Path(exc.path).name}: {exc.reason}. {exc.remedy}", False)]
+    if data_dir.is_dir():
+        lines.append(_disk(data_dir))
+    return Doctor(ok=False, lines=lines)
+
+
+async def reindex(memory: Memory, principal: Principal) -> dict[str, int]:
+    """Rebuild every full-text index of index.db from its rows, in one transaction: entries made, by index."""
+    memory.policy.require_admin(principal, "reindex")
+    return await memory.index.write(db.rebuild_text_indexes, long=True)  # never on the event loop
+
+
+async def stats(memory: Memory, *, serving: bool = True) -> dict[str, int]:
+    """Rows per table of index.db, and ``lessons`` (the rows of lessons.db); for a `serving`
+    process also the hot writes it dropped (a command run beside the server has its own counter,
+    always 0: it said nothing about the server's)."""
+    counts = maintenance.count_rows(memory.settings.index_path, [t.name for t in db.TABLES])
+    lessons_db = memory.settings.lessons_path  # lessons live in their own file, made by the first one
+    counts["lessons"] = maintenance.count_rows(lessons_db, ["lessons"]).get("lessons", 0) if lessons_db.exists() else 0
+    if serving:
+        counts["hot_writes_dropped"] = memory.index.stats.hot_dropped
+    return counts
+
+
+async def import_robotmem(
+    memory: Memory,
+    principal: Principal,
+    path: Path,
+    *,
+    robot: str | None = None,
+    collection_prefix: str = "",
+    progress: Progress | None = None,
+) -> robotmem_import.ImportReport:
+    """Bring a robotmem ``memory.db`` across (memories, perceptions, sessions, tags); idempotent.
+    Fleet administration: writes are attributed to `robot` (default ``ROBOT_ID``)."""
+    memory.policy.require_admin(principal, "importing a robotmem database")
+    return await robotmem_import.import_robotmem(
+        memory.experiences, path, robot=robot, collection_prefix=collection_prefix, progress=progress
+    )

@@ -1,0 +1,1068 @@
+"""ProcessStore: process documents as rows of `processes`, indexed by `processes_fts`.
+
+The row is the source of truth; the markdown is rendered from it on the way out. A row and its
+FTS entry are written in one transaction. Searching ranks by FTS5 relevance times Laplace
+reliability — on the *positive* relevance ``-bm25()``, since FTS5's bm25 is negative (smaller is
+better) and multiplying it directly would rank a reliable process lower.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Collection, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from robot_mcp_memory import logs
+from robot_mcp_memory.errors import Busy
+from robot_mcp_memory.processes import docmodel
+from robot_mcp_memory.processes.docmodel import OutcomeEntry, ProcessDoc
+from robot_mcp_memory.search import fts, fusion
+from robot_mcp_memory.search.resilient import ResilientEmbedder
+from robot_mcp_memory.search.segment import index_text
+from robot_mcp_memory.search.sqlite import vectorstore
+from robot_mcp_memory.search.sqlite.vectorstore import Backfiller, VectorCache
+from robot_mcp_memory.search.vectors import Vector
+from robot_mcp_memory.storage.sqlite import SqliteStore
+from robot_mcp_memory.storage.sqlite import index_db as db
+from robot_mcp_memory.storage.sqlite.store import now_iso
+from robot_mcp_memory.tenancy.principal import SHARED
+
+#: bm25 column weights for (id, title, task_pattern, tags, body).
+BM25_WEIGHTS = (0.0, 4.0, 2.0, 2.0, 1.0)
+_COLUMNS = (
+    "id, title, task_pattern, tags, robot, created, updated, success_count, failure_count, "
+    "last_used, source_mission_id, extra, body"
+)
+
+SaveAction = Literal["created", "updated", "forked"]
+SearchMode = Literal["hybrid", "keyword"]
+#: How many candidates each list (keyword, vector) contributes to fusion.
+CANDIDATES = 50
+BACKFILL_BATCH = vectorstore.BACKFILL_BATCH
+T = TypeVar("T")
+Progress = vectorstore.Progress
+
+_log = logs.get("robot_mcp_memory.processes.sqlite.store")
+
+
+@dataclass(frozen=True)
+class Hit:
+    doc: ProcessDoc
+    score: float
+    relevance: float
+    #: The fleet-wide (successes, failures) when `doc` carries one group's view of a shared document.
+    fleet: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class Author:
+    """Who records an outcome: the robot (or an unscoped caller's kind) and, for a robot token,
+    its tenant (``group:<G>`` or ``solo:<robot>``; '' for an unscoped caller)."""
+
+    robot: str = ""
+    tenant: str = ""
+
+
+@dataclass(frozen=True)
+class Saved:
+    doc: ProcessDoc
+    action: SaveAction
+    requested_id: str
+
+
+def _row_to_doc(row: sqlite3.Row | tuple[Any, ...]) -> ProcessDoc:
+    (pid, title, task_pattern, tags, robot, created, updated, s, f, last_used, mission, extra, body) = row
+    return ProcessDoc.model_construct(
+        id=pid,
+        title=title,
+        task_pattern=task_pattern,
+        tags=tuple(json.loads(tags)),
+        robot=robot,
+        created=created,
+        updated=updated,
+        success_count=s,
+        failure_count=f,
+        last_used=last_used,
+        source_mission_id=mission,
+        extra=json.loads(extra),
+        body=body,
+    )
+
+
+def _visible_clause(visible: Collection[str] | None, column: str = "robot") -> tuple[str, list[str]]:
+    if visible is None:
+        return "1", []
+    if not visible:
+        return "0", []
+    marks = ",".join("?" * len(visible))
+    return f"{column} IN ({marks})", sorted(visible)
+
+
+# ---------------------------------------------------------------------------- SQL (connection first)
+def select_one(conn: sqlite3.Connection, pid: str) -> ProcessDoc | None:
+    row = conn.execute(f"SELECT {_COLUMNS} FROM processes WHERE id = ?", (pid,)).fetchone()  # noqa: S608
+    return _row_to_doc(row) if row else None
+
+
+def _index(conn: sqlite3.Connection, doc: ProcessDoc) -> None:
+    """Replace the document's index entry. The row remembers its entry's rowid (`fts_rowid`):
+    `id` is UNINDEXED in FTS5, so deleting by id would scan the whole index on every save."""
+    _unindex(conn, doc.id)
+    cur = conn.execute(
+        "INSERT INTO processes_fts(id, title, task_pattern, tags, body) VALUES (?, ?, ?, ?, ?)",
+        (doc.id, *(index_text(t) for t in (doc.title, doc.task_pattern, " ".join(doc.tags), doc.body))),
+    )
+    conn.execute("UPDATE processes SET fts_rowid = ? WHERE id = ?", (cur.lastrowid, doc.id))
+
+
+def _unindex(conn: sqlite3.Connection, pid: str) -> None:
+    conn.execute(
+        "DELETE FROM processes_fts WHERE rowid = (SELECT fts_rowid FROM processes WHERE id = ?)",
+        (pid,),
+    )
+
+
+def restore_rows(conn: sqlite3.Connection, docs: Iterable[ProcessDoc], *, log_is_history: bool = True) -> int:
+    """Write documents exactly as given (the caller holds the transaction; `ProcessStore.restored`
+    follows its commit); how many. Their vectors were made from what they replace: dropped.
+
+    A document's outcome history is replaced with it: by the lines of its `## Outcome log`
+    (`log_is_history`, a dump from before outcome records or a folder of documents), or left
+    empty for the archive's `process_outcomes` rows the same transaction loads next."""
+    n = 0
+    for d in docs:
+        body, entries = docmodel.split_outcome_log(d.body)
+        d = d.model_copy(update={"body": body})
+        upsert(conn, d)
+        conn.execute("DELETE FROM process_outcomes WHERE process_id = ?", (d.id,))
+        conn.execute("DELETE FROM process_tenant_counts WHERE process_id = ?", (d.id,))
+        if log_is_history:
+            insert_history(conn, d.id, entries)
+        vectorstore.delete(conn, "process", d.id)  # re-made by the backfill
+        n += 1
+    return n
+
+
+def insert_history(conn: sqlite3.Connection, pid: str, entries: Iterable[OutcomeEntry]) -> None:
+    """Append `entries` to the outcome records of `pid` (counters untouched: a document brings
+    its own)."""
+    for e in entries:
+        _insert_outcome(conn, pid, e)
+
+
+def _insert_outcome(conn: sqlite3.Connection, pid: str, e: OutcomeEntry) -> None:
+    conn.execute(
+        "INSERT INTO process_outcomes(process_id, n, at, success, note, robot, tenant) VALUES "
+        "(?, coalesce((SELECT max(n) FROM process_outcomes WHERE process_id = ?), 0) + 1, ?, ?, ?, ?, ?)",
+        (pid, pid, e.when, int(e.success), e.note, e.robot, e.tenant),
+    )
+
+
+def upsert(conn: sqlite3.Connection, doc: ProcessDoc, *, index: bool = True) -> None:
+    """Write the row and its index entry (the caller holds the transaction). ``index=False``
+    skips the FTS entry, for bulk loads that end with `rebuild_index` in the same transaction
+    (one bulk rebuild beats thousands of single index updates)."""
+    conn.execute(
+        "INSERT INTO processes(id, title, task_pattern, tags, robot, created, updated, success_count, "
+        "failure_count, last_used, source_mission_id, extra, body) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
+        "ON CONFLICT(id) DO UPDATE SET title=excluded.title, task_pattern=excluded.task_pattern, "
+        "tags=excluded.tags, robot=excluded.robot, created=excluded.created, updated=excluded.updated, "
+        "success_count=excluded.success_count, failure_count=excluded.failure_count, "
+        "last_used=excluded.last_used, source_mission_id=excluded.source_mission_id, "
+        "extra=excluded.extra, body=excluded.body",
+        (
+            doc.id,
+            doc.title,
+            doc.task_pattern,
+            json.dumps(list(doc.tags), ensure_ascii=False),
+            doc.robot,
+            doc.created,
+            doc.updated,
+            doc.success_count,
+            doc.failure_count,
+            doc.last_used,
+            doc.source_mission_id,
+            json.dumps(doc.extra, ensure_ascii=False, sort_keys=True),
+            doc.body,
+        ),
+    )
+    if index:
+        _index(conn, doc)
+
+
+def save_doc(
+    conn: sqlite3.Connection, doc: ProcessDoc, now: str, writable: Callable[[str], bool] = lambda _o: True
+) -> Saved:
+    """Insert, update or fork `doc` by the spec's slug-collision rules (spec §5, save_process).
+
+    - no row with this id → created (counters as given, timestamps filled in);
+    - a row with this id and the same (or no new) ``source_mission_id`` → updated: the stored
+      counters, ``created`` and ``last_used`` are kept, ``updated`` is bumped;
+    - a row with this id from a *different* mission → forked to ``<id>-2`` (``-3`` …), so one
+      teaching run never silently overwrites another's document. A document the caller may
+      not overwrite (`writable(owner)` is false) forks the same way.
+
+    The stored body never holds an `## Outcome log`: the log is rendered from the outcome
+    records. A save that creates a document (or forks one) brings the lines of its log as the
+    new document's history; a save that updates one leaves its history as recorded and ignores
+    whatever log the document carries (edited, shortened or left out).
+    """
+    body, carried = docmodel.split_outcome_log(doc.body)
+    doc = doc.model_copy(update={"body": body})
+    existing = select_one(conn, doc.id)
+    if existing is None:
+        stored = doc.model_copy(update={"created": doc.created or now, "updated": now})
+        upsert(conn, stored)
+        insert_history(conn, stored.id, carried)
+        return Saved(stored, "created", doc.id)
+    if not writable(existing.robot) or (doc.source_mission_id and doc.source_mission_id != existing.source_mission_id):
+        n = 2
+        while True:
+            candidate = f"{doc.id[: docmodel.MAX_ID - 6].rstrip('-')}-{n}"  # cut at a hyphen: no "--"
+            other = select_one(conn, candidate)
+            if other is None:
+                stored = doc.model_copy(update={"id": candidate, "created": now, "updated": now})
+                upsert(conn, stored)
+                insert_history(conn, stored.id, carried)
+                return Saved(stored, "forked", doc.id)
+            if other.source_mission_id == doc.source_mission_id and writable(other.robot):
+                return _update(conn, other, doc, now, doc.id)
+            n += 1
+    return _update(conn, existing, doc, now, doc.id)
+
+
+def _update(conn: sqlite3.Connection, existing: ProcessDoc, doc: ProcessDoc, now: str, asked: str) -> Saved:
+    stored = doc.model_copy(
+        update={
+            "id": existing.id,
+            "created": existing.created,
+            "updated": now,
+            "success_count": existing.success_count,
+            "failure_count": existing.failure_count,
+            "last_used": existing.last_used,
+        }
+    )
+    upsert(conn, stored)
+    return Saved(stored, "updated", asked)
+
+
+def add_outcome(
+    conn: sqlite3.Connection, pid: str, success: bool, note: str, now: str, by: Author = Author()
+) -> ProcessDoc | None:
+    """Count an outcome and record it beside the counters (no index change: the stored body does
+    not hold the log). A robot token's outcome on a fleet-wide document is also counted for its
+    tenant, so other groups can be shown the document without it."""
+    column = "success_count" if success else "failure_count"
+    cur = conn.execute(
+        f"UPDATE processes SET {column} = {column} + 1, last_used = ? WHERE id = ?",  # noqa: S608 - fixed names
+        (now, pid),
+    )
+    if not cur.rowcount:
+        return None
+    _insert_outcome(conn, pid, OutcomeEntry(now, success, " ".join(note.split()), by.robot, by.tenant))
+    doc = select_one(conn, pid)
+    if by.tenant and doc is not None and doc.robot == SHARED:
+        conn.execute(
+            f"INSERT INTO process_tenant_counts(process_id, tenant, {column}) VALUES (?, ?, 1) "  # noqa: S608 - fixed names
+            f"ON CONFLICT(process_id, tenant) DO UPDATE SET {column} = {column} + 1",
+            (pid, by.tenant),
+        )
+    return doc
+
+
+#: How many outcome records of one document a read returns at most (the newest): the REST history.
+HISTORY_LIMIT = 1000
+#: The least a rendered log line costs besides its note ("- <20-character time> success: " and
+#: its newline): records within MAX_BODY at this cost include every line that can fit.
+_LINE_COST = 33
+
+
+def outcomes_of(
+    conn: sqlite3.Connection, ids: Collection[str], *, with_note: bool = False
+) -> dict[str, list[OutcomeEntry]]:
+    """The newest outcome records of each of `ids`, oldest first: with `with_note`, those with a
+    note that together could fit the rendered log (`docmodel.MAX_BODY`); else the newest
+    `HISTORY_LIMIT`. Bounded, so a document used by every mission for years reads no slower."""
+    out: dict[str, list[OutcomeEntry]] = {pid: [] for pid in ids}
+    if not ids:
+        return out
+    marks = ",".join("?" * len(ids))
+    noted = " AND note <> ''" if with_note else ""
+    bound = "size <= ?" if with_note else "k <= ?"
+    rows = conn.execute(
+        "SELECT process_id, at, success, note, robot, tenant FROM ("  # noqa: S608 - fixed names
+        "SELECT *, row_number() OVER w AS k, sum(length(note) + ?) OVER w AS size FROM process_outcomes "
+        f"WHERE process_id IN ({marks}){noted} WINDOW w AS (PARTITION BY process_id ORDER BY n DESC)) "
+        f"WHERE {bound} ORDER BY process_id, n",
+        [_LINE_COST, *ids, docmodel.MAX_BODY if with_note else HISTORY_LIMIT],
+    )
+    for pid, at, success, note, robot, tenant in rows:
+        out[pid].append(OutcomeEntry(at, bool(success), note, robot, tenant))
+    return out
+
+
+def other_tenants_counts(conn: sqlite3.Connection, ids: Collection[str], tenant: str) -> dict[str, tuple[int, int]]:
+    """(successes, failures) that tenants other than `tenant` counted on each of `ids` (absent: none)."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        "SELECT process_id, sum(success_count), sum(failure_count) FROM process_tenant_counts "  # noqa: S608 - fixed names
+        f"WHERE process_id IN ({marks}) AND tenant <> ? GROUP BY process_id",
+        [*ids, tenant],
+    )
+    return {pid: (int(s), int(f)) for pid, s, f in rows}
+
+
+#: How many of each process's newest outcome records `outcome_events` reads (trends compare halves).
+EVENTS_PER_PROCESS = 200
+
+
+def outcome_events(
+    conn: sqlite3.Connection, visible: Collection[str] | None, per_process: int = EVENTS_PER_PROCESS
+) -> list[tuple[str, str, bool, str, str]]:
+    """(process id, time, success, its owner, the recording tenant) of each visible document's
+    newest `per_process` outcome records, oldest first within a process."""
+    where, params = _visible_clause(visible, "p.robot")
+    rows = conn.execute(
+        "SELECT o.process_id, o.at, o.success, p.robot, o.tenant FROM process_outcomes o "  # noqa: S608 - fixed names
+        f"JOIN processes p ON p.id = o.process_id WHERE {where} AND o.n > ("
+        "SELECT coalesce(max(n), 0) FROM process_outcomes WHERE process_id = o.process_id) - ? "
+        "ORDER BY o.process_id, o.n",
+        [*params, per_process],
+    )
+    return [(pid, at, bool(ok), owner, tenant) for pid, at, ok, owner, tenant in rows]
+
+
+def outcome_days(
+    conn: sqlite3.Connection, since: str, visible: Collection[str] | None
+) -> list[tuple[str, bool, str, str, str, int]]:
+    """(day, success, process id, its owner, the recording tenant, how many) over the outcome
+    records since `since` (UTC ``YYYY-MM-DD``) of the visible robots' documents."""
+    where, params = _visible_clause(visible, "p.robot")
+    rows = conn.execute(
+        "SELECT substr(o.at, 1, 10) AS day, o.success, o.process_id, p.robot, o.tenant, count(*) "  # noqa: S608 - fixed names
+        f"FROM process_outcomes o JOIN processes p ON p.id = o.process_id WHERE o.at >= ? AND {where} "
+        "GROUP BY day, o.success, o.process_id, p.robot, o.tenant",
+        [since, *params],
+    )
+    return [(day, bool(ok), pid, owner, tenant, int(n)) for day, ok, pid, owner, tenant, n in rows]
+
+
+def delete_doc(conn: sqlite3.Connection, pid: str) -> bool:
+    _unindex(conn, pid)
+    conn.execute("DELETE FROM process_outcomes WHERE process_id = ?", (pid,))
+    conn.execute("DELETE FROM process_tenant_counts WHERE process_id = ?", (pid,))
+    return conn.execute("DELETE FROM processes WHERE id = ?", (pid,)).rowcount > 0
+
+
+def rebuild_index(conn: sqlite3.Connection) -> int:
+    return db.rebuild_process_index(conn)
+
+
+def _few_visible(conn: sqlite3.Connection, where: str, params: list[str], pool: int, k: int) -> bool:
+    """Whether the visible robots own so small a share of the documents that fewer than 4k of them
+    are expected among the `pool` most relevant matches, where a relevance floor would seldom exist."""
+    mine, total = conn.execute(
+        f"SELECT (SELECT count(*) FROM processes p WHERE {where}), (SELECT count(*) FROM processes)",  # noqa: S608 - fixed names
+        params,
+    ).fetchone()
+    return bool(mine * pool < 4 * k * total)
+
+
+def search(
+    conn: sqlite3.Connection, query: str, k: int, visible: Collection[str] | None, tenant: str | None = None
+) -> list[Hit]:
+    """The `k` best visible matches by relevance × reliability (then id), relevance being ``-bm25``:
+    what `find` answers when it runs keyword-only.
+
+    As in `keyword_candidates`, the commonest words (``the`` above all) are first left out of
+    choosing matches when together they can add less to a score than the rarest word alone
+    (`fts.skippable`); they still count in every score. Reliability is below 1, so a document
+    holding only those words scores below their bound: when the `k`-th best score found is above
+    it, the list is exact; otherwise the rarest of them chooses matches again, and so on
+    (`_by_rarer_phrases`), down to every word. Same rows, same order as a
+    plain join, up to scores that agree to 12 significant digits: counting each phrase twice and
+    halving back can move a score's last bit (tests/test_process_search_floor.py).
+
+    With a `tenant`, a fleet-wide document ranks by that tenant's view of its counters
+    (`tenant_view`): other groups' outcomes do not move it."""
+    found = fts.phrases(query)
+    if not found:
+        return []
+    if len(found) > 1 and k >= 1:
+        total, docs = _doc_counts(conn, found)
+        held = [(t, d) for t, d in zip(found, docs, strict=True) if d > 0]
+        found = [t for t, _ in held]
+
+        def exact(expr: str, bound: float) -> list[Hit] | None:
+            hits = _search(conn, expr, k, visible, scale=0.5, tenant=tenant)
+            return hits if len(hits) == k and hits[-1].score > bound else None
+
+        found_by_rarer = _by_rarer_phrases(held, total, k, exact)
+        if found_by_rarer is not None:
+            return found_by_rarer
+    every = fts.any_of(found)
+    return _search(conn, every, k, visible, tenant=tenant) if every is not None else []
+
+
+def _by_rarer_phrases(
+    held: list[tuple[str, int]], total: int, k: int, exact: Callable[[str, float], list[T] | None]
+) -> list[T] | None:
+    """The `k` best the rarer phrases find alone, or None when every phrase must choose matches.
+
+    `held` pairs each phrase with how many of the `total` documents hold it. The commonest are
+    left out of choosing matches (`fts.skippable`); `exact(expression, bound)` runs the
+    restricted expression and returns its list when that is exact (`k` long, its last score
+    above `bound`: more than the phrases left out can add to any score), else None. On a miss
+    the rarest phrase left out chooses matches too, then the next — as recall does
+    (`ranking_repo._ranked_numbers`) — while it is held by fewer than half the documents: from
+    there the restricted query scores nearly every match, and the plain one costs no more.
+    Phrases held by fewer than `k` documents together are not tried alone: a sure miss. A query
+    with a version ("2.9.3": 23 of 10,000 documents) and a place word (660) went straight to
+    the plain query when the version alone fell short; a version searched as its digits ("2",
+    "9", "3", each in thousands) never had that happen."""
+    held_by = dict(held)
+    rest, _ = fts.skippable([t for t, _ in held], [d for _, d in held], total)
+    while rest:  # commonest first
+        essential = [t for t, _ in held if t not in rest]
+        if sum(held_by[t] for t in essential) >= k:
+            found = exact(fts.restricted_expression(essential, rest), fts.bound_of((held_by[t] for t in rest), total))
+            if found is not None:
+                return found
+        *rest, promoted = rest
+        if 2 * held_by[promoted] >= total:
+            break
+    return None
+
+
+def _search(
+    conn: sqlite3.Connection,
+    expr: str,
+    k: int,
+    visible: Collection[str] | None,
+    scale: float = 1.0,
+    tenant: str | None = None,
+) -> list[Hit]:
+    """`search` for one FTS5 expression (relevance = ``-bm25`` × `scale`).
+
+    A query with a common word matches nearly every document, so the plan matters (measured in
+    docs/benchmarks.md). By default bm25 runs once per match (m) and only matches at or above a
+    floor are joined to their rows: reliability is below 1, so score <= relevance, and the k-th
+    best visible score among the `pool` most relevant matches is a floor that no top-k document's
+    relevance is below (with no floor, or one <= 0, every match is joined). When the visible
+    robots own few documents, a plain join is cheaper: bm25 then runs only for visible matches.
+    Both rank exactly alike (tests/test_process_search_floor.py)."""
+    where, params = _visible_clause(visible, "p.robot")
+    w = ",".join(str(x) for x in BM25_WEIGHTS)
+    columns = ", ".join("p." + c.strip() for c in _COLUMNS.split(","))
+    succ, fail, others, join, oargs = _tenant_counts_sql(tenant)
+    score = f"relevance * ({succ} + 1.0) / ({succ} + {fail} + 2.0)"
+    pool = max(200, 20 * k)
+    if visible is not None and _few_visible(conn, where, params, pool, k):
+        sql = (
+            f"{'WITH ' + others + ' ' if others else ''}"  # noqa: S608 - fixed names
+            f"SELECT {columns}, -bm25(processes_fts, {w}) * ? AS relevance "
+            f"FROM processes_fts JOIN processes p ON p.id = processes_fts.id{join} "
+            f"WHERE processes_fts MATCH ? AND {where} ORDER BY {score} DESC, p.id LIMIT ?"
+        )
+        args: list[object] = [*oargs, scale, expr, *params, k]
+    else:
+        # CROSS JOIN pins the loop order (m, then its row): left to the planner, a robot filter
+        # makes it drive from idx_processes_robot and probe m for every visible row.
+        rows = "CROSS JOIN processes_fts f ON f.rowid = m.fts_rowid CROSS JOIN processes p ON p.id = f.id" + join
+        sql = (
+            f"WITH {others + ', ' if others else ''}"  # noqa: S608 - fixed names
+            f"m AS MATERIALIZED (SELECT rowid AS fts_rowid, -bm25(processes_fts, {w}) * ? AS relevance "
+            "FROM processes_fts WHERE processes_fts MATCH ?), "
+            "pool AS (SELECT fts_rowid, relevance FROM m ORDER BY relevance DESC LIMIT ?), "
+            f"floor AS (SELECT m.{score} AS score FROM pool m {rows} WHERE {where} "
+            "ORDER BY score DESC LIMIT 1 OFFSET ?) "
+            f"SELECT {columns}, m.relevance FROM m {rows} "
+            "WHERE (m.relevance >= (SELECT score FROM floor) OR coalesce((SELECT score FROM floor), 0) <= 0) "
+            f"AND {where} ORDER BY m.{score} DESC, p.id LIMIT ?"
+        )
+        args = [*oargs, scale, expr, pool, *params, k - 1, *params, k]
+    found = [(_row_to_doc(row[:-1]), float(row[-1])) for row in conn.execute(sql, args)]
+    viewed = tenant_view(conn, [d for d, _ in found], tenant)
+    return [
+        Hit(doc, relevance * doc.reliability, relevance, fleet)
+        for (doc, fleet), (_, relevance) in zip(viewed, found, strict=True)
+    ]
+
+
+def _tenant_counts_sql(tenant: str | None) -> tuple[str, str, str, str, list[object]]:
+    """(successes, failures, a CTE, a join, its arguments): the counters a ranking query uses —
+    with a `tenant`, those of `tenant_view` (a shared document's counters without what other
+    tenants counted on it)."""
+    if tenant is None:
+        return "p.success_count", "p.failure_count", "", "", []
+    others = (
+        "others AS MATERIALIZED (SELECT process_id, sum(success_count) AS s, sum(failure_count) AS f "
+        "FROM process_tenant_counts WHERE tenant <> ? GROUP BY process_id)"
+    )
+    join = f" LEFT JOIN others o ON o.process_id = p.id AND p.robot = '{SHARED}'"
+    return (
+        "max(p.success_count - coalesce(o.s, 0), 0)",
+        "max(p.failure_count - coalesce(o.f, 0), 0)",
+        others,
+        join,
+        [tenant],
+    )
+
+
+def tenant_view(
+    conn: sqlite3.Connection, docs: list[ProcessDoc], tenant: str | None
+) -> list[tuple[ProcessDoc, tuple[int, int] | None]]:
+    """Each document as `tenant` is shown its counters, with the fleet-wide (successes,
+    failures) beside a fleet-wide document's. A tenant's view of a shared document leaves out
+    what other tenants' robots counted on it (one group's failures never rank it down for
+    another); outcomes of unscoped callers, and those counted before outcomes were attributed,
+    count for every tenant. `tenant` None (an unscoped caller): the stored counters."""
+    if tenant is None:
+        return [(d, None) for d in docs]
+    others = other_tenants_counts(conn, {d.id for d in docs if d.robot == SHARED}, tenant)
+    out: list[tuple[ProcessDoc, tuple[int, int] | None]] = []
+    for d in docs:
+        if d.robot != SHARED:
+            out.append((d, None))
+            continue
+        s, f = others.get(d.id, (0, 0))
+        view = d.model_copy(
+            update={"success_count": max(d.success_count - s, 0), "failure_count": max(d.failure_count - f, 0)}
+        )
+        out.append((view, (d.success_count, d.failure_count)))
+    return out
+
+
+#: How `list_docs` orders: most recently updated first, or most used (outcomes recorded) first.
+ORDERS = {"updated": "updated DESC, id", "used": "success_count + failure_count DESC, updated DESC, id"}
+
+
+def list_docs(
+    conn: sqlite3.Connection, limit: int, offset: int, visible: Collection[str] | None, order: str = "updated"
+) -> tuple[list[ProcessDoc], int]:
+    where, params = _visible_clause(visible)
+    total = conn.execute(f"SELECT count(*) FROM processes WHERE {where}", params).fetchone()[0]  # noqa: S608
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM processes WHERE {where} ORDER BY {ORDERS[order]} LIMIT ? OFFSET ?",  # noqa: S608
+        [*params, limit, offset],
+    ).fetchall()
+    return [_row_to_doc(r) for r in rows], int(total)
+
+
+def each_doc(conn: sqlite3.Connection) -> Iterator[ProcessDoc]:
+    """Every document, in id order, streamed (not held in memory at once)."""
+    for row in conn.execute(f"SELECT {_COLUMNS} FROM processes ORDER BY id"):  # noqa: S608 - our columns
+        yield _row_to_doc(row)
+
+
+#: A document as a tenant is shown its counters, the fleet-wide ones beside a shared document's
+#: (`tenant_view`), and its outcome records, oldest first.
+Viewed = tuple[ProcessDoc, tuple[int, int] | None, list[OutcomeEntry]]
+
+
+def viewed(conn: sqlite3.Connection, docs: list[ProcessDoc], tenant: str | None, *, with_note: bool) -> list[Viewed]:
+    """`tenant_view` of `docs` with each one's outcome records (only those with a note: `with_note`)."""
+    records = outcomes_of(conn, [d.id for d in docs], with_note=with_note)
+    return [(d, fleet, records[d.id]) for d, fleet in tenant_view(conn, docs, tenant)]
+
+
+def with_history(conn: sqlite3.Connection, doc: ProcessDoc) -> ProcessDoc:
+    """`doc` with the outcome log of every outcome record it has (what an operator is shown)."""
+    entries = outcomes_of(conn, [doc.id], with_note=True)[doc.id]
+    return doc.model_copy(update={"body": docmodel.with_outcome_log(doc.body, entries)}) if entries else doc
+
+
+def count(conn: sqlite3.Connection) -> int:
+    n: int = conn.execute("SELECT count(*) FROM processes").fetchone()[0]
+    return n
+
+
+def count_index(conn: sqlite3.Connection) -> int:
+    n: int = conn.execute("SELECT count(*) FROM processes_fts").fetchone()[0]
+    return n
+
+
+# ---------------------------------------------------------------------------- hybrid search (SQL side)
+def embed_text(doc: ProcessDoc) -> str:
+    """What a process is embedded as: what it is for (title, task pattern, tags), not its steps.
+    Queries are instructions, and so are these fields; the step lists full of API calls only
+    dilute a sentence embedding (measured in docs/search.md). Outcome notes never change it."""
+    parts = [doc.title, doc.task_pattern, " ".join(doc.tags)]
+    return ". ".join(p.strip() for p in parts if p.strip())
+
+
+def keyword_candidates(
+    conn: sqlite3.Connection, query: str, n: int, visible: Collection[str] | None
+) -> list[tuple[str, float]]:
+    """(id, relevance) of the `n` best visible keyword matches by relevance alone (``-bm25``,
+    higher is better; then id); reliability is applied by the ranking, not here.
+
+    FTS5 computes bm25 for every match, and a query's common words match much of the store. So
+    the commonest words that together can add less to a score than its rarest word alone
+    (`fts.skippable`) are first left out of choosing matches (`fts.restricted_expression`: they
+    still count in the scores). When the `n`-th best score found is above what a document
+    holding only those words could reach, the list is exact; otherwise the rarest of them
+    chooses matches again, and so on (`_by_rarer_phrases`), down to every word. Phrases no
+    document holds are left out altogether: they match nothing and add nothing, but bm25 would
+    still loop over them."""
+    found = fts.phrases(" ".join(fts.content_terms(query)))
+    if not found or n < 1:
+        return []
+    if len(found) > 1:
+        total, docs = _doc_counts(conn, found)
+        held = [(t, d) for t, d in zip(found, docs, strict=True) if d > 0]
+        found = [t for t, _ in held]
+
+        def exact(expr: str, bound: float) -> list[tuple[str, float]] | None:
+            rows = conn.execute(*_keyword_sql(expr, n, visible, scale=0.5)).fetchall()
+            return [(r[0], float(r[1])) for r in rows] if len(rows) == n and rows[-1][1] > bound else None
+
+        found_by_rarer = _by_rarer_phrases(held, total, n, exact)
+        if found_by_rarer is not None:
+            return found_by_rarer
+    every = fts.any_of(found)
+    if every is None:
+        return []
+    return [(r[0], float(r[1])) for r in conn.execute(*_keyword_sql(every, n, visible))]
+
+
+def _doc_counts(conn: sqlite3.Connection, found: list[str]) -> tuple[int, list[int]]:
+    """(documents, how many hold each phrase of `found`), counted as bm25 counts them: each
+    phrase quoted alone. A count walks the phrase's list of documents once, without scoring:
+    0.2 ms for a word in all 10,000 documents, where scoring them takes 5 ms."""
+    each = "(SELECT count(*) FROM processes_fts WHERE processes_fts MATCH ?)"
+    sql = f"SELECT (SELECT count(*) FROM processes), {', '.join([each] * len(found))}"  # noqa: S608 - fixed text
+    total, *docs = conn.execute(sql, [fts.any_of([t]) for t in found]).fetchone()
+    return int(total), [int(d) for d in docs]
+
+
+def _keyword_sql(expr: str, n: int, visible: Collection[str] | None, scale: float = 1.0) -> tuple[str, list[object]]:
+    """The top-`n` query behind `keyword_candidates`.
+
+    bm25 runs once per match over FTS5 rowids only (m). Reading a match's `id` costs a lookup in
+    FTS5's content table, and its robot a second one in `processes`: done for every match, those
+    lookups cost more than bm25 itself (measured in docs/benchmarks.md). So only the matches at or
+    above a floor are joined: the `n`-th best visible relevance among the `pool` most relevant
+    matches. At least `n` visible matches reach it, so every top-`n` one does; without a floor
+    (fewer than `n` visible in the pool) every match is joined, as before. Unscoped, the pool is
+    the first `n` matches; scoped, four times that, so a robot owning a quarter of the documents
+    still finds its floor there. Same rows, same order as a plain join (tests/search/test_keyword.py)."""
+    where, params = _visible_clause(visible, "p.robot")
+    w = ",".join(str(x) for x in BM25_WEIGHTS)
+    # CROSS JOIN pins the loop order (m, then its id, then its row): the floor test, which needs
+    # only m, then runs before either lookup.
+    rows = "CROSS JOIN processes_fts f ON f.rowid = m.fts_rowid"
+    if visible is None:
+        floor = "SELECT relevance FROM m ORDER BY relevance DESC LIMIT 1 OFFSET ?"
+        floor_args: list[object] = [n - 1]
+    else:
+        rows += " CROSS JOIN processes p ON p.id = f.id"
+        floor = (
+            "SELECT m.relevance FROM (SELECT fts_rowid, relevance FROM m ORDER BY relevance DESC LIMIT ?) m "  # noqa: S608 - fixed names
+            f"{rows} WHERE {where} ORDER BY m.relevance DESC LIMIT 1 OFFSET ?"
+        )
+        floor_args = [4 * n, *params, n - 1]
+    sql = (
+        f"WITH m AS MATERIALIZED (SELECT rowid AS fts_rowid, -bm25(processes_fts, {w}) * ? AS relevance "  # noqa: S608 - fixed names
+        f"FROM processes_fts WHERE processes_fts MATCH ?), floor AS ({floor}) "
+        f"SELECT f.id, m.relevance FROM m {rows} "
+        f"WHERE m.relevance >= coalesce((SELECT relevance FROM floor), m.relevance) AND {where} "
+        "ORDER BY m.relevance DESC, f.id LIMIT ?"
+    )
+    return sql, [scale, expr, *floor_args, *params, n]
+
+
+def select_many(conn: sqlite3.Connection, ids: Collection[str]) -> dict[str, ProcessDoc]:
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM processes WHERE id IN ({marks})", list(ids))  # noqa: S608
+    return {d.id: d for d in map(_row_to_doc, rows)}
+
+
+def select_reliability(
+    conn: sqlite3.Connection, ids: Collection[str], visible: Collection[str] | None, tenant: str | None = None
+) -> dict[str, float]:
+    """Reliability of each of `ids` that exists and is visible: all the ranking needs of a
+    candidate. Whole documents (JSON fields, body) are loaded for the final top k only."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    # The robot filter is applied here, not in SQL: given `robot IN (...)` too, the planner
+    # walks idx_processes_robot over every visible row instead of looking up ~100 ids (2.8 ms
+    # instead of 0.35 at 10,000 documents).
+    rows = conn.execute(f"SELECT id, robot, success_count, failure_count FROM processes WHERE id IN ({marks})", [*ids])  # noqa: S608
+    counts = {pid: (robot, s, f) for pid, robot, s, f in rows if visible is None or robot in visible}
+    if tenant is not None:
+        others = other_tenants_counts(conn, [p for p, (robot, _, _) in counts.items() if robot == SHARED], tenant)
+        for pid, (os_, of) in others.items():
+            robot, s, f = counts[pid]
+            counts[pid] = (robot, max(s - os_, 0), max(f - of, 0))
+    return {pid: docmodel.reliability(s, f) for pid, (_, s, f) in counts.items()}
+
+
+ReliabilityAt = Literal["within", "after"]
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How hybrid results are ranked (defaults measured by bench/eval_search.py, docs/search.md).
+
+    `reliability` says where the Laplace reliability enters: ``within`` each list (keyword by
+    ``-bm25 × reliability``, vector by ``cosine × reliability``, then RRF), or ``after`` the
+    fusion (RRF × reliability). RRF scores of neighbouring ranks differ by ~1.6 % at k=60, so
+    ``after`` lets any reliability gap outrank relevance; ``within`` keeps the spec's
+    "relevance × reliability" inside each method, where relevance still has its spread."""
+
+    weights: tuple[float, float] = (1.0, 1.0)  # keyword, vector
+    k: int = fusion.DEFAULT_K
+    candidates: int = CANDIDATES
+    reliability: ReliabilityAt = "within"
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """What each method proposes for one query, before ranking: (id, relevance) lists, each
+    best first and already limited to the visible robots, and the reliability of each visible
+    candidate (a candidate missing from it is not ranked)."""
+
+    keyword: list[tuple[str, float]]
+    vector: list[tuple[str, float]]
+    reliability: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One ranked candidate, before its document is loaded (`Hit` without the document)."""
+
+    ref: str
+    score: float
+    relevance: float
+
+
+def hybrid_candidates(
+    conn: sqlite3.Connection,
+    query: str,
+    qvec: Vector,
+    model_id: str,
+    visible: Collection[str] | None,
+    cache: VectorCache,
+    n: int = CANDIDATES,
+    tenant: str | None = None,
+) -> Candidates | None:
+    """Keyword top-`n` and cosine top-`n` (the robot filter applied before ranking, in both),
+    in one read snapshot. None when no vector of this model exists yet."""
+    index = cache.index(conn, "process", model_id)
+    if index is None or index.dim != qvec.shape[0]:  # no vector of this model (of this size) yet
+        return None
+    keyword = keyword_candidates(conn, query, n, visible)
+    vector = [(ref, cos) for ref, cos in index.search(qvec, n, visible) if cos >= fusion.MIN_COSINE]
+    # Filtered by robot again: the index's partitions may trail a robot change by one write.
+    reliability = select_reliability(conn, {r for r, _ in keyword} | {r for r, _ in vector}, visible, tenant)
+    return Candidates(keyword, vector, reliability)
+
+
+def rank_hybrid(c: Candidates, fuse: Fusion, k: int) -> list[Ranked]:
+    """Weighted RRF of the two lists with reliability applied as `fuse.reliability` says.
+    relevance = fused score scaled so 1.0 means "first in both lists"; higher is better."""
+    rel = c.reliability
+
+    def order(pairs: list[tuple[str, float]]) -> list[str]:
+        pairs = [(r, v) for r, v in pairs if r in rel]
+        if fuse.reliability == "within":
+            pairs.sort(key=lambda p: (-max(p[1], 0.0) * rel[p[0]], p[0]))
+        return [r for r, _ in pairs]
+
+    fused = fusion.rrf([order(c.keyword), order(c.vector)], fuse.weights, fuse.k)
+    top = fusion.best_possible(fuse.weights, fuse.k) or 1.0
+    after = fuse.reliability == "after"
+
+    def score(ref: str) -> float:
+        return fused[ref] / top * rel[ref] if after else fused[ref] / top
+
+    # Only the k best of ~100 candidates become objects.
+    best = heapq.nsmallest(k, fused, key=lambda ref: (-score(ref), -rel[ref], ref))
+    return [Ranked(ref, score(ref), fused[ref] / top) for ref in best]
+
+
+def hybrid_search(
+    conn: sqlite3.Connection,
+    query: str,
+    qvec: Vector,
+    model_id: str,
+    visible: Collection[str] | None,
+    cache: VectorCache,
+    fuse: Fusion,
+    k: int,
+    tenant: str | None = None,
+) -> list[Hit] | None:
+    """The `k` best hybrid hits, ranked and loaded in one read snapshot (None: no vectors of
+    this model yet). Only the `k` winners are loaded as documents."""
+    cands = hybrid_candidates(conn, query, qvec, model_id, visible, cache, fuse.candidates, tenant)
+    if cands is None:
+        return None
+    ranked = rank_hybrid(cands, fuse, k)
+    docs = select_many(conn, [r.ref for r in ranked])
+    viewed = tenant_view(conn, [docs[r.ref] for r in ranked], tenant)
+    return [Hit(doc, r.score, r.relevance, fleet) for r, (doc, fleet) in zip(ranked, viewed, strict=True)]
+
+
+def missing_vectors(conn: sqlite3.Connection, model_id: str, after: str, limit: int) -> list[ProcessDoc]:
+    """Processes (ordered by id, past `after`) with no vector of `model_id`."""
+    rows = conn.execute(
+        f"SELECT {', '.join('p.' + c.strip() for c in _COLUMNS.split(','))} FROM processes p "  # noqa: S608
+        "LEFT JOIN vectors v ON v.domain = 'process' AND v.ref = p.id AND v.model_id = ? "
+        "WHERE v.ref IS NULL AND p.id > ? ORDER BY p.id LIMIT ?",
+        (model_id, after, limit),
+    )
+    return [_row_to_doc(r) for r in rows]
+
+
+def count_missing_vectors(conn: sqlite3.Connection, model_id: str) -> int:
+    n: int = conn.execute(
+        "SELECT count(*) FROM processes p LEFT JOIN vectors v "
+        "ON v.domain = 'process' AND v.ref = p.id AND v.model_id = ? WHERE v.ref IS NULL",
+        (model_id,),
+    ).fetchone()[0]
+    return n
+
+
+def current_row(conn: sqlite3.Connection, pid: str) -> vectorstore.Row | None:
+    doc = select_one(conn, pid)
+    return None if doc is None else (doc.id, doc.robot, embed_text(doc))
+
+
+def _missing_rows(conn: sqlite3.Connection, model_id: str, after: str, limit: int) -> list[vectorstore.Row]:
+    return [(d.id, d.robot, embed_text(d)) for d in missing_vectors(conn, model_id, after, limit)]
+
+
+#: How the shared backfill (`vectorstore.fill_missing`) reads processes.
+VECTOR_SOURCE = vectorstore.Source("process", _missing_rows, count_missing_vectors, current_row)
+
+
+# ---------------------------------------------------------------------------- the store object
+class ProcessStore:
+    """Async façade over the SQL above: reads on reader threads, writes on the writer thread."""
+
+    def __init__(self, db: SqliteStore, embedder: ResilientEmbedder | None = None, fuse: Fusion | None = None) -> None:
+        self.db = db
+        self.embedder = embedder
+        self.fuse = fuse or Fusion()
+        self.vectors = VectorCache(db.instance)
+        self.backfiller = Backfiller(vectorstore.backfill_job(db, lambda: self.embedder, self.vectors, VECTOR_SOURCE))
+
+    # ------------------------------------------------------------------ vectors
+    def _embed(self, text: str) -> tuple[str, Vector] | None:
+        """(model_id, vector) for `text`, or None when the embedder is off or unavailable."""
+        if self.embedder is None:
+            return None
+        out = self.embedder.embed([text])
+        model_id = self.embedder.model_id
+        return None if out is None or model_id is None else (model_id, out[0])
+
+    async def _embed_off_loop(self, text: str) -> tuple[str, Vector] | None:
+        """`_embed` on a worker thread — or None at once when the embedder would not try (off,
+        loading, backing off): no thread hop for nothing."""
+        if self.embedder is None or not self.embedder.would_embed():
+            return None
+        return await asyncio.to_thread(self._embed, text)
+
+    async def _write_then(self, job: Callable[[sqlite3.Connection], T], after: Callable[[T], None]) -> T:
+        """A definition write, then `after(result)` once it has committed and before the next
+        write begins (the cache sees writes in commit order) — on a worker thread, so the cache
+        is patched even if the awaiting coroutine is cancelled meanwhile."""
+        return await asyncio.to_thread(self.db.write_blocking, job, after)
+
+    def _saved_vector(self, conn: sqlite3.Connection, pid: str, embedded: tuple[str, Vector] | None) -> None:
+        if embedded is None:
+            vectorstore.delete(conn, "process", pid)  # stale now; the backfill makes a new one
+        else:
+            vectorstore.upsert(conn, "process", pid, embedded[0], embedded[1])
+
+    def _patch(self, doc: ProcessDoc, embedded: tuple[str, Vector] | None) -> None:
+        if embedded is None:
+            self.vectors.after_write("process", removes=[doc.id])
+        else:
+            self.vectors.after_write("process", upserts=[(doc.id, doc.robot, embedded[0], embedded[1])])
+
+    async def save(self, doc: ProcessDoc, writable: Callable[[str], bool] = lambda _o: True) -> Saved:
+        now = now_iso()
+        # Embed before queueing: the writer thread serves every write and must never wait on a model.
+        embedded = await self._embed_off_loop(embed_text(doc))
+
+        def job(c: sqlite3.Connection) -> Saved:
+            saved = save_doc(c, doc, now, writable)
+            self._saved_vector(c, saved.doc.id, embedded)
+            return saved
+
+        saved = await self._write_then(job, lambda s: self._patch(s.doc, embedded))
+        if embedded is None and self.embedder is not None and self.embedder.mode != "off":
+            self.kick_backfill()
+        return saved
+
+    async def find_hybrid(
+        self, query: str, k: int, visible: Collection[str] | None = None, tenant: str | None = None
+    ) -> tuple[list[Hit], SearchMode]:
+        """Hybrid search when a query vector and stored vectors exist; keyword-only otherwise.
+        The mode says which one actually ran."""
+        embedded = await self._embed_off_loop(query) if fts.terms(query) else None
+        if embedded is not None:
+            model_id, qvec = embedded
+            fuse = self.fuse
+            hits = await self.db.read(
+                lambda c: hybrid_search(c, query, qvec, model_id, visible, self.vectors, fuse, k, tenant)
+            )
+            if hits is not None:
+                return hits, "hybrid"
+        return await self.find(query, k, visible, tenant), "keyword"
+
+    def kick_backfill(self) -> None:
+        """Fill missing vectors in the background (single-flight); safe to call from any thread."""
+        if self.embedder is not None:
+            self.backfiller.kick()
+
+    def backfill_blocking(
+        self, progress: Progress | None = None, *, stop: threading.Event | None = None, force: bool = False
+    ) -> int:
+        """Embed every process that has no vector of the current model (all of them with
+        `force`), in batches, each written in its own short transaction. Returns how many were
+        written. Raises `EmbedderUnavailable` when the model is not ready or fails midway."""
+        return vectorstore.fill_missing(
+            self.db, self.embedder, self.vectors, VECTOR_SOURCE, progress, stop=stop, force=force
+        )
+
+    async def reembed(self, progress: Progress | None = None, *, force: bool = False) -> int:
+        """Embed what lacks a vector of the current model (after a model change: everything);
+        `force` re-embeds every process. `progress(done, total)` is called per batch."""
+        return await asyncio.to_thread(lambda: self.backfill_blocking(progress, force=force))
+
+    async def vector_status(self) -> dict[str, object]:
+        emb = self.embedder
+        model_id = emb.model_id if emb is not None else None
+        stored = await self.db.read(lambda c: vectorstore.counts(c, "process"))
+        missing = await self.db.read(lambda c: count_missing_vectors(c, model_id)) if model_id else None
+        return {**(emb.status() if emb else {"mode": "off"}), "stored": stored, "missing": missing}
+
+    def close(self) -> None:
+        self.backfiller.stop()
+
+    async def get(self, pid: str) -> ProcessDoc | None:
+        return await self.db.read(lambda c: select_one(c, pid))
+
+    async def get_markdown(self, pid: str) -> str | None:
+        """The document with its whole outcome log (`with_history`), or None."""
+
+        def job(c: sqlite3.Connection) -> str | None:
+            doc = select_one(c, pid)
+            return with_history(c, doc).render() if doc else None
+
+        return await self.db.read(job)
+
+    async def find(
+        self, query: str, k: int, visible: Collection[str] | None = None, tenant: str | None = None
+    ) -> list[Hit]:
+        return await self.db.read(lambda c: search(c, query, k, visible, tenant))
+
+    async def viewed(
+        self, docs: list[ProcessDoc], tenant: str | None
+    ) -> list[tuple[ProcessDoc, tuple[int, int] | None]]:
+        """`tenant_view` of `docs`: each as `tenant` is shown it."""
+        return await self.db.read(lambda c: tenant_view(c, docs, tenant))
+
+    async def outcomes(self, ids: Collection[str], *, with_note: bool = False) -> dict[str, list[OutcomeEntry]]:
+        """The outcome records of each of `ids`, oldest first (only those with a note: `with_note`)."""
+        return await self.db.read(lambda c: outcomes_of(c, ids, with_note=with_note))
+
+    async def view(self, pid: str, tenant: str | None, *, with_note: bool = False) -> Viewed | None:
+        """The document as `tenant` is shown its counters, with its outcome records (`outcomes`),
+        in one read snapshot; None when it does not exist."""
+
+        def job(c: sqlite3.Connection) -> Viewed | None:
+            doc = select_one(c, pid)
+            return None if doc is None else viewed(c, [doc], tenant, with_note=with_note)[0]
+
+        return await self.db.read(job)
+
+    async def views(self, docs: list[ProcessDoc], tenant: str | None, *, with_note: bool = False) -> list[Viewed]:
+        """`viewed` of documents read before (their counters as they were then), in one read."""
+        return await self.db.read(lambda c: viewed(c, docs, tenant, with_note=with_note))
+
+    async def outcome_events(self, visible: Collection[str] | None) -> list[tuple[str, str, bool, str, str]]:
+        return await self.db.read(lambda c: outcome_events(c, visible))
+
+    async def outcome_days(
+        self, since: str, visible: Collection[str] | None
+    ) -> list[tuple[str, bool, str, str, str, int]]:
+        return await self.db.read(lambda c: outcome_days(c, since, visible))
+
+    async def record_outcome(self, pid: str, success: bool, note: str = "", by: Author = Author()) -> ProcessDoc | None:
+        """Count an outcome and record it (`add_outcome`); `None` when the process does not exist.
+
+        Without a note this is a hot record write, executed on the writer thread while the
+        caller's thread moves on; when the hot queue is full it is dropped and `Busy` is raised.
+        With a note it is a definition write: the note is part of the document as rendered."""
+        now = now_iso()
+        if note.strip():  # the note lands in the outcome log, which `embed_text` leaves out
+            return await self.db.write(lambda c: add_outcome(c, pid, success, note, now, by))
+        fut = self.db.hot(lambda c: add_outcome(c, pid, success, "", now, by))
+        if fut is None:
+            raise Busy("the server is overloaded and did not count this outcome; retry in a few seconds")
+        return await asyncio.wrap_future(fut)
+
+    async def restore(self, docs: list[ProcessDoc]) -> int:
+        """Write documents exactly as given (timestamps and counters included), in one
+        transaction, so that a dump loads back identically."""
+        n = await self._write_then(lambda c: restore_rows(c, docs), lambda _n: self.restored())
+        return n
+
+    def restored(self) -> None:
+        """After a commit of `restore_rows` (`load` runs it inside its own transaction): the
+        cached vectors are read again and the ones dropped are made again."""
+        self.vectors.invalidate("process")
+        self.kick_backfill()
+
+    async def index_counts(self) -> tuple[int, int]:
+        """(rows, index entries): they agree unless something is wrong."""
+        return await self.db.read(lambda c: (count(c), count_index(c)))
+
+    async def delete(self, pid: str) -> bool:
+        def job(c: sqlite3.Connection) -> bool:
+            vectorstore.delete(c, "process", pid)
+            return delete_doc(c, pid)
+
+        return await self._write_then(job, lambda _ok: self.vectors.after_write("process", removes=[pid]))
+
+    async def list(
+        self, limit: int = 50, offset: int = 0, visible: Collection[str] | None = None, order: str = "updated"
+    ) -> tuple[list[ProcessDoc], int]:
+        return await self.db.read(lambda c: list_docs(c, limit, offset, visible, order))
+
+    async def count(self) -> int:
+        return await self.db.read(count)
+
+    async def snapshot(
+        self, each: Callable[[ProcessDoc, int, int], None], also: Callable[[sqlite3.Connection], T]
+    ) -> tuple[int, T]:
+        """Hand every document to `each` (its outcome log rendered from every record: `with_history`;
+        with its position and the total), then run `also`, all
+        in one read transaction: one consistent snapshot of the file while writers go on (`dump`).
+        Returns (documents, what `also` returned)."""
+
+        def job(c: sqlite3.Connection) -> tuple[int, T]:
+            total, n = count(c), 0
+            for n, doc in enumerate(each_doc(c), start=1):
+                each(with_history(c, doc), n, total)
+            return n, also(c)
+
+        return await self.db.read(job)
+
+    async def reindex(self) -> int:
+        return await self.db.write(rebuild_index, long=True)  # seconds at size: never on the event loop

@@ -1,0 +1,333 @@
+"""Running the server: stdio, or SSE + Streamable HTTP on one port under uvicorn."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import signal
+import socket
+import threading
+from types import FrameType
+from typing import Literal
+
+import anyio
+import anyio.abc
+import uvicorn
+from starlette.types import ASGIApp
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from robot_mcp_memory import logs
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.config import Settings
+from robot_mcp_memory.errors import CannotListen
+from robot_mcp_memory.operations import handover
+from robot_mcp_memory.storage.daemon import DaemonThreads
+from robot_mcp_memory.surfaces.mcp.server import MemoryMCP, build_server, http_app
+from robot_mcp_memory.surfaces.mcp.stdio import pipe_stdio
+
+_log = logs.get("robot_mcp_memory.surfaces.serve")
+
+#: Seconds open connections (SSE streams) get after SIGTERM before they are cancelled.
+GRACEFUL_SHUTDOWN_S = 5
+#: Seconds a connection gets to send a request's headers (`HeaderDeadline`).
+HEADERS_TIMEOUT_S = 10.0
+#: Seconds a connection's writing may stay paused — its client reads nothing while the kernel's
+#: buffers and uvicorn's (64 KiB) are full — before it is cut (`WriteDeadline`).
+WRITE_STALL_S = 10.0
+
+
+class HeaderDeadline(H11Protocol):
+    """uvicorn's h11 protocol with a deadline on each request's headers. uvicorn has none: a
+    connection that sent nothing, or half a request line, stayed open for good, so anyone who
+    could reach the port, token or not, held open files until the server could accept no one
+    (found by review: 1,100 idle sockets stopped ``/healthz``). While no request is being
+    answered the connection must finish its next request's headers within `HEADERS_TIMEOUT_S`,
+    or it is closed; a request being answered (an SSE stream too) is never cut by this."""
+
+    headers_timeout_s = HEADERS_TIMEOUT_S
+    _deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._watch()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._watch()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._watch()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._unwatch()
+        super().connection_lost(exc)
+
+    def _waiting(self) -> bool:
+        return self.cycle is None or self.cycle.response_complete
+
+    def _watch(self) -> None:
+        if not self._waiting():
+            self._unwatch()
+        elif self._deadline is None and not self.transport.is_closing():
+            self._deadline = self.loop.call_later(self.headers_timeout_s, self._late)
+
+    def _unwatch(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _late(self) -> None:
+        self._deadline = None
+        if self._waiting() and not self.transport.is_closing():
+            self.transport.close()
+
+
+class WriteDeadline(HeaderDeadline):
+    """`HeaderDeadline` that also cuts a client that stopped reading. uvicorn stops an answer's
+    writer while the transport's buffer is over its high-water mark (asyncio's `pause_writing`),
+    so bytes do not pile up in the transport; but everything waiting to be written behind that
+    writer does (mcp answers each call in a task of its own, which then holds its result until
+    the stream takes it: an SSE client that read nothing grew the server by 2 GB). Writing that
+    stays paused for `write_stall_s` aborts the connection: the app sees the client leave, and
+    what waited for it is released. A client that reads, however slowly, resumes the writing and
+    is never cut."""
+
+    write_stall_s = WRITE_STALL_S
+    _stall: asyncio.TimerHandle | None = None
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._stall is None:
+            self._stall = self.loop.call_later(self.write_stall_s, self._stalled)
+
+    def resume_writing(self) -> None:
+        self._unstall()
+        super().resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._unstall()
+        super().connection_lost(exc)
+
+    def _unstall(self) -> None:
+        if self._stall is not None:
+            self._stall.cancel()
+            self._stall = None
+
+    def _stalled(self) -> None:
+        self._stall = None
+        if not self.transport.is_closing():
+            path = self.cycle.scope.get("path") if self.cycle is not None else None
+            _log.warning("serve.reader_stalled", path=path, seconds=self.write_stall_s, action="disconnected")
+            self.transport.abort()
+
+
+def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)
+
+
+def listen(host: str, port: int) -> list[socket.socket]:
+    """Sockets bound to `host`:`port` — every address the host resolves to, as asyncio's
+    ``create_server`` binds them — for `run_http`. Bound before anything says the server is serving:
+    a port in use or a host that does not resolve is one `CannotListen` naming both and why
+    (uvicorn logged its bare OSError after ``serve.http`` and exited 3)."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise CannotListen(
+            f"cannot listen on {where}: the host {host!r} does not resolve ({exc.strerror}). "
+            "Check MCP_HOST (--host): an address of this machine, or a name that resolves to one."
+        ) from None
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:  # as asyncio: the IPv4 address gets its own socket
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+    except OSError as exc:
+        for sock in sockets:
+            sock.close()
+        raise CannotListen(f"cannot listen on {where}: {_why(exc, host, port)}") from None
+    return sockets
+
+
+def _why(exc: OSError, host: str, port: int) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return (
+            f"the address is already in use (another server on port {port}, or this one still "
+            "stopping). Stop it, or choose another MCP_PORT (--port)."
+        )
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{host} is not an address of this machine. Check MCP_HOST (--host)."
+    if exc.errno == errno.EACCES:
+        return f"permission denied (port {port} needs privileges). Choose a port above 1023."
+    return f"{exc.strerror or exc}."
+
+
+def uvicorn_config(app: ASGIApp, settings: Settings, lifespan: Literal["auto", "on", "off"] = "auto") -> uvicorn.Config:
+    """How uvicorn runs `app`. Forwarded headers (``X-Forwarded-For``/``-Proto``) are believed
+    only from ``MEMORY_TRUSTED_PROXIES``; with none set they are ignored altogether (uvicorn's own
+    default believes them from 127.0.0.1, so anything on the machine, or a proxy passing the header
+    through, could name any client address and evade the per-address token throttle)."""
+    proxies = list(settings.trusted_proxies)
+    return uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        lifespan=lifespan,
+        log_config=None,
+        http=WriteDeadline,
+        proxy_headers=bool(proxies),
+        forwarded_allow_ips=proxies,
+        # Open SSE streams never end on their own: GRACEFUL_SHUTDOWN_S after SIGTERM they are
+        # cancelled, so the shutdown always happens.
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+    )
+
+
+def run_http(
+    app: ASGIApp,
+    settings: Settings,
+    sockets: list[socket.socket],
+    lifespan: Literal["auto", "on", "off"] = "auto",
+) -> None:
+    """Run `app` under uvicorn on `sockets` (from `listen`) until SIGTERM/SIGINT; returns (never
+    kills the process) so the caller's ``finally`` closes the store: drains the writer queue and
+    checkpoints the WAL."""
+    config = uvicorn_config(app, settings, lifespan)
+    # uvicorn shuts down gracefully on SIGTERM (systemd, docker stop) and then re-raises it, which
+    # with the default disposition kills the process before the caller's `finally` (no drain of
+    # queued hot writes, no checkpoint, exit -15 instead of 0). Made an exception, it unwinds.
+    # (Under stdio, `run_stdio` takes SIGTERM and SIGINT on its event loop instead.)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    _more_open_files()
+    try:
+        _Server(config).run(sockets=sockets)
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+#: Open files an HTTP server asks for (each connection is one): the usual soft limit of 1,024 is
+#: a few hundred idle connections from running out, and then no one can connect.
+OPEN_FILES = 65_536
+
+
+def _more_open_files() -> None:
+    """Raise this process's soft limit on open files towards `OPEN_FILES`, within the hard limit
+    (as Go's runtime does at start); left as it is where the platform refuses."""
+    try:
+        import resource  # POSIX only
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = OPEN_FILES if hard == resource.RLIM_INFINITY else min(OPEN_FILES, hard)
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    except (ImportError, OSError, ValueError):
+        pass
+
+
+def _ignore_stop_signals() -> None:
+    """From here the store closes: a client's second SIGTERM (or a second Ctrl-C) would kill the
+    process mid-drain, losing the queued writes the first one was waiting for."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class _Server(uvicorn.Server):
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # From here on, a stream cut by the shutdown is expected, not an error (`logs.stopping`).
+        logs.stopping()
+        super().handle_exit(sig, frame)
+
+
+async def run_stdio(mcp: MemoryMCP) -> None:
+    """`FastMCP.run_stdio_async`, on `pipe_stdio`'s thread-free pipes, until end of input or
+    SIGTERM/SIGINT. A signal stops the reading; the requests being answered get
+    GRACEFUL_SHUTDOWN_S, then the session ends and this returns (the caller closes the store). A
+    second signal cancels what is left at once."""
+    stop = anyio.Event()
+    # Blocking work handed to threads (an embedding call, a blocking write) runs on daemon threads:
+    # asyncio waits for its default executor's threads before it returns, and one waiting on an
+    # embedding server held the exit for up to MEMORY_EMBED_TIMEOUT after the grace.
+    asyncio.get_running_loop().set_default_executor(DaemonThreads())
+    async with anyio.create_task_group() as tg:
+        await tg.start(_stop_on_signals, stop, tg.cancel_scope)
+        async with pipe_stdio(stop=stop, grace=GRACEFUL_SHUTDOWN_S) as (read_stream, write_stream):
+            server = mcp._mcp_server
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+        tg.cancel_scope.cancel()
+
+
+async def _stop_on_signals(
+    stop: anyio.Event, everything: anyio.CancelScope, *, task_status: anyio.abc.TaskStatus[None]
+) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        task_status.started()
+        async for signum in signals:
+            if stop.is_set():
+                _log.warning("serve.stopping_now", signal=signal.Signals(signum).name)
+                break
+            logs.stopping()
+            _log.info("serve.stopping", signal=signal.Signals(signum).name)
+            stop.set()
+        else:
+            return
+    # Leaving the receiver put the default handlers back: a third signal would kill the process
+    # before the store is closed. Ignored from here on, as they are once the session has ended.
+    _ignore_stop_signals()
+    everything.cancel()
+
+
+def open_memory(settings: Settings, sockets: list[socket.socket]) -> Memory:
+    """The data directory's `Memory`, after `sockets` were bound (`listen`); they are closed if
+    it cannot be opened, so a refused start leaves no port held."""
+    try:
+        memory = Memory.open(settings)
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    handover.log_hint(memory)
+    return memory
+
+
+def serve(settings: Settings) -> None:
+    sockets = [] if settings.transport == "stdio" else listen(settings.host, settings.port)
+    memory = open_memory(settings, sockets)
+    try:
+        mcp = build_server(memory)
+        if settings.transport == "stdio":
+            # One client, whose calls come one after another: reads and writes run on the event
+            # loop (`SqliteStore.reads_on_loop`, `writes_on_loop`). Only here — `web` and the HTTP
+            # transports serve many.
+            memory.index.reads_on_loop = memory.index.writes_on_loop = True
+            _log.info("serve.stdio", data_dir=str(settings.data_dir))
+            anyio.run(run_stdio, mcp)
+            _ignore_stop_signals()
+            return
+        if not settings.auth_enabled:
+            _log.warning(
+                "auth.open",
+                message="no MEMORY_TOKEN or MEMORY_ROBOT_TOKENS set: the HTTP transports accept anyone "
+                "who can reach this port. Only run this way on a trusted network.",
+            )
+        _log.info(  # the sockets are bound: it is serving
+            "serve.http",
+            host=settings.host,
+            port=settings.port,
+            sse=f"http://{settings.host}:{settings.port}/sse",
+            streamable_http=f"http://{settings.host}:{settings.port}/mcp",
+            dashboard=f"http://{settings.host}:{settings.port}/",
+        )
+        run_http(http_app(memory, mcp), settings, sockets, lifespan="on")
+    finally:
+        memory.close()
+        _log.info("serve.stopped")

@@ -1,0 +1,49 @@
+"""A 0-byte database file where data was expected (another database of the data directory holds
+data) is refused, untouched, with the next step; in a brand-new directory it is created as ever."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from robot_mcp_memory.errors import StoreUnreadable
+from robot_mcp_memory.lessons.sqlite import store as params
+from robot_mcp_memory.storage.sqlite import SqliteStore
+from robot_mcp_memory.storage.sqlite import index_db as db
+
+
+def filled(path: Path, lessons: bool = False) -> None:
+    """A real store at `path`, closed (its WAL folded into the file)."""
+    store = SqliteStore.open(path, params.schema(), params.MIGRATIONS) if lessons else db.open_index(path)
+    store.close()
+    assert path.stat().st_size > 0
+
+
+def test_an_emptied_index_beside_a_lessons_db_with_data_is_refused_and_left_as_it_is(tmp_path: Path) -> None:
+    filled(tmp_path / "lessons.db", lessons=True)
+    (tmp_path / "index.db").write_bytes(b"")
+    with pytest.raises(StoreUnreadable) as refused:
+        db.open_index(tmp_path / "index.db")
+    assert "lessons.db" in refused.value.reason
+    assert (tmp_path / "index.db").stat().st_size == 0
+    assert not (tmp_path / "index.db-wal").exists()
+
+
+def test_an_emptied_lessons_db_beside_an_index_with_data_is_refused(tmp_path: Path) -> None:
+    filled(tmp_path / "index.db")
+    (tmp_path / "lessons.db").write_bytes(b"")
+    with pytest.raises(StoreUnreadable):
+        SqliteStore.open(tmp_path / "lessons.db", params.schema(), params.MIGRATIONS)
+    assert (tmp_path / "lessons.db").stat().st_size == 0
+
+
+def test_an_empty_file_in_a_new_directory_is_created(tmp_path: Path) -> None:
+    (tmp_path / "index.db").write_bytes(b"")
+    store = db.open_index(tmp_path / "index.db")
+    try:
+        assert store.report is not None
+        assert store.report.created
+    finally:
+        store.close()
+    filled(tmp_path / "index.db")  # and it opens again, with data now
