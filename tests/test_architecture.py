@@ -1,8 +1,22 @@
-"""The architecture, enforced: these tests walk ``src/`` with `ast` (nothing is imported).
+"""The architecture, enforced as folder rules: these tests walk ``src/`` with `ast` (nothing is imported).
 
-- SQL that writes lives only in the storage modules, and only they import ``sqlite3``.
-- Layers point one way: the kit, search, errors, config and the document model never import the
-  surfaces (server, tools, web, cli, serve); only the MCP adapter imports ``mcp``.
+The tree (docs/architecture.md draws it)::
+
+    errors config logs metrics jsonvalue json_object   cross-cutting
+    app.py api.py                                       composition roots
+    storage/  search/  tenancy/  operations/            shared machinery
+    processes/ fleet/ lessons/ experiences/             one folder per domain; its storage adapter in sqlite/
+    surfaces/ (mcp/, web/, cli.py, serve.py)            the ways in
+
+- Only storage adapters (a ``sqlite/`` folder, the robotmem importer) import a database driver
+  and hold SQL that writes.
+- Nothing below the surfaces imports them; only the composition roots and the surfaces do.
+- A domain's service and model never import a storage adapter (they take ports); `ADAPTER_DEBT`
+  lists the modules that still do, and the list may only shrink.
+- storage/ and search/ know no domain (but `storage/sqlite/index_db.py`, which composes index.db from
+  each domain's tables).
+- Only the MCP adapter imports `mcp`; no module uses a private name of mcp, starlette or uvicorn
+  outside `PRIVATE_DEBT`, which may only shrink.
 - Only ``config.py`` reads the environment.
 
 Each detector is also run on a few hand-written samples, so a guard that can no longer fail
@@ -13,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import importlib.util
 import re
 from collections.abc import Iterator
 from functools import cache
@@ -23,30 +38,47 @@ import pytest
 PACKAGE = "robot_mcp_memory"
 SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 
-#: The storage modules (paths relative to the package, fnmatch patterns where `*` spans folders):
-#: the only places allowed to hold write-shaped SQL or import sqlite3.
+#: Storage adapters (paths relative to the package, fnmatch patterns where `*` spans folders):
+#: the only places allowed to hold write-shaped SQL or import a database driver.
 STORAGE_MODULES: tuple[str, ...] = (
-    "kit/*",
-    "db.py",
-    "store.py",
-    "fleet.py",
-    "params.py",
-    "vectorstore.py",  # the `vectors` table of index.db (embedding BLOBs): storage by any other name
-    "experiences/*repo.py",
-    "experiences/storage.py",
-    "experiences/robotmem_import.py",  # reads a robotmem memory.db (read-only) and writes what it brings across
-    "experiences/*/storage.py",
+    "storage/sqlite/*",
+    "*/sqlite/*",
+    "experiences/importers/*",  # reads a robotmem memory.db (read-only) and writes what it brings across
 )
+DRIVERS: tuple[str, ...] = ("sqlite3", "psycopg", "psycopg_pool")
 
-#: Lower layers and the surfaces they must never reach.
-LOWER_LAYERS: tuple[str, ...] = ("kit/*", "search/*", "errors.py", "config.py", "docmodel.py")
-SURFACES: tuple[str, ...] = ("server", "tools", "web", "cli", "serve")
+#: The domains: each folder holds everything about it except how it is reached.
+DOMAINS: tuple[str, ...] = ("processes", "fleet", "lessons", "experiences")
 
-#: The MCP adapter: the only modules that may import the `mcp` SDK.
-MCP_ADAPTER: tuple[str, ...] = ("tools/*", "web/*", "server.py", "serve.py", "stdio.py", "tenancy.py")
+#: The ways in, and the modules that may import them.
+SURFACES = "surfaces"
+COMPOSITION_ROOTS: tuple[str, ...] = ("__main__.py",)
 
-#: The kit knows nothing of our domains: what it may import from this package.
-KIT_MAY_IMPORT: tuple[str, ...] = ("kit", "errors", "logs")
+#: Modules outside an adapter that still import one: the seams issue 26 has yet to cut. A module
+#: that no longer needs its entry must leave this list (a test checks), so it only shrinks.
+ADAPTER_DEBT: frozenset[str] = frozenset(
+    {
+        "experiences/service.py",
+        "experiences/browse.py",
+        "operations/service.py",
+    }
+)
+#: The composition root wires adapters to services: it may import both.
+WIRING: tuple[str, ...] = ("app.py", "api.py", "surfaces/*")
+
+#: Shared machinery that knows no domain.
+DOMAIN_FREE: tuple[str, ...] = ("storage/*", "search/*")
+DOMAIN_FREE_EXCEPTIONS: tuple[str, ...] = ("storage/sqlite/index_db.py",)  # composes index.db's tables
+
+#: The MCP adapter: the only modules that may import the `mcp` SDK. The tenancy middleware
+#: builds the SDK's `AuthenticatedUser`, without which the SDK does not pin a session to its principal.
+MCP_ADAPTER: tuple[str, ...] = ("surfaces/*", "tenancy/middleware.py")
+#: Third-party packages whose private names we must not use.
+SDKS: tuple[str, ...] = ("mcp", "starlette", "uvicorn")
+#: Internal modules of the SDKs (no underscore, but not their public interface).
+SDK_INTERNAL_MODULES: tuple[str, ...] = ("mcp.server.fastmcp.utilities", "uvicorn.protocols")
+#: Modules that still reach into an SDK's internals: to be replaced by public interfaces (issue 26).
+PRIVATE_DEBT: frozenset[str] = frozenset({"surfaces/mcp/server.py", "surfaces/serve.py"})
 
 #: The only reader of the environment.
 ENV_READER = "config.py"
@@ -54,6 +86,7 @@ ENV_READER = "config.py"
 ENV_WRITES_FOR_LIBRARIES: frozenset[tuple[str, str]] = frozenset(
     {("search/embedders.py", "ORT_DISABLE_TELEMETRY")}  # onnxruntime >= 1.31 telemetry file (house style)
 )
+CLI = "surfaces/cli.py"
 
 WRITE_SQL = re.compile(
     r"""^\s*(?:
@@ -155,10 +188,7 @@ def _allowed_environment_uses(rel: str, tree: ast.AST) -> set[int]:
             continue
         func = node.func
         passed_to_settings = (
-            rel == "cli.py"
-            and func.attr == "from_env"
-            and isinstance(func.value, ast.Name)
-            and func.value.id == "Settings"
+            rel == CLI and func.attr == "from_env" and isinstance(func.value, ast.Name) and func.value.id == "Settings"
         )
         if passed_to_settings:
             args = [*node.args, *(k.value for k in node.keywords)]
@@ -182,40 +212,74 @@ def test_write_shaped_sql_appears_only_in_storage_modules() -> None:
         if not _matches(rel, STORAGE_MODULES)
         for line, text in write_sql_literals(tree)
     ]
-    assert offenders == [], "move SQL that writes into a storage module (STORAGE_MODULES)"
+    assert offenders == [], "move SQL that writes into a storage adapter (STORAGE_MODULES)"
 
 
-def test_only_storage_modules_import_sqlite3() -> None:
+def test_only_storage_adapters_import_a_database_driver() -> None:
     offenders = [
         f"{rel}:{line}: {name}"
         for rel, tree in _modules()
         if not _matches(rel, STORAGE_MODULES)
         for line, name in imported_modules(rel, tree)
-        if _is_within(name, "sqlite3")
+        if any(_is_within(name, d) for d in DRIVERS)
     ]
-    assert offenders == [], "only the storage modules (STORAGE_MODULES) talk to sqlite3"
+    assert offenders == [], "only the storage adapters (STORAGE_MODULES) talk to a database driver"
 
 
-def test_lower_layers_never_import_a_surface() -> None:
-    surfaces = [f"{PACKAGE}.{s}" for s in SURFACES]
+def test_nothing_below_the_surfaces_imports_them() -> None:
     offenders = [
         f"{rel}:{line}: {name}"
         for rel, tree in _modules()
-        if _matches(rel, LOWER_LAYERS)
+        if not rel.startswith(f"{SURFACES}/") and rel not in COMPOSITION_ROOTS
         for line, name in imported_modules(rel, tree)
-        if any(_is_within(name, s) for s in surfaces)
+        if _is_within(name, f"{PACKAGE}.{SURFACES}")
     ]
-    assert offenders == [], "the kit, search, errors, config and docmodel are imported by surfaces, never the reverse"
+    assert offenders == [], "services, storage and search are imported by the surfaces, never the reverse"
 
 
-def test_the_kit_knows_nothing_of_our_domains() -> None:
-    allowed = [f"{PACKAGE}.{m}" for m in KIT_MAY_IMPORT]
+def _adapter_importers() -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for rel, tree in _modules():
+        if _matches(rel, STORAGE_MODULES) or _matches(rel, WIRING):
+            continue
+        for line, name in imported_modules(rel, tree):
+            parts = name.split(".")
+            if (parts[0] == PACKAGE and "sqlite" in parts[1:]) or _is_within(name, f"{PACKAGE}.experiences.importers"):
+                found.setdefault(rel, []).append(f"{line}: {name}")
+    return found
+
+
+def test_services_depend_on_ports_not_on_storage_adapters() -> None:
+    offenders = {rel: where for rel, where in _adapter_importers().items() if rel not in ADAPTER_DEBT}
+    assert offenders == {}, "a service takes its repositories through its domain's ports.py (app.py wires them)"
+
+
+def test_the_adapter_debt_list_only_shrinks() -> None:
+    assert sorted(ADAPTER_DEBT - set(_adapter_importers())) == [], "remove these from ADAPTER_DEBT: they are clean"
+
+
+def test_storage_and_search_know_no_domain() -> None:
+    domains = [f"{PACKAGE}.{d}" for d in (*DOMAINS, "operations", "tenancy")]
     offenders = [
         f"{rel}:{line}: {name}"
         for rel, tree in _modules()
-        if _matches(rel, ("kit/*",))
+        if _matches(rel, DOMAIN_FREE) and rel not in DOMAIN_FREE_EXCEPTIONS
         for line, name in imported_modules(rel, tree)
-        if _is_within(name, PACKAGE) and name != PACKAGE and not any(_is_within(name, a) for a in allowed)
+        if any(_is_within(name, d) for d in domains)
+    ]
+    assert offenders == []
+
+
+def test_a_domain_reaches_another_domain_only_through_its_service_or_model() -> None:
+    """processes/ may use fleet's service, never fleet's adapter (the wiring passes adapters)."""
+    offenders = [
+        f"{rel}:{line}: {name}"
+        for rel, tree in _modules()
+        for home in DOMAINS
+        if rel.startswith(f"{home}/") and not _matches(rel, STORAGE_MODULES)
+        for line, name in imported_modules(rel, tree)
+        for other in DOMAINS
+        if other != home and _is_within(name, f"{PACKAGE}.{other}.sqlite")
     ]
     assert offenders == []
 
@@ -233,7 +297,78 @@ def test_only_the_mcp_adapter_imports_mcp() -> None:
         for line, name in imported_modules(rel, tree)
         if _is_within(name, "mcp")
     ]
-    assert offenders == [], "only tools/, web/, server.py, serve.py, stdio.py and tenancy.py may import mcp"
+    assert offenders == [], "only surfaces/ and tenancy/middleware.py may import mcp"
+
+
+@cache
+def _sdk_private_names() -> frozenset[str]:
+    """Underscore names the SDKs define (attributes set on `self`, functions, classes, module names)."""
+    names: set[str] = set()
+    for sdk in SDKS:
+        spec = importlib.util.find_spec(sdk)
+        assert spec is not None, sdk
+        assert spec.submodule_search_locations, sdk
+        for folder in spec.submodule_search_locations:
+            for path in Path(folder).rglob("*.py"):
+                names.update(p for p in path.with_suffix("").parts if p.startswith("_") and not p.startswith("__"))
+                for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                        candidate = node.attr
+                    elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                        candidate = node.name
+                    else:
+                        continue
+                    if candidate.startswith("_") and not candidate.startswith("__"):
+                        names.add(candidate)
+    return frozenset(names)
+
+
+@cache
+def _our_private_names() -> frozenset[str]:
+    names: set[str] = set()
+    for _rel, tree in _modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+    return frozenset(names)
+
+
+def sdk_private_uses(rel: str, tree: ast.AST, sdk_private: frozenset[str], ours: frozenset[str]) -> Iterator[str]:
+    """Imports of an SDK's underscore names or internal modules, and attribute reads of a private
+    name an SDK defines and we do not."""
+    for line, name in imported_modules(rel, tree):
+        if any(_is_within(name, sdk) for sdk in SDKS) and (
+            any(part.startswith("_") and not part.startswith("__") for part in name.split("."))
+            or any(_is_within(name, internal) for internal in SDK_INTERNAL_MODULES)
+        ):
+            yield f"{line}: {name}"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in sdk_private and node.attr not in ours:
+            yield f"{node.lineno}: .{node.attr}"
+
+
+def _private_users() -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for rel, tree in _modules():
+        uses = list(sdk_private_uses(rel, tree, _sdk_private_names(), _our_private_names()))
+        if uses:
+            found[rel] = uses
+    return found
+
+
+def test_no_module_uses_a_private_name_of_mcp_starlette_or_uvicorn() -> None:
+    offenders = {rel: uses for rel, uses in _private_users().items() if rel not in PRIVATE_DEBT}
+    assert offenders == {}, "use the SDKs through their public interfaces"
+
+
+def test_the_private_debt_list_only_shrinks() -> None:
+    assert sorted(PRIVATE_DEBT - set(_private_users())) == [], "remove these from PRIVATE_DEBT: they are clean"
 
 
 def test_only_config_reads_the_environment() -> None:
@@ -244,7 +379,7 @@ def test_only_config_reads_the_environment() -> None:
         for node in environment_reads(tree)
         if id(node) not in _allowed_environment_uses(rel, tree)
     ]
-    assert offenders == [], "read settings through config.Settings.from_env (cli.py passes os.environ into it)"
+    assert offenders == [], "read settings through config.Settings.from_env (surfaces/cli.py passes os.environ in)"
 
 
 # ---------------------------------------------------------------------------- the detectors can fail
@@ -293,9 +428,36 @@ def test_the_environment_detector_allows_exactly_passing_os_environ_into_setting
         return [n.lineno for n in environment_reads(tree) if id(n) not in ok]
 
     passed = "s = Settings.from_env({**os.environ, **overrides})\n"
-    assert offending("cli.py", passed) == []
-    assert offending("cli.py", "env = dict(os.environ)\ns = Settings.from_env(env)\n") == [1]
+    assert offending(CLI, passed) == []
+    assert offending(CLI, "env = dict(os.environ)\ns = Settings.from_env(env)\n") == [1]
     assert offending("app.py", passed) == [1]
     assert offending("app.py", "from os import getenv\n") == [1]
     assert offending("search/embedders.py", 'os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")\n') == []
     assert offending("search/embedders.py", 'os.environ.setdefault("HOME", "/")\n') == [1]
+
+
+def test_the_private_name_detector_flags_sdk_internals() -> None:
+    tree = ast.parse(
+        "from mcp.server.fastmcp.utilities.func_metadata import FuncMetadata\n"
+        "from uvicorn._types import ASGIApp\n"
+        "x = server._tool_manager\n"
+        "y = self._ours\n"
+    )
+    uses = list(sdk_private_uses("surfaces/x.py", tree, frozenset({"_tool_manager", "_ours"}), frozenset({"_ours"})))
+    assert [u.split(": ")[1] for u in uses] == [
+        "mcp.server.fastmcp.utilities.func_metadata",
+        "mcp.server.fastmcp.utilities.func_metadata.FuncMetadata",
+        "uvicorn._types",
+        "uvicorn._types.ASGIApp",
+        ".\x5ftool_manager",
+    ]
+
+
+def test_the_sdk_private_names_are_found() -> None:
+    assert {"_tool_manager", "_mcp_server"} <= _sdk_private_names()
+
+
+def test_the_adapter_detector_sees_an_adapter_import() -> None:
+    tree = ast.parse("from robot_mcp_memory.processes.sqlite.store import ProcessStore\n")
+    names = [n for _, n in imported_modules("processes/service.py", tree)]
+    assert any("sqlite" in n.split(".") for n in names)

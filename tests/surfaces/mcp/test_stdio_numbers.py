@@ -47,5 +47,8 @@ def test_everything_else_passes(body: bytes) -> None:
 def test_a_hostile_line_of_digit_runs_is_searched_in_linear_time() -> None:
     """Runs of 3,999 digits: without the run-start anchor the search tried 4,000 digits at every
     position. Run in a child with a generous bound (milliseconds now, minutes before)."""
-    code = "from robot_mcp_memory.surfaces.mcp.stdio import number_problem; assert number_problem((b'9' * 3999 + b',') * 1000) is None"
+    code = (
+        "from robot_mcp_memory.surfaces.mcp.stdio import number_problem; "
+        "assert number_problem((b'9' * 3999 + b',') * 1000) is None"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
