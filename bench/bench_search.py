@@ -153,7 +153,7 @@ async def run_size(size: int, real_up_to: int, n_queries: int, tmp: Path) -> dic
         t = time.perf_counter()
         assert emb.wait_ready(120), emb.status()
         load_s = time.perf_counter() - t
-        ps = memory.processes.store
+        ps = memory.process_store
         docs = corpus(size, rng)
         rss0 = rss_mb()
         t = time.perf_counter()

@@ -34,8 +34,9 @@ from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.processes import docmodel
 from robot_mcp_memory.processes.docmodel import ProcessDoc
+from robot_mcp_memory.processes.ports import Hit
 from robot_mcp_memory.processes.sqlite import store
-from robot_mcp_memory.processes.sqlite.store import Candidates, Fusion, Hit
+from robot_mcp_memory.processes.sqlite.store import Candidates, Fusion
 from robot_mcp_memory.tenancy.principal import ADMIN
 
 EVAL = Path(__file__).resolve().parents[1] / "eval" / "processes.yaml"
@@ -142,7 +143,7 @@ async def run_regime(
         assert memory.embedder is not None
         if not memory.embedder.wait_ready(120):
             raise SystemExit(f"the {embedder} embedder did not load: {memory.embedder.status()}")
-        ps = memory.processes.store
+        ps = memory.process_store
         corpus = with_counts(docs, regime)
         await ps.restore(corpus)
         ps.backfiller.wait_idle(600)

@@ -119,7 +119,7 @@ def preload(data_dir: Path, cfg: LoadConfig) -> dict[str, list[str]]:
         if memory.embedder is not None and memory.embedder.mode != "off":
             memory.embedder.wait_ready(START_DEADLINE_S)
         ids_by_owner = asyncio.run(_fill(memory, cfg))
-        memory.processes.store.backfiller.wait_idle(600)
+        memory.process_store.backfiller.wait_idle(600)
     finally:
         memory.close()
     visible: dict[str, list[str]] = {}
@@ -137,7 +137,7 @@ async def _fill(memory: Memory, cfg: LoadConfig) -> dict[str, list[str]]:
         doc = docmodel.parse(markdown)
         docs.append(doc.model_copy(update={"robot": own[n % len(own)]}))
     for start in range(0, len(docs), 500):
-        await memory.processes.store.restore(docs[start : start + 500])
+        await memory.process_store.restore(docs[start : start + 500])
     by_owner: dict[str, list[str]] = {}
     for d in docs:
         by_owner.setdefault(d.robot, []).append(d.id)

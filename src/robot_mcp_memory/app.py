@@ -33,6 +33,11 @@ class Memory:
     fleet: FleetService
     lessons: ScopedParams
     experiences: ExperienceService
+    #: The processes adapter behind `processes`: operations (dump/load, reindex counts) and tests reach it here.
+    process_store: ProcessStore
+    #: The fleet and lessons adapters behind `fleet` and `lessons` (operations and tests reach them here).
+    fleet_registry: FleetRegistry
+    lesson_store: ParamStore
     embedder: ResilientEmbedder | None = None
 
     @classmethod
@@ -72,6 +77,9 @@ class Memory:
             index=index,
             policy=policy,
             processes=ProcessService(process_store, policy, default_robot=settings.robot_id),
+            process_store=process_store,
+            fleet_registry=registry,
+            lesson_store=params,
             fleet=FleetService(registry, policy),
             lessons=ScopedParams(params, registry, policy, thresholds),
             experiences=ExperienceService(
@@ -81,12 +89,12 @@ class Memory:
 
     def close(self) -> None:
         self.processes.close()
-        self.processes.store.close()  # stops the vector backfills before the database closes
+        self.process_store.close()  # stops the vector backfills before the database closes
         if isinstance(self.experiences.vectors, MemoryVectorIndex):
             self.experiences.vectors.close()
         if self.embedder is not None:
             self.embedder.close()
-        self.lessons.store.close()
-        self.fleet.registry.close()
+        self.lesson_store.close()
+        self.fleet_registry.close()
         self.experiences.store.access.flush()  # pending access counts, before the writer drains
         self.index.close()

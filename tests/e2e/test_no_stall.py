@@ -59,7 +59,7 @@ async def _seed(data_dir: Path) -> None:
     memory = Memory.open(Settings.from_env({"MEMORY_DATA_DIR": str(data_dir), "MEMORY_EMBEDDER": "none"}))
     try:
         hoard = ProcessDoc(id="hoard", title="Hoard", robot="rap-1", extra={"log": list(range(STORED_VALUES))})
-        await memory.processes.store.save(hoard)
+        await memory.process_store.save(hoard)
     finally:
         memory.close()
 

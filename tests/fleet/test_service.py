@@ -13,8 +13,9 @@ import pytest
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import Conflict, Forbidden, InvalidInput, NotFound
+from robot_mcp_memory.fleet.model import check_group_id, check_robot_id
 from robot_mcp_memory.fleet.service import FleetService
-from robot_mcp_memory.fleet.sqlite.store import check_group_id, check_robot_id, load_snapshot
+from robot_mcp_memory.fleet.sqlite.store import load_snapshot
 from robot_mcp_memory.storage.sqlite import Kind
 from robot_mcp_memory.storage.sqlite import index_db as db
 from robot_mcp_memory.tenancy.principal import ADMIN, Principal
@@ -186,7 +187,7 @@ async def test_list_groups_shows_members_and_both_switches(fleet: FleetService) 
 
 # ---------------------------------------------------------------------------- switches
 async def test_self_improve_for_a_robot_is_its_groups_setting_else_the_global_one(memory: Memory) -> None:
-    fleet, registry = memory.fleet, memory.fleet.registry
+    fleet, registry = memory.fleet, memory.fleet_registry
     await _line(fleet)
     assert not any(registry.self_improve_for(r) for r in ("rap-1", "rap-3", "rap-4"))
     await fleet.set_self_improve(ADMIN, True)
@@ -209,7 +210,7 @@ async def test_the_global_toggle_cannot_be_set_to_follow_itself(fleet: FleetServ
 
 # ---------------------------------------------------------------------------- freshness and deletion
 async def test_every_fleet_write_is_visible_to_the_very_next_membership_question(memory: Memory) -> None:
-    fleet, registry = memory.fleet, memory.fleet.registry
+    fleet, registry = memory.fleet, memory.fleet_registry
     await _line(fleet)
     assert registry.group_mates("rap-1") == {"rap-1", "rap-2"}
     assert memory.policy.visible_robots(RAP1) == frozenset({"rap-1", "rap-2", "shared"})
@@ -224,7 +225,7 @@ async def test_every_fleet_write_is_visible_to_the_very_next_membership_question
 async def test_a_fleet_write_whose_caller_is_cancelled_still_commits_and_updates_membership(
     memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fleet, registry = memory.fleet, memory.fleet.registry
+    fleet, registry = memory.fleet, memory.fleet_registry
     await _line(fleet)
     submitted = asyncio.Event()
     original = memory.index.write
@@ -257,8 +258,8 @@ async def test_a_reopened_registry_sees_what_was_written(memory: Memory) -> None
     memory.close()
     reopened = Memory.open(memory.settings)
     try:
-        assert reopened.fleet.registry.group_mates("rap-2") == {"rap-1", "rap-2"}
-        assert reopened.fleet.registry.self_improve_for("rap-3")
+        assert reopened.fleet_registry.group_mates("rap-2") == {"rap-1", "rap-2"}
+        assert reopened.fleet_registry.self_improve_for("rap-3")
     finally:
         reopened.close()
 
@@ -337,10 +338,10 @@ async def test_a_fleet_change_made_by_another_process_reaches_this_ones_tenancy(
     await _line(memory.fleet)
     other = Memory.open(memory.settings)  # another process's connections and registry
     try:
-        assert other.fleet.registry.group_mates("rap-1") == {"rap-1", "rap-2"}
+        assert other.fleet_registry.group_mates("rap-1") == {"rap-1", "rap-2"}
         await other.fleet.set_group(ADMIN, "rap-2", "")
         await other.fleet.set_self_improve(ADMIN, True)
-        registry = memory.fleet.registry
+        registry = memory.fleet_registry
         assert registry.group_mates("rap-1") == {"rap-1", "rap-2"}  # not looked yet
         registry.refresh()
         assert registry.group_mates("rap-1") == {"rap-1"}
@@ -353,7 +354,7 @@ async def test_a_fleet_change_made_by_another_process_reaches_this_ones_tenancy(
 
 async def test_a_look_never_replaces_a_snapshot_this_process_installed_after_it_read(memory: Memory) -> None:
     await _line(memory.fleet)
-    registry = memory.fleet.registry
+    registry = memory.fleet_registry
     stale = registry.snapshot
     read = registry.db.read_blocking
 
@@ -376,7 +377,7 @@ async def test_a_look_set_aside_for_a_newer_own_write_looks_again(memory: Memory
     """A look discarded because a write of this process installed its snapshot meanwhile still
     counted as seen: another process's write it had read was never installed on a quiet server."""
     await _line(memory.fleet)
-    registry = memory.fleet.registry
+    registry = memory.fleet_registry
     store = registry.db
     seen = registry.refresh(None)
 

@@ -65,7 +65,7 @@ async def test_no_lessons_db_exists_until_the_first_lesson_is_written(memory: Me
     assert (await memory.lessons.recall(ADMIN, "rap-1", "grasp/mug")).answers == []
     assert (await memory.lessons.list(ADMIN)).total == 0
     assert not path.exists(), "switching on and reading must not create the file"
-    assert not memory.lessons.store.opened
+    assert not memory.lesson_store.opened
     rec = await memory.lessons.record(ADMIN, "rap-1", "grasp/mug", GRIP)
     assert rec.recorded
     assert path.exists()
@@ -76,7 +76,7 @@ async def test_an_existing_lessons_db_is_opened_at_startup_and_keeps_its_lessons
     fleet_on.close()
     reopened = Memory.open(fleet_on.settings)
     try:
-        assert reopened.lessons.store.opened
+        assert reopened.lesson_store.opened
         assert await _keys(reopened.lessons, "rap-2") == [GRIP]
     finally:
         reopened.close()
@@ -130,7 +130,7 @@ async def test_a_groups_switch_off_stops_writes_and_recall_while_the_global_togg
     lessons = fleet_on.lessons
     await lessons.record(ADMIN, "rap-1", "grasp/mug", GRIP, success=True)
     await fleet_on.fleet.set_self_improve(ADMIN, False, group="line-a")
-    assert fleet_on.fleet.registry.snapshot.global_self_improve is True
+    assert fleet_on.fleet_registry.snapshot.global_self_improve is True
     rec = await lessons.record(ADMIN, "rap-2", "grasp/mug", FIRM, success=True)
     assert (rec.recorded, rec.reason, rec.self_improve, rec.answer) == (False, "self_improve_off", False, None)
     recalled = await lessons.recall(ADMIN, "rap-2", "grasp/mug")

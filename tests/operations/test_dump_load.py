@@ -409,7 +409,7 @@ def test_a_document_stored_before_the_frontmatter_limits_dumps_and_loads_back_wh
     data = tmp_path / "data"
     memory = Memory.open(Settings.from_env({"MEMORY_DATA_DIR": str(data), "MEMORY_EMBEDDER": "none"}))
     try:
-        asyncio.run(memory.processes.store.save(docmodel.ProcessDoc(id="hoard", title="Hoard", extra={"log": values})))
+        asyncio.run(memory.process_store.save(docmodel.ProcessDoc(id="hoard", title="Hoard", extra={"log": values})))
     finally:
         memory.close()
     src = _dump(data, tmp_path / "dump")
@@ -417,7 +417,7 @@ def test_a_document_stored_before_the_frontmatter_limits_dumps_and_loads_back_wh
     assert _load(fresh, src) == 0
     memory = Memory.open(Settings.from_env({"MEMORY_DATA_DIR": str(fresh), "MEMORY_EMBEDDER": "none"}))
     try:
-        loaded = asyncio.run(memory.processes.store.get("hoard"))
+        loaded = asyncio.run(memory.process_store.get("hoard"))
     finally:
         memory.close()
     assert loaded is not None

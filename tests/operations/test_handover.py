@@ -124,7 +124,7 @@ async def test_the_vector_index_follows_the_new_owner_at_once(data: Path) -> Non
         embedder = memory.embedder
         assert embedder is not None
         assert embedder.wait_settled(10.0)
-        store = memory.processes.store
+        store = memory.process_store
         assert store.backfiller.wait_idle(10.0)
         model = embedder.model_id
         assert model is not None

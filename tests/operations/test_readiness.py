@@ -78,7 +78,7 @@ async def test_a_healthy_store_is_ready_without_a_token(http: httpx.AsyncClient)
 
 async def test_lessons_db_is_checked_once_it_exists(memory: Memory, http: httpx.AsyncClient) -> None:
     assert [c["name"] for c in (await http.get("/readyz")).json()["checks"]] == ["index.db", "embedder"]
-    await memory.lessons.store.writable()  # what the first recorded lesson does: creates lessons.db
+    await memory.lesson_store.writable()  # what the first recorded lesson does: creates lessons.db
     names = [c["name"] for c in (await http.get("/readyz")).json()["checks"]]
     assert names == ["index.db", "lessons.db", "embedder"]
 

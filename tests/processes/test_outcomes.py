@@ -222,10 +222,10 @@ async def test_one_groups_failures_do_not_rank_a_shared_document_down_for_anothe
     assert [h.doc.id for h in found.hits] == [PID, "fetch-parcel-b"]
     assert [h.doc.reliability for h in found.hits] == [docmodel.reliability(1, 0)] * 2
     visible = memory.policy.visible_robots(B1)
-    keyword = await memory.processes.store.find("fetch the parcel", 2, visible, "group:grp-b")
+    keyword = await memory.process_store.find("fetch the parcel", 2, visible, "group:grp-b")
     assert [(h.doc.id, h.fleet) for h in keyword] == [(PID, (1, 41)), ("fetch-parcel-b", None)]
     assert keyword[0].score == keyword[1].score
-    fleet_wide = await memory.processes.store.find("fetch the parcel", 2, visible)
+    fleet_wide = await memory.process_store.find("fetch the parcel", 2, visible)
     assert [h.doc.id for h in fleet_wide] == ["fetch-parcel-b", PID]
     # A sees the shared document with its own group's 0/41, the fleet-wide figure beside it
     (hit,) = (await memory.processes.find(A1, "fetch the parcel", k=2)).hits

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from robot_mcp_memory.processes.ports import Hit
 from robot_mcp_memory.processes.sqlite import store as sql
 from robot_mcp_memory.search import fts
 from tests.processes.tie_corpus import NUMBERS, QUERIES, WORDS, tie_heavy_db
@@ -85,7 +86,7 @@ def test_common_words_were_skipped_and_rechecked_on_this_corpus(
         visible: Collection[str] | None,
         scale: float = 1.0,
         tenant: str | None = None,
-    ) -> list[sql.Hit]:
+    ) -> list[Hit]:
         runs[-1].append(scale)
         return inner(c, expr, k, visible, scale, tenant)
 

@@ -82,7 +82,7 @@ async def test_the_robot_filter_applies_before_vector_ranking(memory: Memory) ->
     # Ten near-copies of the query belong to another robot; the visible one is a weaker match.
     others = [doc(f"other-{i}", f"Fetch the package from the mailroom {i}", robot="rap-9") for i in range(10)]
     await save_all(memory, *others, doc("mine", "Retrieve the packet from the post room", robot="rap-1"))
-    store = memory.processes.store
+    store = memory.process_store
     hits, mode = await store.find_hybrid("fetch the package from the mailroom", 5, visible={"rap-1", "shared"})
     assert mode == "hybrid"
     assert [h.doc.id for h in hits] == ["mine"]
@@ -121,16 +121,16 @@ def test_rank_hybrid_skips_candidates_with_no_reliability() -> None:
 
 async def test_hybrid_hits_carry_their_whole_documents(memory: Memory) -> None:
     await save_all(memory, MAILROOM, *DISTRACTORS)
-    hits, mode = await memory.processes.store.find_hybrid("fetch the package from the mailroom", 3)
+    hits, mode = await memory.process_store.find_hybrid("fetch the package from the mailroom", 3)
     assert mode == "hybrid"
     for h in hits:
-        assert h.doc == await memory.processes.store.get(h.doc.id)
+        assert h.doc == await memory.process_store.get(h.doc.id)
 
 
 async def test_memory_uses_the_configured_fusion(tmp_path: Path) -> None:
     memory = open_memory(tmp_path, MEMORY_EMBEDDER="hashing", MEMORY_FUSION_WEIGHTS="keyword:0,vector:1")
     try:
-        assert memory.processes.store.fuse.weights == (0.0, 1.0)
+        assert memory.process_store.fuse.weights == (0.0, 1.0)
     finally:
         memory.close()
 
@@ -166,7 +166,7 @@ def flaky_memory(memory: Memory) -> tuple[Memory, Flaky, FakeClock]:
     clock = FakeClock()
     backend = Flaky()
     emb = ResilientEmbedder(backend, clock=clock, background=False)
-    store = memory.processes.store
+    store = memory.process_store
     # The startup backfill (kicked when the fixture's embedder became ready) must be done first:
     # a run still holding the old model would overwrite vectors written under the new one.
     assert store.backfiller.wait_idle(60)
@@ -180,7 +180,7 @@ async def test_rows_saved_while_the_embedder_is_down_are_backfilled_after_it_rec
     flaky_memory: tuple[Memory, Flaky, FakeClock],
 ) -> None:
     memory, backend, clock = flaky_memory
-    store = memory.processes.store
+    store = memory.process_store
     await save_all(memory, MAILROOM)
     backend.fail_embed = True
     await save_all(memory, *DISTRACTORS)  # saved, without vectors
@@ -199,7 +199,7 @@ async def test_rows_saved_while_the_embedder_is_down_are_backfilled_after_it_rec
 
 async def test_a_model_change_re_embeds_instead_of_failing(memory: Memory) -> None:
     await save_all(memory, MAILROOM, *DISTRACTORS)
-    store = memory.processes.store
+    store = memory.process_store
     new = ResilientEmbedder(HashingEmbedder(64), background=False)
     new.start()
     assert store.backfiller.wait_idle(60)  # see flaky_memory
@@ -262,7 +262,7 @@ async def test_http_embedder_failures_degrade_back_off_recover_and_backfill(
             stub.mode = "ok"
             clock.advance(60)
             assert (await memory.processes.find(STDIO, "open the lab door")).mode == "hybrid"
-            assert memory.processes.store.backfiller.wait_idle(120)
+            assert memory.process_store.backfiller.wait_idle(120)
             assert (await memory.processes.search_status())["missing"] == 0
             if flavour == "openai":
                 assert all(h["Authorization"] == "Bearer sk-test" for _p, h, _b in stub.requests)
@@ -293,7 +293,7 @@ async def test_a_model_that_changes_size_under_its_name_is_re_embedded_never_mix
             assert emb is not None
             assert emb.model_id == "ollama:nomic@64"
             await save_all(memory, MAILROOM, *DISTRACTORS)
-            assert memory.processes.store.backfiller.wait_idle(60)
+            assert memory.process_store.backfiller.wait_idle(60)
             assert (await memory.processes.find(STDIO, "mailroom package")).mode == "hybrid"
             stub.embedder = HashingEmbedder(32)  # while serving
             found = await memory.processes.find(STDIO, "mailroom package")
@@ -339,7 +339,7 @@ async def test_an_http_embedder_down_at_startup_loads_later(tmp_path: Path) -> N
             clock.advance((emb.retry_in() or 0.0) + 1)
             await memory.processes.find(STDIO, "mailroom package")  # due: a background reload starts
             assert emb.wait_ready(60)
-            assert memory.processes.store.backfiller.wait_idle(120)
+            assert memory.process_store.backfiller.wait_idle(120)
             assert (await memory.processes.find(STDIO, "mailroom package")).mode == "hybrid"
         finally:
             memory.close()

@@ -408,7 +408,7 @@ def test_a_command_starts_no_background_backfill(tmp_path: Path, monkeypatch: py
     for backfill, missing in ((False, 4), (True, 0)):
         memory = Memory.open(settings, backfill=backfill)
         try:
-            assert memory.processes.store.backfiller.wait_idle(60)
+            assert memory.process_store.backfiller.wait_idle(60)
             assert asyncio.run(memory.processes.search_status())["missing"] == missing
         finally:
             memory.close()

@@ -22,15 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from robot_mcp_memory.errors import InvalidInput, NotFound
-from robot_mcp_memory.fleet.sqlite.store import (
-    MAX_META_BYTES,
-    MAX_TEXT,
-    FleetRegistry,
-    Group,
-    Robot,
-    check_group_id,
-    check_robot_id,
-)
+from robot_mcp_memory.fleet.model import MAX_META_BYTES, MAX_TEXT, Group, Robot, check_group_id, check_robot_id
+from robot_mcp_memory.fleet.ports import FleetRepository
 from robot_mcp_memory.json_object import parse_json_object
 from robot_mcp_memory.tenancy.policy import Policy
 from robot_mcp_memory.tenancy.principal import Principal
@@ -88,7 +81,7 @@ def _text(value: str, what: str) -> str | None:
 
 
 class FleetService:
-    def __init__(self, registry: FleetRegistry, policy: Policy) -> None:
+    def __init__(self, registry: FleetRepository, policy: Policy) -> None:
         self.registry = registry
         self.policy = policy
 

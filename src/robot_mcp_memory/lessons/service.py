@@ -27,9 +27,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from robot_mcp_memory.errors import InvalidInput, NotFound
-from robot_mcp_memory.fleet.sqlite.store import FleetRegistry, check_robot_id
+from robot_mcp_memory.fleet.model import check_robot_id
+from robot_mcp_memory.fleet.ports import FleetRepository
 from robot_mcp_memory.json_object import parse_json_object
-from robot_mcp_memory.lessons.sqlite.store import Action, Lesson, ParamStore
+from robot_mcp_memory.lessons.model import Action, Lesson
+from robot_mcp_memory.lessons.ports import LessonRepository
 from robot_mcp_memory.tenancy.policy import Policy
 from robot_mcp_memory.tenancy.principal import Principal
 
@@ -108,7 +110,7 @@ def _label(value: str, what: str, limit: int, required: bool) -> str:
 
 
 class ScopedParams:
-    def __init__(self, store: ParamStore, fleet: FleetRegistry, policy: Policy, thresholds: Thresholds) -> None:
+    def __init__(self, store: LessonRepository, fleet: FleetRepository, policy: Policy, thresholds: Thresholds) -> None:
         self.store = store
         self.fleet = fleet
         self.policy = policy

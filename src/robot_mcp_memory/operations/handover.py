@@ -98,7 +98,7 @@ def _forget_vectors(memory: Memory) -> Callable[[dict[str, int]], None]:
     """After the commit: this process's vector caches, whose partitions (robots) just changed."""
 
     def forget(_: dict[str, int]) -> None:
-        memory.processes.store.vectors.invalidate()
+        memory.process_store.vectors.invalidate()
         vectors = memory.experiences.vectors
         if isinstance(vectors, MemoryVectorIndex):
             vectors.cache.invalidate()

@@ -178,8 +178,8 @@ async def _dump(memory: Memory, dest: Path, out: Path, folder: Path, progress: P
             progress(n, total)
 
     tables = archive.archivable(memory.index, _NOT_ARCHIVED)
-    report.processes, report.archived = await memory.processes.store.snapshot(each, archive.exporter(tables, folder))
-    lessons = await memory.lessons.store.readable()
+    report.processes, report.archived = await memory.process_store.snapshot(each, archive.exporter(tables, folder))
+    lessons = await memory.lesson_store.readable()
     if lessons is not None:
         got = await asyncio.to_thread(
             archive.export_tables, lessons, archive.archivable(lessons, _NOT_ARCHIVED), folder, LESSONS_PREFIX
@@ -287,7 +287,7 @@ async def load(memory: Memory, principal: Principal, src: Path, progress: Progre
     )
     lessons: tuple[SqliteStore, Callable[[Any], dict[str, int]]] | None = None  # lessons.db, its job
     if archived is not None and any(archived.glob(f"{LESSONS_PREFIX}*.jsonl")):
-        store = await memory.lessons.store.writable()
+        store = await memory.lesson_store.writable()
         lesson_tables = archive.archivable(store, _NOT_ARCHIVED)
         lessons = (store, archive.loader(lesson_tables, archived, LESSONS_PREFIX, _loadable, interrupt=interrupt))
     paths = sorted(folder.glob("*.md"))
@@ -365,10 +365,10 @@ async def load(memory: Memory, principal: Principal, src: Path, progress: Progre
             await loading
         raise
     finally:  # whatever committed: caches read again, vectors of what was replaced made again
-        memory.processes.store.restored()
+        memory.process_store.restored()
         if isinstance(memory.experiences.vectors, vector_repo.MemoryVectorIndex):
             memory.experiences.vectors.cache.invalidate(vector_repo.DOMAIN)
-    await memory.fleet.registry.reload()
+    await memory.fleet_registry.reload()
     return report
 
 

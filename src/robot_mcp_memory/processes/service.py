@@ -21,8 +21,7 @@ from typing import TypeVar
 from robot_mcp_memory.errors import Conflict, InvalidInput, NotFound
 from robot_mcp_memory.processes import docmodel
 from robot_mcp_memory.processes.docmodel import OutcomeEntry, ProcessDoc
-from robot_mcp_memory.processes.sqlite import store
-from robot_mcp_memory.processes.sqlite.store import ORDERS, Author, Hit, ProcessStore, Progress, Saved
+from robot_mcp_memory.processes.ports import ORDERS, Author, Hit, ProcessRepository, Progress, RecordsView, Saved
 from robot_mcp_memory.tenancy.policy import Policy
 from robot_mcp_memory.tenancy.principal import SHARED, Principal
 
@@ -50,7 +49,7 @@ class Viewed:
 
 
 class ProcessService:
-    def __init__(self, store: ProcessStore, policy: Policy, *, default_robot: str = "unknown") -> None:
+    def __init__(self, store: ProcessRepository, policy: Policy, *, default_robot: str = "unknown") -> None:
         self.store = store
         self.policy = policy
         self.default_robot = default_robot
@@ -91,7 +90,7 @@ class ProcessService:
             raise NotFound(f"no process with id '{pid}'; find_processes or list_processes shows what exists")
         return doc
 
-    def _rendered(self, principal: Principal, found: list[store.Viewed]) -> list[Viewed]:
+    def _rendered(self, principal: Principal, found: list[RecordsView]) -> list[Viewed]:
         """Each document with the outcome log rendered from the records `principal` may see."""
         out = []
         for doc, fleet, records in found:
@@ -101,7 +100,7 @@ class ProcessService:
         return out
 
     async def save(self, principal: Principal, markdown: str, *, create_only: bool = False) -> Saved:
-        """save_process: create, update or fork (`store.save_doc`). `create_only` (the dashboard's
+        """save_process: create, update or fork (`ProcessRepository.save`). `create_only` (the dashboard's
         "New process"): `Conflict` when a process with the document's id exists, instead of
         updating it — a new draft whose title matches an existing process must not replace it."""
         doc = await self.in_lane(lambda: docmodel.parse(markdown, default_robot="unknown"))

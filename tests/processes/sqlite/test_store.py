@@ -43,7 +43,7 @@ def processes(memory: Memory) -> ProcessService:
 
 @pytest.fixture
 def store(memory: Memory) -> ProcessStore:
-    return memory.processes.store
+    return memory.process_store
 
 
 @pytest.fixture
@@ -135,7 +135,7 @@ async def test_record_outcome_updates_the_counters_and_survives_a_reindex(
     stored = await library.get(ADMIN, MAILROOM_ID)
     assert (stored.success_count, stored.failure_count) == (4, 2)
     assert stored.last_used != "2026-06-12T16:20:00Z"
-    hits = await library.store.find("parcel mailroom", 1)
+    hits = await memory.process_store.find("parcel mailroom", 1)
     assert (hits[0].doc.success_count, hits[0].doc.failure_count) == (4, 2)
 
 
@@ -218,7 +218,7 @@ async def test_row_and_index_counts_agree_after_save_update_and_delete(
     assert counts(memory) == (5, 5)
     await processes.reindex(ADMIN)
     assert counts(memory) == (5, 5)
-    found = {h.doc.id for h in await processes.store.find("charging dock battery parcel mailroom", 10)}
+    found = {h.doc.id for h in await memory.process_store.find("charging dock battery parcel mailroom", 10)}
     assert found.isdisjoint({MAILROOM_ID, "return-to-dock"})
 
 

@@ -91,7 +91,7 @@ async def test_busy_is_503_with_retry_after(
         async def overloaded(*_: object, **__: object) -> None:
             raise Busy("the server is overloaded and did not count this outcome; retry in a few seconds")
 
-        monkeypatch.setattr(secured_memory.processes.store, "record_outcome", overloaded)  # where Busy arises
+        monkeypatch.setattr(secured_memory.process_store, "record_outcome", overloaded)  # where Busy arises
         r = await c.post("/api/processes/p-1/outcomes", json={"success": True})
     assert r.status_code == 503
     assert r.headers["retry-after"]

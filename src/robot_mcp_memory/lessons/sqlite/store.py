@@ -30,12 +30,12 @@ import json
 import sqlite3
 import threading
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.errors import CHECK_THE_STORE, StorageError, StoreBusy
+from robot_mcp_memory.lessons.model import Action, Lesson, Stored
 from robot_mcp_memory.storage.sqlite import Kind, Migration, Schema, SqliteStore, Table
 from robot_mcp_memory.storage.sqlite.store import now_iso
 
@@ -83,33 +83,6 @@ MIGRATIONS: list[Migration] = [_create_lessons]
 
 def schema() -> Schema:
     return Schema(tuple(TABLES))
-
-
-Action = Literal["created", "counted", "unchanged", "replaced"]
-
-
-@dataclass(frozen=True)
-class Lesson:
-    scope: str
-    key: str
-    place: str
-    params: dict[str, Any]
-    success_count: int
-    failure_count: int
-    recorded_by: str
-    created: str
-    updated: str
-
-    @property
-    def reliability(self) -> float:
-        """Laplace: (s + 1) / (s + f + 2)."""
-        return (self.success_count + 1) / (self.success_count + self.failure_count + 2)
-
-
-@dataclass(frozen=True)
-class Stored:
-    lesson: Lesson
-    action: Action
 
 
 # ---------------------------------------------------------------------------- SQL (connection first)

@@ -19,8 +19,10 @@ from typing import Any, Literal, TypeVar
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.errors import Busy
-from robot_mcp_memory.processes import docmodel
+from robot_mcp_memory.processes import docmodel, rules
 from robot_mcp_memory.processes.docmodel import OutcomeEntry, ProcessDoc
+from robot_mcp_memory.processes.ports import NOBODY, Author, Hit, Progress, RecordsView, Saved, SearchMode
+from robot_mcp_memory.processes.ports import ORDERS as ORDER_NAMES
 from robot_mcp_memory.search import fts, fusion
 from robot_mcp_memory.search.resilient import ResilientEmbedder
 from robot_mcp_memory.search.segment import index_text
@@ -39,40 +41,12 @@ _COLUMNS = (
     "last_used, source_mission_id, extra, body"
 )
 
-SaveAction = Literal["created", "updated", "forked"]
-SearchMode = Literal["hybrid", "keyword"]
 #: How many candidates each list (keyword, vector) contributes to fusion.
 CANDIDATES = 50
 BACKFILL_BATCH = vectorstore.BACKFILL_BATCH
 T = TypeVar("T")
-Progress = vectorstore.Progress
 
 _log = logs.get("robot_mcp_memory.processes.sqlite.store")
-
-
-@dataclass(frozen=True)
-class Hit:
-    doc: ProcessDoc
-    score: float
-    relevance: float
-    #: The fleet-wide (successes, failures) when `doc` carries one group's view of a shared document.
-    fleet: tuple[int, int] | None = None
-
-
-@dataclass(frozen=True)
-class Author:
-    """Who records an outcome: the robot (or an unscoped caller's kind) and, for a robot token,
-    its tenant (``group:<G>`` or ``solo:<robot>``; '' for an unscoped caller)."""
-
-    robot: str = ""
-    tenant: str = ""
-
-
-@dataclass(frozen=True)
-class Saved:
-    doc: ProcessDoc
-    action: SaveAction
-    requested_id: str
 
 
 def _row_to_doc(row: sqlite3.Row | tuple[Any, ...]) -> ProcessDoc:
@@ -199,14 +173,7 @@ def upsert(conn: sqlite3.Connection, doc: ProcessDoc, *, index: bool = True) -> 
 def save_doc(
     conn: sqlite3.Connection, doc: ProcessDoc, now: str, writable: Callable[[str], bool] = lambda _o: True
 ) -> Saved:
-    """Insert, update or fork `doc` by the spec's slug-collision rules (spec §5, save_process).
-
-    - no row with this id → created (counters as given, timestamps filled in);
-    - a row with this id and the same (or no new) ``source_mission_id`` → updated: the stored
-      counters, ``created`` and ``last_used`` are kept, ``updated`` is bumped;
-    - a row with this id from a *different* mission → forked to ``<id>-2`` (``-3`` …), so one
-      teaching run never silently overwrites another's document. A document the caller may
-      not overwrite (`writable(owner)` is false) forks the same way.
+    """Insert, update or fork `doc` (`rules.plan_save`), deciding on this transaction's rows.
 
     The stored body never holds an `## Outcome log`: the log is rendered from the outcome
     records. A save that creates a document (or forks one) brings the lines of its log as the
@@ -214,46 +181,15 @@ def save_doc(
     whatever log the document carries (edited, shortened or left out).
     """
     body, carried = docmodel.split_outcome_log(doc.body)
-    doc = doc.model_copy(update={"body": body})
-    existing = select_one(conn, doc.id)
-    if existing is None:
-        stored = doc.model_copy(update={"created": doc.created or now, "updated": now})
-        upsert(conn, stored)
-        insert_history(conn, stored.id, carried)
-        return Saved(stored, "created", doc.id)
-    if not writable(existing.robot) or (doc.source_mission_id and doc.source_mission_id != existing.source_mission_id):
-        n = 2
-        while True:
-            candidate = f"{doc.id[: docmodel.MAX_ID - 6].rstrip('-')}-{n}"  # cut at a hyphen: no "--"
-            other = select_one(conn, candidate)
-            if other is None:
-                stored = doc.model_copy(update={"id": candidate, "created": now, "updated": now})
-                upsert(conn, stored)
-                insert_history(conn, stored.id, carried)
-                return Saved(stored, "forked", doc.id)
-            if other.source_mission_id == doc.source_mission_id and writable(other.robot):
-                return _update(conn, other, doc, now, doc.id)
-            n += 1
-    return _update(conn, existing, doc, now, doc.id)
-
-
-def _update(conn: sqlite3.Connection, existing: ProcessDoc, doc: ProcessDoc, now: str, asked: str) -> Saved:
-    stored = doc.model_copy(
-        update={
-            "id": existing.id,
-            "created": existing.created,
-            "updated": now,
-            "success_count": existing.success_count,
-            "failure_count": existing.failure_count,
-            "last_used": existing.last_used,
-        }
-    )
-    upsert(conn, stored)
-    return Saved(stored, "updated", asked)
+    saved = rules.plan_save(doc.model_copy(update={"body": body}), now, lambda pid: select_one(conn, pid), writable)
+    upsert(conn, saved.doc)
+    if saved.action != "updated":
+        insert_history(conn, saved.doc.id, carried)
+    return saved
 
 
 def add_outcome(
-    conn: sqlite3.Connection, pid: str, success: bool, note: str, now: str, by: Author = Author()
+    conn: sqlite3.Connection, pid: str, success: bool, note: str, now: str, by: Author = NOBODY
 ) -> ProcessDoc | None:
     """Count an outcome and record it beside the counters (no index change: the stored body does
     not hold the log). A robot token's outcome on a fleet-wide document is also counted for its
@@ -542,7 +478,9 @@ def tenant_view(
 
 
 #: How `list_docs` orders: most recently updated first, or most used (outcomes recorded) first.
+#: SQL for each order the port names.
 ORDERS = {"updated": "updated DESC, id", "used": "success_count + failure_count DESC, updated DESC, id"}
+assert tuple(ORDERS) == ORDER_NAMES
 
 
 def list_docs(
@@ -565,7 +503,7 @@ def each_doc(conn: sqlite3.Connection) -> Iterator[ProcessDoc]:
 
 #: A document as a tenant is shown its counters, the fleet-wide ones beside a shared document's
 #: (`tenant_view`), and its outcome records, oldest first.
-Viewed = tuple[ProcessDoc, tuple[int, int] | None, list[OutcomeEntry]]
+Viewed = RecordsView
 
 
 def viewed(conn: sqlite3.Connection, docs: list[ProcessDoc], tenant: str | None, *, with_note: bool) -> list[Viewed]:
@@ -850,7 +788,7 @@ VECTOR_SOURCE = vectorstore.Source("process", _missing_rows, count_missing_vecto
 
 # ---------------------------------------------------------------------------- the store object
 class ProcessStore:
-    """Async façade over the SQL above: reads on reader threads, writes on the writer thread."""
+    """The SQLite `ProcessRepository`: reads on reader threads, writes on the writer thread."""
 
     def __init__(self, db: SqliteStore, embedder: ResilientEmbedder | None = None, fuse: Fusion | None = None) -> None:
         self.db = db
@@ -1003,7 +941,7 @@ class ProcessStore:
     ) -> list[tuple[str, bool, str, str, str, int]]:
         return await self.db.read(lambda c: outcome_days(c, since, visible))
 
-    async def record_outcome(self, pid: str, success: bool, note: str = "", by: Author = Author()) -> ProcessDoc | None:
+    async def record_outcome(self, pid: str, success: bool, note: str = "", by: Author = NOBODY) -> ProcessDoc | None:
         """Count an outcome and record it (`add_outcome`); `None` when the process does not exist.
 
         Without a note this is a hot record write, executed on the writer thread while the

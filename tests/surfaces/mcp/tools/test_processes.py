@@ -187,7 +187,7 @@ async def test_an_unexpected_error_is_answered_generically_without_internals(
     async def boom(*_a: object, **_k: object) -> None:
         raise RuntimeError("SELECT * FROM processes -- /srv/data/index.db token=hunter22")
 
-    monkeypatch.setattr(memory.processes.store, "find", boom)
+    monkeypatch.setattr(memory.process_store, "find", boom)
     result = await client.call("find_processes", query="anything")
     assert result["error"] == "internal"
     for secret in ("SELECT", "/srv", "hunter22", "index.db"):

@@ -72,7 +72,7 @@ def register(api: Api, ctx: WebContext) -> None:
         p = call.principal
         _, processes = await memory.processes.list(p, 1, 0)
         overview = await memory.fleet.overview(p)
-        visible_lessons = not p.scoped or memory.fleet.registry.is_registered(p.robot_id or "")
+        visible_lessons = not p.scoped or memory.fleet_registry.is_registered(p.robot_id or "")
         lessons = await memory.lessons.list(p, "", 1, 0) if visible_lessons else None
         tables = await operations.stats(memory) if not p.scoped else None
         return Stats(
@@ -95,7 +95,7 @@ def register(api: Api, ctx: WebContext) -> None:
         Operator information: unscoped callers only."""
         memory.policy.require_admin(call.principal, "doctor")
         report = await operations.doctor(memory, full=call.args.full)
-        rows, indexed = await memory.processes.store.index_counts()
+        rows, indexed = await memory.process_store.index_counts()
         health = maintenance.health(memory.settings.index_path)
         return Doctor(
             ok=report.ok,
