@@ -273,6 +273,7 @@ def test_memory_is_a_temporary_directory_removed_at_close(tmp_path: Path, monkey
     assert not (tmp_path / ":memory:").exists()
 
 
+@pytest.mark.e2e  # starts a child interpreter
 def test_memory_left_unclosed_leaves_nothing_behind(tmp_path: Path) -> None:
     """robotmem's ":memory:" leaves nothing; ours left a directory per instance never closed."""
     script = (
@@ -313,6 +314,7 @@ mem.close()
 """
 
 
+@pytest.mark.e2e  # starts a child interpreter
 def test_the_api_leaves_the_hosts_logging_alone(tmp_path: Path) -> None:
     """A fresh interpreter: the test runner configured logging in this one."""
     env = dict(os.environ, PYTHONPATH=str(SRC))

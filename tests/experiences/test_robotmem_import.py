@@ -656,6 +656,7 @@ def test_the_command_exits_65_on_a_file_that_is_not_robotmem(
 
 
 # ---------------------------------------------------------------------------- a fresh file from robotmem itself
+@pytest.mark.e2e  # starts a child interpreter
 @pytest.mark.skipif(not ROBOTMEM_PYTHON.exists(), reason=ROBOTMEM_MISSING)
 async def test_a_file_robotmem_writes_now_imports_completely(memory: Memory, tmp_path: Path) -> None:
     out = tmp_path / "fresh" / "memory.db"

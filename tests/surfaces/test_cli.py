@@ -973,6 +973,7 @@ sys.exit(main())
 """
 
 
+@pytest.mark.e2e  # starts a child interpreter
 @pytest.mark.skipif(sys.platform == "win32", reason="needs RLIMIT_FSIZE (POSIX): run the tests on Linux or macOS")
 def test_a_disk_that_refuses_the_upgrade_is_exit_74_naming_the_disk_not_a_broken_file(tmp_path: Path) -> None:
     """The upgrade's WAL could not grow (a full disk; here a file-size limit): SQLite rolled back by

@@ -44,6 +44,7 @@ with RobotMemory(data, robot_id=me) as memory:
 """
 
 
+@pytest.mark.e2e  # starts a child interpreter
 @pytest.mark.parametrize("trial", range(2))
 def test_training_loops_started_together_on_a_new_data_directory_all_open_it_at_the_last_version(
     tmp_path: Path, trial: int

@@ -757,6 +757,7 @@ def test_reader_connections_of_ended_threads_are_closed(tmp_path: Path) -> None:
         assert len(s._reader_conns) <= 2  # this thread's, and at most one not yet noticed
 
 
+@pytest.mark.e2e  # starts a child interpreter
 def test_a_forked_child_is_told_to_open_its_own_store_instead_of_hanging(tmp_path: Path) -> None:
     """A store inherited through fork: its writer thread stayed in the parent and its write
     lock could be copied while held, so the child's first write waited forever."""

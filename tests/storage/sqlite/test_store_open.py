@@ -119,6 +119,7 @@ def start_together(tmp_path: Path, script: str, args: list[str], n: int) -> list
     ]
 
 
+@pytest.mark.e2e  # starts a child interpreter
 @pytest.mark.parametrize("trial", range(2))
 def test_processes_creating_one_new_file_at_once_run_each_step_once_and_all_open_it(tmp_path: Path, trial: int) -> None:
     """Each process planned its steps from the version it read before it took the write lock: a
@@ -284,6 +285,7 @@ def open_blobs(path: Path, steps: int, limit: int = 0) -> tuple[str, str]:
     return kind, message
 
 
+@pytest.mark.e2e  # starts a child interpreter
 @pytest.mark.skipif(sys.platform == "win32", reason="needs RLIMIT_FSIZE (POSIX): run the tests on Linux or macOS")
 def test_an_upgrade_the_disk_refuses_says_so_and_keeps_the_file_at_its_version(tmp_path: Path) -> None:
     """SQLite rolls back by itself when the disk refuses a write; the unconditional ROLLBACK after

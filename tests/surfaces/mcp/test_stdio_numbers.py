@@ -44,6 +44,7 @@ def test_everything_else_passes(body: bytes) -> None:
     assert number_problem(body) is None
 
 
+@pytest.mark.e2e  # starts a child interpreter
 def test_a_hostile_line_of_digit_runs_is_searched_in_linear_time() -> None:
     """Runs of 3,999 digits: without the run-start anchor the search tried 4,000 digits at every
     position. Run in a child with a generous bound (milliseconds now, minutes before)."""

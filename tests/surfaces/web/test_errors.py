@@ -36,6 +36,9 @@ def shape(body: dict[str, object], code: str) -> None:
          "unsupported_media_type"),
         ("GET", "/api/processes/missing", {}, 404, "not_found"),
         ("GET", "/api/no-such-endpoint", {}, 404, "not_found"),
+        ("GET", "/api/sessions/a%0Ab/memories", {}, 404, "not_found"),  # a newline no route pattern matches
+        ("GET", "/api/x%0A", {}, 404, "not_found"),
+        ("GET", "/no-such-page", {}, 404, "not_found"),
         ("PATCH", "/api/processes", {}, 405, "method_not_allowed"),
         ("PUT", "/api/fleet/robots/ghost/group", {"json": {"group": ""}}, 404, "not_found"),
     ],

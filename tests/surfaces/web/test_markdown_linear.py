@@ -29,6 +29,7 @@ HOSTILE_DOCUMENTS = [
 ]
 
 
+@pytest.mark.e2e  # starts a child interpreter
 @pytest.mark.parametrize("index", range(len(HOSTILE)))
 def test_hostile_lines_render_without_stalling(index: int) -> None:
     code = (

@@ -45,7 +45,7 @@ from robot_mcp_memory.surfaces.mcp.tools import experiences, fleet, lessons, pro
 from robot_mcp_memory.surfaces.mcp.tools.adapter import PrincipalOf, make_principal_of
 from robot_mcp_memory.surfaces.mcp.tools.arguments import ArgumentRules
 from robot_mcp_memory.surfaces.mcp.tools.results import Refusal
-from robot_mcp_memory.surfaces.web import build_web
+from robot_mcp_memory.surfaces.web import build_web, problems
 from robot_mcp_memory.surfaces.web.hosts import LOOPBACK, HostGuard, split_host
 from robot_mcp_memory.surfaces.web.ready import readyz_route
 from robot_mcp_memory.surfaces.web.routing import misdirected
@@ -911,7 +911,14 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
 
     app = SessionCap(
         SseCap(
-            OversizedRequests(StrictNumbers(SseBacklog(Starlette(routes=routes, lifespan=lifespan))), MAX_REQUEST_BODY),
+            OversizedRequests(
+                StrictNumbers(
+                    SseBacklog(
+                        Starlette(routes=routes, lifespan=lifespan, exception_handlers=problems.EXCEPTION_HANDLERS)
+                    )
+                ),
+                MAX_REQUEST_BODY,
+            ),
             security=mcp.settings.transport_security,
         ),
         live,

@@ -26,8 +26,11 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from starlette.responses import JSONResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.errors import CHECK_THE_STORE, MemoryError_, StoreFailed
@@ -108,3 +111,19 @@ def internal(
     with contextlib.suppress(Exception):
         _log.error("web.internal_error", reference=reference, error_type=type(exc).__name__, exc_info=exc)
     return problem(code, detail, status, reference=reference)
+
+
+async def _unmatched(_request: Request, exc: Exception) -> Response:
+    """Starlette's router raises HTTPException(404/405) for a path no route matches — a path
+    with a newline matches no route pattern at all — and answers it as plain text by default."""
+    status = getattr(exc, "status_code", 404)
+    if status == 405:
+        return problem("method_not_allowed", "this path does not accept that method", 405)
+    return problem("not_found", "nothing is served at this path: GET /api/openapi.json lists the REST API", 404)
+
+
+#: For every Starlette app we build: an unmatched path answers the one JSON error shape.
+EXCEPTION_HANDLERS: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
+    404: _unmatched,
+    405: _unmatched,
+}

@@ -16,7 +16,7 @@ from robot_mcp_memory import __version__, logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.surfaces.serve import listen, open_memory, run_http
-from robot_mcp_memory.surfaces.web import build_web
+from robot_mcp_memory.surfaces.web import build_web, problems
 from robot_mcp_memory.surfaces.web.ready import readyz_route
 from robot_mcp_memory.tenancy.tokens import TokenAuth
 
@@ -35,9 +35,8 @@ def web_app(memory: Memory) -> ASGIApp:
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         yield
 
-    app = Starlette(
-        routes=[Route("/healthz", health, methods=["GET"]), readyz_route(memory), *web.routes], lifespan=lifespan
-    )
+    routes = [Route("/healthz", health, methods=["GET"]), readyz_route(memory), *web.routes]
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=problems.EXCEPTION_HANDLERS)
     return web.protect(app, auth)
 
 
