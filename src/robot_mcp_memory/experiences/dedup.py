@@ -139,6 +139,13 @@ def fact_keys(text: str, context: Mapping[str, Any], analysis: Analysis | None =
     return FactKeys(sequence, lexical_key(sequence, text), digest)
 
 
+#: The version of the rules `memory_keys` follows. Raise it whenever a change makes `memory_keys`
+#: return other keys for a memory already stored: index.db then recomputes every fact's keys once,
+#: on its next open (`storage.sqlite.index_db.follow_dedup_rules`), so a stored memory stays findable
+#: as the duplicate of the same experience learned again. A rule change is data, not a schema step.
+RULES_VERSION = 1
+
+
 def memory_keys(
     kind: str, content: str, context: Mapping[str, Any], perception_type: str | None = None, data: Any = None
 ) -> tuple[str, str]:

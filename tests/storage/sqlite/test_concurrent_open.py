@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from robot_mcp_memory.api import RobotMemory
+from robot_mcp_memory.storage.sqlite import SqliteStore
 from robot_mcp_memory.storage.sqlite import index_db as db
 from tests.storage.sqlite.test_store_open import start_together
 
@@ -36,6 +37,7 @@ def slow(i, step):
     return run
 
 db.MIGRATIONS[:] = [slow(i, step) for i, step in enumerate(db.MIGRATIONS)]
+db._baseline = slow("baseline", db._baseline)
 Path(f"{go}.{me}").touch()
 while not go.exists():
     time.sleep(0.002)
@@ -44,12 +46,20 @@ with RobotMemory(data, robot_id=me) as memory:
 """
 
 
+#: Where each trial's file starts: new (created from the baseline), or at an old version (migrated
+#: step by step from there).
+STARTS = [0, 0, 4, 12]
+
+
 @pytest.mark.e2e  # starts a child interpreter
-@pytest.mark.parametrize("trial", range(2))
+@pytest.mark.parametrize("start", STARTS)
 def test_training_loops_started_together_on_a_new_data_directory_all_open_it_at_the_last_version(
-    tmp_path: Path, trial: int
+    tmp_path: Path, start: int
 ) -> None:
     data = tmp_path / "data"
+    if start:
+        data.mkdir()
+        SqliteStore.open(data / "index.db", db.schema(), db.MIGRATIONS[:start]).close()
 
     done = start_together(tmp_path, _LOOP, [str(data), "{go}", "{me}"], n=3)
 
@@ -62,8 +72,9 @@ def test_training_loops_started_together_on_a_new_data_directory_all_open_it_at_
     finally:
         conn.close()
     assert int(version) == len(db.MIGRATIONS)
-    ran = [int(line) for line in (tmp_path / "steps.log").read_text().split()]
-    assert sorted(ran) == list(range(len(db.MIGRATIONS))), "a step ran twice (or not at all)"
+    ran = (tmp_path / "steps.log").read_text().split()
+    expected = ["baseline"] if start == 0 else [str(i) for i in range(start, len(db.MIGRATIONS))]
+    assert sorted(ran, key=lambda r: -1 if r == "baseline" else int(r)) == expected, "a step ran twice (or not at all)"
     assert stored == [f"the gripper of p{i} slips on wet mugs" for i in range(3)]
     with RobotMemory(data, robot_id="p0") as memory:  # and it opens again
         assert sorted(m["content"] for m in memory.recall("gripper slips")) == stored

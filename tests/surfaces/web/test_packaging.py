@@ -7,7 +7,8 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-STATIC = ROOT / "src" / "robot_mcp_memory" / "web" / "static"
+STATIC = ROOT / "src" / "robot_mcp_memory" / "surfaces" / "web" / "static"
+BASELINE = ROOT / "src" / "robot_mcp_memory" / "storage" / "sqlite" / "index_baseline.sql"
 
 
 def test_every_dashboard_asset_is_declared_as_package_data() -> None:
@@ -31,3 +32,10 @@ def test_the_dashboard_loads_nothing_from_outside() -> None:
                 if marker.startswith("http") and path.name in ("dom.js", "charts.js"):
                     text = text.replace("http://www.w3.org/2000/svg", "").replace("/^https?:\\/\\//", "")
                 assert marker not in text, f"{path.name} contains {marker}"
+
+
+def test_the_baseline_schema_is_declared_as_package_data() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = config["tool"]["setuptools"]["package-data"]["robot_mcp_memory.storage.sqlite"]
+    assert BASELINE.is_file()
+    assert any(fnmatch.fnmatchcase(BASELINE.name, pat) for pat in patterns)

@@ -469,12 +469,75 @@ def schema() -> Schema:
     return Schema(tuple(TABLES))
 
 
+#: The whole schema at the last version: a new file is created from it in one step (the migrations
+#: take older files there; `tests/storage/sqlite/test_baseline.py` checks the two agree).
+BASELINE = Path(__file__).with_name("index_baseline.sql")
+
+
+def _baseline(conn: sqlite3.Connection) -> None:
+    statement = ""
+    for line in BASELINE.read_text(encoding="utf-8").splitlines(keepends=True):
+        if not statement and line.startswith("--"):
+            continue
+        statement += line
+        if sqlite3.complete_statement(statement):
+            conn.execute(statement)
+            statement = ""
+
+
+#: store_meta's record of the dedup rules every fact's keys were computed by (`dedup.RULES_VERSION`).
+#: A file without it has keys by version 1: the schema steps up to 14 recomputed them by those rules.
+DEDUP_RULES_KEY = "dedup_rules"
+
+
+def _stored_rules(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT value FROM store_meta WHERE key = ?", (DEDUP_RULES_KEY,)).fetchone()
+    return int(row[0]) if row is not None and str(row[0]).isdigit() else 1
+
+
+def follow_dedup_rules(store: SqliteStore) -> None:
+    """Recompute every fact's dedup keys when they were computed by older rules than this build's,
+    and record the rules they follow — once, in one transaction, whichever process gets there first.
+    Keys from newer rules (a newer build wrote them) are left as they are."""
+    if store.read_blocking(_stored_rules) >= dedup.RULES_VERSION and store.read_blocking(_rules_recorded):
+        return
+
+    def job(conn: sqlite3.Connection) -> None:
+        if _stored_rules(conn) < dedup.RULES_VERSION:
+            _dedup_keys(conn)
+        if _stored_rules(conn) <= dedup.RULES_VERSION:
+            conn.execute(
+                "INSERT INTO store_meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (DEDUP_RULES_KEY, str(dedup.RULES_VERSION)),
+            )
+
+    store.write_blocking(job)
+
+
+def _rules_recorded(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM store_meta WHERE key = ?", (DEDUP_RULES_KEY,)).fetchone() is not None
+
+
 def open_index(path: Path, *, hot_queue_max: int = 10_000, readers: int = 4, read_only: bool = False) -> SqliteStore:
-    """Open (creating or migrating) index.db; `read_only`: see `SqliteStore.open`. Raises
-    `SchemaTooNew` / `StoreUnreadable` / `StoreNotWritable` / `StoreBusy` / `StoreWriteFailed`."""
-    return SqliteStore.open(
-        path, schema(), MIGRATIONS, hot_queue_max=hot_queue_max, readers=readers, read_only=read_only
+    """Open (creating or migrating) index.db, its facts' dedup keys brought to this build's rules;
+    `read_only`: see `SqliteStore.open`. Raises `SchemaTooNew` / `StoreUnreadable` /
+    `StoreNotWritable` / `StoreBusy` / `StoreWriteFailed`."""
+    store = SqliteStore.open(
+        path,
+        schema(),
+        MIGRATIONS,
+        hot_queue_max=hot_queue_max,
+        readers=readers,
+        read_only=read_only,
+        baseline=_baseline,
     )
+    if not read_only:
+        try:
+            follow_dedup_rules(store)
+        except BaseException:
+            store.close()
+            raise
+    return store
 
 
 # ---------------------------------------------------------------------------- provenance hand-over

@@ -248,6 +248,7 @@ class SqliteStore:
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         write_patience_s: float = WRITE_PATIENCE_S,
         read_only: bool = False,
+        baseline: Migration | None = None,
     ) -> None:
         self.path = Path(path)
         #: Opened for reading only (`open`): no writer connection, no migrations, no checkpoints.
@@ -261,6 +262,9 @@ class SqliteStore:
         self._stamps = itertools.count(1)
         self.schema = schema
         self.migrations = list(migrations)
+        #: Creates a new file's whole schema at the last version in one step (None: a new file runs
+        #: every migration). Must leave the schema the migrations leave (a test per store checks).
+        self.baseline = baseline
         self.hot_queue_max = hot_queue_max
         self.stats = StoreStats()
         self._lock = threading.Lock()
@@ -307,6 +311,7 @@ class SqliteStore:
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         write_patience_s: float = WRITE_PATIENCE_S,
         read_only: bool = False,
+        baseline: Migration | None = None,
     ) -> SqliteStore:
         """Open `path`, creating or migrating it. With `read_only` (commands that only read, on a
         directory they cannot write: a snapshot, a read-only mount) nothing is written: the file
@@ -321,6 +326,7 @@ class SqliteStore:
             busy_timeout_ms=busy_timeout_ms,
             write_patience_s=write_patience_s,
             read_only=read_only,
+            baseline=baseline,
         )
         try:
             store.report = store._ready.result()
@@ -424,6 +430,7 @@ class SqliteStore:
         while version < target:
             doing = "creating it" if version == 0 else f"upgrading it from schema version {version} to {target}"
             waiting = time.monotonic()
+            step_to = version + 1
             try:
                 # Waits for the lock like any write: another process may be running a long step.
                 self._begin(conn)
@@ -437,11 +444,15 @@ class SqliteStore:
                     conn.execute("COMMIT")
                     break
                 conn.execute(_META_DDL)
-                self.migrations[version](conn)
+                if version == 0 and self.baseline is not None:
+                    step, step_to = self.baseline, target  # a new file: the whole schema at once
+                else:
+                    step, step_to = self.migrations[version], version + 1
+                step(conn)
                 conn.execute(
                     "INSERT INTO store_meta(key, value) VALUES('schema_version', ?) "
                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                    (str(version + 1),),
+                    (str(step_to),),
                 )
                 conn.execute("COMMIT")
             except BaseException as exc:
@@ -449,9 +460,9 @@ class SqliteStore:
                 if isinstance(exc, sqlite3.Error):
                     raise self._open_failure(exc, doing, started, at=version) from exc
                 if isinstance(exc, Exception) and not isinstance(exc, StorageError):
-                    raise MigrationFailed(spath, version, version + 1, _short(exc)) from exc
+                    raise MigrationFailed(spath, version, step_to, _short(exc)) from exc
                 raise
-            version += 1
+            version = step_to
         if version > target:  # a newer robot-mcp-memory upgraded it meanwhile
             raise SchemaTooNew(spath, version, target)
         return (version if found is None else found), version
