@@ -23,10 +23,10 @@ from bench.experience_corpus import QUERIES
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.experiences import service
-from robot_mcp_memory.experiences.filters import Condition, compile_filter
 from robot_mcp_memory.experiences.model import parse_spatial
 from robot_mcp_memory.experiences.sqlite import filter_repo, keyword_repo, ranking_repo, storage
 from robot_mcp_memory.experiences.sqlite.filter_repo import FilterMasks, Mask
+from robot_mcp_memory.experiences.sqlite.filter_sql import Condition, compile_filter
 from robot_mcp_memory.experiences.sqlite.keyword_repo import KeywordCache
 from robot_mcp_memory.experiences.sqlite.ranking_repo import Scope
 from robot_mcp_memory.experiences.sqlite.vector_repo import MemoryVectorIndex

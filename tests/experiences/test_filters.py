@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from robot_mcp_memory.errors import InvalidInput
-from robot_mcp_memory.experiences.filters import MAX_CONDITIONS, MAX_IN, OPERATORS, compile_filter, json_path
+from robot_mcp_memory.experiences.filters import MAX_CONDITIONS, MAX_IN, OPERATORS, json_path
+from robot_mcp_memory.experiences.sqlite.filter_sql import compile_filter
 
 CONTEXTS: dict[int, dict[str, Any]] = {
     1: {"task": {"success": True, "name": "grasp"}, "params": {"force": 12.5, "mode": "soft"}, "tags": ["a", "b"]},

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from robot_mcp_memory.api import RobotMemory
 from robot_mcp_memory.errors import InvalidInput
-from robot_mcp_memory.experiences.filters import MAX_NODES, compile_filter, json_path
+from robot_mcp_memory.experiences.filters import MAX_NODES, json_path
+from robot_mcp_memory.experiences.sqlite.filter_sql import compile_filter
 
 # --- the rules, in Python -------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ import pytest
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences import dedup
+from robot_mcp_memory.experiences.ports import Weighed
 from robot_mcp_memory.experiences.service import ExperienceService, run_sync
 from robot_mcp_memory.experiences.sqlite.vector_repo import MemoryVectorIndex
 from robot_mcp_memory.search.embedders import HashingEmbedder, Vectors
@@ -222,7 +223,7 @@ async def test_a_memory_forgotten_after_the_keyword_list_was_read_is_not_returne
     await svc.forget(STDIO, gone.memory_id, "wrong object")
     calls: list[int] = []
 
-    def earlier_snapshot(*args: object, **kwargs: object) -> list[ranking_repo.Weighed]:
+    def earlier_snapshot(*args: object, **kwargs: object) -> list[Weighed]:
         calls.append(1)
         return stale  # as read just before the forget
 

@@ -22,8 +22,8 @@ from bench.experience_corpus import QUERIES, corpus
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.experiences.filters import compile_filter
 from robot_mcp_memory.experiences.sqlite import keyword_repo, ranking_repo, storage
+from robot_mcp_memory.experiences.sqlite.filter_sql import compile_filter
 from robot_mcp_memory.experiences.sqlite.keyword_repo import KeywordCache
 from robot_mcp_memory.experiences.sqlite.ranking_repo import Scope
 from robot_mcp_memory.search import bm25, segment

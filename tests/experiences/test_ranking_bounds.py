@@ -10,8 +10,9 @@ from typing import Any
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences.model import Spatial
+from robot_mcp_memory.experiences.ports import Order
 from robot_mcp_memory.experiences.sqlite import ranking_repo
-from robot_mcp_memory.experiences.sqlite.ranking_repo import Order, Scope
+from robot_mcp_memory.experiences.sqlite.ranking_repo import Scope
 from robot_mcp_memory.tenancy.principal import STDIO
 
 NOW = 1_000_000_000.0

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from robot_mcp_memory.app import Memory
-from robot_mcp_memory.experiences.filters import compile_filter
 from robot_mcp_memory.experiences.sqlite import ranking_repo
+from robot_mcp_memory.experiences.sqlite.filter_sql import compile_filter
 from robot_mcp_memory.experiences.sqlite.ranking_repo import Scope
 from robot_mcp_memory.search import segment
 from robot_mcp_memory.tenancy.principal import STDIO

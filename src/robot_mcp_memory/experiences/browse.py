@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from robot_mcp_memory.errors import InvalidInput, NotFound
 from robot_mcp_memory.experiences.model import Experience, Session
+from robot_mcp_memory.experiences.ports import Filters, SessionRow
 from robot_mcp_memory.experiences.sqlite import browse_repo
-from robot_mcp_memory.experiences.sqlite.browse_repo import Filters, SessionRow
 from robot_mcp_memory.experiences.sqlite.storage import ExperienceStore
 from robot_mcp_memory.tenancy.policy import Policy
 from robot_mcp_memory.tenancy.principal import Principal

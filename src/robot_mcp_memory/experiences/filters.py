@@ -1,4 +1,6 @@
-"""``context_filter`` → an SQL condition over a JSON column, with every value bound.
+"""``context_filter`` → a `Filter`: a small tree (a conjunction of `Test`s on context paths), checked
+whole here and compiled by each storage backend (SQLite: `experiences.sqlite.filter_sql`, which binds
+every value). Nothing here is SQL but the JSON path syntax `render` writes.
 
 A filter is a JSON object whose keys are dot paths into a memory's context and whose values are
 either a plain value (equality) or an object of operators::
@@ -68,11 +70,10 @@ differs costs one lookup; `MAX_NODES` bounds how many values all such tests comp
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from robot_mcp_memory.errors import InvalidInput
@@ -101,14 +102,6 @@ _UNADDRESSABLE = re.compile(r'["\\\x00-\x1f]')
 #: A path segment: an object key (`str`) or a list index (`int`).
 Segment = str | int
 Path = tuple[Segment, ...]
-
-
-@dataclass
-class Condition:
-    """An SQL boolean expression and its parameters, in order."""
-
-    sql: str = "1"
-    params: list[Any] = field(default_factory=list)
 
 
 def parse_path(dotted: str, what: str = "context_filter path") -> Path:
@@ -153,7 +146,7 @@ def json_path(dotted: str, what: str = "context_filter path") -> str:
     return render(parse_path(dotted, what))
 
 
-def _key(key: Any, where: str) -> str:
+def check_key(key: Any, where: str) -> str:
     """`key` as one literal path segment, or `InvalidInput`."""
     if not isinstance(key, str):
         raise InvalidInput("context_filter keys must be strings")
@@ -167,27 +160,48 @@ def _key(key: Any, where: str) -> str:
     return key
 
 
-def _show(path: Path) -> str:
+def show(path: Path) -> str:
     return ".".join(str(s) for s in path)
 
 
-def compile_filter(spec: Mapping[str, Any] | None, column: str) -> Condition:
-    """The condition for `spec` over the JSON text in `column` (a fixed identifier of ours)."""
+@dataclass(frozen=True, eq=False)
+class Test:
+    """One leaf of a filter: the JSON value at `path` compared by `op` (one of `OPERATORS`) with
+    `operand` (a JSON value, already checked by `parse_filter`)."""
+
+    path: Path
+    op: str
+    operand: Any
+
+
+@dataclass(frozen=True, eq=False)
+class Filter:
+    """A parsed ``context_filter``: every one of `tests` must pass (none: every memory passes).
+    Compared by identity, so a backend may cache what it compiles from one."""
+
+    tests: tuple[Test, ...] = ()
+
+
+#: The filter that passes every memory.
+EVERYTHING = Filter()
+
+
+def parse_filter(spec: Mapping[str, Any] | None) -> Filter:
+    """`spec` as a `Filter`, or `InvalidInput` naming what is wrong. Every rule a backend relies
+    on (operands, limits, addressable keys, bindable values) is checked here, once."""
     if not spec:
-        return Condition()
+        return EVERYTHING
     if not isinstance(spec, Mapping):
         raise InvalidInput('context_filter must be a JSON object such as {"task.success": true}')
-    clauses: list[str] = []
-    params: list[Any] = []
-    budget = _Budget()
+    tests: list[Test] = []
+    budget = Budget()
     for path, test in _flatten(spec):
         for op, operand in _operators(path, test):
-            sql, p = _clause(column, path, op, operand, budget)
-            clauses.append(sql)
-            params.extend(p)
-    if len(clauses) > MAX_CONDITIONS:
-        raise InvalidInput(f"context_filter has {len(clauses)} conditions; at most {MAX_CONDITIONS} are allowed")
-    return Condition(" AND ".join(f"({c})" for c in clauses) or "1", params)
+            _check(path, op, operand, budget)
+            tests.append(Test(path, op, operand))
+    if len(tests) > MAX_CONDITIONS:
+        raise InvalidInput(f"context_filter has {len(tests)} conditions; at most {MAX_CONDITIONS} are allowed")
+    return Filter(tuple(tests))
 
 
 def _is_operator_object(value: Any) -> bool:
@@ -203,12 +217,12 @@ def _flatten(spec: Mapping[str, Any], prefix: Path = ()) -> list[tuple[Path, Any
             raise InvalidInput("context_filter keys must be strings")
         if key.startswith("$"):
             raise InvalidInput(
-                f"unknown context_filter key '{key[:40]}' under '{_show(prefix) or 'the top level'}': keys "
+                f"unknown context_filter key '{key[:40]}' under '{show(prefix) or 'the top level'}': keys "
                 f"are paths; operators ({', '.join(OPERATORS)}) go inside a path's object"
             )
-        path = (*prefix, _key(key, f"'{_show(prefix)}'")) if prefix else parse_path(key)
+        path = (*prefix, check_key(key, f"'{show(prefix)}'")) if prefix else parse_path(key)
         if len(path) > MAX_DEPTH:
-            raise InvalidInput(f"context_filter path '{_show(path)[:80]}' is deeper than {MAX_DEPTH} levels")
+            raise InvalidInput(f"context_filter path '{show(path)[:80]}' is deeper than {MAX_DEPTH} levels")
         if isinstance(value, Mapping) and value and not _is_operator_object(value):
             out.extend(_flatten(value, path))
         else:
@@ -223,13 +237,13 @@ def _operators(path: Path, test: Any) -> list[tuple[str, Any]]:
     for op, operand in test.items():
         if op not in OPERATORS:
             raise InvalidInput(
-                f"unknown operator '{str(op)[:40]}' on '{_show(path)}': use one of {', '.join(OPERATORS)}"
+                f"unknown operator '{str(op)[:40]}' on '{show(path)}': use one of {', '.join(OPERATORS)}"
             )
         ops.append((op, operand))
     return ops
 
 
-class _Budget:
+class Budget:
     """How many more values the equality tests of one filter may compare (`MAX_NODES`)."""
 
     def __init__(self) -> None:
@@ -240,7 +254,7 @@ class _Budget:
         if self.left < 0:
             raise InvalidInput(
                 f"context_filter compares more than {MAX_NODES} values (each value of $eq/$ne and each list, object "
-                f"and element compared, at any depth; the limit was passed at '{_show(path)[:80]}'): compare fewer, "
+                f"and element compared, at any depth; the limit was passed at '{show(path)[:80]}'): compare fewer, "
                 "or name single elements such as 'spatial.position.0'"
             )
 
@@ -248,190 +262,78 @@ class _Budget:
 _INT64 = 2**63
 
 
-def _scalar(path: Path, op: str, value: Any) -> Any:
+def bindable(path: Path, op: str, value: Any) -> Any:
     """`value` as SQLite can bind it: finite, and an integer beyond 64 bits as the real SQLite's
     JSON functions make of such a stored number. A text must not hold U+0000: SQLite's JSON
     functions read a stored text only up to it, so such a test could never be right."""
     if isinstance(value, str) and "\x00" in value:
-        raise InvalidInput(f"{op} on '{_show(path)}' compares a text holding U+0000, which cannot be matched")
+        raise InvalidInput(f"{op} on '{show(path)}' compares a text holding U+0000, which cannot be matched")
     if isinstance(value, float) and not math.isfinite(value):
-        raise InvalidInput(f"{op} on '{_show(path)}' needs a finite number")
+        raise InvalidInput(f"{op} on '{show(path)}' needs a finite number")
     if isinstance(value, int) and not -_INT64 <= value < _INT64:
         return float(value)
     return value
 
 
-def _is_boolean_or_number(value: Any) -> bool:
+def is_boolean_or_number(value: Any) -> bool:
     """What equality compares as a number: true is 1 and false is 0, as Python's ``==``."""
     return isinstance(value, bool | int | float)
 
 
-Term = tuple[str, list[Any]]
-
-
-def _eq_terms(column: str, path: Path, value: Any, budget: _Budget, out: list[Term]) -> None:
-    """Append to `out` the tests whose conjunction is "the JSON value at `path` equals `value`".
-
-    Each term is 1 (passes), 0 or NULL (fails: NULL only where something is missing), so the
-    conjunction needs one `_flag` around it and none inside. Every value (a list, an object, each
-    element) spends one of `budget`, which also bounds the recursion."""
-    budget.take(path)
-    jp = render(path)
-    if _is_scalar(value):
-        out.extend(_scalar_alternatives(column, path, "$eq", [value]))
-    elif isinstance(value, list | tuple):
-        # The elements first: `[i]` resolves in arrays only, so they rule out other values and
-        # most arrays in one lookup; the length last, against longer arrays.
-        for i, element in enumerate(value):
-            _eq_terms(column, (*path, i), element, budget, out)
-        if value:
-            out.append((f"json_array_length({column}, ?) = ?", [jp, len(value)]))
-        else:  # every non-array's json_array_length is 0 too
-            out.append((f"json_type({column}, ?) = 'array' AND json_array_length({column}, ?) = 0", [jp, jp]))
-    elif isinstance(value, Mapping):
-        # The keys first (a key resolves in objects only), the key count last, against extra keys.
-        for key, element in value.items():
-            _eq_terms(column, (*path, _key(key, f"the object compared at '{_show(path)[:80]}'")), element, budget, out)
-        count = f"(SELECT count(*) FROM json_each({column}, ?)) = ?"  # noqa: S608 - our column name; values bound
-        if value:
-            out.append((count, [jp, len(value)]))
-        else:  # json_each of a scalar yields one row, of an array its elements
-            out.append((f"json_type({column}, ?) = 'object' AND {count}", [jp, jp, 0]))
-    else:
-        raise InvalidInput(f"context_filter value for '{_show(path)}' must be a JSON value")
-
-
-def _flag(test: str) -> str:
-    """`test` as 1 or 0, never NULL (a missing path makes the JSON functions NULL, and ``NOT NULL``
-    would drop the row from ``$ne``/``$nin``). ``CASE WHEN`` rather than ``coalesce``: SQLite
-    evaluates a function's argument whole, but a ``WHEN`` condition as jumps, so ``AND``/``OR``
-    stop at the first term that decides — most rows cost one lookup, not one per term."""
-    return f"CASE WHEN {test} THEN 1 ELSE 0 END"
-
-
-def _balanced(op: str, terms: Sequence[Term]) -> Term:
-    """`terms` joined by `op` as a balanced tree: a flat chain of n terms is n levels deep, and
-    SQLite refuses an expression deeper than 1,000."""
-    if len(terms) == 1:
-        return terms[0]
-    mid = len(terms) // 2
-    left, right = _balanced(op, terms[:mid]), _balanced(op, terms[mid:])
-    return f"({left[0]}) {op} ({right[0]})", left[1] + right[1]
-
-
-def _eq(column: str, path: Path, value: Any, budget: _Budget) -> Term:
-    """A never-NULL equality test of the JSON value at `path` against `value`.
-
-    A list or an object is compared element by element (`_eq_terms`), one lookup each, so a row
-    holding the same 200-number trajectory cost 200 (1 s at 12,000 memories). After the first
-    element rules most rows out, the same *text* decides at once: learn writes contexts with
-    ``json.dumps`` as this writes the value, and equal JSON text is an equal value; only a row
-    written otherwise (1 for 1.0, keys in another order) is compared element by element."""
-    terms: list[Term] = []
-    _eq_terms(column, path, value, budget, terms)
-    if isinstance(value, list | tuple | Mapping) and value and len(terms) > 2:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        first, rest = terms[0], _balanced("AND", terms[1:])
-        same_text = f"json_extract({column}, ?) = json(?)"
-        sql = f"({first[0]}) AND ({same_text} OR ({rest[0]}))"
-        return _flag(sql), [*first[1], render(path), text, *rest[1]]
-    sql, params = _balanced("AND", terms)
-    return _flag(sql), params
-
-
-def _is_scalar(value: Any) -> bool:
+def is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, bool | int | float | str)
 
 
-def _scalar_alternatives(column: str, path: Path, op: str, values: Sequence[Any]) -> list[Term]:
-    """Tests "the value at `path` is one of the scalar `values`", one per JSON type present: one
-    ``IN`` for the numbers (true and false among them, as 1 and 0) and one for the strings (SQLite
-    looks the value up once and searches the list as an index, instead of one lookup per list
-    entry), one ``json_type`` test for null. Same rules as `_eq_terms`: 1 equals 1.0 and true."""
-    jp = render(path)
-    # true/false are bound as 1/0: Python's == (robotmem's rule), and what json_extract makes of a
-    # stored true/false, so one IN finds 1, 1.0 and true alike.
-    numbers = [_scalar(path, op, int(v) if isinstance(v, bool) else v) for v in values if _is_boolean_or_number(v)]
-    strings = [_scalar(path, op, v) for v in values if isinstance(v, str)]
-    out: list[Term] = []
-    # json_extract gives a number for a JSON number, 1 or 0 for true or false, the text for a
-    # string (never equal to a number: SQLite orders every number before every text) and the JSON
-    # text for a list or object: the value test alone is exact unless a text that looks like JSON
-    # ("[1,2]") is sought; only then the JSON type is checked too, and only in rows whose value
-    # passed.
-    if numbers:
-        marks = ", ".join("?" * len(numbers))
-        out.append((f"json_extract({column}, ?) IN ({marks})", [jp, *numbers]))
-    if strings:
-        marks = ", ".join("?" * len(strings))
-        typed = any(v.startswith(("[", "{")) for v in strings)
-        sql = f"json_extract({column}, ?) IN ({marks})"
-        out.append(
-            (f"{sql} AND json_type({column}, ?) = 'text'", [jp, *strings, jp]) if typed else (sql, [jp, *strings])
-        )
-    if any(v is None for v in values):
-        out.append((f"json_type({column}, ?) = 'null'", [jp]))
-    return out
+def _check_value(path: Path, value: Any, budget: Budget) -> None:
+    """What an equality test of `value` at `path` needs: each value it compares spends one of
+    `budget` (which also bounds the recursion), keys addressable, scalars bindable."""
+    budget.take(path)
+    if is_scalar(value):
+        bindable(path, "$eq", int(value) if isinstance(value, bool) else value)
+    elif isinstance(value, list | tuple):
+        for i, element in enumerate(value):
+            _check_value((*path, i), element, budget)
+    elif isinstance(value, Mapping):
+        for key, element in value.items():
+            _check_value((*path, check_key(key, f"the object compared at '{show(path)[:80]}'")), element, budget)
+    else:
+        raise InvalidInput(f"context_filter value for '{show(path)}' must be a JSON value")
 
 
-def _in(column: str, path: Path, op: str, values: Sequence[Any], budget: _Budget) -> Term:
-    """A never-NULL test "the value at `path` equals one of `values`": the scalars as
-    `_scalar_alternatives`, each list or object as its `_eq_terms`.
-
-    When every list or object among `values` is a list starting with a scalar (a list of
-    positions), their first elements are tested first, together, the same way: a row whose
-    value starts with none of them costs one lookup, not one per list."""
-    for v in values:
-        if not (_is_scalar(v) or isinstance(v, list | tuple | Mapping)):
-            raise InvalidInput(f"{op} on '{_show(path)}' needs a list of JSON values")
-    structured = [v for v in values if not _is_scalar(v)]
-    alternatives = _scalar_alternatives(column, path, op, [v for v in values if _is_scalar(v)])
-    each: list[Term] = []
-    for v in structured:
-        terms: list[Term] = []
-        _eq_terms(column, path, v, budget, terms)
-        each.append(_balanced("AND", terms))
-    if each:
-        firsts = [v[0] for v in structured if isinstance(v, list | tuple) and v and _is_scalar(v[0])]
-        if len(firsts) == len(structured) and len(structured) > 1:
-            head = _balanced("OR", _scalar_alternatives(column, (*path, 0), op, firsts))
-            rest = _balanced("OR", each)
-            alternatives.append((f"({head[0]}) AND ({rest[0]})", head[1] + rest[1]))
-        else:
-            alternatives.extend(each)
-    sql, params = _balanced("OR", alternatives)
-    return _flag(sql), params
-
-
-def _clause(column: str, path: Path, op: str, operand: Any, budget: _Budget) -> Term:
-    jp = render(path)
-    if op == "$eq":
-        return _eq(column, path, operand, budget)
-    if op == "$ne":
-        sql, p = _eq(column, path, operand, budget)
-        return f"NOT {sql}", p
-    if op in ("$in", "$nin"):
+def _check(path: Path, op: str, operand: Any, budget: Budget) -> None:
+    if op in ("$eq", "$ne"):
+        _check_value(path, operand, budget)
+    elif op in ("$in", "$nin"):
         if not isinstance(operand, Sequence) or isinstance(operand, str):
-            raise InvalidInput(f"{op} on '{_show(path)}' needs a list of values")
+            raise InvalidInput(f"{op} on '{show(path)}' needs a list of values")
         if len(operand) > MAX_IN:
-            raise InvalidInput(f"{op} on '{_show(path)}' accepts at most {MAX_IN} values")
-        if not operand:
-            return ("0" if op == "$in" else "1"), []
-        sql, p = _in(column, path, op, operand, budget)
-        return (sql if op == "$in" else f"NOT {sql}"), p
-    if op == "$exists":
+            raise InvalidInput(f"{op} on '{show(path)}' accepts at most {MAX_IN} values")
+        for v in operand:
+            if not (is_scalar(v) or isinstance(v, list | tuple | Mapping)):
+                raise InvalidInput(f"{op} on '{show(path)}' needs a list of JSON values")
+        for v in operand:
+            if is_scalar(v) and v is not None:
+                bindable(path, op, int(v) if isinstance(v, bool) else v)
+        for v in operand:
+            if not is_scalar(v):
+                _check_value(path, v, budget)
+    elif op == "$exists":
         if not isinstance(operand, bool):
-            raise InvalidInput(f"$exists on '{_show(path)}' needs true or false")
-        return f"json_type({column}, ?) IS {'NOT ' if operand else ''}NULL", [jp]
-    # $lt $lte $gt $gte: numbers with numbers, strings with strings
-    symbol = {"$lt": "<", "$lte": "<=", "$gt": ">", "$gte": ">="}[op]
-    if isinstance(operand, bool) or not isinstance(operand, int | float | str):
-        raise InvalidInput(f"{op} on '{_show(path)}' needs a number or a string")
-    types = "'text'" if isinstance(operand, str) else "'integer', 'real'"
-    return (
-        _flag(f"json_extract({column}, ?) {symbol} ? AND json_type({column}, ?) IN ({types})"),
-        [jp, _scalar(path, op, operand), jp],
-    )
+            raise InvalidInput(f"$exists on '{show(path)}' needs true or false")
+    else:  # $lt $lte $gt $gte: numbers with numbers, strings with strings
+        if isinstance(operand, bool) or not isinstance(operand, int | float | str):
+            raise InvalidInput(f"{op} on '{show(path)}' needs a number or a string")
+        bindable(path, op, operand)
 
 
-__all__ = ["MAX_CONDITIONS", "MAX_NODES", "OPERATORS", "Condition", "compile_filter", "json_path", "parse_path"]
+__all__ = [
+    "EVERYTHING",
+    "MAX_CONDITIONS",
+    "MAX_NODES",
+    "OPERATORS",
+    "Filter",
+    "Test",
+    "json_path",
+    "parse_filter",
+    "parse_path",
+]

@@ -23,7 +23,6 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from robot_mcp_memory.errors import Conflict, Forbidden, InvalidInput, MemoryError_, NotFound
 from robot_mcp_memory.experiences import classify, consolidate, dedup
-from robot_mcp_memory.experiences.filters import compile_filter
 from robot_mcp_memory.experiences.lexicon import Analysis
 from robot_mcp_memory.experiences.model import (
     MAX_BATCH,
@@ -51,10 +50,12 @@ from robot_mcp_memory.experiences.model import (
     parse_spatial,
     utf8,
 )
+from robot_mcp_memory.experiences.ports import Decide, Order, Probe, Ranked, Weighed
 from robot_mcp_memory.experiences.sqlite import ranking_repo, storage
 from robot_mcp_memory.experiences.sqlite.filter_repo import Mask
-from robot_mcp_memory.experiences.sqlite.ranking_repo import Ranked, Scope, distance_of
-from robot_mcp_memory.experiences.sqlite.storage import ExperienceStore, Probe
+from robot_mcp_memory.experiences.sqlite.filter_sql import compile_filter
+from robot_mcp_memory.experiences.sqlite.ranking_repo import Scope, distance_of
+from robot_mcp_memory.experiences.sqlite.storage import ExperienceStore
 from robot_mcp_memory.search import fusion, segment
 from robot_mcp_memory.search.sqlite.vectorstore import Embedded
 from robot_mcp_memory.search.vectors import KeyFilter
@@ -207,7 +208,7 @@ class ExperienceService:
 
     def _fact(
         self, robot: str, collection: str, text: str, ctx: dict[str, Any], session_id: str | None
-    ) -> tuple[NewMemory, Probe, storage.Decide]:
+    ) -> tuple[NewMemory, Probe, Decide]:
         """Classify a fact and prepare its duplicate probe (one tokenisation for everything)."""
         a = Analysis(text)
         keys = dedup.fact_keys(text, ctx, a)
@@ -342,7 +343,7 @@ class ExperienceService:
         robot = self._author(principal)
         label = list(numbers) if numbers is not None else list(range(len(items)))  # how refusals name items
         out: list[Learned | MemoryError_ | None] = [None] * len(items)
-        prepared: list[tuple[int, tuple[NewMemory, Probe, storage.Decide]]] = []
+        prepared: list[tuple[int, tuple[NewMemory, Probe, Decide]]] = []
         for i, (insight, context, collection, session_id) in enumerate(items):
             try:
                 text = check_text(insight, "insight", MAX_INSIGHT)
@@ -505,7 +506,7 @@ class ExperienceService:
         """Keyword or filter-only ranking, entirely in SQL (with spatial_sort, by the blend of
         relevance and proximity, computed over every match in one pass)."""
         sp = scope.spatial
-        order: ranking_repo.Order = "score" if sp is None else "blend"
+        order: Order = "score" if sp is None else "blend"
         cover, kw, masks = self.store.covering, self.store.keywords, self.store.filters
         rows = await self.store.read(
             lambda c: ranking_repo.rank(c, scope, match, order, n, include_data, cover, kw, masks)
@@ -527,7 +528,7 @@ class ExperienceService:
         pool = max(HYBRID_POOL, 3 * n)
         cover, kw, masks = self.store.covering, self.store.keywords, self.store.filters
         sp = scope.spatial
-        early: list[ranking_repo.Weighed] | None = None
+        early: list[Weighed] | None = None
         if sp is None and not self.store.blocking:
             # The query's embedding (a worker thread) and the keyword list (a reader) need nothing
             # of each other: run them together (~1.3 ms of ~5.6 at 10,000 memories). The list

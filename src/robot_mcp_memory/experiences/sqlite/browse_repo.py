@@ -10,35 +10,14 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Collection
-from dataclasses import dataclass
 from typing import Any
 
 from robot_mcp_memory.experiences.model import Experience, Session
+from robot_mcp_memory.experiences.ports import Filters, SessionRow
 from robot_mcp_memory.experiences.sqlite import storage
 
 #: ``task.success`` as the context stores it (JSON true/false → 1/0 from json_extract).
 _SUCCESS = "json_extract(m.context, '$.task.success')"
-
-
-@dataclass(frozen=True)
-class Filters:
-    visible: frozenset[str] | None
-    collection: str = ""
-    robot: str = ""
-    category: str = ""
-    type: str = ""
-    session_id: str = ""
-    since: float | None = None
-    until: float | None = None
-    success: bool | None = None
-    status: str = "active"  # active | forgotten | superseded | all
-
-
-@dataclass(frozen=True)
-class SessionRow:
-    session: Session
-    memories: int
-    failures: int
 
 
 def _in(column: str, values: Collection[str]) -> tuple[str, list[Any]]:

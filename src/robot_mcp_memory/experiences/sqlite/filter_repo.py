@@ -30,8 +30,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from robot_mcp_memory.experiences.filters import Condition
 from robot_mcp_memory.experiences.model import MAX_SOURCE_WEIGHT
+from robot_mcp_memory.experiences.sqlite.filter_sql import Condition
 from robot_mcp_memory.experiences.sqlite.keyword_repo import CHANGES, dense_ids, logged_since
 
 #: How many (collection, filter) masks are kept, and how many bytes they may hold together (29

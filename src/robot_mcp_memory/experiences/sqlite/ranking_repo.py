@@ -16,15 +16,17 @@ import math
 import sqlite3
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from robot_mcp_memory import jsonvalue
-from robot_mcp_memory.experiences.filters import Condition, json_path, parse_path
-from robot_mcp_memory.experiences.model import DECAY_FLOOR, HALF_LIFE_S, MAX_SOURCE_WEIGHT, Experience, Spatial
+from robot_mcp_memory.experiences.filters import json_path, parse_path
+from robot_mcp_memory.experiences.model import DECAY_FLOOR, HALF_LIFE_S, MAX_SOURCE_WEIGHT, Spatial
+from robot_mcp_memory.experiences.ports import Order, Ranked, Weighed
 from robot_mcp_memory.experiences.sqlite.filter_repo import FilterMasks, Mask
+from robot_mcp_memory.experiences.sqlite.filter_sql import Condition
 from robot_mcp_memory.experiences.sqlite.keyword_repo import KeywordCache
 from robot_mcp_memory.experiences.sqlite.storage import BM25_WEIGHTS, rows_of
 from robot_mcp_memory.search import bm25, fts
@@ -42,20 +44,6 @@ class Scope:
     exclude_session: str | None = None
     condition: Condition = field(default_factory=Condition)
     spatial: Spatial | None = None
-
-
-@dataclass(frozen=True)
-class Ranked:
-    memory: Experience
-    relevance: float  # -bm25 for keyword lists, 1.0 for filter-only lists
-    score: float  # relevance × source weight × (0.5 + 0.5 × decayed confidence)
-    confidence: float  # decayed
-    dist2: float | None
-    #: For ``order="blend"``: (1 − w)·score/best score + w·proximity, the spatial ranking key.
-    blend: float | None = None
-
-
-Order = Literal["score", "relevance", "distance", "blend"]
 
 
 def _dist2(spatial: Spatial | None) -> tuple[str, list[Any]]:
@@ -662,19 +650,6 @@ def _among(scope: Scope, ids: Collection[int]) -> Scope:
         [*scope.condition.params, jsonvalue.dumps(list(ids))],
     )
     return replace(scope, condition=narrowed)
-
-
-@dataclass(frozen=True)
-class Weighed:
-    """What ranking knows of a memory before its row is read: enough to fuse lists."""
-
-    id: int
-    relevance: float
-    weight: float  # source weight × (0.5 + 0.5 × decayed confidence)
-    confidence: float  # decayed
-
-    def ranked(self, memory: Experience) -> Ranked:
-        return Ranked(memory, self.relevance, self.relevance * self.weight, self.confidence, None)
 
 
 def weighed(

@@ -25,7 +25,6 @@ import json
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from robot_mcp_memory import jsonvalue
@@ -37,6 +36,7 @@ from robot_mcp_memory.experiences.model import (
     NewMemory,
     Session,
 )
+from robot_mcp_memory.experiences.ports import Decide, Ended, Probe
 from robot_mcp_memory.experiences.sqlite.filter_repo import FilterMasks
 from robot_mcp_memory.experiences.sqlite.keyword_repo import CHANGES, KeywordCache
 from robot_mcp_memory.search import segment
@@ -311,24 +311,6 @@ def _candidates(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> li
     return [Candidate(r[0], r[1]) for r in conn.execute(sql, params)]
 
 
-Decide = Callable[[list[Candidate], list[Candidate], list[Candidate]], Duplicate | None]
-
-
-@dataclass(frozen=True)
-class Probe:
-    """How to look for duplicates of a new memory: its hash (for a fact, the lexical key
-    `dedup.content_hash`: its exact repeats and lexical duplicates share it), the ids (with
-    cosines) a vector index proposed. Candidates must share the new memory's facts digest
-    (`NewMemory.facts_hash`) — memories with different numbers or outcomes are never proposed."""
-
-    content_hash: str
-    semantic: tuple[tuple[int, float], ...] = ()
-    same_session: bool = False
-    #: At most this many memories with the same hash are proposed: of one robot, collection and
-    #: facts digest, more than one shares a key only where `dedup.conflicting` kept them apart.
-    hash_limit: int = 20
-
-
 def learn(conn: sqlite3.Connection, new: NewMemory, probe: Probe, decide: Decide, now: float) -> int | Duplicate:
     """Insert `new` unless `decide` names a duplicate among the candidates — one transaction, so
     two concurrent learns of the same experience cannot both insert."""
@@ -470,13 +452,6 @@ def insert_session(conn: sqlite3.Connection, s: Session) -> None:
         "INSERT INTO sessions(id, robot, collection, context, started_at) VALUES (?, ?, ?, ?, ?)",
         (s.id, s.robot, s.collection, _dumps(s.context), s.started_at),
     )
-
-
-@dataclass(frozen=True)
-class Ended:
-    session: Session
-    consolidated: list[tuple[int, int]]
-    summary: dict[str, Any]
 
 
 def end_session(
