@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from robot_mcp_memory import logs
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.experiences.service import ExperienceService
+from robot_mcp_memory.experiences.sqlite.repository import SqliteMemories
 from robot_mcp_memory.experiences.sqlite.storage import ExperienceStore
 from robot_mcp_memory.experiences.sqlite.vector_repo import MemoryVectorIndex
 from robot_mcp_memory.fleet.service import FleetService
@@ -38,6 +39,10 @@ class Memory:
     #: The fleet and lessons adapters behind `fleet` and `lessons` (operations and tests reach them here).
     fleet_registry: FleetRegistry
     lesson_store: ParamStore
+    #: The experiences adapter behind `experiences` (its ports: `memories`); operations and tests
+    #: reach the SQLite store (keyword cache, filter masks, access counts) through `experience_store`.
+    experience_store: ExperienceStore
+    memories: SqliteMemories
     embedder: ResilientEmbedder | None = None
 
     @classmethod
@@ -66,6 +71,8 @@ class Memory:
         # Semantic search: the model loads in the background; until then search is keyword-only.
         embedder = ResilientEmbedder.from_settings(settings)
         process_store = ProcessStore(index, embedder, Fusion(settings.fusion_weights, settings.fusion_k))
+        experience_store = ExperienceStore(index)
+        memories = SqliteMemories(experience_store)
         memory_vectors = MemoryVectorIndex(index, embedder, settings.fusion_weights, settings.fusion_k)
         if backfill:
             embedder.on_ready(process_store.kick_backfill)  # vectors missing for this model get made
@@ -82,9 +89,9 @@ class Memory:
             lesson_store=params,
             fleet=FleetService(registry, policy),
             lessons=ScopedParams(params, registry, policy, thresholds),
-            experiences=ExperienceService(
-                ExperienceStore(index), policy, default_robot=settings.robot_id, vectors=memory_vectors
-            ),
+            experiences=ExperienceService(memories, policy, default_robot=settings.robot_id, vectors=memory_vectors),
+            experience_store=experience_store,
+            memories=memories,
         )
 
     def close(self) -> None:
@@ -96,5 +103,5 @@ class Memory:
             self.embedder.close()
         self.lesson_store.close()
         self.fleet_registry.close()
-        self.experiences.store.access.flush()  # pending access counts, before the writer drains
+        self.experience_store.access.flush()  # pending access counts, before the writer drains
         self.index.close()

@@ -22,7 +22,7 @@ from bench.experience_corpus import QUERIES
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.experiences import service
+from robot_mcp_memory.experiences import recall
 from robot_mcp_memory.experiences.model import parse_spatial
 from robot_mcp_memory.experiences.sqlite import filter_repo, keyword_repo, ranking_repo, storage
 from robot_mcp_memory.experiences.sqlite.filter_repo import FilterMasks, Mask
@@ -308,7 +308,7 @@ async def test_hybrid_recall_with_masks_is_the_scan_of_every_id(
     (the path before masks), when the nearest of every robot's seldom pass: made on the first such
     recall, and used from then on, also after writes."""
     await ranking_corpus(memory)
-    monkeypatch.setattr(service, "PROBE_FACTORS", (1,))  # the nearest 30 of all: too few pass a narrow filter
+    monkeypatch.setattr(recall, "PROBE_FACTORS", (1,))  # the nearest 30 of all: too few pass a narrow filter
     svc = memory.experiences
     scans = _scans(monkeypatch)
     mask_of = FilterMasks.mask
@@ -341,8 +341,8 @@ async def test_rounds_among_what_a_mask_allows_stop_at_a_cap(memory: Memory, mon
     miss), the rounds grow eightfold until `MASK_ROUNDS_UP_TO`; past it every id in scope is read
     — never an unbounded list of ids for SQL — and the answer is the same."""
     await ranking_corpus(memory)
-    monkeypatch.setattr(service, "PROBE_FACTORS", (1,))
-    monkeypatch.setattr(service, "MASK_ROUNDS_UP_TO", 500)
+    monkeypatch.setattr(recall, "PROBE_FACTORS", (1,))
+    monkeypatch.setattr(recall, "MASK_ROUNDS_UP_TO", 500)
     svc = memory.experiences
     every_id, fallbacks = ranking_repo.ids_in_scope, []
 
@@ -366,7 +366,7 @@ async def test_rounds_among_what_a_mask_allows_stop_at_a_cap(memory: Memory, mon
             monkeypatch.setattr(FilterMasks, "mask", mask_of)
             assert [(h.memory.id, h.score) for h in got.hits] == [(h.memory.id, h.score) for h in want.hits]
             assert got.hits
-    assert svc.store.filters._masks  # the mask was made and used
+    assert memory.experience_store.filters._masks  # the mask was made and used
     assert len(fallbacks) > len(QUERIES[::5]) * 2  # and its rounds gave up, as well as the masks-off path
 
 
@@ -440,7 +440,7 @@ def _by_hand(settings: Settings, mid: int | None, content: str, ctx: dict[str, A
 
 
 async def _docking_and_placing(memory: Memory, monkeypatch: pytest.MonkeyPatch, who: Any = STDIO) -> None:
-    monkeypatch.setattr(service, "PROBE_FACTORS", (1,))  # the nearest 30 leave too few docking: masks
+    monkeypatch.setattr(recall, "PROBE_FACTORS", (1,))  # the nearest 30 leave too few docking: masks
     placing = [(f"placed box {i} on the shelf near station {i}", {"task": {"name": "place"}}) for i in range(60)]
     docking = [(f"docked at the charger on try {i}", {"task": {"name": "dock"}}) for i in range(3)]
     await memory.experiences.learn_many(who, placing + docking)
@@ -457,7 +457,7 @@ async def test_a_row_inserted_by_hand_without_an_index_entry_is_allowed(
     if where == "in a gap":
         _by_hand(settings, 1000, "placed a crate far away", {"task": {"name": "place"}})  # ids 64..999 hold no row
     await _on_and_off(memory, monkeypatch, "docked at the charger")
-    assert memory.experiences.store.filters._masks
+    assert memory.experience_store.filters._masks
     if where == "in a gap":
         row = _by_hand(settings, 500, "docked at the charger quickly", {"task": {"name": "dock"}})
     else:
@@ -503,7 +503,7 @@ async def test_a_reader_older_than_the_mask_is_answered_without_a_scan(
     await svc.learn_many(
         STDIO, [*placing, *[(f"docked at the charger {i}", {"task": {"name": "dock"}}) for i in range(20)]]
     )
-    store = svc.store
+    store = memory.experience_store
     scope = Scope(None, "default", 0.3, time.time(), condition=compile_filter(DOCK, "m.context"))
     phrases = segment.match_phrases("dock charger")
     scans = _scans(monkeypatch)

@@ -11,7 +11,7 @@ import pytest
 from bench.experience_corpus import QUERIES, corpus
 
 from robot_mcp_memory.app import Memory
-from robot_mcp_memory.experiences import service
+from robot_mcp_memory.experiences import recall
 from robot_mcp_memory.experiences.sqlite import filter_repo, ranking_repo
 from robot_mcp_memory.tenancy.principal import STDIO, Principal
 
@@ -57,16 +57,16 @@ async def test_probing_first_answers_exactly_what_ranking_every_id_in_scope_answ
 
     monkeypatch.setattr(ranking_repo, "ids_in_scope", counted)
     monkeypatch.setattr(filter_repo, "_scan", scanned)
-    shipped = service.PROBE_FACTORS
-    monkeypatch.setattr(service, "PROBE_FACTORS", (10**6,))  # the probe holds every vector: exact by construction
+    shipped = recall.PROBE_FACTORS
+    monkeypatch.setattr(recall, "PROBE_FACTORS", (10**6,))  # the probe holds every vector: exact by construction
     exact = await _answers(memory, STDIO)
     exact_robot = await _answers(memory, Principal.robot("rap-9"))
     assert full_scans == []
 
     for factors in ((4,), (1, 2), shipped):
-        monkeypatch.setattr(service, "PROBE_FACTORS", factors)
+        monkeypatch.setattr(recall, "PROBE_FACTORS", factors)
         full_scans.clear()
-        svc.store.filters.clear()  # each run probes first again
+        memory.experience_store.filters.clear()  # each run probes first again
         assert await _answers(memory, STDIO) == exact
         assert await _answers(memory, Principal.robot("rap-9")) == exact_robot
         if factors == (4,):  # both paths ran: probes that sufficed, and fallbacks to every id in scope

@@ -203,7 +203,7 @@ def test_recall_writes_nothing_and_never_waits_for_the_writer(memory: Memory) ->
     assert after == before
     assert statements
     assert not [s for s in statements if re.match(r"\s*(INSERT|UPDATE|DELETE|REPLACE)", s, re.I)]
-    memory.experiences.store.access.flush()
+    memory.experience_store.access.flush()
     memory.index.flush()
     assert mem.get(learned["memory_id"])["access_count"] == 1  # counted later, on the hot path
 

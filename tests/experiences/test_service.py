@@ -13,6 +13,7 @@ from robot_mcp_memory.errors import Conflict, Forbidden, InvalidInput, NotFound
 from robot_mcp_memory.experiences.model import MAX_N
 from robot_mcp_memory.experiences.service import ExperienceService
 from robot_mcp_memory.experiences.sqlite import storage
+from robot_mcp_memory.experiences.sqlite.repository import SqliteMemories
 from robot_mcp_memory.experiences.sqlite.storage import ExperienceStore
 from robot_mcp_memory.tenancy.principal import ADMIN, STDIO, Principal
 from tests.experiences.conftest import age, put_in_group, shared_writer
@@ -351,7 +352,7 @@ async def test_a_file_without_the_ranking_index_still_recalls(memory: Memory) ->
     memory.index.write_blocking(lambda c: c.execute("DROP INDEX idx_memories_rank"))
     store = ExperienceStore(memory.index)
     assert store.covering is False
-    svc = ExperienceService(store, memory.policy, default_robot="tester")
+    svc = ExperienceService(SqliteMemories(store), memory.policy, default_robot="tester")
     assert [h.memory.id for h in (await svc.recall(STDIO, "cart wheel")).hits] == [m.memory_id]
 
 

@@ -10,9 +10,7 @@ from dataclasses import dataclass
 
 from robot_mcp_memory.errors import InvalidInput, NotFound
 from robot_mcp_memory.experiences.model import Experience, Session
-from robot_mcp_memory.experiences.ports import Filters, SessionRow
-from robot_mcp_memory.experiences.sqlite import browse_repo
-from robot_mcp_memory.experiences.sqlite.storage import ExperienceStore
+from robot_mcp_memory.experiences.ports import Filters, MemoryCatalogue, SessionRow
 from robot_mcp_memory.tenancy.policy import Policy
 from robot_mcp_memory.tenancy.principal import Principal
 
@@ -49,8 +47,8 @@ def _paging(limit: int, offset: int) -> None:
 
 
 class ExperienceBrowser:
-    def __init__(self, store: ExperienceStore, policy: Policy) -> None:
-        self.store = store
+    def __init__(self, catalogue: MemoryCatalogue, policy: Policy) -> None:
+        self.catalogue = catalogue
         self.policy = policy
 
     def _visible(self, principal: Principal) -> frozenset[str] | None:
@@ -87,11 +85,11 @@ class ExperienceBrowser:
             success,
             status,
         )
-        memories, total = await self.store.read(lambda c: browse_repo.page(c, f, limit, offset))
+        memories, total = await self.catalogue.page(f, limit, offset)
         return Page(memories, total)
 
     async def get(self, principal: Principal, mid: int) -> Experience:
-        exp = await self.store.read(lambda c: browse_repo.one(c, mid))
+        exp = await self.catalogue.one(mid)
         if exp is None or not self.policy.can_see(principal, exp.robot):
             raise NotFound(f"no memory {mid}; recall or the memory list shows what exists")
         return exp if self.policy.sees_activity(principal, exp.robot) else exp.without_activity()
@@ -101,39 +99,35 @@ class ExperienceBrowser:
     ) -> Sessions:
         _paging(limit, offset)
         visible = self._visible(principal)
-        rows, total = await self.store.read(
-            lambda c: browse_repo.sessions(c, visible, collection, robot, limit, offset)
-        )
+        rows, total = await self.catalogue.sessions(visible, collection, robot, limit, offset)
         return Sessions(rows, total)
 
     async def timeline(self, principal: Principal, session_id: str) -> Timeline:
-        s = await self.store.read(lambda c: browse_repo.session(c, session_id))
+        s = await self.catalogue.session(session_id)
         if s is None or not self.policy.can_see(principal, s.robot):
             raise NotFound(f"no session '{session_id}'")
         # the rows and their counts from one snapshot: a learn between two reads skewed `truncated`
-        memories, (total, failures) = await self.store.read(
-            lambda c: (browse_repo.timeline(c, session_id, MAX_TIMELINE), browse_repo.session_counts(c, session_id))
-        )
+        memories, total, failures = await self.catalogue.timeline(session_id, MAX_TIMELINE)
         return Timeline(s, [m for m in memories if self.policy.can_see(principal, m.robot)], total, failures)
 
     async def collections(self, principal: Principal) -> list[tuple[str, int]]:
         visible = self._visible(principal)
-        return await self.store.read(lambda c: browse_repo.counts_by(c, "collection", visible))
+        return await self.catalogue.counts_by("collection", visible)
 
     async def categories(self, principal: Principal) -> list[tuple[str, int]]:
         visible = self._visible(principal)
-        return await self.store.read(lambda c: browse_repo.counts_by(c, "category", visible))
+        return await self.catalogue.counts_by("category", visible)
 
     async def counts(self, principal: Principal) -> dict[str, int]:
         visible = self._visible(principal)
-        return await self.store.read(lambda c: browse_repo.status_counts(c, visible))
+        return await self.catalogue.status_counts(visible)
 
     async def per_day(self, principal: Principal, days: int) -> list[tuple[str, int, int, int]]:
         if not 1 <= days <= 366:
             raise InvalidInput("days must be between 1 and 366")
         visible = self._visible(principal)
         since = time.time() - days * 86_400
-        return await self.store.read(lambda c: browse_repo.per_day(c, visible, since))
+        return await self.catalogue.per_day(visible, since)
 
     def _since(self, days: int) -> float:
         if not 1 <= days <= 366:
@@ -143,17 +137,17 @@ class ExperienceBrowser:
     async def robot_days(self, principal: Principal, days: int) -> list[tuple[str, str, int, int, int]]:
         """(robot, day, memories, successes, failures) over the last `days`, the caller's scope."""
         visible, since = self._visible(principal), self._since(days)
-        return await self.store.read(lambda c: browse_repo.robot_days(c, visible, since))
+        return await self.catalogue.robot_days(visible, since)
 
     async def robot_totals(
         self, principal: Principal
     ) -> dict[str, tuple[int, int, int, float | None, int, float | None]]:
         """Per robot in the caller's scope: memories, successes, failures, newest memory, sessions,
-        newest session event (`browse_repo.robot_totals`)."""
+        newest session event."""
         visible = self._visible(principal)
-        return await self.store.read(lambda c: browse_repo.robot_totals(c, visible))
+        return await self.catalogue.robot_totals(visible)
 
     async def session_days(self, principal: Principal, days: int) -> list[tuple[str, int, int, int]]:
         """(day, scored >= 0.5, scored < 0.5, unscored) of sessions started over the last `days`."""
         visible, since = self._visible(principal), self._since(days)
-        return await self.store.read(lambda c: browse_repo.session_days(c, visible, since))
+        return await self.catalogue.session_days(visible, since)

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from robot_mcp_memory import jsonvalue
 from robot_mcp_memory.errors import InvalidInput
-from robot_mcp_memory.experiences.filters import json_path
+from robot_mcp_memory.experiences.filters import json_path, parse_path
 
 MAX_INSIGHT = 10_000
 MAX_QUERY = 4_000
@@ -392,6 +392,49 @@ def check_text(text: str, what: str, max_chars: int) -> str:
     return utf8(text, what).strip()
 
 
+def _offsets(context: Mapping[str, Any], spatial: Spatial) -> list[float] | None:
+    """Each coordinate at `spatial.path` minus its target (same rules as the SQL adapters' squared distance: every
+    coordinate numeric); an offset too large for a float is infinite."""
+    value: Any = context
+    for seg in parse_path(spatial.path, "spatial_sort.field"):  # as the adapters' JSON path reads it
+        if isinstance(seg, int) and isinstance(value, list) and seg < len(value):
+            value = value[seg]
+        elif isinstance(seg, str) and isinstance(value, Mapping):
+            value = value.get(seg)
+        else:
+            return None
+    if not isinstance(value, list) or len(value) < len(spatial.target):
+        return None
+    out = []
+    for v, t in zip(value, spatial.target, strict=False):
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            return None
+        try:
+            out.append(float(v) - float(t))
+        except OverflowError:  # an integer past the float range
+            out.append(math.inf)
+    return out
+
+
+def dist2_of(context: Mapping[str, Any], spatial: Spatial) -> float | None:
+    """The squared distance ranking computes, in Python, for the few rows a ranking kept. Float
+    products, so a square past the float range is infinite (as SQLite's ``pow`` makes it) rather
+    than an OverflowError."""
+    offsets = _offsets(context, spatial)
+    return None if offsets is None else sum(d * d for d in offsets)
+
+
+def distance_of(context: Mapping[str, Any], spatial: Spatial) -> float | None:
+    """The Euclidean distance recall reports: ``math.hypot`` does not overflow where the squares
+    do (a coordinate of 1e200 is 1e200 away, not infinitely far); None when it is past the
+    float range too, or the memory has no such coordinates (JSON cannot carry an infinity)."""
+    offsets = _offsets(context, spatial)
+    if offsets is None:
+        return None
+    d = math.hypot(*offsets)
+    return d if math.isfinite(d) else None
+
+
 __all__ = [
     "DECAY_FLOOR",
     "HALF_LIFE_S",
@@ -419,6 +462,8 @@ __all__ = [
     "check_perception_type",
     "check_text",
     "decay_factor",
+    "dist2_of",
+    "distance_of",
     "effective_confidence",
     "json_shaped",
     "parse_context",

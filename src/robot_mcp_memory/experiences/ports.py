@@ -252,6 +252,20 @@ class MemoryCatalogue(Protocol):
 
     async def per_day(self, visible: frozenset[str] | None, since: float) -> list[tuple[str, int, int, int]]: ...
 
+    async def robot_days(self, visible: frozenset[str] | None, since: float) -> list[tuple[str, str, int, int, int]]:
+        """(robot, day, memories, successes, failures) since `since`."""
+        ...
+
+    async def robot_totals(
+        self, visible: frozenset[str] | None
+    ) -> dict[str, tuple[int, int, int, float | None, int, float | None]]:
+        """Per robot: memories, successes, failures, newest memory, sessions, newest session event."""
+        ...
+
+    async def session_days(self, visible: frozenset[str] | None, since: float) -> list[tuple[str, int, int, int]]:
+        """(day, scored >= 0.5, scored < 0.5, unscored) of sessions started since `since`."""
+        ...
+
 
 class MemoryVectors(Protocol):
     """The seam for embedding search. With none, recall is keyword-only and dedup skips its

@@ -5,24 +5,24 @@ tenant's robot id, or the server's ``ROBOT_ID`` for an unscoped caller — and r
 process rules: a scoped caller sees its own group's memories plus fleet-wide ``shared`` ones;
 anything else reads as not found.
 
-The service never touches an event loop or a thread itself: it awaits its `ExperienceStore`
-(and the optional `MemoryVectors`). Driven by the MCP tools those awaits run on the reader pool
-and the writer thread; driven by the Python API over a blocking store they complete without
-suspending (`run_sync`), so a training loop pays no event-loop hop per call.
+The service never touches an event loop, a thread or a connection itself: it awaits its
+`MemoryRepository` (and the optional `MemoryVectors`), ports (`ports.py`) that the composition root
+wires to the SQLite adapter; recall's query plan is `recall.py`. Driven by the MCP tools those
+awaits run on the reader pool and the writer thread; driven by the Python API over a blocking store
+they complete without suspending (`run_sync`), so a training loop pays no event-loop hop per call.
 """
 
 from __future__ import annotations
 
-import asyncio
-import math
 import time
 import uuid
-from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, TypeVar
 
 from robot_mcp_memory.errors import Conflict, Forbidden, InvalidInput, MemoryError_, NotFound
-from robot_mcp_memory.experiences import classify, consolidate, dedup
+from robot_mcp_memory.experiences import classify, consolidate, dedup, recall
+from robot_mcp_memory.experiences.filters import parse_filter
 from robot_mcp_memory.experiences.lexicon import Analysis
 from robot_mcp_memory.experiences.model import (
     MAX_BATCH,
@@ -36,7 +36,6 @@ from robot_mcp_memory.experiences.model import (
     Experience,
     NewMemory,
     Session,
-    Spatial,
     as_int,
     as_real,
     check_collection,
@@ -50,15 +49,17 @@ from robot_mcp_memory.experiences.model import (
     parse_spatial,
     utf8,
 )
-from robot_mcp_memory.experiences.ports import Decide, Order, Probe, Ranked, Weighed
-from robot_mcp_memory.experiences.sqlite import ranking_repo, storage
-from robot_mcp_memory.experiences.sqlite.filter_repo import Mask
-from robot_mcp_memory.experiences.sqlite.filter_sql import compile_filter
-from robot_mcp_memory.experiences.sqlite.ranking_repo import Scope, distance_of
-from robot_mcp_memory.experiences.sqlite.storage import ExperienceStore
-from robot_mcp_memory.search import fusion, segment
-from robot_mcp_memory.search.sqlite.vectorstore import Embedded
-from robot_mcp_memory.search.vectors import KeyFilter
+from robot_mcp_memory.experiences.ports import (
+    Decide,
+    Embedded,
+    MemoryRepository,
+    MemoryVectors,
+    Probe,
+    Scope,
+    Transaction,
+)
+from robot_mcp_memory.experiences.recall import Hit, Mode, Recalled
+from robot_mcp_memory.search import segment
 from robot_mcp_memory.tenancy.policy import Policy
 from robot_mcp_memory.tenancy.principal import Principal
 
@@ -67,61 +68,10 @@ T = TypeVar("T")
 Out = TypeVar("Out", bound="int | dedup.Duplicate | MemoryError_")
 #: One item of `ExperienceService.learn_batch`: (insight, context, collection, session_id).
 BatchItem = tuple[str, "JsonArg", str, "str | None"]
-Mode = Literal["keyword", "hybrid", "filter"]
 JsonArg = Mapping[str, Any] | str | None
 MAX_SESSION_ID = 64
-#: Hybrid recall: candidates per list before reciprocal-rank fusion.
-HYBRID_POOL = 30
-#: Hybrid recall first takes these many × the pool of nearest memories of the visible robots, in
-#: turn, and keeps those passing the filters; only when fewer than the pool pass even the widest
-#: does it make the filter's mask (`filter_repo`: reading every memory in scope once, ~3 ms at
-#: 10,000 memories and ~60–80 ms at 100,000 with a `context_filter`) and rank among the memories
-#: it allows — exact either way. A filter passed by one memory in ten is mostly answered by the
-#: second probe.
-PROBE_FACTORS = (4, 32)
-#: Among the memories a filter's mask allows (`filter_repo`), the first round takes this many ×
-#: the pool of nearest (then eight times as many each round): nearly all of them pass every filter
-#: (the mask knows the collection, the context filter, robots and who is active; not confidence).
-MASK_ROUND_FACTOR = 2
-#: No round among what a mask allows takes more than this many: past it (the mask allows far more
-#: than pass — a high min_confidence), every id in scope is read, as without a mask.
-MASK_ROUNDS_UP_TO = 4096
-MIN_COSINE = fusion.MIN_COSINE
 #: Semantic dedup: how many nearest same-facts memories are compared.
 DEDUP_NEIGHBOURS = 5
-
-
-class MemoryVectors(Protocol):
-    """The seam for embedding search (`vector_repo.MemoryVectorIndex`). With none, recall is
-    keyword-only and dedup skips its semantic stage.
-
-    - `embed` makes (model id, unit vector) per text, None each when the embedder is off or down.
-      Blocking: the service runs it off the event loop, before a write is queued — unless
-      `would_embed` says it would answer None anyway (no thread hop then).
-    - `nearest` ranks by cosine **only among `within`** (ids that passed every filter in SQL, read
-      in the same snapshot `conn`); None when no vector of the query's model is stored yet.
-      `nearest_any` ranks among the memories of some robots — and, given `ids`, those it allows
-      (a filter's `filter_repo.Mask`) — before any other filter (recall checks its answer in SQL).
-    - `write` stores a memory's vector inside the memory's own write transaction (None: deletes
-      an old one, now stale); `written` hears of the commit (new vectors, forgotten ids).
-    - `weights` (keyword, vector) and `k`: the weighted reciprocal-rank fusion."""
-
-    weights: tuple[float, float]
-    k: int
-
-    def would_embed(self) -> bool: ...
-
-    def embed(self, texts: Sequence[str]) -> list[Embedded | None]: ...
-
-    def nearest(self, conn: Any, query: Embedded, k: int, within: Sequence[int]) -> list[tuple[int, float]] | None: ...
-
-    def nearest_any(
-        self, conn: Any, query: Embedded, k: int, robots: Collection[str] | None, ids: KeyFilter | None = None
-    ) -> list[tuple[int, float]] | None: ...
-
-    def write(self, conn: Any, memory_id: int, embedded: Embedded | None) -> None: ...
-
-    def written(self, changes: Sequence[tuple[int, str, Embedded | None]], forgotten: Sequence[int] = ()) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -138,20 +88,6 @@ class Learned:
     scope: dict[str, list[str]] = field(default_factory=dict)
     embedded: bool = False  # a vector was stored with it (created, with an embedder up)
     has_data: bool = False  # a perception stored with data (once decoded: data='null' is none)
-
-
-@dataclass(frozen=True)
-class Hit:
-    memory: Experience
-    score: float  # normalised: the best hit is 1.0
-    confidence: float  # decayed at read time
-    distance: float | None = None
-
-
-@dataclass(frozen=True)
-class Recalled:
-    hits: list[Hit]
-    mode: Mode
 
 
 @dataclass(frozen=True)
@@ -185,7 +121,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 class ExperienceService:
     def __init__(
         self,
-        store: ExperienceStore,
+        store: MemoryRepository,
         policy: Policy,
         *,
         default_robot: str = "unknown",
@@ -249,33 +185,33 @@ class ExperienceService:
         v = self.vectors
         if v is None or vec is None:
             return ()
-        found = await self.store.read(lambda c: v.nearest(c, vec, DEDUP_NEIGHBOURS, storage.same_facts_ids(c, new)))
+        found = await self.store.snapshot(lambda s: v.nearest(s, vec, DEDUP_NEIGHBOURS, s.same_facts_ids(new)))
         return tuple(found or ())
 
     async def _write_memories(
-        self, job: Callable[[Any], list[Out]], robot: str, vecs: Sequence[Embedded | None]
+        self, job: Callable[[Transaction], list[Out]], robot: str, vecs: Sequence[Embedded | None]
     ) -> list[Out]:
         """`job` (an outcome per vector, in order: a written memory's id or a duplicate; none when
         it found nothing to change), with each written memory's vector stored in the same
         transaction and the in-memory index patched after the commit."""
         v = self.vectors
         if v is None:
-            return await self.store.write(job)
+            return await self.store.transaction(job)
 
-        def txn(c: Any) -> list[Out]:
-            outs = job(c)
+        def txn(t: Transaction) -> list[Out]:
+            outs = job(t)
             for out, vec in zip(outs, vecs, strict=False):
                 if isinstance(out, int):
-                    v.write(c, out, vec)
+                    v.write(t, out, vec)
             return outs
 
         def after(outs: list[Out]) -> None:
             v.written([(o, robot, vec) for o, vec in zip(outs, vecs, strict=False) if isinstance(o, int)])
 
-        return await self.store.write_then(txn, after)
+        return await self.store.transaction_then(txn, after)
 
     async def _visible_memory(self, principal: Principal, mid: int) -> Experience:
-        exp = await self.store.read(lambda c: storage.select_one(c, mid))
+        exp = await self.store.snapshot(lambda s: s.select_one(mid))
         if exp is None or not self.policy.can_see(principal, exp.robot):
             raise NotFound(f"no memory with id {mid}; recall shows the memories you can use")
         return exp
@@ -306,7 +242,7 @@ class ExperienceService:
         (vec,) = await self._embed([text])
         probe = Probe(probe.content_hash, await self._semantic(new, vec))
         now = time.time()
-        (out,) = await self._write_memories(lambda c: [storage.learn(c, new, probe, decide, now)], robot, [vec])
+        (out,) = await self._write_memories(lambda t: [t.learn(new, probe, decide, now)], robot, [vec])
         return self._learned(new, out)
 
     async def learn_many(
@@ -359,11 +295,11 @@ class ExperienceService:
         vecs = await self._embed([p[0].content for _, p in prepared])
         now = time.time()
 
-        def job(c: Any) -> list[int | dedup.Duplicate | MemoryError_]:
+        def job(t: Transaction) -> list[int | dedup.Duplicate | MemoryError_]:
             outs: list[int | dedup.Duplicate | MemoryError_] = []
             for i, (new, probe, decide) in prepared:
                 try:
-                    outs.append(storage.learn(c, new, probe, decide, now))
+                    outs.append(t.learn(new, probe, decide, now))
                 except (NotFound, Conflict) as exc:  # the session check, before anything of the item is written
                     refusal = type(exc)(f"item {label[i]}: {exc.detail}")
                     if not report:
@@ -440,7 +376,7 @@ class ExperienceService:
         ) -> dedup.Duplicate | None:
             return dedup.Duplicate(exact[0].id, "exact", 1.0) if exact else None
 
-        (out,) = await self._write_memories(lambda c_: [storage.learn(c_, new, probe, exact_only, now)], robot, vecs)
+        (out,) = await self._write_memories(lambda t: [t.learn(new, probe, exact_only, now)], robot, vecs)
         learned = self._learned(new, out)
         embedded = vecs[0] is not None and self.vectors is not None and isinstance(out, int)
         # what was stored decides, not the argument: data='null' (JSON null) stores none
@@ -478,10 +414,10 @@ class ExperienceService:
             min_confidence=min_confidence,
             now=time.time(),
             session_id=_session_arg(session_id),
-            condition=compile_filter(spec, "m.context"),
+            context_filter=parse_filter(spec),
             spatial=parse_spatial(spatial_sort),
         )
-        result = await self._search(scope, query, n, include_data)
+        result = await recall.search(self.store, self.vectors, self._embed, scope, query, n, include_data)
         if result.hits:
             self.store.touch((h.memory.id for h in result.hits), scope.now)
         return Recalled(self._shown(principal, result.hits), result.mode)
@@ -490,161 +426,6 @@ class ExperienceService:
         """`hits` as `principal` may see them (`Policy.sees_activity`)."""
         see = self.policy.sees_activity
         return [h if see(principal, h.memory.robot) else replace(h, memory=h.memory.without_activity()) for h in hits]
-
-    async def _search(self, scope: Scope, query: str, n: int, include_data: bool) -> Recalled:
-        match = segment.match_phrases(query) if query.strip() else None
-        if query.strip() and not match:
-            return Recalled([], "keyword")  # punctuation only: nothing to search for
-        if match is not None and self.vectors is not None:
-            hybrid = await self._hybrid(scope, query, match, n, include_data)
-            if hybrid is not None:
-                return hybrid
-        hits = await self._ranked(scope, match, n, include_data)
-        return Recalled(hits, "keyword" if match is not None else "filter")
-
-    async def _ranked(self, scope: Scope, match: Sequence[str] | None, n: int, include_data: bool) -> list[Hit]:
-        """Keyword or filter-only ranking, entirely in SQL (with spatial_sort, by the blend of
-        relevance and proximity, computed over every match in one pass)."""
-        sp = scope.spatial
-        order: Order = "score" if sp is None else "blend"
-        cover, kw, masks = self.store.covering, self.store.keywords, self.store.filters
-        rows = await self.store.read(
-            lambda c: ranking_repo.rank(c, scope, match, order, n, include_data, cover, kw, masks)
-        )
-        return _normalised([(r, r.score if r.blend is None else r.blend) for r in rows], sp)
-
-    async def _hybrid(
-        self, scope: Scope, query: str, match: Sequence[str], n: int, include_data: bool
-    ) -> Recalled | None:
-        """Keyword and vector lists, both within the filters (the vector list ranks only the ids
-        that passed every filter in SQL, in the same snapshot), each ordered by relevance × the
-        experience weight (source × (0.5 + 0.5 × decayed confidence)) as keyword recall orders
-        its matches, fused by weighted RRF; then the spatial blend and normalisation. None when
-        no query vector or no stored vector exists: the caller runs keyword recall and says so."""
-        v = self.vectors
-        assert v is not None
-        if not v.would_embed():
-            return None
-        pool = max(HYBRID_POOL, 3 * n)
-        cover, kw, masks = self.store.covering, self.store.keywords, self.store.filters
-        sp = scope.spatial
-        early: list[Weighed] | None = None
-        if sp is None and not self.store.blocking:
-            # The query's embedding (a worker thread) and the keyword list (a reader) need nothing
-            # of each other: run them together (~1.3 ms of ~5.6 at 10,000 memories). The list
-            # comes from an earlier snapshot than the vector list, so `read` re-applies every
-            # filter to its memories in its own.
-            keyword_list = self.store.read(lambda c: ranking_repo.weighed(c, scope, match, pool, cover, kw, masks))
-            (qvec,), early = await asyncio.gather(self._embed([query]), keyword_list)
-        else:
-            (qvec,) = await self._embed([query])
-        if qvec is None:
-            return None
-
-        def nearest(c: Any) -> list[tuple[int, float]] | None:
-            """The `pool` nearest memories passing every filter. Exact: when at least `pool` of
-            the `wide` nearest pass, no passing memory ranked below them can be nearer; when
-            `wide` holds every vector of those robots, nothing was left out.
-
-            The nearest of every robot's come first, as long as the filter has no mask
-            (`filter_repo`); when too few of them pass, the filter's mask is made — by reading
-            every context once — and from then on the nearest are taken among the memories it
-            allows (`within`), kept current through the change log."""
-            sessionless = ranking_repo.maskable(scope)
-            mask = masks.mask(c, scope.collection, scope.condition, make="no") if sessionless else None
-            if mask is not None:
-                return within(c, mask)
-            probe = v.nearest_any(c, qvec, PROBE_FACTORS[-1] * pool, scope.visible)  # one product, every probe
-            if probe is None:
-                return None
-            passing: set[int] = set()
-            checked = 0
-            for factor in PROBE_FACTORS:
-                head = probe[: factor * pool]
-                passing |= ranking_repo.ids_passing(c, scope, [m for m, _ in head[checked:]], covering=cover)
-                checked = len(head)
-                kept = [(m, cos) for m, cos in head if m in passing]
-                if len(kept) >= pool or len(head) < factor * pool:
-                    return kept[:pool]
-            mask = masks.mask(c, scope.collection, scope.condition, make="now") if sessionless else None
-            if mask is None:  # in a session, or ids that suit no array (in the billions): every id in scope
-                return v.nearest(c, qvec, pool, ranking_repo.ids_in_scope(c, scope, covering=cover))
-            return within(c, mask)
-
-        def within(c: Any, mask: Mask) -> list[tuple[int, float]] | None:
-            """The `pool` nearest passing every filter, among the memories `mask` allows (of the
-            visible robots): each round the nearest `wide` of them, checked in SQL, until `pool`
-            pass or none is left — exact, as every memory passing the filters is among those the
-            mask allows."""
-            wide, checked = MASK_ROUND_FACTOR * pool, 0
-            passing: set[int] = set()
-            allowed = mask.allowing(scope.visible)  # the robots as the table has them, not the vectors' filing
-            while True:
-                head = v.nearest_any(c, qvec, wide, None, allowed)
-                if head is None:
-                    return None
-                passing |= ranking_repo.ids_passing(c, scope, [m for m, _ in head[checked:]], covering=cover)
-                checked = len(head)
-                kept = [(m, cos) for m, cos in head if m in passing]
-                if len(kept) >= pool or len(head) < wide:
-                    return kept[:pool]
-                wide *= 8
-                if wide > MASK_ROUNDS_UP_TO:  # what the mask allows mostly fails the rest (a confidence)
-                    return v.nearest(c, qvec, pool, ranking_repo.ids_in_scope(c, scope, covering=cover))
-
-        top = fusion.best_possible(v.weights, v.k) or 1.0
-
-        def fuse(
-            keyword: Sequence[int], vec: Sequence[tuple[int, float]], weight: Mapping[int, float]
-        ) -> dict[str, float]:
-            vec_order = sorted(
-                ((m, max(cos, 0.0) * weight[m]) for m, cos in vec if cos >= MIN_COSINE and m in weight),
-                key=lambda x: (-x[1], -x[0]),
-            )
-            return fusion.rrf([[str(m) for m in keyword], [str(m) for m, _ in vec_order]], v.weights, v.k)
-
-        def read(c: Any) -> list[tuple[Ranked, float]] | None:
-            vec = nearest(c)
-            if vec is None:
-                return None
-            if sp is None:  # fused on numbers; only the `n` kept have their rows read
-                if early is None:
-                    keyword = ranking_repo.weighed(c, scope, match, pool, cover, kw, masks)
-                    known = {w.id: w for w in keyword}
-                    extra = [m for m, cos in vec if m not in known and cos >= MIN_COSINE]
-                    known.update((w.id, w) for w in ranking_repo.weighed_ids(c, scope, extra, cover))
-                else:  # from the earlier snapshot: every candidate is checked again in this one
-                    ids = {w.id for w in early} | {m for m, cos in vec if cos >= MIN_COSINE}
-                    known = {w.id: w for w in ranking_repo.weighed_ids(c, scope, ids, cover)}
-                    keyword = [replace(known[w.id], relevance=w.relevance) for w in early if w.id in known]
-                    known.update((w.id, w) for w in keyword)
-                fused = fuse([w.id for w in keyword], vec, {m: w.weight for m, w in known.items()})
-                best = sorted(((int(ref), value / top) for ref, value in fused.items()), key=lambda x: (-x[1], -x[0]))
-                rows = storage.rows_of(c, [m for m, _ in best[:n]], include_data)
-                return [(known[m].ranked(rows[m]), s) for m, s in best[:n] if m in rows]
-            # spatial_sort blends in each candidate's distance, read from its context
-            ranked = ranking_repo.rank(c, scope, match, "score", pool, include_data, cover, kw, masks)
-            rows_by = {r.memory.id: r for r in ranked}
-            # and the `n` keyword matches best by the blend itself (keyword recall's spatial order,
-            # exact over every match): a near one ranked low by score alone was never a candidate,
-            # so weight 1 ("by distance alone") missed the nearest matches
-            for r in ranking_repo.rank(c, scope, match, "blend", n, include_data, cover):
-                rows_by.setdefault(r.memory.id, r)
-            extra = [m for m, cos in vec if m not in rows_by and cos >= MIN_COSINE]
-            rows_by.update((r.memory.id, r) for r in ranking_repo.by_ids(c, scope, extra, include_data))
-            fused = fuse([r.memory.id for r in ranked], vec, {m: _weight(r) for m, r in rows_by.items()})
-            fused.update((str(m), 0.0) for m in rows_by if str(m) not in fused)  # blended in by proximity
-            scored = [(rows_by[int(ref)], value / top) for ref, value in fused.items()]
-            if scored:
-                most = max(s for _, s in scored) or 1.0
-                scored = [(r, _blend(sp, s / most, r.dist2)) for r, s in scored]
-            scored.sort(key=lambda x: (-x[1], -x[0].memory.id))
-            return scored[:n]
-
-        scored = await self.store.read(read)
-        if scored is None:
-            return None
-        return Recalled(_normalised(scored, sp), "hybrid")
 
     # ------------------------------------------------------------------ forget / update / get
     async def get(self, principal: Principal, mid: int) -> Experience:
@@ -658,16 +439,16 @@ class ExperienceService:
         now = time.time()
         v = self.vectors
         if v is None:
-            done = await self.store.write(lambda c: storage.forget(c, mid, why, now))
+            done = await self.store.transaction(lambda t: t.forget(mid, why, now))
         else:
 
-            def forget(c: Any) -> bool:
-                ok = storage.forget(c, mid, why, now)
+            def forget(t: Transaction) -> bool:
+                ok = t.forget(mid, why, now)
                 if ok:
-                    v.write(c, mid, None)  # out of every recall: its vector too
+                    v.write(t, mid, None)  # out of every recall: its vector too
                 return ok
 
-            done = await self.store.write_then(forget, lambda ok: v.written([], [mid] if ok else []))
+            done = await self.store.transaction_then(forget, lambda ok: v.written([], [mid] if ok else []))
         if not done:
             raise NotFound(f"memory {mid} is no longer active")
         return exp
@@ -722,14 +503,14 @@ class ExperienceService:
 
         replaced = [old.content]  # the content this update replaced, as its transaction found it
 
-        def write(c: Any) -> list[int | dedup.Duplicate]:
+        def write(t: Transaction) -> list[int | dedup.Duplicate]:
             target = new
-            current = storage.select_one(c, mid)  # a concurrent update may have changed it
+            current = t.select_one(mid)  # a concurrent update may have changed it
             if current is not None:
                 replaced[0] = current.content
                 if keep and current.context != ctx:  # "keep the context": as it is now, in this transaction
                     target = build(dict(current.context))
-            return [mid] if storage.update(c, mid, target, now, keep_user_tags=keep) else []
+            return [mid] if t.update(mid, target, now, keep_user_tags=keep) else []
 
         (vec,) = await self._embed([text])
         now = time.time()
@@ -749,12 +530,12 @@ class ExperienceService:
             context=parse_context(context),
             started_at=time.time(),
         )
-        await self.store.write(lambda c: storage.insert_session(c, s))
+        await self.store.transaction(lambda t: t.insert_session(s))
         return s
 
     async def get_session(self, principal: Principal, session_id: str) -> Session:
         sid = _session_arg(session_id) or ""
-        s = await self.store.read(lambda c: storage.select_session(c, sid))
+        s = await self.store.snapshot(lambda at: at.select_session(sid))
         if s is None or not self.policy.can_see(principal, s.robot):
             raise NotFound(f"no session '{session_id}'; start_session returns a session_id to use")
         return s
@@ -773,7 +554,7 @@ class ExperienceService:
         if principal.robot_id is not None and s.robot != principal.robot_id:
             raise Forbidden(f"session '{session_id}' belongs to {s.robot}; a robot can only end its own sessions")
         now = time.time()
-        ended = await self.store.write(lambda c: storage.end_session(c, s.id, outcome_score, now, consolidate.plan))
+        ended = await self.store.transaction(lambda t: t.end_session(s.id, outcome_score, now, consolidate.plan))
         if ended is None:
             raise Conflict(f"session '{session_id}' has already ended")
         hits = await self._related(principal, s, related) if related else []
@@ -783,7 +564,7 @@ class ExperienceService:
         """Proactive recall for the next episode: the collection's memories closest to this
         session's context and learnings, outside the session itself — none for an episode with
         neither (not the collection's most confident memories, which relate to nothing)."""
-        own = await self.store.read(lambda c: storage.session_text(c, s.id))
+        own = await self.store.snapshot(lambda at: at.session_text(s.id))
         match = segment.match_phrases(" ".join([*_values(s.context), own]))
         if not match:
             return []
@@ -794,7 +575,7 @@ class ExperienceService:
             now=time.time(),
             exclude_session=s.id,
         )
-        return await self._ranked(scope, match, n, False)
+        return await recall.ranked(self.store, scope, match, n, False)
 
 
 # ---------------------------------------------------------------------------- pure helpers
@@ -820,37 +601,6 @@ def _values(ctx: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _weight(r: Ranked) -> float:
-    """A ranked memory's experience weight: source × (0.5 + 0.5 × decayed confidence)."""
-    return r.score / r.relevance if r.relevance else 0.0
-
-
-def _blend(sp: Spatial, relevance: float, dist2: float | None) -> float:
-    return (1.0 - sp.weight) * relevance + sp.weight * sp.proximity(dist2)
-
-
-def _distance(r: Ranked, sp: Spatial) -> float | None:
-    """What recall reports: the square root of the ranking's squared distance, or — where that
-    square overflowed to infinity — the distance itself, read from the context (`distance_of`)."""
-    d2 = r.dist2
-    if d2 is not None and math.isfinite(d2):
-        return math.sqrt(max(0.0, d2))
-    return distance_of(r.memory.context, sp)
-
-
-def _normalised(scored: Sequence[tuple[Ranked, float]], sp: Spatial | None) -> list[Hit]:
-    best = max((s for _, s in scored), default=0.0)
-    return [
-        Hit(
-            r.memory,
-            round(s / best, 6) if best > 0 else 0.0,
-            r.confidence,
-            None if sp is None or r.dist2 is None else _distance(r, sp),
-        )
-        for r, s in scored
-    ]
-
-
 __all__ = [
     "BatchItem",
     "EndedSession",
@@ -858,6 +608,7 @@ __all__ = [
     "Hit",
     "Learned",
     "MemoryVectors",
+    "Mode",
     "Recalled",
     "Updated",
     "run_sync",

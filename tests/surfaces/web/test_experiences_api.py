@@ -158,10 +158,14 @@ async def test_a_timeline_counts_as_the_list_does_and_opens_imported_session_ids
     await arrange(secured, secured_memory)
     exp = secured_memory.experiences
     monkeypatch.setattr(browse, "MAX_TIMELINE", 2)
-    await exp.store.write(lambda c: storage.insert_session(c, Session("ep 1", "a1", "kitchen", {}, 1.0)))
+    await secured_memory.experience_store.write(
+        lambda c: storage.insert_session(c, Session("ep 1", "a1", "kitchen", {}, 1.0))
+    )
     for n in range(3):
         await exp.learn(A1, f"the door sticks on try {n}", {"task": {"success": 0}}, "kitchen", "ep 1")
-    await exp.store.write(lambda c: storage.insert_session(c, Session("runs/2024/ep 2", "a1", "kitchen", {}, 1.0)))
+    await secured_memory.experience_store.write(
+        lambda c: storage.insert_session(c, Session("runs/2024/ep 2", "a1", "kitchen", {}, 1.0))
+    )
     await exp.learn(A1, "the gripper slips", {}, "kitchen", "runs/2024/ep 2")
     async with secured(ADMIN) as c:
         listed = {s["id"]: s for s in (await ok(await c.get("/api/sessions")))["sessions"]}
@@ -189,7 +193,7 @@ async def test_a_robot_is_not_shown_when_other_groups_recall_a_fleet_wide_memory
     ids = await arrange(secured, secured_memory)
     exp = secured_memory.experiences
     shared = (await exp.learn(Principal("stdio"), "the hydraulic press on line 7 needs 2 s to settle")).memory_id
-    await secured_memory.experiences.store.write(
+    await secured_memory.experience_store.write(
         lambda c: c.execute("UPDATE memories SET robot = 'shared' WHERE id = ?", (shared,))
     )
     for _ in range(3):
@@ -198,7 +202,7 @@ async def test_a_robot_is_not_shown_when_other_groups_recall_a_fleet_wide_memory
         assert found.hits[0].memory.access_count is None
     own = await exp.recall(A1, "blue mug", collection="kitchen")
     assert own.hits[0].memory.access_count is not None  # its own group's memory: shown
-    pending = exp.store.access.flush()
+    pending = secured_memory.experience_store.access.flush()
     assert pending is not None
     await asyncio.wrap_future(pending)
     async with secured(TOKENS["a1"]) as c:

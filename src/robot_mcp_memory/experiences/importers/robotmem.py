@@ -70,6 +70,7 @@ from robot_mcp_memory.experiences.model import (
 )
 from robot_mcp_memory.experiences.service import ExperienceService
 from robot_mcp_memory.experiences.sqlite import storage
+from robot_mcp_memory.experiences.sqlite.repository import SqliteMemories
 from robot_mcp_memory.tenancy.tokens import ROBOT_RE
 
 Progress = Callable[[int, int], None]
@@ -901,13 +902,20 @@ async def import_robotmem(
         source.close()
 
 
+def _sqlite_store(svc: ExperienceService) -> storage.ExperienceStore:
+    """The SQLite store behind `svc`: the import writes its rows (and keeps their ids) directly."""
+    if not isinstance(svc.store, SqliteMemories):
+        raise TypeError("the robotmem import writes to the SQLite experience store")
+    return svc.store.store
+
+
 async def _run(
     svc: ExperienceService, source: RobotmemFile, robot: str, prefix: str, progress: Progress | None, page: int
 ) -> ImportReport:
     now = time.time()
     source.snapshot()
     report = ImportReport(str(source.path), robot, total_memories=source.count_memories())
-    store = svc.store
+    store = _sqlite_store(svc)
 
     # Sessions first: memories point at them.
     src_sessions = source.sessions()

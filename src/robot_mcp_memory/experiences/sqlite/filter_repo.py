@@ -14,7 +14,7 @@ before a mask answers.
 A mask is a superset, never the answer itself: it knows nothing of confidence or sessions, and an
 id it cannot vouch for is allowed — past its end, or without an index entry (a row inserted by
 hand without one is logged by no trigger). Its users check what it proposes against every filter
-in SQL (`service._hybrid`, `ranking_repo`).
+in SQL (`recall.hybrid`, `ranking_repo`).
 """
 
 from __future__ import annotations

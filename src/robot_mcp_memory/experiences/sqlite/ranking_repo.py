@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 import sqlite3
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -22,8 +22,8 @@ import numpy as np
 import numpy.typing as npt
 
 from robot_mcp_memory import jsonvalue
-from robot_mcp_memory.experiences.filters import json_path, parse_path
-from robot_mcp_memory.experiences.model import DECAY_FLOOR, HALF_LIFE_S, MAX_SOURCE_WEIGHT, Spatial
+from robot_mcp_memory.experiences.filters import json_path
+from robot_mcp_memory.experiences.model import DECAY_FLOOR, HALF_LIFE_S, MAX_SOURCE_WEIGHT, Spatial, dist2_of
 from robot_mcp_memory.experiences.ports import Order, Ranked, Weighed
 from robot_mcp_memory.experiences.sqlite.filter_repo import FilterMasks, Mask
 from robot_mcp_memory.experiences.sqlite.filter_sql import Condition
@@ -60,48 +60,6 @@ def _dist2(spatial: Spatial | None) -> tuple[str, list[Any]]:
         )
         params.extend([p, p, x])
     return f"({' + '.join(squares)})", params
-
-
-def _offsets(context: Mapping[str, Any], spatial: Spatial) -> list[float] | None:
-    """Each coordinate at `spatial.path` minus its target (same rules as `_dist2`: every
-    coordinate numeric); an offset too large for a float is infinite."""
-    value: Any = context
-    for seg in parse_path(spatial.path, "spatial_sort.field"):  # as `_dist2`'s JSON path reads it
-        if isinstance(seg, int) and isinstance(value, list) and seg < len(value):
-            value = value[seg]
-        elif isinstance(seg, str) and isinstance(value, Mapping):
-            value = value.get(seg)
-        else:
-            return None
-    if not isinstance(value, list) or len(value) < len(spatial.target):
-        return None
-    out = []
-    for v, t in zip(value, spatial.target, strict=False):
-        if isinstance(v, bool) or not isinstance(v, int | float):
-            return None
-        try:
-            out.append(float(v) - float(t))
-        except OverflowError:  # an integer past the float range
-            out.append(math.inf)
-    return out
-
-
-def dist2_of(context: Mapping[str, Any], spatial: Spatial) -> float | None:
-    """`_dist2` in Python, for the few rows a ranking kept. Float products, so a square past the
-    float range is infinite (as SQLite's ``pow`` makes it) rather than an OverflowError."""
-    offsets = _offsets(context, spatial)
-    return None if offsets is None else sum(d * d for d in offsets)
-
-
-def distance_of(context: Mapping[str, Any], spatial: Spatial) -> float | None:
-    """The Euclidean distance recall reports: ``math.hypot`` does not overflow where the squares
-    do (a coordinate of 1e200 is 1e200 away, not infinitely far); None when it is past the
-    float range too, or the memory has no such coordinates (JSON cannot carry an infinity)."""
-    offsets = _offsets(context, spatial)
-    if offsets is None:
-        return None
-    d = math.hypot(*offsets)
-    return d if math.isfinite(d) else None
 
 
 #: Keyword recall joins to their rows only the matches that can reach the top: the `n`-th best

@@ -22,10 +22,12 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from robot_mcp_memory import logs
+from robot_mcp_memory.experiences.ports import Embedded, Snapshot, Transaction
+from robot_mcp_memory.experiences.sqlite.repository import connection_of
 from robot_mcp_memory.search import fusion
 from robot_mcp_memory.search.resilient import ResilientEmbedder
 from robot_mcp_memory.search.sqlite import vectorstore
-from robot_mcp_memory.search.sqlite.vectorstore import Backfiller, Embedded, Progress, VectorCache
+from robot_mcp_memory.search.sqlite.vectorstore import Backfiller, Progress, VectorCache
 from robot_mcp_memory.search.vectors import ExactIndex, KeyFilter
 from robot_mcp_memory.storage.sqlite import SqliteStore
 
@@ -102,19 +104,17 @@ class MemoryVectorIndex:
         index = self.cache.index(conn, DOMAIN, query[0])
         return None if index is None or index.dim != query[1].shape[0] else index
 
-    def nearest(
-        self, conn: sqlite3.Connection, query: Embedded, k: int, within: Sequence[int]
-    ) -> list[tuple[int, float]] | None:
+    def nearest(self, at: Snapshot, query: Embedded, k: int, within: Sequence[int]) -> list[tuple[int, float]] | None:
         """Top `k` (memory id, cosine) among `within` only; None when no vector of the query's
         model is stored yet (search then runs keyword-only and says so)."""
-        index = self._index(conn, query)
+        index = self._index(connection_of(at), query)
         if index is None:
             return None
         return [(int(ref), cos) for ref, cos in index.search_among(query[1], k, map(str, within))]
 
     def nearest_any(
         self,
-        conn: sqlite3.Connection,
+        at: Snapshot,
         query: Embedded,
         k: int,
         robots: Collection[str] | None,
@@ -123,13 +123,14 @@ class MemoryVectorIndex:
         """Top `k` (memory id, cosine) among the memories of `robots` (all with None) — and,
         with `ids`, those it allows (`filter_repo.Mask.allows`) — before any other filter; None
         when no vector of the query's model is stored yet."""
-        index = self._index(conn, query)
+        index = self._index(connection_of(at), query)
         if index is None:
             return None
         return [(int(ref), cos) for ref, cos in index.search(query[1], k, robots, ids)]
 
-    def write(self, conn: sqlite3.Connection, memory_id: int, embedded: Embedded | None) -> None:
+    def write(self, at: Transaction, memory_id: int, embedded: Embedded | None) -> None:
         """In the memory's write transaction: its new vector, or none (an old one would be stale)."""
+        conn = connection_of(at)
         if embedded is None:
             vectorstore.delete(conn, DOMAIN, str(memory_id))
         else:

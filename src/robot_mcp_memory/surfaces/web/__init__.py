@@ -144,7 +144,7 @@ def _register_experiences(api: Api, ctx: WebContext) -> ExperienceBrowser:
     """The experience memory's endpoints (and the dashboard's Experiences and Sessions pages);
     returns the read-only browser they share with the Robots report."""
     service = ctx.memory.experiences
-    browser = ExperienceBrowser(service.store, ctx.memory.policy)
+    browser = ExperienceBrowser(ctx.memory.memories, ctx.memory.policy)
     experiences.register(api, ctx, service, browser)
     return browser
 

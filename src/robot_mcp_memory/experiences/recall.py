@@ -1,0 +1,283 @@
+"""Recall planning, backend-neutral: keyword or filter-only lists, and hybrid recall — candidate
+pools, the probes of the vector index within the filters, weighted reciprocal-rank fusion, the
+cosine floor, the spatial blend and normalisation. It reads through the ports only
+(`MemoryRepository.snapshot`, `RecallIndex`, `MemoryVectors`); a backend supplies the ranked
+lists and the checks, never the plan.
+
+Invariants:
+
+- Filters act before ranking: the vector list ranks only ids the index says pass the scope, read
+  in the same snapshot as the keyword list it is fused with (or re-checked there, when the keyword
+  list came from an earlier one).
+- Exact: a probe of the nearest stops only when at least `pool` of them pass, or when it held
+  every vector it could; past that, every id in scope is ranked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from robot_mcp_memory.experiences.model import Experience, Spatial, distance_of
+from robot_mcp_memory.experiences.ports import (
+    Embedded,
+    Mask,
+    MemoryRepository,
+    MemoryVectors,
+    Order,
+    Ranked,
+    Scope,
+    Snapshot,
+    Weighed,
+)
+from robot_mcp_memory.search import fusion, segment
+
+Mode = Literal["keyword", "hybrid", "filter"]
+#: Makes query (or memory) vectors off the event loop: `ExperienceService._embed`.
+Embed = Callable[[Sequence[str]], Awaitable[list[Embedded | None]]]
+#: Hybrid recall: candidates per list before reciprocal-rank fusion.
+HYBRID_POOL = 30
+#: Hybrid recall first takes these many × the pool of nearest memories of the visible robots, in
+#: turn, and keeps those passing the filters; only when fewer than the pool pass even the widest
+#: does it make the filter's mask (reading every memory in scope once: the slow step, tens of
+#: milliseconds at 100,000 memories) and rank among the memories it allows — exact either way.
+#: A filter passed by one memory in ten is mostly answered by the second probe.
+PROBE_FACTORS = (4, 32)
+#: Among the memories a filter's mask allows, the first round takes this many × the pool of
+#: nearest (then eight times as many each round): nearly all of them pass every filter (the mask
+#: knows the collection, the context filter, robots and who is active; not confidence).
+MASK_ROUND_FACTOR = 2
+#: No round among what a mask allows takes more than this many: past it (the mask allows far more
+#: than pass — a high min_confidence), every id in scope is read, as without a mask.
+MASK_ROUNDS_UP_TO = 4096
+MIN_COSINE = fusion.MIN_COSINE
+
+
+@dataclass(frozen=True)
+class Hit:
+    memory: Experience
+    score: float  # normalised: the best hit is 1.0
+    confidence: float  # decayed at read time
+    distance: float | None = None
+
+
+@dataclass(frozen=True)
+class Recalled:
+    hits: list[Hit]
+    mode: Mode
+
+
+async def search(
+    memories: MemoryRepository,
+    vectors: MemoryVectors | None,
+    embed: Embed,
+    scope: Scope,
+    query: str,
+    n: int,
+    include_data: bool,
+) -> Recalled:
+    """Recall's plan: hybrid when a query, an embedder and stored vectors allow it; else keyword
+    (a query) or filter-only (none)."""
+    match = segment.match_phrases(query) if query.strip() else None
+    if query.strip() and not match:
+        return Recalled([], "keyword")  # punctuation only: nothing to search for
+    if match is not None and vectors is not None:
+        found = await hybrid(memories, vectors, embed, scope, query, match, n, include_data)
+        if found is not None:
+            return found
+    hits = await ranked(memories, scope, match, n, include_data)
+    return Recalled(hits, "keyword" if match is not None else "filter")
+
+
+async def ranked(
+    memories: MemoryRepository, scope: Scope, match: Sequence[str] | None, n: int, include_data: bool
+) -> list[Hit]:
+    """Keyword or filter-only ranking, entirely in the index (with spatial_sort, by the blend of
+    relevance and proximity, computed over every match in one pass)."""
+    sp = scope.spatial
+    order: Order = "score" if sp is None else "blend"
+    rows = await memories.snapshot(lambda s: s.rank(scope, match, order, n, include_data))
+    return normalised([(r, r.score if r.blend is None else r.blend) for r in rows], sp)
+
+
+async def hybrid(
+    memories: MemoryRepository,
+    v: MemoryVectors,
+    embed: Embed,
+    scope: Scope,
+    query: str,
+    match: Sequence[str],
+    n: int,
+    include_data: bool,
+) -> Recalled | None:
+    """Keyword and vector lists, both within the filters (the vector list ranks only the ids
+    that passed every filter, in the same snapshot), each ordered by relevance × the experience
+    weight (source × (0.5 + 0.5 × decayed confidence)) as keyword recall orders its matches,
+    fused by weighted RRF; then the spatial blend and normalisation. None when no query vector
+    or no stored vector exists: the caller runs keyword recall and says so."""
+    if not v.would_embed():
+        return None
+    pool = max(HYBRID_POOL, 3 * n)
+    sp = scope.spatial
+    early: list[Weighed] | None = None
+    if sp is None and not memories.blocking:
+        # The query's embedding (a worker thread) and the keyword list (a reader) need nothing
+        # of each other: run them together. The list comes from an earlier snapshot than the
+        # vector list, so `read` re-applies every filter to its memories in its own.
+        keyword_list = memories.snapshot(lambda s: s.weighed(scope, match, pool))
+        (qvec,), early = await asyncio.gather(embed([query]), keyword_list)
+    else:
+        (qvec,) = await embed([query])
+    if qvec is None:
+        return None
+
+    def nearest(s: Snapshot) -> list[tuple[int, float]] | None:
+        """The `pool` nearest memories passing every filter. Exact: when at least `pool` of
+        the `wide` nearest pass, no passing memory ranked below them can be nearer; when
+        `wide` holds every vector of those robots, nothing was left out.
+
+        The nearest of every robot's come first, as long as the filter has no mask; when too
+        few of them pass, the filter's mask is made — by reading every context once — and from
+        then on the nearest are taken among the memories it allows (`within`)."""
+        mask = s.mask(scope, "no") if scope.maskable else None
+        if mask is not None:
+            return within(s, mask)
+        probe = v.nearest_any(s, qvec, PROBE_FACTORS[-1] * pool, scope.visible)  # one product, every probe
+        if probe is None:
+            return None
+        passing: set[int] = set()
+        checked = 0
+        for factor in PROBE_FACTORS:
+            head = probe[: factor * pool]
+            passing |= s.ids_passing(scope, [m for m, _ in head[checked:]])
+            checked = len(head)
+            kept = [(m, cos) for m, cos in head if m in passing]
+            if len(kept) >= pool or len(head) < factor * pool:
+                return kept[:pool]
+        mask = s.mask(scope, "now") if scope.maskable else None
+        if mask is None:  # in a session, or ids that suit no mask: every id in scope
+            return v.nearest(s, qvec, pool, s.ids_in_scope(scope))
+        return within(s, mask)
+
+    def within(s: Snapshot, mask: Mask) -> list[tuple[int, float]] | None:
+        """The `pool` nearest passing every filter, among the memories `mask` allows (of the
+        visible robots): each round the nearest `wide` of them, checked in the index, until
+        `pool` pass or none is left — exact, as every memory passing the filters is among those
+        the mask allows."""
+        wide, checked = MASK_ROUND_FACTOR * pool, 0
+        passing: set[int] = set()
+        allowed = mask.allowing(scope.visible)  # the robots as the table has them, not the vectors' filing
+        while True:
+            head = v.nearest_any(s, qvec, wide, None, allowed)
+            if head is None:
+                return None
+            passing |= s.ids_passing(scope, [m for m, _ in head[checked:]])
+            checked = len(head)
+            kept = [(m, cos) for m, cos in head if m in passing]
+            if len(kept) >= pool or len(head) < wide:
+                return kept[:pool]
+            wide *= 8
+            if wide > MASK_ROUNDS_UP_TO:  # what the mask allows mostly fails the rest (a confidence)
+                return v.nearest(s, qvec, pool, s.ids_in_scope(scope))
+
+    top = fusion.best_possible(v.weights, v.k) or 1.0
+
+    def fuse(keyword: Sequence[int], vec: Sequence[tuple[int, float]], weight: Mapping[int, float]) -> dict[str, float]:
+        vec_order = sorted(
+            ((m, max(cos, 0.0) * weight[m]) for m, cos in vec if cos >= MIN_COSINE and m in weight),
+            key=lambda x: (-x[1], -x[0]),
+        )
+        return fusion.rrf([[str(m) for m in keyword], [str(m) for m, _ in vec_order]], v.weights, v.k)
+
+    def read(s: Snapshot) -> list[tuple[Ranked, float]] | None:
+        vec = nearest(s)
+        if vec is None:
+            return None
+        if sp is None:  # fused on numbers; only the `n` kept have their rows read
+            if early is None:
+                keyword = s.weighed(scope, match, pool)
+                known = {w.id: w for w in keyword}
+                extra = [m for m, cos in vec if m not in known and cos >= MIN_COSINE]
+                known.update((w.id, w) for w in s.weighed_ids(scope, extra))
+            else:  # from the earlier snapshot: every candidate is checked again in this one
+                ids = {w.id for w in early} | {m for m, cos in vec if cos >= MIN_COSINE}
+                known = {w.id: w for w in s.weighed_ids(scope, ids)}
+                keyword = [replace(known[w.id], relevance=w.relevance) for w in early if w.id in known]
+                known.update((w.id, w) for w in keyword)
+            fused = fuse([w.id for w in keyword], vec, {m: w.weight for m, w in known.items()})
+            best = sorted(((int(ref), value / top) for ref, value in fused.items()), key=lambda x: (-x[1], -x[0]))
+            rows = s.rows_of([m for m, _ in best[:n]], include_data)
+            return [(known[m].ranked(rows[m]), s_) for m, s_ in best[:n] if m in rows]
+        # spatial_sort blends in each candidate's distance, read from its context
+        ranked_ = s.rank(scope, match, "score", pool, include_data)
+        rows_by = {r.memory.id: r for r in ranked_}
+        # and the `n` keyword matches best by the blend itself (keyword recall's spatial order,
+        # exact over every match): a near one ranked low by score alone was never a candidate,
+        # so weight 1 ("by distance alone") missed the nearest matches
+        for r in s.rank(scope, match, "blend", n, include_data, accelerated=False):
+            rows_by.setdefault(r.memory.id, r)
+        extra = [m for m, cos in vec if m not in rows_by and cos >= MIN_COSINE]
+        rows_by.update((r.memory.id, r) for r in s.by_ids(scope, extra, include_data))
+        fused = fuse([r.memory.id for r in ranked_], vec, {m: _weight(r) for m, r in rows_by.items()})
+        fused.update((str(m), 0.0) for m in rows_by if str(m) not in fused)  # blended in by proximity
+        scored = [(rows_by[int(ref)], value / top) for ref, value in fused.items()]
+        if scored:
+            most = max(x for _, x in scored) or 1.0
+            scored = [(r, _blend(sp, x / most, r.dist2)) for r, x in scored]
+        scored.sort(key=lambda x: (-x[1], -x[0].memory.id))
+        return scored[:n]
+
+    scored = await memories.snapshot(read)
+    if scored is None:
+        return None
+    return Recalled(normalised(scored, sp), "hybrid")
+
+
+def _weight(r: Ranked) -> float:
+    """A ranked memory's experience weight: source × (0.5 + 0.5 × decayed confidence)."""
+    return r.score / r.relevance if r.relevance else 0.0
+
+
+def _blend(sp: Spatial, relevance: float, dist2: float | None) -> float:
+    return (1.0 - sp.weight) * relevance + sp.weight * sp.proximity(dist2)
+
+
+def _distance(r: Ranked, sp: Spatial) -> float | None:
+    """What recall reports: the square root of the ranking's squared distance, or — where that
+    square overflowed to infinity — the distance itself, read from the context (`distance_of`)."""
+    d2 = r.dist2
+    if d2 is not None and math.isfinite(d2):
+        return math.sqrt(max(0.0, d2))
+    return distance_of(r.memory.context, sp)
+
+
+def normalised(scored: Sequence[tuple[Ranked, float]], sp: Spatial | None) -> list[Hit]:
+    best = max((s for _, s in scored), default=0.0)
+    return [
+        Hit(
+            r.memory,
+            round(s / best, 6) if best > 0 else 0.0,
+            r.confidence,
+            None if sp is None or r.dist2 is None else _distance(r, sp),
+        )
+        for r, s in scored
+    ]
+
+
+__all__ = [
+    "HYBRID_POOL",
+    "MASK_ROUNDS_UP_TO",
+    "MASK_ROUND_FACTOR",
+    "MIN_COSINE",
+    "PROBE_FACTORS",
+    "Embed",
+    "Hit",
+    "Mode",
+    "Recalled",
+    "hybrid",
+    "ranked",
+    "search",
+]
