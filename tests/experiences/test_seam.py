@@ -21,6 +21,9 @@ class StaticMembership:
     def group_mates(self, robot_id: str) -> frozenset[str]:
         return frozenset({robot_id})
 
+    def group_of(self, robot_id: str) -> str | None:
+        return None
+
 
 @pytest.fixture(params=["sqlite", "toy"])
 def repository(request: pytest.FixtureRequest, memory: Memory) -> MemoryRepository:
