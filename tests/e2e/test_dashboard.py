@@ -84,7 +84,14 @@ async def seed(server: ServerProcess) -> None:
         ):
             for n, ok in enumerate(outcomes):
                 await call("POST", f"/api/processes/{pid}/outcomes", {"success": ok, "note": f"run {n + 1}"})
-        await call("PUT", "/api/fleet/self-improve", {"enabled": True, "group": "acme-line-2"})
+    # rap-1 uses the fleet-wide dock process once: an outcome recorded with its own token
+    rap1 = {"authorization": f"Bearer {ROBOT_TOKENS['rap-1']}"}
+    async with httpx.AsyncClient(base_url=server.url(""), headers=rap1, timeout=10) as c:
+        r = await c.post("/api/processes/charge-at-dock/outcomes", json={"success": True})
+        assert r.status_code == 200, r.text
+    async with httpx.AsyncClient(base_url=server.url(""), headers=headers, timeout=10) as c:
+        r = await c.put("/api/fleet/self-improve", json={"enabled": True, "group": "acme-line-2"})
+        assert r.status_code == 200, r.text
 
 
 MEMORY_XSS = 'the mug slipped <script>window.__pwned = 4</script><img src=x onerror="window.__pwned = 5">'
@@ -488,6 +495,7 @@ async def test_the_robots_view_shows_each_robot_and_group_and_what_gets_worse(
     await expect(rap1).to_contain_text("acme-line-2")
     await expect(rap1).to_contain_text("50% (1 of 2)")  # one failed grasp of two with an outcome
     await expect(rap1).to_contain_text("2 processes · 2 memories · 1 lesson")
+    await expect(rap1).to_contain_text("1 process used")
     await expect(robots.locator("tr[data-robot=rap-2]")).to_contain_text("no outcomes yet")
     groups = page.locator("#groups-activity")
     await expect(groups.locator("tr[data-group=acme-line-2]")).to_contain_text("rap-1, rap-2")
@@ -500,6 +508,7 @@ async def test_the_robots_view_shows_each_robot_and_group_and_what_gets_worse(
     await expect(page.locator("#robot-title")).to_have_text("Robot rap-1")
     await expect(page.locator("#robot-cards")).to_contain_text("Failure rate")
     await expect(page.locator("#robot-activity rect.chart-col.failure")).to_have_count(1)
+    await expect(page.locator("#robot-used")).to_contain_text("Return to the dock and charge")
     await docs_shot(page, "robot-detail")
 
 

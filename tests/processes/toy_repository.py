@@ -132,9 +132,11 @@ class ToyProcessRepository:
                     counts[key] = counts.get(key, 0) + 1
         return [(*key, n) for key, n in sorted(counts.items())]
 
-    async def outcome_events(self, visible: Collection[str] | None) -> builtins.list[tuple[str, str, bool, str, str]]:
+    async def outcome_events(
+        self, visible: Collection[str] | None
+    ) -> builtins.list[tuple[str, str, bool, str, str, str]]:
         return [
-            (doc.id, e.when, e.success, doc.robot, e.tenant)
+            (doc.id, e.when, e.success, doc.robot, e.tenant, e.robot)
             for doc in sorted(self._visible(visible), key=lambda d: d.id)
             for e in self.records.get(doc.id, [])
         ]

@@ -110,8 +110,11 @@ class ProcessRepository(Protocol):
         """(day, success, process id, owner, recording tenant, how many) since `since`."""
         ...
 
-    async def outcome_events(self, visible: Collection[str] | None) -> builtins.list[tuple[str, str, bool, str, str]]:
-        """(process id, time, success, owner, recording tenant) of each document's newest records."""
+    async def outcome_events(
+        self, visible: Collection[str] | None
+    ) -> builtins.list[tuple[str, str, bool, str, str, str]]:
+        """(process id, time, success, owner, recording tenant, recording robot) of each document's
+        newest records."""
         ...
 
     async def reembed(self, progress: Progress | None = None, *, force: bool = False) -> int: ...

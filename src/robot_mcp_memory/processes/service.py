@@ -149,12 +149,13 @@ class ProcessService:
         tenant = self.policy.tenant(principal)
         return [(pid, day, ok, n) for day, ok, pid, owner, by, n in rows if self._counts_for(tenant, owner, by)]
 
-    async def outcome_events(self, principal: Principal) -> list[tuple[str, str, bool]]:
-        """(process id, time, success) of the newest outcome records of each document `principal`
-        may see (`store.EVENTS_PER_PROCESS`), oldest first, as its view counts them."""
+    async def outcome_events(self, principal: Principal) -> list[tuple[str, str, bool, str]]:
+        """(process id, time, success, recording robot) of the newest outcome records of each
+        document `principal` may see (`store.EVENTS_PER_PROCESS`), oldest first, as its view
+        counts them (the robot: a robot's id, an unscoped caller's kind, '' when not known)."""
         rows = await self.store.outcome_events(self.policy.visible_robots(principal))
         tenant = self.policy.tenant(principal)
-        return [(pid, at, ok) for pid, at, ok, owner, by in rows if self._counts_for(tenant, owner, by)]
+        return [(pid, at, ok, robot) for pid, at, ok, owner, by, robot in rows if self._counts_for(tenant, owner, by)]
 
     async def outcome_days(self, principal: Principal, since: str) -> tuple[Counter[tuple[str, bool]], int]:
         """Outcomes per (UTC day, success) since `since` (`outcome_tallies`), and how many

@@ -138,3 +138,22 @@ async def test_a_robot_token_that_never_registered_gets_an_empty_report_not_an_e
         r = await c.get("/api/robots")
     assert r.status_code == 200, r.text
     assert r.json()["robots"] == []
+
+
+async def test_each_robot_lists_the_processes_it_used_from_the_outcomes_it_recorded(
+    secured: Connect, secured_memory: Memory
+) -> None:
+    await seed(secured_memory)
+    a1, a2 = Principal.robot("a1"), Principal.robot("a2")
+    for ok in (True, False, True):
+        await secured_memory.processes.record_outcome(a1, "fetch-mail", ok)
+    await secured_memory.processes.record_outcome(a2, "fetch-mail", True)
+    async with secured(ADMIN) as c:
+        robots = by("robot_id", (await c.get("/api/robots")).json()["robots"])
+    assert robots["a1"]["used"] == [{"id": "fetch-mail", "title": "Fetch the mail", "outcomes": 3, "successes": 2}]
+    assert [u["outcomes"] for u in robots["a2"]["used"]] == [1]
+    assert robots["b1"]["used"] == []  # its own process, but it recorded no outcome on one
+    async with secured(TOKENS["b1"]) as c:  # another group's robot: a1's process is not in its view
+        robots = by("robot_id", (await c.get("/api/robots")).json()["robots"])
+    assert set(robots) == {"b1"}
+    assert robots["b1"]["used"] == []

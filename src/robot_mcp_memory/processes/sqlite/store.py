@@ -262,18 +262,18 @@ EVENTS_PER_PROCESS = 200
 
 def outcome_events(
     conn: sqlite3.Connection, visible: Collection[str] | None, per_process: int = EVENTS_PER_PROCESS
-) -> list[tuple[str, str, bool, str, str]]:
-    """(process id, time, success, its owner, the recording tenant) of each visible document's
-    newest `per_process` outcome records, oldest first within a process."""
+) -> list[tuple[str, str, bool, str, str, str]]:
+    """(process id, time, success, its owner, the recording tenant, the recording robot) of each
+    visible document's newest `per_process` outcome records, oldest first within a process."""
     where, params = _visible_clause(visible, "p.robot")
     rows = conn.execute(
-        "SELECT o.process_id, o.at, o.success, p.robot, o.tenant FROM process_outcomes o "  # noqa: S608 - fixed names
+        "SELECT o.process_id, o.at, o.success, p.robot, o.tenant, o.robot FROM process_outcomes o "  # noqa: S608 - fixed names
         f"JOIN processes p ON p.id = o.process_id WHERE {where} AND o.n > ("
         "SELECT coalesce(max(n), 0) FROM process_outcomes WHERE process_id = o.process_id) - ? "
         "ORDER BY o.process_id, o.n",
         [*params, per_process],
     )
-    return [(pid, at, bool(ok), owner, tenant) for pid, at, ok, owner, tenant in rows]
+    return [(pid, at, bool(ok), owner, tenant, by) for pid, at, ok, owner, tenant, by in rows]
 
 
 def outcome_days(
@@ -933,7 +933,7 @@ class ProcessStore:
         """`viewed` of documents read before (their counters as they were then), in one read."""
         return await self.db.read(lambda c: viewed(c, docs, tenant, with_note=with_note))
 
-    async def outcome_events(self, visible: Collection[str] | None) -> list[tuple[str, str, bool, str, str]]:
+    async def outcome_events(self, visible: Collection[str] | None) -> list[tuple[str, str, bool, str, str, str]]:
         return await self.db.read(lambda c: outcome_events(c, visible))
 
     async def outcome_days(

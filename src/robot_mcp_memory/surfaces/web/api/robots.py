@@ -40,6 +40,8 @@ from robot_mcp_memory.tenancy.principal import Principal
 SCAN = 2000
 #: A trend needs this many dated outcomes: the older half is compared with the newer half.
 MIN_TREND = 4
+#: How many of the processes a robot used the report lists.
+MAX_USED = 20
 #: The owner of fleet-wide documents: not a robot.
 SHARED = "shared"
 
@@ -63,12 +65,23 @@ class Activity(BaseModel):
     )
 
 
+class ProcessUse(BaseModel):
+    id: str
+    title: str
+    outcomes: int = Field(description="outcomes this robot recorded on it (of the newest records read)")
+    successes: int
+
+
 class RobotActivity(Activity):
     robot_id: str
     name: str
     group: str | None
     registered: bool = Field(description="false for an owner of stored data that never registered")
     lessons_readable: int | None = Field(description="lessons in the scopes it reads; null when not shown to you")
+    used: list[ProcessUse] = Field(
+        default_factory=list,
+        description=f"the processes it used: those it recorded outcomes on, most used first (at most {MAX_USED})",
+    )
 
 
 class GroupActivity(Activity):
@@ -104,11 +117,30 @@ class OutcomeEvent:
     process_id: str
     when: str
     success: bool
+    robot: str = ""
 
 
 async def outcome_events(service: ProcessService, principal: Principal) -> list[OutcomeEvent]:
     """The outcomes the caller's view counts, from the outcome records (each process's newest)."""
-    return [OutcomeEvent(pid, at, ok) for pid, at, ok in await service.outcome_events(principal)]
+    return [OutcomeEvent(pid, at, ok, robot) for pid, at, ok, robot in await service.outcome_events(principal)]
+
+
+def uses(docs: list[ProcessDoc], events: list[OutcomeEvent]) -> dict[str, list[ProcessUse]]:
+    """Per robot, the processes it recorded outcomes on, most used first."""
+    titles = {d.id: d.title for d in docs}
+    counts: defaultdict[str, Counter[str]] = defaultdict(Counter)
+    wins: defaultdict[str, Counter[str]] = defaultdict(Counter)
+    for e in events:
+        if e.robot and e.process_id in titles:
+            counts[e.robot][e.process_id] += 1
+            wins[e.robot][e.process_id] += e.success
+    return {
+        robot: [
+            ProcessUse(id=pid, title=titles[pid], outcomes=n, successes=wins[robot][pid])
+            for pid, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_USED]
+        ]
+        for robot, c in counts.items()
+    }
 
 
 def trends(docs: list[ProcessDoc], events: list[OutcomeEvent]) -> list[ProcessTrend]:
@@ -250,6 +282,8 @@ class RobotReporter:
         registered = {r.robot.robot_id: r.robot for r in await fleet.list_robots(principal)}
         groups = {g.group.group_id: g.group for g in (await fleet.list_groups(principal)).groups}
         docs = await self._processes(principal)
+        events = await outcome_events(self.memory.processes, principal)
+        used = uses(docs, events)
         lessons, lesson_times = await self._lessons_by_author(principal)
         totals = await self.browser.robot_totals(principal) if self.browser else {}
         per_day = await self.browser.robot_days(principal, days) if self.browser else []
@@ -294,6 +328,7 @@ class RobotReporter:
                     group=reg.group_id if reg else None,
                     registered=reg is not None,
                     lessons_readable=await self._readable(principal, rid) if reg else None,
+                    used=used.get(rid, []),
                     **tally.fields(daily.get(rid, [])),
                 )
             )
@@ -312,11 +347,12 @@ class RobotReporter:
             first_day=axis[0],
             robots=robots,
             groups=rolled,
-            trends=trends(docs, await outcome_events(self.memory.processes, principal)),
+            trends=trends(docs, events),
             processes_scanned=len(docs),
             note=(
                 "activity = memories written per day (by task.success) and sessions opened; last seen = the "
-                "newest stored trace; trends = the older vs newer half of each process's recorded outcomes"
+                "newest stored trace; used = the processes it recorded outcomes on; trends = the older vs "
+                "newer half of each process's recorded outcomes"
             ),
         )
 

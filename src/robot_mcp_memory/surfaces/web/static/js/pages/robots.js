@@ -65,7 +65,8 @@ export async function render(ctx, robotId) {
       r.registered ? null : h("span", { class: "pill off", title: "owns stored data but never registered" }, "unregistered")),
     h("td", {}, r.group || "—"), h("td", {}, when(r.last_seen)), h("td", {}, active(report, r)), h("td", {}, rate(r)),
     h("td", {}, contributed(r)),
-    h("td", {}, r.lessons_readable === null ? h("span", { class: "muted" }, "—") : `${r.lessons_readable} lessons`)));
+    h("td", {}, r.lessons_readable === null ? h("span", { class: "muted" }, "—") : `${r.lessons_readable} lessons`,
+      r.used.length ? h("div", { class: "muted small" }, plural(r.used.length, "process used", "processes used")) : null)));
   return h("div", {}, h("h1", {}, "Robots"),
     h("p", { class: "muted small", id: "robots-note" }, `How this is derived: ${report.note} (${report.processes_scanned} processes read).`),
     h("div", { class: "row" }, rangeControl(ctx.params, "robots")),
@@ -92,6 +93,12 @@ function detail(ctx, report, robotId, days) {
       card("Lessons", r.lessons_recorded, r.lessons_readable === null ? "recorded" : `recorded · reads ${r.lessons_readable}`)),
     h("div", { id: "robot-activity" }, dayColumns(filled(report, r.days), { title: `Memories written per day (last ${days} days, by task outcome)`,
       series: ["success", "failure", "other"], labels: LABELS })),
+    h("h2", {}, "Processes it used"),
+    r.used.length
+      ? table(["Process", "Outcomes it recorded", "Succeeded"], r.used.map((u) => h("tr", {},
+        h("td", {}, link(route("processes", u.id), u.title), h("div", { class: "muted small" }, u.id)),
+        h("td", {}, String(u.outcomes)), h("td", {}, pct(u.successes / u.outcomes)))), { id: "robot-used" })
+      : h("p", { class: "muted", id: "robot-used" }, "It has recorded no outcome on a process you can see."),
     h("h2", {}, "Its processes' trends"),
     mine.length ? trendList(mine) : h("p", { class: "muted" }, "None of its processes has 4 or more dated outcomes."),
     h("p", {}, link(`#/experiences?robot=${encodeURIComponent(r.robot_id)}`, "Its memories"), " · ",
