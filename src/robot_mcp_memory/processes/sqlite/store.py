@@ -325,7 +325,7 @@ def search(
     it, the list is exact; otherwise the rarest of them chooses matches again, and so on
     (`_by_rarer_phrases`), down to every word. Same rows, same order as a
     plain join, up to scores that agree to 12 significant digits: counting each phrase twice and
-    halving back can move a score's last bit (tests/test_process_search_floor.py).
+    halving back can move a score's last bit (tests/processes/test_search_floor.py).
 
     With a `tenant`, a fleet-wide document ranks by that tenant's view of its counters
     (`tenant_view`): other groups' outcomes do not move it."""
@@ -394,7 +394,7 @@ def _search(
     best visible score among the `pool` most relevant matches is a floor that no top-k document's
     relevance is below (with no floor, or one <= 0, every match is joined). When the visible
     robots own few documents, a plain join is cheaper: bm25 then runs only for visible matches.
-    Both rank exactly alike (tests/test_process_search_floor.py)."""
+    Both rank exactly alike (tests/processes/test_search_floor.py)."""
     where, params = _visible_clause(visible, "p.robot")
     w = ",".join(str(x) for x in BM25_WEIGHTS)
     columns = ", ".join("p." + c.strip() for c in _COLUMNS.split(","))
