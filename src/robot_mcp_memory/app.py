@@ -20,6 +20,7 @@ from robot_mcp_memory.processes.sqlite.store import Fusion, ProcessStore
 from robot_mcp_memory.search.resilient import ResilientEmbedder
 from robot_mcp_memory.storage.sqlite import SqliteStore
 from robot_mcp_memory.storage.sqlite import index_db as db
+from robot_mcp_memory.storage.sqlite.store import refuse_emptied
 from robot_mcp_memory.tenancy.policy import Policy
 
 _log = logs.get("robot_mcp_memory.app")
@@ -54,11 +55,19 @@ class Memory:
         behind its back (and its report would say 0), and `stats` should not start embedding.
         `read_only`: commands that only read, on a data directory they cannot write (see
         `SqliteStore.open`); every write is refused."""
-        index = db.open_index(settings.index_path, hot_queue_max=settings.hot_queue_max, read_only=read_only)
+        # A 0-byte file beside another database that holds data is refused (storage's
+        # `refuse_emptied`) — judged on the directory as found, before opening one store creates its
+        # file and makes the other look emptied.
+        for path in (settings.index_path, settings.lessons_path):
+            if not read_only and path.is_file() and path.stat().st_size == 0:
+                refuse_emptied(path)
+        index = db.open_index(
+            settings.index_path, hot_queue_max=settings.hot_queue_max, read_only=read_only, refuse_emptied=False
+        )
         try:
             # An existing lessons.db is checked now, before anything is logged as ready: a broken
             # file stops the start with one line on stderr (docs/operations.md), not two.
-            params = ParamStore(settings.lessons_path, read_only=read_only)
+            params = ParamStore(settings.lessons_path, read_only=read_only, refuse_emptied=False)
         except BaseException:
             index.close()
             raise

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.config import Settings
 from robot_mcp_memory.errors import StoreUnreadable
 from robot_mcp_memory.lessons.sqlite import store as params
 from robot_mcp_memory.storage.sqlite import SqliteStore
@@ -47,3 +49,22 @@ def test_an_empty_file_in_a_new_directory_is_created(tmp_path: Path) -> None:
     finally:
         store.close()
     filled(tmp_path / "index.db")  # and it opens again, with data now
+
+
+def test_a_data_directory_is_judged_as_found_before_either_store_creates_its_file(tmp_path: Path) -> None:
+    """Both files empty (a directory prepared by hand): the memory opens, creating both — opening
+    index.db first must not make lessons.db look emptied. One emptied beside data: refused."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "index.db").write_bytes(b"")
+    (data / "lessons.db").write_bytes(b"")
+    settings = Settings.from_env({"MEMORY_DATA_DIR": str(data), "MEMORY_EMBEDDER": "none"})
+    Memory.open(settings, backfill=False).close()
+    assert (data / "index.db").stat().st_size > 0
+    (data / "lessons.db").unlink()
+    filled(data / "lessons.db", lessons=True)
+    (data / "index.db").write_bytes(b"")
+    with pytest.raises(StoreUnreadable) as refused:
+        Memory.open(settings, backfill=False)
+    assert "lessons.db" in refused.value.reason
+    assert (data / "index.db").stat().st_size == 0

@@ -196,10 +196,11 @@ class ParamStore:
     """lessons.db, opened on first need. Async like the other stores: reads on reader threads,
     writes on the writer thread, each write awaited until committed (never dropped)."""
 
-    def __init__(self, path: Path, *, readers: int = 2, read_only: bool = False) -> None:
+    def __init__(self, path: Path, *, readers: int = 2, read_only: bool = False, refuse_emptied: bool = True) -> None:
         self.path = Path(path)
         self.readers = readers
         self.read_only = read_only  # see `SqliteStore.open`
+        self.refuse_emptied = refuse_emptied  # see `SqliteStore.open`
         self._db: SqliteStore | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -215,7 +216,14 @@ class ParamStore:
             if self._closed:
                 raise StorageError("the lesson store is closed; the server is shutting down: retry once it restarted")
             if self._db is None:
-                db = SqliteStore.open(self.path, schema(), MIGRATIONS, readers=self.readers, read_only=self.read_only)
+                db = SqliteStore.open(
+                    self.path,
+                    schema(),
+                    MIGRATIONS,
+                    readers=self.readers,
+                    read_only=self.read_only,
+                    refuse_emptied=self.refuse_emptied,
+                )
                 report = db.report
                 if report is not None:
                     _log.info("lessons.store_ready", **report.log_fields())

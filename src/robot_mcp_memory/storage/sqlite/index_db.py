@@ -518,7 +518,14 @@ def _rules_recorded(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT 1 FROM store_meta WHERE key = ?", (DEDUP_RULES_KEY,)).fetchone() is not None
 
 
-def open_index(path: Path, *, hot_queue_max: int = 10_000, readers: int = 4, read_only: bool = False) -> SqliteStore:
+def open_index(
+    path: Path,
+    *,
+    hot_queue_max: int = 10_000,
+    readers: int = 4,
+    read_only: bool = False,
+    refuse_emptied: bool = True,
+) -> SqliteStore:
     """Open (creating or migrating) index.db, its facts' dedup keys brought to this build's rules;
     `read_only`: see `SqliteStore.open`. Raises `SchemaTooNew` / `StoreUnreadable` /
     `StoreNotWritable` / `StoreBusy` / `StoreWriteFailed`."""
@@ -530,6 +537,7 @@ def open_index(path: Path, *, hot_queue_max: int = 10_000, readers: int = 4, rea
         readers=readers,
         read_only=read_only,
         baseline=_baseline,
+        refuse_emptied=refuse_emptied,
     )
     if not read_only:
         try:

@@ -249,6 +249,7 @@ class SqliteStore:
         write_patience_s: float = WRITE_PATIENCE_S,
         read_only: bool = False,
         baseline: Migration | None = None,
+        refuse_emptied: bool = True,
     ) -> None:
         self.path = Path(path)
         #: Opened for reading only (`open`): no writer connection, no migrations, no checkpoints.
@@ -265,6 +266,9 @@ class SqliteStore:
         #: Creates a new file's whole schema at the last version in one step (None: a new file runs
         #: every migration). Must leave the schema the migrations leave (a test per store checks).
         self.baseline = baseline
+        #: Whether a 0-byte file is refused when another database beside it holds data
+        #: (`refuse_emptied`); off for a caller that checked the directory before opening any.
+        self.refuse_emptied = refuse_emptied
         self.hot_queue_max = hot_queue_max
         self.stats = StoreStats()
         self._lock = threading.Lock()
@@ -312,6 +316,7 @@ class SqliteStore:
         write_patience_s: float = WRITE_PATIENCE_S,
         read_only: bool = False,
         baseline: Migration | None = None,
+        refuse_emptied: bool = True,
     ) -> SqliteStore:
         """Open `path`, creating or migrating it. With `read_only` (commands that only read, on a
         directory they cannot write: a snapshot, a read-only mount) nothing is written: the file
@@ -327,6 +332,7 @@ class SqliteStore:
             write_patience_s=write_patience_s,
             read_only=read_only,
             baseline=baseline,
+            refuse_emptied=refuse_emptied,
         )
         try:
             store.report = store._ready.result()
@@ -346,8 +352,8 @@ class SqliteStore:
         if path.is_dir():  # (an empty one can have a size of 0, which would read as "create it")
             raise StoreUnreadable(spath, "it is a directory, not a file")
         new = not (path.exists() and path.stat().st_size > 0)
-        if new and path.exists():
-            self._refuse_emptied(path)
+        if new and path.exists() and self.refuse_emptied:
+            refuse_emptied(path)
         _refuse_foreign_wal(path)
         if not new:
             seen = self._inspect(path, started)  # ours, whole, not too new: checked before anything writes
@@ -552,28 +558,6 @@ class SqliteStore:
             if t.kind is not Kind.DERIVED and t.name in names
         }
         return OpenReport(str(self.path), version, version, False, counts, self.schema.undeclared(names), {})
-
-    @staticmethod
-    def _refuse_emptied(path: Path) -> None:
-        """Refuse a 0-byte `path` where data was expected: another database of the data directory
-        holds data, and no ``-wal`` beside this one does (a new file's first pages may stand
-        only there). A brand-new directory's empty file is created as ever; this one was emptied
-        — an interrupted copy, a truncated restore — and opening it would start an empty store
-        that robots then write into. Nothing is written to it."""
-        wal = path.with_name(path.name + "-wal")
-        if wal.exists() and wal.stat().st_size > 0:
-            return
-        others = sorted(
-            p.name
-            for p in path.parent.glob("*.db")
-            if p != path and p.is_file() and (p.stat().st_size > 0 or _size(p.with_name(p.name + "-wal")) > 0)
-        )
-        if others:
-            raise StoreUnreadable(
-                str(path),
-                f"it is empty (0 bytes) while {', '.join(others)} beside it holds data, so its own data is "
-                "missing (an interrupted copy or a truncated file?). To start it empty on purpose, delete it",
-            )
 
     @staticmethod
     def _check_writable(path: Path) -> None:
@@ -1034,6 +1018,28 @@ def _short(exc: BaseException) -> str:
 def now_iso(ts: float | None = None) -> str:
     """UTC timestamp with second precision, the format every table uses."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if ts is None else ts))
+
+
+def refuse_emptied(path: Path) -> None:
+    """Refuse a 0-byte `path` where data was expected: another database of the data directory
+    holds data, and no ``-wal`` beside this one does (a new file's first pages may stand
+    only there). A brand-new directory's empty file is created as ever; this one was emptied
+    — an interrupted copy, a truncated restore — and opening it would start an empty store
+    that robots then write into. Nothing is written to it."""
+    wal = path.with_name(path.name + "-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        return
+    others = sorted(
+        p.name
+        for p in path.parent.glob("*.db")
+        if p != path and p.is_file() and (p.stat().st_size > 0 or _size(p.with_name(p.name + "-wal")) > 0)
+    )
+    if others:
+        raise StoreUnreadable(
+            str(path),
+            f"it is empty (0 bytes) while {', '.join(others)} beside it holds data, so its own data is "
+            "missing (an interrupted copy or a truncated file?). To start it empty on purpose, delete it",
+        )
 
 
 def _refuse_foreign_wal(path: Path) -> None:
