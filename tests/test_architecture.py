@@ -43,7 +43,6 @@ SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 STORAGE_MODULES: tuple[str, ...] = (
     "storage/sqlite/*",
     "*/sqlite/*",
-    "experiences/importers/*",  # reads a robotmem memory.db (read-only) and writes what it brings across
 )
 DRIVERS: tuple[str, ...] = ("sqlite3", "psycopg", "psycopg_pool")
 
@@ -246,7 +245,7 @@ def _adapter_importers() -> dict[str, list[str]]:
             continue
         for line, name in imported_modules(rel, tree):
             parts = name.split(".")
-            if (parts[0] == PACKAGE and "sqlite" in parts[1:]) or _is_within(name, f"{PACKAGE}.experiences.importers"):
+            if parts[0] == PACKAGE and "sqlite" in parts[1:]:
                 found.setdefault(rel, []).append(f"{line}: {name}")
     return found
 

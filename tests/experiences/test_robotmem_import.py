@@ -21,8 +21,8 @@ import pytest
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import Forbidden, InvalidInput
-from robot_mcp_memory.experiences.importers import robotmem as robotmem_import
-from robot_mcp_memory.experiences.importers.robotmem import (
+from robot_mcp_memory.experiences.sqlite import robotmem_import
+from robot_mcp_memory.experiences.sqlite.robotmem_import import (
     ImportReport,
     RobotmemBusy,
     RobotmemFile,

@@ -31,8 +31,7 @@ from robot_mcp_memory.errors import (
     StoreNotWritable,
     StoreUnreadable,
 )
-from robot_mcp_memory.experiences.importers import robotmem as robotmem_import
-from robot_mcp_memory.experiences.sqlite import index_repo, vector_repo
+from robot_mcp_memory.experiences.sqlite import index_repo, robotmem_import, vector_repo
 from robot_mcp_memory.processes import docmodel
 from robot_mcp_memory.processes.sqlite.store import restore_rows
 from robot_mcp_memory.storage import files

@@ -38,7 +38,7 @@ from robot_mcp_memory.errors import (
     StoreUnreadable,
     StoreWriteFailed,
 )
-from robot_mcp_memory.experiences.importers import robotmem as robotmem_import
+from robot_mcp_memory.experiences.sqlite import robotmem_import
 from robot_mcp_memory.experiences.sqlite.vector_repo import MemoryVectorIndex
 from robot_mcp_memory.operations import handover
 from robot_mcp_memory.operations import service as operations

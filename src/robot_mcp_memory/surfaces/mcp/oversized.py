@@ -101,7 +101,7 @@ class OversizedRequests:
         while True:
             message = await receive()
             if message["type"] != "http.request":  # the client left: let the app see it
-                await self.app(scope, _replay([message], receive), send)
+                await self.app(scope, replayed([message], receive), send)
                 return
             chunk = message.get("body", b"")
             chunks.append(chunk)
@@ -111,7 +111,7 @@ class OversizedRequests:
                 break
             if not more:
                 replay: list[Message] = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
-                await self.app(scope, _replay(replay, receive), send)
+                await self.app(scope, replayed(replay, receive), send)
                 return
         body = b"".join(chunks)
         head, tail = body[:_EDGE], body[-_EDGE:]
@@ -136,10 +136,11 @@ class OversizedRequests:
         headers = [(k, v) for k, v in scope["headers"] if k != b"content-length"]
         headers.append((b"content-length", str(len(small)).encode()))
         replaced = {**scope, "headers": headers, REFUSED: refused}
-        await self.app(replaced, _replay([{"type": "http.request", "body": small, "more_body": False}], receive), send)
+        await self.app(replaced, replayed([{"type": "http.request", "body": small, "more_body": False}], receive), send)
 
 
-def _replay(first: list[Message], receive: Receive) -> Receive:
+def replayed(first: list[Message], receive: Receive) -> Receive:
+    """`receive` that hands out `first` (messages already read) before reading on."""
     pending = list(first)
 
     async def again() -> Message:

@@ -39,7 +39,7 @@ from robot_mcp_memory import __version__, logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.looplag import LoopLag
 from robot_mcp_memory.metrics import Metrics
-from robot_mcp_memory.surfaces.mcp.oversized import INVALID_REQUEST, REFUSED, OversizedRequests, RefusedBody
+from robot_mcp_memory.surfaces.mcp.oversized import INVALID_REQUEST, REFUSED, OversizedRequests, RefusedBody, replayed
 from robot_mcp_memory.surfaces.mcp.stdio import message_id, number_problem
 from robot_mcp_memory.surfaces.mcp.tools import experiences, fleet, lessons, processes
 from robot_mcp_memory.surfaces.mcp.tools.adapter import PrincipalOf, make_principal_of
@@ -370,7 +370,7 @@ class StrictNumbers:
         while more:
             message = await receive()
             if message["type"] != "http.request":  # the client left: let the app see it
-                await self.app(scope, _replay([message], receive), send)
+                await self.app(scope, replayed([message], receive), send)
                 return
             chunk = message.get("body", b"")
             chunks.append(chunk)
@@ -398,7 +398,7 @@ class StrictNumbers:
             await JSONResponse(error, status_code=400)(scope, receive, send)
             return
         replay: list[Message] = [{"type": "http.request", "body": body, "more_body": more}]
-        await self.app(scope, _replay(replay, receive), send)
+        await self.app(scope, replayed(replay, receive), send)
 
 
 #: A JSON string escape of a UTF-16 surrogate (``\\ud800``-``\\udfff``): only a body with one can
@@ -469,15 +469,6 @@ def nests_too_deeply(body: bytes) -> bool:
     except ValueError:
         return False  # not JSON for another reason: mcp's parser says so
     return False
-
-
-def _replay(first: list[Message], receive: Receive) -> Receive:
-    pending = list(first)
-
-    async def again() -> Message:
-        return pending.pop(0) if pending else await receive()
-
-    return again
 
 
 #: What FastMCP hands the low-level server for a tool call: content, or (content, structured content).
