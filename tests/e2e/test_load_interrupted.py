@@ -172,7 +172,12 @@ def test_a_load_stopped_midway_leaves_the_store_as_it_was(loads: Loads, tmp_path
                 proc.send_signal(sig)
                 proc.send_signal(signal.SIGCONT)
                 proc.wait(DEADLINE_S)
-                break
+                # Known race, left open (see the issue notes): a handled signal (SIGINT, SIGTERM)
+                # that lands while the transaction's COMMIT is already running cannot stop it;
+                # the load is then whole, not half, and is tried again. A half load still fails.
+                if sig in (signal.SIGKILL, signal.SIGHUP) or _rows_of(data) != loads.after:
+                    break
+                continue
             proc.send_signal(signal.SIGCONT)
         proc.wait(DEADLINE_S)  # ended (or committed) before it could be stopped: try again
     else:
