@@ -104,15 +104,17 @@ def with_counts(docs: list[ProcessDoc], regime: str) -> list[ProcessDoc]:
 
 
 FUSIONS: dict[str, Fusion] = {
-    "hybrid 1:1 rel-within k60": Fusion((1.0, 1.0), 60, reliability="within"),
-    "hybrid 1:2 rel-within k60": Fusion((1.0, 2.0), 60, reliability="within"),
-    "hybrid 1:3 rel-within k60": Fusion((1.0, 3.0), 60, reliability="within"),
-    "hybrid 2:1 rel-within k60": Fusion((2.0, 1.0), 60, reliability="within"),
-    "hybrid 1:1 rel-within k10": Fusion((1.0, 1.0), 10, reliability="within"),
-    "hybrid 1:2 rel-within k10": Fusion((1.0, 2.0), 10, reliability="within"),
-    "hybrid 1:2 rel-within k20": Fusion((1.0, 2.0), 20, reliability="within"),
-    "hybrid 1:1 rel-after k60": Fusion((1.0, 1.0), 60, reliability="after"),
-    "hybrid 1:2 rel-after k60": Fusion((1.0, 2.0), 60, reliability="after"),
+    "hybrid 1:1 calibrated × reliability (default)": Fusion((1.0, 1.0), 60, order="score"),
+    "hybrid 1:2 calibrated × reliability": Fusion((1.0, 2.0), 60, order="score"),
+    "hybrid 1:1 rel-within k60": Fusion((1.0, 1.0), 60, reliability="within", order="rrf"),
+    "hybrid 1:2 rel-within k60": Fusion((1.0, 2.0), 60, reliability="within", order="rrf"),
+    "hybrid 1:3 rel-within k60": Fusion((1.0, 3.0), 60, reliability="within", order="rrf"),
+    "hybrid 2:1 rel-within k60": Fusion((2.0, 1.0), 60, reliability="within", order="rrf"),
+    "hybrid 1:1 rel-within k10": Fusion((1.0, 1.0), 10, reliability="within", order="rrf"),
+    "hybrid 1:2 rel-within k10": Fusion((1.0, 2.0), 10, reliability="within", order="rrf"),
+    "hybrid 1:2 rel-within k20": Fusion((1.0, 2.0), 20, reliability="within", order="rrf"),
+    "hybrid 1:1 rel-after k60": Fusion((1.0, 1.0), 60, reliability="after", order="rrf"),
+    "hybrid 1:2 rel-after k60": Fusion((1.0, 2.0), 60, reliability="after", order="rrf"),
 }
 
 

@@ -15,6 +15,7 @@ from robot_mcp_memory.config import Settings
 from robot_mcp_memory.processes.docmodel import reliability
 from robot_mcp_memory.processes.sqlite.store import Candidates, Fusion, rank_hybrid
 from robot_mcp_memory.search.embedders import HashingEmbedder
+from robot_mcp_memory.search.relevance import KeywordBound
 from robot_mcp_memory.search.resilient import ResilientEmbedder
 from robot_mcp_memory.tenancy.principal import STDIO, Principal
 from tests.conftest import MAILROOM, doc, eventually
@@ -102,21 +103,24 @@ def test_rank_hybrid_fuses_by_rank_and_applies_reliability_within_each_list() ->
     c = Candidates(
         keyword=[("a", 9.0), ("b", 3.0), ("c", 1.0)], vector=[("b", 0.9), ("a", 0.5), ("c", 0.1)], reliability=rel
     )
-    even = rank_hybrid(c, Fusion((1.0, 1.0), k=60), 3)
+    even = rank_hybrid(c, Fusion((1.0, 1.0), k=60, order="rrf"), 3)
     assert [h.ref for h in even] == ["a", "b", "c"]  # a and b tie on fused rank, ids break it; c stays last
     assert even[0].relevance == pytest.approx((1 / 61 + 1 / 62) / (2 / 61))
-    vec_heavy = rank_hybrid(c, Fusion((1.0, 3.0), k=60), 3)
+    vec_heavy = rank_hybrid(c, Fusion((1.0, 3.0), k=60, order="rrf"), 3)
     assert vec_heavy[0].ref == "b"
     # "after": RRF × reliability — c (reliability 0.91, last in both lists) outranks both.
-    after = rank_hybrid(c, Fusion((1.0, 1.0), k=60, reliability="after"), 3)
+    after = rank_hybrid(c, Fusion((1.0, 1.0), k=60, reliability="after", order="rrf"), 3)
     assert after[0].ref == "c"
     assert all(h.score > 0 for h in after)
 
 
 def test_rank_hybrid_skips_candidates_with_no_reliability() -> None:
     # A candidate missing from `reliability` was deleted or is not visible: it is never ranked.
-    c = Candidates(keyword=[("gone", 9.0), ("a", 1.0)], vector=[("gone", 0.9)], reliability={"a": 0.5})
+    c = Candidates(
+        keyword=[("gone", 9.0), ("a", 1.0)], vector=[("gone", 0.9)], reliability={"a": 0.5}, bound=KeywordBound(10, 1)
+    )
     assert [h.ref for h in rank_hybrid(c, Fusion(), 5)] == ["a"]
+    assert [h.ref for h in rank_hybrid(c, Fusion(order="rrf"), 5)] == ["a"]
 
 
 async def test_hybrid_hits_carry_their_whole_documents(memory: Memory) -> None:

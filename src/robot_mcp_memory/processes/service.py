@@ -22,6 +22,7 @@ from robot_mcp_memory.errors import Conflict, InvalidInput, NotFound
 from robot_mcp_memory.processes import docmodel
 from robot_mcp_memory.processes.docmodel import OutcomeEntry, ProcessDoc
 from robot_mcp_memory.processes.ports import ORDERS, Author, Hit, ProcessRepository, Progress, RecordsView, Saved
+from robot_mcp_memory.search import relevance
 from robot_mcp_memory.tenancy.policy import Policy
 from robot_mcp_memory.tenancy.principal import SHARED, Principal
 
@@ -29,11 +30,32 @@ MAX_K = 50
 MAX_LIMIT = 500
 T = TypeVar("T")
 
+#: Why `find` ran the mode it ran, in the words both surfaces give (MCP `mode_reason`, REST).
+MODE_REASONS = {
+    "hybrid": (
+        "the embedder is ready: keyword (FTS5 bm25) and vector (cosine) relevance, each calibrated to 0-1, "
+        "were averaged and weighted by reliability"
+    ),
+    "keyword": (
+        "keyword-only: FTS5 bm25 calibrated to 0-1 and weighted by reliability (no embedder configured, it is "
+        "still loading or unavailable, or no process has a vector of the current model yet); results are "
+        "still ranked, but a paraphrase that shares no word with a document does not find it"
+    ),
+}
+
 
 @dataclass(frozen=True)
 class Found:
+    """What `find` answers: the hits best first, the mode that ran, and `note` when nothing is
+    returned (`relevance.NOTHING_RELEVANT`: nothing matched, or nothing reached `min_score`)."""
+
     hits: list[Hit]
     mode: str
+    note: str | None = None
+
+    @property
+    def reason(self) -> str:
+        return MODE_REASONS[self.mode]
 
 
 @dataclass(frozen=True)
@@ -63,11 +85,21 @@ class ProcessService:
         """`work()` on the documents lane (parsing, rendering): off the event loop."""
         return await asyncio.get_running_loop().run_in_executor(self._lane, work)
 
-    async def find(self, principal: Principal, query: str, k: int = 3, robot: str = "") -> Found:
+    async def find(
+        self, principal: Principal, query: str, k: int = 3, robot: str = "", min_score: float | None = None
+    ) -> Found:
+        """The `k` best processes by relevance × reliability; with `min_score`, only those whose
+        relevance (in [0, 1], `search.relevance`) reaches it — possibly none, said in `note`."""
         if not 1 <= k <= MAX_K:
             raise InvalidInput(f"k must be between 1 and {MAX_K}")
+        if min_score is not None and not 0.0 <= min_score <= 1.0:
+            raise InvalidInput("min_score must be between 0 and 1 (a relevance; 0.5 keeps what really matches)")
         visible = self.policy.visible_robots(principal, robot)
         hits, mode = await self.store.find_hybrid(query, k, visible, self.policy.tenant(principal))
+        if min_score is not None:
+            hits = [h for h in hits if h.relevance >= min_score]
+        if not hits:
+            return Found([], mode, relevance.NOTHING_RELEVANT)
         records = await self.store.outcomes([h.doc.id for h in hits], with_note=True)
         views = self._rendered(principal, [(h.doc, h.fleet, records[h.doc.id]) for h in hits])
         return Found([dataclasses.replace(h, doc=v.doc) for h, v in zip(hits, views, strict=True)], mode)

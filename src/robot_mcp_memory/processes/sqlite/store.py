@@ -14,7 +14,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from robot_mcp_memory import logs
@@ -23,7 +23,8 @@ from robot_mcp_memory.processes import docmodel, rules
 from robot_mcp_memory.processes.docmodel import OutcomeEntry, ProcessDoc
 from robot_mcp_memory.processes.ports import NOBODY, Author, Hit, Progress, RecordsView, Saved, SearchMode
 from robot_mcp_memory.processes.ports import ORDERS as ORDER_NAMES
-from robot_mcp_memory.search import fts, fusion
+from robot_mcp_memory.search import fts, fusion, relevance
+from robot_mcp_memory.search.relevance import KeywordBound
 from robot_mcp_memory.search.resilient import ResilientEmbedder
 from robot_mcp_memory.search.segment import index_text
 from robot_mcp_memory.search.sqlite import vectorstore
@@ -348,6 +349,34 @@ def search(
     return _search(conn, every, k, visible, tenant=tenant) if every is not None else []
 
 
+def keyword_search(
+    conn: sqlite3.Connection, query: str, k: int, visible: Collection[str] | None, tenant: str | None = None
+) -> list[Hit]:
+    """What `find` answers keyword-only: `search` over the query's content words (function words
+    dropped unless nothing else is left, as the hybrid keyword list drops them: in a small store
+    "the" weighed as much as "mop" and brought in every document), with relevance calibrated to
+    [0, 1] (`query_bound`, `search.relevance`) and score = relevance × reliability. The
+    calibration is one factor for the whole query, so the order is `search`'s."""
+    text = " ".join(fts.content_terms(query))
+    bound = query_bound(conn, query)
+    out = []
+    for h in search(conn, text, k, visible, tenant):
+        rel = bound.relevance(h.relevance)
+        out.append(Hit(h.doc, rel * h.doc.reliability, rel, h.fleet))
+    return out
+
+
+def query_bound(conn: sqlite3.Connection, query: str) -> KeywordBound:
+    """What calibrates the keyword relevance of `query` (`relevance.keyword_bound`): the phrases
+    its content words are searched by, with how many documents hold each."""
+    words = fts.content_terms(query)
+    found = fts.phrases(" ".join(words))
+    if not found:
+        return relevance.NO_MATCH
+    total, docs = _doc_counts(conn, found)
+    return relevance.keyword_bound(zip(found, docs, strict=True), total, words)
+
+
 def _by_rarer_phrases(
     held: list[tuple[str, int]], total: int, k: int, exact: Callable[[str, float], list[T] | None]
 ) -> list[T] | None:
@@ -648,33 +677,44 @@ def select_reliability(
 
 
 ReliabilityAt = Literal["within", "after"]
+FusionOrder = Literal["score", "rrf"]
 
 
 @dataclass(frozen=True)
 class Fusion:
     """How hybrid results are ranked (defaults measured by bench/eval_search.py, docs/search.md).
 
-    `reliability` says where the Laplace reliability enters: ``within`` each list (keyword by
-    ``-bm25 × reliability``, vector by ``cosine × reliability``, then RRF), or ``after`` the
-    fusion (RRF × reliability). RRF scores of neighbouring ranks differ by ~1.6 % at k=60, so
-    ``after`` lets any reliability gap outrank relevance; ``within`` keeps the spec's
+    `order` says what decides the order: ``score`` (the default), the calibrated relevance
+    (`search.relevance`: keyword and vector relevance in [0, 1] averaged with `weights`) ×
+    reliability, the spec's rule on a relevance that means the same in keyword mode; or ``rrf``,
+    weighted reciprocal-rank fusion of the two lists, kept for comparison.
+
+    Under ``rrf``, `reliability` says where the Laplace reliability enters: ``within`` each list
+    (keyword by ``-bm25 × reliability``, vector by ``cosine × reliability``, then RRF), or
+    ``after`` the fusion (RRF × reliability). RRF scores of neighbouring ranks differ by ~1.6 %
+    at k=60, so ``after`` lets any reliability gap outrank relevance; ``within`` keeps the spec's
     "relevance × reliability" inside each method, where relevance still has its spread."""
 
     weights: tuple[float, float] = (1.0, 1.0)  # keyword, vector
     k: int = fusion.DEFAULT_K
     candidates: int = CANDIDATES
     reliability: ReliabilityAt = "within"
+    order: FusionOrder = "score"
 
 
 @dataclass(frozen=True)
 class Candidates:
     """What each method proposes for one query, before ranking: (id, relevance) lists, each
     best first and already limited to the visible robots, and the reliability of each visible
-    candidate (a candidate missing from it is not ranked)."""
+    candidate (a candidate missing from it is not ranked); `bound` calibrates the keyword
+    relevances, `cosine` holds the cosine of keyword candidates the vector list lacks (below
+    `fusion.MIN_COSINE`, or beyond its length)."""
 
     keyword: list[tuple[str, float]]
     vector: list[tuple[str, float]]
     reliability: dict[str, float]
+    bound: KeywordBound = relevance.NO_MATCH
+    cosine: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -705,12 +745,19 @@ def hybrid_candidates(
     vector = [(ref, cos) for ref, cos in index.search(qvec, n, visible) if cos >= fusion.MIN_COSINE]
     # Filtered by robot again: the index's partitions may trail a robot change by one write.
     reliability = select_reliability(conn, {r for r, _ in keyword} | {r for r, _ in vector}, visible, tenant)
-    return Candidates(keyword, vector, reliability)
+    proposed = {r for r, _ in vector}
+    lacking = [r for r, _ in keyword if r not in proposed]
+    cosine = dict(index.search_among(qvec, len(lacking), lacking)) if lacking else {}
+    return Candidates(keyword, vector, reliability, query_bound(conn, query), cosine)
 
 
 def rank_hybrid(c: Candidates, fuse: Fusion, k: int) -> list[Ranked]:
-    """Weighted RRF of the two lists with reliability applied as `fuse.reliability` says.
-    relevance = fused score scaled so 1.0 means "first in both lists"; higher is better."""
+    """The `k` best candidates as `fuse.order` says: by calibrated relevance × reliability
+    (`rank_calibrated`), or by weighted RRF of the two lists with reliability applied as
+    `fuse.reliability` says, relevance then being the fused score scaled so 1.0 means "first in
+    both lists". Higher is better."""
+    if fuse.order == "score":
+        return rank_calibrated(c, fuse.weights, k)
     rel = c.reliability
 
     def order(pairs: list[tuple[str, float]]) -> list[str]:
@@ -729,6 +776,30 @@ def rank_hybrid(c: Candidates, fuse: Fusion, k: int) -> list[Ranked]:
     # Only the k best of ~100 candidates become objects.
     best = heapq.nsmallest(k, fused, key=lambda ref: (-score(ref), -rel[ref], ref))
     return [Ranked(ref, score(ref), fused[ref] / top) for ref in best]
+
+
+def calibrated(c: Candidates, weights: tuple[float, float]) -> dict[str, float]:
+    """Each visible candidate's hybrid relevance in [0, 1] (`relevance.hybrid`)."""
+    keyword = {ref: c.bound.relevance(raw) for ref, raw in c.keyword}
+    cosine = {**c.cosine, **dict(c.vector)}
+    return {
+        ref: relevance.hybrid(keyword.get(ref, 0.0), relevance.vector(cosine.get(ref, 0.0)), weights)
+        for ref in keyword.keys() | cosine.keys()
+        if ref in c.reliability
+    }
+
+
+def rank_calibrated(c: Candidates, weights: tuple[float, float], k: int) -> list[Ranked]:
+    """The `k` best by calibrated relevance × reliability, then relevance, then id. A candidate
+    of relevance 0 (a keyword list's cosine below the floor, with a zero keyword weight) is not
+    a match."""
+    rel = calibrated(c, weights)
+    best = heapq.nsmallest(
+        k,
+        (ref for ref, r in rel.items() if r > 0),
+        key=lambda ref: (-rel[ref] * c.reliability[ref], -rel[ref], ref),
+    )
+    return [Ranked(ref, rel[ref] * c.reliability[ref], rel[ref]) for ref in best]
 
 
 def hybrid_search(
@@ -907,7 +978,7 @@ class ProcessStore:
     async def find(
         self, query: str, k: int, visible: Collection[str] | None = None, tenant: str | None = None
     ) -> list[Hit]:
-        return await self.db.read(lambda c: search(c, query, k, visible, tenant))
+        return await self.db.read(lambda c: keyword_search(c, query, k, visible, tenant))
 
     async def viewed(
         self, docs: list[ProcessDoc], tenant: str | None

@@ -103,7 +103,7 @@ class SearchHit(BaseModel):
     robot: str
     updated: str
     score: float = Field(description="what results are ordered by: relevance weighted by reliability")
-    relevance: float = Field(description="keyword: -bm25 (higher is better); hybrid: fused RRF scaled to 0-1")
+    relevance: float = Field(description="how well it matches, 0-1, the same scale in keyword and hybrid mode")
     reliability: float
     success_count: int
     failure_count: int
@@ -115,6 +115,7 @@ class SearchResult(BaseModel):
     mode: str = Field(description="which search ran: keyword or hybrid")
     mode_reason: str
     processes: list[SearchHit]
+    note: str | None = Field(default=None, description="set when no process is returned: nothing matched well enough")
 
 
 class SaveBody(Body):

@@ -44,15 +44,25 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
         query: Annotated[str, Field(max_length=4000, description="the instruction or sub-task in natural language")],
         k: Annotated[int, Field(ge=1, le=50, description="how many processes to return")] = 3,
         robot: RobotArg = "",
+        min_score: Annotated[
+            float | None,
+            Field(
+                ge=0.0,
+                le=1.0,
+                description="optional: return only processes whose relevance (0-1) reaches this; 0.5 keeps "
+                "what really matches. An empty list then comes with a note",
+            ),
+        ] = None,
     ) -> FoundProcesses | Refusal:
         """Find process documents that describe how similar tasks were done before.
 
         Normally the system calls this automatically at mission start with the instruction; call it
-        yourself mid-mission for a sub-task. Results are ranked by relevance times reliability (how
-        often the process worked) and each carries the full markdown. Processes are advice
-        distilled from past executions, not orders: follow them where they fit and deviate when
-        reality disagrees."""
-        found = await svc.find(principal_of(ctx), query, k, robot)
+        yourself mid-mission for a sub-task. Results are ranked by relevance (0-1, the same scale
+        whichever search mode ran) times reliability (how often the process worked) and each
+        carries the full markdown; an empty list comes with a note saying nothing matched well
+        enough. Processes are advice distilled from past executions, not orders: follow them
+        where they fit and deviate when reality disagrees."""
+        found = await svc.find(principal_of(ctx), query, k, robot, min_score)
         texts = await svc.markdown([h.doc for h in found.hits])
         return FoundProcesses(
             processes=[
@@ -60,6 +70,7 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
                     id=h.doc.id,
                     title=h.doc.title,
                     score=round(h.score, 6),
+                    relevance=round(h.relevance, 6),
                     reliability=round(h.doc.reliability, 4),
                     success_count=h.doc.success_count,
                     failure_count=h.doc.failure_count,
@@ -71,6 +82,8 @@ def register(mcp: FastMCP, memory: Memory, principal_of: PrincipalOf) -> None:
                 for h, text in zip(found.hits, texts, strict=True)
             ],
             mode=found.mode,
+            mode_reason=found.reason,
+            note=found.note,
         )
 
     @mcp.tool(annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False))

@@ -26,6 +26,10 @@ class ProcessMatch(BaseModel):
     id: str
     title: str
     score: float = Field(description="relevance × reliability; higher is better")
+    relevance: float = Field(
+        description="how well the process matches the query, 0-1, the same scale in keyword and hybrid mode "
+        "(an exact match ~0.8 or more, an unrelated one below ~0.2)"
+    )
     reliability: float = Field(description="(successes + 1) / (successes + failures + 2)")
     success_count: int
     failure_count: int
@@ -41,7 +45,13 @@ class ProcessMatch(BaseModel):
 
 class FoundProcesses(BaseModel):
     processes: list[ProcessMatch]
-    mode: str = Field(description="which search ran: keyword, hybrid or vector")
+    mode: str = Field(description="which search ran: keyword or hybrid")
+    mode_reason: str = Field(description="why that mode ran, and what it means for the results")
+    note: str | None = Field(
+        default=None,
+        description="set when no process is returned: nothing matched well enough (or reached min_score); "
+        "null otherwise",
+    )
 
 
 class ProcessDocument(BaseModel):

@@ -46,6 +46,9 @@ class SearchArgs(Args):
     q: str = Field(max_length=4000, description="an instruction, in any language")
     k: int = Field(default=10, ge=1, le=MAX_K)
     robot: str = Field(default="", max_length=64)
+    min_score: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="only processes whose relevance (0-1) reaches this"
+    )
 
 
 class IdArgs(Args):
@@ -78,9 +81,12 @@ def last_days(n: int, today: dt.date | None = None) -> list[str]:
 def explain(mode: str, rank: int, relevance: float, reliability: float, score: float) -> str:
     """Why a hit ranked where it did, in the numbers the search actually produced."""
     if mode == "keyword":
-        base = f"keyword relevance {relevance:.3f} (-bm25: title ×4, task pattern ×2, tags ×2, body)"
+        base = (
+            f"keyword relevance {relevance:.3f} (-bm25 over the most the query's words can score; "
+            "title ×4, task pattern ×2, tags ×2, body)"
+        )
     else:
-        base = f"fused relevance {relevance:.3f} (RRF of the keyword and vector ranks; 1.0 = first in both)"
+        base = f"hybrid relevance {relevance:.3f} (calibrated keyword and vector relevance averaged)"
     if math.isclose(score, relevance * reliability, rel_tol=1e-6, abs_tol=1e-9):
         how = f"{base} × reliability {reliability:.3f} = score {score:.3f}"
     elif math.isclose(score, relevance, rel_tol=1e-6, abs_tol=1e-9):
@@ -88,18 +94,6 @@ def explain(mode: str, rank: int, relevance: float, reliability: float, score: f
     else:
         how = f"{base} with reliability {reliability:.3f} → score {score:.3f}"
     return f"#{rank}: {how}"
-
-
-def _mode_reason(mode: str) -> str:
-    if mode == "hybrid":
-        return (
-            "the embedder is ready: keyword (FTS5 bm25) and vector (cosine) candidates were fused by reciprocal "
-            "rank, with reliability weighing the order (each result says how)"
-        )
-    return (
-        "keyword-only: FTS5 bm25 weighted by reliability (no embedder configured, it is still loading or "
-        "unavailable, or no process has a vector of the current model yet)"
-    )
 
 
 def _detail(view: Viewed) -> ProcessDetail:
@@ -147,7 +141,7 @@ def register(api: Api, ctx: WebContext) -> None:
         """find_processes over REST: which mode ran, and per result its relevance, reliability
         and score (score = relevance × reliability; results are ordered by it)."""
         a = call.args
-        found = await service.find(call.principal, a.q, a.k, a.robot)
+        found = await service.find(call.principal, a.q, a.k, a.robot, a.min_score)
         hits = []
         for rank, h in enumerate(found.hits, start=1):
             rel = h.doc.reliability
@@ -166,7 +160,7 @@ def register(api: Api, ctx: WebContext) -> None:
                     explanation=explain(found.mode, rank, h.relevance, rel, h.score),
                 )
             )
-        return SearchResult(query=a.q, mode=found.mode, mode_reason=_mode_reason(found.mode), processes=hits)
+        return SearchResult(query=a.q, mode=found.mode, mode_reason=found.reason, processes=hits, note=found.note)
 
     @api.route(
         "GET", "/api/charts/outcomes", args=TimelineArgs, body=NoBody, response=OutcomeTimeline,
