@@ -483,7 +483,7 @@ PARAPHRASE: tuple[dict[str, Any], ...] = (
         "pattern": "toaster bread slices",
         "tags": ["kitchen", "breakfast", "toaster"],
         "steps": ["navigate_to(kitchen counter)", "find_object(bread bag)", "insert two slices", "press lever down"],
-        "asks": ["make me something crunchy and warm for breakfast", "I fancy toast this morning"],
+        "asks": ["make me something crunchy and warm to start the day", "I fancy toast this morning"],
         "asks_zh": ["早餐我想吃烤面包片", "帮我烤两片吐司"],
     },
     {
@@ -519,7 +519,7 @@ PARAPHRASE: tuple[dict[str, Any], ...] = (
         "pattern": "wipe whiteboard eraser marker",
         "tags": ["meeting-room", "cleaning", "whiteboard"],
         "steps": ["navigate_to(meeting room)", "find_object(felt eraser)", "wipe top to bottom", "check for streaks"],
-        "asks": ["get rid of the scribbles left after the meeting", "clear yesterday's diagrams so we can draw"],
+        "asks": ["get rid of the scribbles left after our discussion", "clear yesterday's diagrams so we can draw"],
         "asks_zh": ["把会议室白板上的字擦干净"],
     },
     {
@@ -543,6 +543,8 @@ class Doc:
     steps: tuple[str, ...]
     lang: str
     family: str
+    template: str = ""  # "" for a paraphrase document
+    values: tuple[str, ...] = ()  # the document's word for each of the template's slots
 
 
 @dataclass(frozen=True)
@@ -584,7 +586,8 @@ def _doc(t: Template, vals: Sequence[Value], lang: str, family: str) -> Doc:
         steps = tuple(_fill(s.replace("}", ".zh}"), t, vals, None) for s in t.steps)
     tags = tuple(_fill(x, t, vals, None).replace(" ", "-") for x in t.tags)
     pattern = _fill(t.pattern, t, vals, None) if lang == "en" else title
-    return Doc(_doc_id(t, vals, lang), title, pattern, tags, steps, lang, family)
+    words = tuple(val.en for val in vals)
+    return Doc(_doc_id(t, vals, lang), title, pattern, tags, steps, lang, family, t.key, words)
 
 
 def core() -> tuple[list[Doc], list[Query]]:
