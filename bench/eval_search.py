@@ -322,7 +322,7 @@ def _langs(ms: list[Method], set_name: str, regime: str) -> list[str]:
 def report(ms: list[Method], runs: list[Run], command: str) -> str:
     """Markdown: per set and regime, each method overall (hit@1/hit@3/MRR) and hit@1 per
     language pair, then hit@1 / MRR per family and method."""
-    lines = [f"`{command}` — embedder `{runs[0].model_id}`; metrics over the top {TOP}.", ""]
+    lines = [f"`{command}` — embedder `{runs[0].model_id}`; metrics over the top {TOP}.", "", summary(ms, runs)]
     for run in runs:
         key = (run.set_name, run.regime)
         langs = _langs(ms, *key)
@@ -365,8 +365,47 @@ def report(ms: list[Method], runs: list[Run], command: str) -> str:
     return "\n".join(lines)
 
 
+SUMMARY = (
+    "keyword only (bm25 × reliability)",
+    "vector only (cosine × reliability)",
+    PRODUCTION,
+    "naive RRF (bm25, cosine; k60)",
+)
+
+
+def summary(ms: list[Method], runs: list[Run]) -> str:
+    """hit@1 per family and language pair (rows) and generated set (columns), one table per
+    regime, each cell keyword / vector / production hybrid / naive RRF (the table in
+    docs/search.md). Naive RRF ignores reliability: shown with neutral counts only."""
+    by_name = {m.name: m for m in ms}
+    shown = [by_name[n] for n in SUMMARY if n in by_name]
+    sets = list(dict.fromkeys(r.set_name for r in runs if r.set_name.isdigit()))
+    lines: list[str] = []
+    for regime in dict.fromkeys(r.regime for r in runs):
+        cols = shown if regime == "neutral" else [m for m in shown if not m.name.startswith("naive")]
+        if not sets or not cols:
+            continue
+        rows = [(f, "all") for f in _families(cols, sets[0], regime)]
+        rows += [("all", x) for x in _langs(cols, sets[0], regime)] + [("all", "all")]
+        lines += [
+            f"hit@1, counts {regime} — " + " / ".join(m.name.split(" (")[0] for m in cols),
+            "",
+            "| family (queries) | " + " | ".join(f"{x} docs" for x in sets) + " |",
+            "|---|" + "---|" * len(sets),
+        ]
+        for fam, langs in rows:
+            n = cols[0].scores[(sets[0], regime, fam, langs)].n
+            name = "**all**" if (fam, langs) == ("all", "all") else (fam if langs == "all" else langs)
+            cells = [" / ".join(f"{m.scores[(x, regime, fam, langs)].hit1:.2f}" for m in cols) for x in sets]
+            lines.append(f"| {name} ({n}) | " + " | ".join(cells) + " |")
+        mrr = [" / ".join(f"{m.scores[(x, regime, 'all', 'all')].mrr:.2f}" for m in cols) for x in sets]
+        lines += ["| MRR, all | " + " | ".join(mrr) + " |", ""]
+    return "\n".join(lines)
+
+
 def as_json(ms: list[Method], runs: list[Run]) -> dict[str, Any]:
-    """Every score, for `--compare` on a later run."""
+    """The scores per family (all languages) and per language pair (all families), for
+    `--compare` on a later run."""
     return {
         "runs": [vars(r) for r in runs],
         "scores": [
@@ -383,6 +422,7 @@ def as_json(ms: list[Method], runs: list[Run]) -> dict[str, Any]:
             }
             for m in ms
             for k, s in sorted(m.scores.items())
+            if "all" in k[2:]
         ],
     }
 
@@ -410,6 +450,12 @@ def compare(ms: list[Method], baseline: dict[str, Any]) -> str:
             )
     lines += ["", f"{worse} cells with a lower hit@1 than the baseline."]
     return "\n".join(lines)
+
+
+def dumps(saved: dict[str, Any]) -> str:
+    """JSON with one score per line, so a saved baseline diffs line by line."""
+    rows = ",\n".join(" " + json.dumps(r, ensure_ascii=False) for r in saved["scores"])
+    return f'{{"runs": {json.dumps(saved["runs"], ensure_ascii=False)},\n"scores": [\n{rows}\n]}}\n'
 
 
 async def main_async(args: argparse.Namespace, command: str) -> tuple[str, list[Method], list[Run]]:
@@ -456,7 +502,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.out:
         Path(args.out).write_text(text + "\n")
     if args.json:
-        Path(args.json).write_text(json.dumps(as_json(ms, runs), indent=1, ensure_ascii=False) + "\n")
+        Path(args.json).write_text(dumps(as_json(ms, runs)))
     if args.compare:
         print()
         print(compare(ms, json.loads(Path(args.compare).read_text())))

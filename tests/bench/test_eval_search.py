@@ -5,6 +5,7 @@ quality is asserted: that is measured by bench/eval_search.py and written up in 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from bench.eval_search import (
     Proposals,
     as_json,
     compare,
+    dumps,
     evaluate,
     generated_set,
     methods,
@@ -139,8 +141,10 @@ async def test_the_harness_scores_a_planted_perfect_method_one_and_a_reversed_on
         assert re.search(rf"^\| {fam} \(\d+\) \|", text, re.M), fam
     assert "| perfect | 1.000 | 1.000 | 1.000 |" in text
     assert "| reversed | 0.000 | 0.000 | 0.000 |" in text
+    assert "| **all** (" in text  # the summary table
 
-    saved = as_json(ms, runs)
+    saved = json.loads(dumps(as_json(ms, runs)))
+    assert saved == as_json(ms, runs)
     assert compare(ms, saved).endswith("0 cells with a lower hit@1 than the baseline.")
     for row in saved["scores"]:
         if row["method"] == "reversed":
