@@ -3,8 +3,8 @@
     python eval/generate.py --size 40 [--out FILE]     # print (or write) one corpus as YAML
 
 Every word below was written for this project: the templates, vocabularies, Chinese renderings
-and the paraphrase documents. No public robot-instruction dataset was used or paraphrased (in
-particular none of SayCan, CALVIN or RLBench: they are the project's held-out evaluation, and
+and the paraphrase documents. No public dataset or other outside text was used or paraphrased
+(in particular nothing of SayCan, CALVIN or RLBench: they are the project's held-out evaluation;
 the example misses quoted in issue 28 come from them, so none of those instructions appear).
 
 A document is a template and one value per slot ("Pick up the {colour} {obj} from the
@@ -464,14 +464,14 @@ CORE: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("count", "stack", ("one", "red", "tray"), "en"),
     ("count", "stack", ("two", "red", "tray"), "en"),
     ("count", "stack", ("three", "red", "tray"), "en"),
-    ("count", "bring", ("two", "chair", "office"), "en"),
-    ("count", "bring", ("four", "chair", "office"), "en"),
+    ("count", "bring", ("two", "chair", "office"), "zh"),
+    ("count", "bring", ("four", "chair", "office"), "zh"),
     ("object", "put", ("green", "ball", "box"), "en"),
     ("object", "put", ("green", "cube", "box"), "en"),
     ("object", "put", ("white", "cup", "basket"), "en"),
     ("object", "put", ("white", "bowl", "basket"), "en"),
-    ("object", "handover", ("screwdriver", "technician"), "en"),
-    ("object", "handover", ("wrench", "technician"), "en"),
+    ("object", "handover", ("screwdriver", "technician"), "zh"),
+    ("object", "handover", ("wrench", "technician"), "zh"),
 )
 
 #: Documents found only through meaning: no query repeats its document's key words. Pairs from
