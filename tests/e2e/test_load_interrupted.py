@@ -26,7 +26,7 @@ from robot_mcp_memory.surfaces import cli
 from tests.e2e.harness import child_env
 from tests.operations.test_dump_load import Rows, _rows_of
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 
 
 #: Memories the archive adds, each with a perception's data: enough that the load's transaction

@@ -25,7 +25,7 @@ from robot_mcp_memory.processes.docmodel import MAX_FRONTMATTER_ENTRIES, Process
 from tests.conftest import doc
 from tests.e2e.harness import ServerProcess, http_session
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 
 ADMIN = "admin-token-0123456789"
 TOKENS = {"rap-1": "tok-rap-1-abcdefgh", "rap-2": "tok-rap-2-abcdefgh", "rap-3": "tok-rap-3-abcdefgh"}

@@ -11,7 +11,10 @@ import pytest
 from bench import bench_robotmem_compare as compare
 from tests.conftest import ROBOTMEM_MISSING
 
-pytestmark = pytest.mark.skipif(not compare.DEFAULT_ROBOTMEM_PYTHON.exists(), reason=ROBOTMEM_MISSING)
+pytestmark = [
+    pytest.mark.e2e,  # runs both servers and a TypeScript client as processes
+    pytest.mark.skipif(not compare.DEFAULT_ROBOTMEM_PYTHON.exists(), reason=ROBOTMEM_MISSING),
+]
 
 
 def test_the_comparison_runs_both_sides_and_reports_ratios(tmp_path: Path) -> None:
