@@ -33,6 +33,11 @@ import numpy as np
 from robot_mcp_memory.processes import docmodel, rules
 from robot_mcp_memory.processes.docmodel import OutcomeEntry, ProcessDoc
 from robot_mcp_memory.processes.ports import NOBODY, Author, Hit, Progress, RecordsView, Saved, SearchMode
+
+# One source of truth for what the ranking and the reads' bounds are, until they move to a
+# backend-neutral module: the bm25 column weights of (id, title, task_pattern, tags, body), how many
+# outcome records a read returns, how many of each process's newest records `outcome_events` reads.
+from robot_mcp_memory.processes.sqlite.store import BM25_WEIGHTS, EVENTS_PER_PROCESS, HISTORY_LIMIT
 from robot_mcp_memory.search import bm25, fts
 from robot_mcp_memory.search.segment import index_text
 from robot_mcp_memory.search.sqlite.tokens import Fts5Tokens
@@ -43,13 +48,9 @@ from robot_mcp_memory.tenancy.principal import SHARED
 COMPONENT = "processes"
 #: The SQLite index's tokenizer (``processes_fts``): the tokens must be the very ones it counts.
 TOKENIZE = "porter unicode61"
-#: bm25 column weights for (id, title, task_pattern, tags, body), as the SQLite store ranks; id holds no tokens.
-BM25_WEIGHTS = (0.0, 4.0, 2.0, 2.0, 1.0)
 _INDEXED = 4  # title, task_pattern, tags, body
-#: How many outcome records of one document a read returns at most (the newest), as in SQLite.
-HISTORY_LIMIT = 1000
+#: The least a rendered log line costs besides its note (as the SQLite store bounds a read).
 _LINE_COST = 33
-EVENTS_PER_PROCESS = 200
 
 _TOKENS = Fts5Tokens(TOKENIZE, _INDEXED)
 
