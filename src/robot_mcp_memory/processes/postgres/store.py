@@ -425,23 +425,30 @@ def search(
 ) -> list[Hit]:
     """The `k` best visible matches by relevance × reliability (then id), as SQLite's `search`."""
     scored = relevance(conn, query)
-    if not scored:
+    if not scored or k < 1:
         return []
     where, params = _visible(visible)
-    rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM processes WHERE id = ANY(%s) AND {where}",  # noqa: S608
+    # Rank on the counters alone; only the k best rows are read whole.
+    light = conn.execute(
+        f"SELECT id, robot, success_count, failure_count FROM processes WHERE id = ANY(%s) AND {where}",  # noqa: S608
         [list(scored), *params],
+    ).fetchall()
+    others = (
+        other_tenants_counts(conn, {pid for pid, robot, _, _ in light if robot == SHARED}, tenant) if tenant else {}
     )
-    docs = [_row_to_doc(r) for r in rows]
-    views = tenant_view(conn, docs, tenant)
 
-    def rank(view: tuple[ProcessDoc, tuple[int, int] | None]) -> tuple[float, str]:
-        d = view[0]
-        r = scored[d.id]
-        return -(r * (d.success_count + 1.0) / (d.success_count + d.failure_count + 2.0)), d.id
+    def rank(row: tuple[Any, ...]) -> tuple[float, str]:
+        pid, _robot, s, f = row
+        o_s, o_f = others.get(pid, (0, 0))
+        s, f = max(int(s) - o_s, 0), max(int(f) - o_f, 0)
+        r = scored[pid]
+        return -(r * (s + 1.0) / (s + f + 2.0)), pid
 
-    best = sorted(views, key=rank)[:k]
-    return [Hit(d, scored[d.id] * d.reliability, scored[d.id], fleet) for d, fleet in best]
+    best = [row[0] for row in sorted(light, key=rank)[:k]]
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM processes WHERE id = ANY(%s)", (best,))  # noqa: S608
+    by_id = {d.id: d for d in (_row_to_doc(r) for r in rows)}
+    views = tenant_view(conn, [by_id[pid] for pid in best], tenant)
+    return [Hit(d, scored[d.id] * d.reliability, scored[d.id], fleet) for d, fleet in views]
 
 
 # ---------------------------------------------------------------------------- the repository
