@@ -4,6 +4,7 @@ import json
 import sys
 import threading
 import traceback
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,9 @@ from mcp.types import TextContent
 from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
+from robot_mcp_memory.storage.postgres import PostgresStore
 from robot_mcp_memory.surfaces.mcp.server import MemoryMCP, build_server
+from tests.pgcluster import Cluster, ClusterUnavailable
 
 logs.configure("debug")
 
@@ -181,3 +184,49 @@ class Client:
 async def client(server: MemoryMCP) -> AsyncIterator[Client]:
     async with create_connected_server_and_client_session(server) as session:
         yield Client(session)
+
+
+# ---------------------------------------------------------------------------- PostgreSQL
+#: The database the PostgreSQL adapters' tests use in the session's cluster; each test has a schema of its own.
+PG_DATABASE = "robot_memory_test"
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """A throwaway cluster for the whole session (started on first use, stopped at the end, also
+    on failure). No server is a failure that says how to get one, never a skip."""
+    try:
+        cluster = Cluster.create()
+        cluster.start()
+    except ClusterUnavailable as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_url(pg_cluster: Cluster) -> str:
+    """The URL of a fresh database in the session's cluster."""
+    import psycopg
+
+    with psycopg.connect(pg_cluster.url(), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {PG_DATABASE} TEMPLATE template0 ENCODING 'UTF8'")
+    return pg_cluster.url(PG_DATABASE)
+
+
+@pytest.fixture
+def pg_store(pg_url: str) -> Iterator[PostgresStore]:
+    """A `PostgresStore` on a schema of this test's own, dropped afterwards: a reset costs one
+    CREATE and one DROP SCHEMA, not a database or a cluster."""
+    import psycopg
+
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    store = PostgresStore.open(pg_url, schema=schema, max_size=4)
+    try:
+        yield store
+    finally:
+        store.close()
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")

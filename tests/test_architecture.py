@@ -5,11 +5,12 @@ The tree (docs/architecture.md draws it)::
     errors config logs metrics jsonvalue json_object   cross-cutting
     app.py api.py                                       composition roots
     storage/  search/  tenancy/  operations/            shared machinery
-    processes/ fleet/ lessons/ experiences/             one folder per domain; its storage adapter in sqlite/
+    processes/ fleet/ lessons/ experiences/             one folder per domain; its storage adapters in
+                                                        sqlite/ and postgres/
     surfaces/ (mcp/, web/, cli.py, serve.py)            the ways in
 
-- Only storage adapters (a ``sqlite/`` folder, the robotmem importer) import a database driver
-  and hold SQL that writes.
+- Only storage adapters (a ``sqlite/`` or ``postgres/`` folder; the robotmem importer is one)
+  import a database driver and hold SQL that writes; psycopg only in a ``postgres/`` folder.
 - Nothing below the surfaces imports them; only the composition roots and the surfaces do.
 - A domain's service and model never import a storage adapter (they take ports); `ADAPTER_DEBT`
   lists the modules that still do, and the list may only shrink.
@@ -43,8 +44,15 @@ SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 STORAGE_MODULES: tuple[str, ...] = (
     "storage/sqlite/*",
     "*/sqlite/*",
+    "storage/postgres/*",
+    "*/postgres/*",
 )
+#: The folder names of storage adapters, one per backend.
+ADAPTER_FOLDERS: tuple[str, ...] = ("sqlite", "postgres")
 DRIVERS: tuple[str, ...] = ("sqlite3", "psycopg", "psycopg_pool")
+#: PostgreSQL's driver, and the adapters that alone may import it.
+PG_DRIVERS: tuple[str, ...] = ("psycopg", "psycopg_pool")
+PG_MODULES: tuple[str, ...] = ("storage/postgres/*", "*/postgres/*")
 
 #: The domains: each folder holds everything about it except how it is reached.
 DOMAINS: tuple[str, ...] = ("processes", "fleet", "lessons", "experiences")
@@ -227,6 +235,17 @@ def test_only_storage_adapters_import_a_database_driver() -> None:
     assert offenders == [], "only the storage adapters (STORAGE_MODULES) talk to a database driver"
 
 
+def test_only_postgres_adapters_import_psycopg() -> None:
+    offenders = [
+        f"{rel}:{line}: {name}"
+        for rel, tree in _modules()
+        if not _matches(rel, PG_MODULES)
+        for line, name in imported_modules(rel, tree)
+        if any(_is_within(name, d) for d in PG_DRIVERS)
+    ]
+    assert offenders == [], "only a postgres/ adapter folder talks to psycopg"
+
+
 def test_nothing_below_the_surfaces_imports_them() -> None:
     offenders = [
         f"{rel}:{line}: {name}"
@@ -245,7 +264,7 @@ def _adapter_importers() -> dict[str, list[str]]:
             continue
         for line, name in imported_modules(rel, tree):
             parts = name.split(".")
-            if parts[0] == PACKAGE and "sqlite" in parts[1:]:
+            if parts[0] == PACKAGE and any(f in parts[1:] for f in ADAPTER_FOLDERS):
                 found.setdefault(rel, []).append(f"{line}: {name}")
     return found
 
@@ -280,7 +299,7 @@ def test_a_domain_reaches_another_domain_only_through_its_service_or_model() -> 
         if rel.startswith(f"{home}/") and not _matches(rel, STORAGE_MODULES)
         for line, name in imported_modules(rel, tree)
         for other in DOMAINS
-        if other != home and _is_within(name, f"{PACKAGE}.{other}.sqlite")
+        if other != home and any(_is_within(name, f"{PACKAGE}.{other}.{f}") for f in ADAPTER_FOLDERS)
     ]
     assert offenders == []
 
@@ -458,7 +477,8 @@ def test_the_sdk_private_names_are_found() -> None:
     assert {"_tool_manager", "_mcp_server"} <= _sdk_private_names()
 
 
-def test_the_adapter_detector_sees_an_adapter_import() -> None:
-    tree = ast.parse("from robot_mcp_memory.processes.sqlite.store import ProcessStore\n")
+@pytest.mark.parametrize("folder", ADAPTER_FOLDERS)
+def test_the_adapter_detector_sees_an_adapter_import(folder: str) -> None:
+    tree = ast.parse(f"from robot_mcp_memory.processes.{folder}.store import ProcessStore\n")
     names = [n for _, n in imported_modules("processes/service.py", tree)]
-    assert any("sqlite" in n.split(".") for n in names)
+    assert any(any(f in n.split(".") for f in ADAPTER_FOLDERS) for n in names)

@@ -1,10 +1,15 @@
-"""The fleet registry and FleetService: ids, groups, switches, snapshot freshness, the §6a rules."""
+"""The fleet registry and FleetService: ids, groups, switches, snapshot freshness, the §6a rules.
+
+The service's rules run against every `FleetRepository` (the `fleet` fixture: SQLite's registry
+and PostgreSQL's); the tests that reach into one backend's machinery take `memory` (SQLite) or
+live in tests/fleet/postgres/."""
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
 import threading
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -14,19 +19,30 @@ import pytest
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import Conflict, Forbidden, InvalidInput, NotFound
 from robot_mcp_memory.fleet.model import check_group_id, check_robot_id
+from robot_mcp_memory.fleet.postgres.store import PostgresFleet
 from robot_mcp_memory.fleet.service import FleetService
 from robot_mcp_memory.fleet.sqlite.store import load_snapshot
 from robot_mcp_memory.storage.sqlite import Kind
 from robot_mcp_memory.storage.sqlite import index_db as db
+from robot_mcp_memory.tenancy.policy import Policy
 from robot_mcp_memory.tenancy.principal import ADMIN, Principal
 from tests.conftest import eventually
 
 RAP1 = Principal.robot("rap-1")
 
 
-@pytest.fixture
-def fleet(memory: Memory) -> FleetService:
-    return memory.fleet
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def fleet(request: pytest.FixtureRequest) -> Iterator[FleetService]:
+    """The fleet service on SQLite's registry (as `Memory` wires it) and on PostgreSQL's."""
+    if request.param == "sqlite":
+        memory: Memory = request.getfixturevalue("memory")
+        yield memory.fleet
+        return
+    registry = PostgresFleet(request.getfixturevalue("pg_store"))
+    try:
+        yield FleetService(registry, Policy(membership=registry))
+    finally:
+        registry.close()
 
 
 async def _line(fleet: FleetService) -> None:
@@ -186,8 +202,8 @@ async def test_list_groups_shows_members_and_both_switches(fleet: FleetService) 
 
 
 # ---------------------------------------------------------------------------- switches
-async def test_self_improve_for_a_robot_is_its_groups_setting_else_the_global_one(memory: Memory) -> None:
-    fleet, registry = memory.fleet, memory.fleet_registry
+async def test_self_improve_for_a_robot_is_its_groups_setting_else_the_global_one(fleet: FleetService) -> None:
+    registry = fleet.registry
     await _line(fleet)
     assert not any(registry.self_improve_for(r) for r in ("rap-1", "rap-3", "rap-4"))
     await fleet.set_self_improve(ADMIN, True)
@@ -209,11 +225,11 @@ async def test_the_global_toggle_cannot_be_set_to_follow_itself(fleet: FleetServ
 
 
 # ---------------------------------------------------------------------------- freshness and deletion
-async def test_every_fleet_write_is_visible_to_the_very_next_membership_question(memory: Memory) -> None:
-    fleet, registry = memory.fleet, memory.fleet_registry
+async def test_every_fleet_write_is_visible_to_the_very_next_membership_question(fleet: FleetService) -> None:
+    registry = fleet.registry
     await _line(fleet)
     assert registry.group_mates("rap-1") == {"rap-1", "rap-2"}
-    assert memory.policy.visible_robots(RAP1) == frozenset({"rap-1", "rap-2", "shared"})
+    assert fleet.policy.visible_robots(RAP1) == frozenset({"rap-1", "rap-2", "shared"})
     await fleet.set_group(ADMIN, "rap-3", "line-a")
     assert registry.group_mates("rap-1") == {"rap-1", "rap-2", "rap-3"}
     await fleet.set_group(ADMIN, "rap-1", "line-b")

@@ -1,6 +1,6 @@
-"""ProcessService's rules, run against every `ProcessRepository`: the SQLite adapter and a toy
-in-memory one (`toy_repository`). The same tests pass on both, so the service depends on the port
-alone — a second backend plugs in without touching the service."""
+"""ProcessService's rules, run against every `ProcessRepository`: the SQLite adapter, the
+PostgreSQL one and a toy in-memory one (`toy_repository`). The same tests pass on all, so the
+service depends on the port alone — a second backend plugs in without touching the service."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import Forbidden, InvalidInput, NotFound
 from robot_mcp_memory.processes.docmodel import OUTCOME_HEADING
 from robot_mcp_memory.processes.ports import ProcessRepository
+from robot_mcp_memory.processes.postgres.store import PostgresProcesses
 from robot_mcp_memory.processes.service import ProcessService
 from robot_mcp_memory.tenancy.policy import Policy
 from robot_mcp_memory.tenancy.principal import ADMIN, SHARED, Principal
@@ -36,10 +37,13 @@ def _clock() -> Iterator[str]:
         yield f"2026-01-01T00:{n // 60:02d}:{n % 60:02d}Z"
 
 
-@pytest.fixture(params=["sqlite", "toy"])
-def repository(request: pytest.FixtureRequest, memory: Memory) -> ProcessRepository:
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres), "toy"])
+def repository(request: pytest.FixtureRequest) -> ProcessRepository:
     if request.param == "sqlite":
+        memory: Memory = request.getfixturevalue("memory")
         return memory.process_store
+    if request.param == "postgres":
+        return PostgresProcesses(request.getfixturevalue("pg_store"))
     ticks = _clock()
     return ToyProcessRepository(lambda: next(ticks))
 

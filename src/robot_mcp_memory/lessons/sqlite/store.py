@@ -35,7 +35,7 @@ from typing import Any
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.errors import CHECK_THE_STORE, StorageError, StoreBusy
-from robot_mcp_memory.lessons.model import Action, Lesson, Stored
+from robot_mcp_memory.lessons.model import Action, Lesson, Stored, same_params
 from robot_mcp_memory.storage.sqlite import Kind, Migration, Schema, SqliteStore, Table
 from robot_mcp_memory.storage.sqlite.store import now_iso
 
@@ -134,18 +134,6 @@ def select_page(
     return [_lesson(r) for r in rows], int(total)
 
 
-def _same(a: Any, b: Any) -> bool:
-    """JSON equality: ``true`` is not ``1`` and ``false`` is not ``0.0`` (Python's ``==`` says
-    they are, which counted a report of other params as the stored ones)."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
-
-
 def record(
     conn: sqlite3.Connection,
     scope: str,
@@ -168,7 +156,7 @@ def record(
             (scope, key, place, encoded, s, f, recorded_by, now, now),
         )
         action = "created"
-    elif _same(existing.params, dict(params)):
+    elif same_params(existing.params, dict(params)):
         if success is None:
             return Stored(existing, "unchanged")
         conn.execute(

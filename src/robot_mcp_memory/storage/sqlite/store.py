@@ -64,6 +64,7 @@ from robot_mcp_memory.errors import (
     StoreUnreadable,
     StoreWriteFailed,
 )
+from robot_mcp_memory.storage.clock import now_iso
 from robot_mcp_memory.storage.sqlite.checkpoint import WRITER_AUTOCHECKPOINT, Checkpointer
 from robot_mcp_memory.storage.sqlite.kinds import Kind, Schema
 from robot_mcp_memory.storage.sqlite.readonly import ReadView, read_view
@@ -1013,11 +1014,6 @@ def _parse_version(path: str, row: tuple[Any, ...] | None) -> int:
 
 def _short(exc: BaseException) -> str:
     return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-
-
-def now_iso(ts: float | None = None) -> str:
-    """UTC timestamp with second precision, the format every table uses."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if ts is None else ts))
 
 
 def refuse_emptied(path: Path) -> None:

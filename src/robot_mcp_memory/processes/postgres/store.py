@@ -1,0 +1,533 @@
+"""PostgresProcesses: process documents (`ProcessRepository`) as rows of the shared PostgreSQL schema.
+
+Tables (component ``processes``): ``processes`` (the SQLite columns, plus ``lexemes``, a literal
+``tsvector`` of the document's index tokens with a GIN index, and ``doclen``, its token count),
+``process_postings`` (each token's positions per column), ``process_outcomes`` and
+``process_tenant_counts`` (as in SQLite).
+
+Invariants:
+
+- **Scores are SQLite's.** A document is indexed as FTS5 indexes it (`segment.index_text` on
+  title, task pattern, tags and body; FTS5's own ``porter unicode61`` tokens, from
+  `search.sqlite.tokens`), and a query is scored by `search.bm25` over those postings — FTS5's
+  arithmetic, with the bm25 column weights of the SQLite store — so relevance is the double
+  ``-bm25()`` gives and the ranking (relevance × Laplace reliability, then id) orders as
+  SQLite's (tests/processes/postgres/test_parity.py). ``lexemes @@ tsquery`` chooses the
+  candidates (every document holding all tokens of one phrase); the postings decide phrase
+  instances, document frequencies and the weighted frequencies.
+- **Keyword only, for now.** `find_hybrid` answers ``"keyword"``; vectors are not stored yet.
+- **Saves are serialized** under a transaction-level advisory lock, so `rules.plan_save` decides
+  (update, or fork to a free id) on rows no other replica changes meanwhile; outcome counters move
+  in SQL (``count = count + 1``), each with its record in the same transaction.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from collections.abc import Callable, Collection, Iterable
+from typing import Any
+
+import numpy as np
+
+from robot_mcp_memory.processes import docmodel, rules
+from robot_mcp_memory.processes.docmodel import OutcomeEntry, ProcessDoc
+from robot_mcp_memory.processes.ports import NOBODY, Author, Hit, Progress, RecordsView, Saved, SearchMode
+
+# One source of truth for what the ranking and the reads' bounds are, until they move to a
+# backend-neutral module: the bm25 column weights of (id, title, task_pattern, tags, body), how many
+# outcome records a read returns, how many of each process's newest records `outcome_events` reads.
+from robot_mcp_memory.processes.sqlite.store import BM25_WEIGHTS, EVENTS_PER_PROCESS, HISTORY_LIMIT
+from robot_mcp_memory.search import bm25, fts
+from robot_mcp_memory.search.segment import index_text
+from robot_mcp_memory.search.sqlite.tokens import Fts5Tokens
+from robot_mcp_memory.storage.clock import now_iso
+from robot_mcp_memory.storage.postgres import Connection, Migration, PostgresStore
+from robot_mcp_memory.tenancy.principal import SHARED
+
+COMPONENT = "processes"
+#: The SQLite index's tokenizer (``processes_fts``): the tokens must be the very ones it counts.
+TOKENIZE = "porter unicode61"
+_INDEXED = 4  # title, task_pattern, tags, body
+#: The least a rendered log line costs besides its note (as the SQLite store bounds a read).
+_LINE_COST = 33
+
+_TOKENS = Fts5Tokens(TOKENIZE, _INDEXED)
+
+
+def _create(conn: Connection) -> None:
+    conn.execute(
+        """CREATE TABLE processes (
+            id TEXT PRIMARY KEY,
+            title TEXT NOT NULL,
+            task_pattern TEXT NOT NULL DEFAULT '',
+            tags TEXT NOT NULL DEFAULT '[]',
+            robot TEXT NOT NULL DEFAULT 'unknown',
+            created TEXT NOT NULL,
+            updated TEXT NOT NULL,
+            success_count BIGINT NOT NULL DEFAULT 0,
+            failure_count BIGINT NOT NULL DEFAULT 0,
+            last_used TEXT NOT NULL DEFAULT '',
+            source_mission_id TEXT NOT NULL DEFAULT '',
+            extra TEXT NOT NULL DEFAULT '{}',
+            body TEXT NOT NULL DEFAULT '',
+            lexemes TSVECTOR NOT NULL DEFAULT ''::tsvector,
+            doclen INTEGER NOT NULL DEFAULT 0
+        )"""
+    )
+    conn.execute("CREATE INDEX processes_lexemes ON processes USING GIN (lexemes)")
+    conn.execute("CREATE INDEX processes_robot ON processes (robot)")
+    conn.execute("CREATE INDEX processes_updated ON processes (updated)")
+    conn.execute(
+        """CREATE TABLE process_postings (
+            process_id TEXT NOT NULL REFERENCES processes(id) ON DELETE CASCADE,
+            term TEXT NOT NULL,
+            col SMALLINT NOT NULL,  -- 0 title, 1 task_pattern, 2 tags, 3 body
+            positions INTEGER[] NOT NULL,
+            PRIMARY KEY (process_id, term, col)
+        )"""
+    )
+    conn.execute(
+        """CREATE TABLE process_outcomes (
+            process_id TEXT NOT NULL,
+            n INTEGER NOT NULL,
+            at TEXT NOT NULL,
+            success BOOLEAN NOT NULL,
+            note TEXT NOT NULL DEFAULT '',
+            robot TEXT NOT NULL DEFAULT '',
+            tenant TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (process_id, n)
+        )"""
+    )
+    conn.execute("CREATE INDEX process_outcomes_at ON process_outcomes (at)")
+    conn.execute(
+        """CREATE TABLE process_tenant_counts (
+            process_id TEXT NOT NULL,
+            tenant TEXT NOT NULL,
+            success_count BIGINT NOT NULL DEFAULT 0,
+            failure_count BIGINT NOT NULL DEFAULT 0,
+            PRIMARY KEY (process_id, tenant)
+        )"""
+    )
+
+
+#: Append-only. Step i brings the processes tables from version i to version i + 1.
+MIGRATIONS: list[Migration] = [_create]
+
+_COLUMNS = (
+    "id, title, task_pattern, tags, robot, created, updated, success_count, failure_count, "
+    "last_used, source_mission_id, extra, body"
+)
+#: SQLite's orders (BINARY collation), whatever the database's locale.
+ORDERS = {
+    "updated": 'updated DESC, id COLLATE "C"',
+    "used": 'success_count + failure_count DESC, updated DESC, id COLLATE "C"',
+}
+
+
+def _row_to_doc(row: tuple[Any, ...]) -> ProcessDoc:
+    (pid, title, task_pattern, tags, robot, created, updated, s, f, last_used, mission, extra, body) = row
+    return ProcessDoc.model_construct(
+        id=pid,
+        title=title,
+        task_pattern=task_pattern,
+        tags=tuple(json.loads(tags)),
+        robot=robot,
+        created=created,
+        updated=updated,
+        success_count=int(s),
+        failure_count=int(f),
+        last_used=last_used,
+        source_mission_id=mission,
+        extra=json.loads(extra),
+        body=body,
+    )
+
+
+def _visible(visible: Collection[str] | None, column: str = "robot") -> tuple[str, list[Any]]:
+    if visible is None:
+        return "TRUE", []
+    return f"{column} = ANY(%s)", [sorted(visible)]
+
+
+def _tsquery_lexeme(token: str) -> str:
+    return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+# ---------------------------------------------------------------------------- SQL (connection first)
+def select_one(conn: Connection, pid: str) -> ProcessDoc | None:
+    row = conn.execute(f"SELECT {_COLUMNS} FROM processes WHERE id = %s", (pid,)).fetchone()  # noqa: S608
+    return _row_to_doc(row) if row else None
+
+
+def _columns_of(doc: ProcessDoc) -> list[str]:
+    return [index_text(t) for t in (doc.title, doc.task_pattern, " ".join(doc.tags), doc.body)]
+
+
+def _index(conn: Connection, doc: ProcessDoc) -> None:
+    """Replace the document's postings, lexemes and length (the caller holds the transaction)."""
+    [found] = _TOKENS.instances([_columns_of(doc)])
+    positions: dict[tuple[str, int], list[int]] = {}
+    for col, offset, term in found:
+        positions.setdefault((term, col), []).append(offset)
+    conn.execute("DELETE FROM process_postings WHERE process_id = %s", (doc.id,))
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO process_postings(process_id, term, col, positions) VALUES (%s, %s, %s, %s)",
+            [(doc.id, term, col, offs) for (term, col), offs in positions.items()],
+        )
+    lexemes = sorted({term for term, _ in positions})
+    conn.execute(
+        "UPDATE processes SET lexemes = array_to_tsvector(%s::text[]), doclen = %s WHERE id = %s",
+        (lexemes, len(found), doc.id),
+    )
+
+
+def upsert(conn: Connection, doc: ProcessDoc) -> None:
+    conn.execute(
+        f"INSERT INTO processes({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "  # noqa: S608
+        "ON CONFLICT (id) DO UPDATE SET title = excluded.title, task_pattern = excluded.task_pattern, "
+        "tags = excluded.tags, robot = excluded.robot, created = excluded.created, updated = excluded.updated, "
+        "success_count = excluded.success_count, failure_count = excluded.failure_count, "
+        "last_used = excluded.last_used, source_mission_id = excluded.source_mission_id, "
+        "extra = excluded.extra, body = excluded.body",
+        (
+            doc.id,
+            doc.title,
+            doc.task_pattern,
+            json.dumps(list(doc.tags), ensure_ascii=False),
+            doc.robot,
+            doc.created,
+            doc.updated,
+            doc.success_count,
+            doc.failure_count,
+            doc.last_used,
+            doc.source_mission_id,
+            json.dumps(doc.extra, ensure_ascii=False, sort_keys=True),
+            doc.body,
+        ),
+    )
+    _index(conn, doc)
+
+
+def _insert_outcome(conn: Connection, pid: str, e: OutcomeEntry) -> None:
+    conn.execute(
+        "INSERT INTO process_outcomes(process_id, n, at, success, note, robot, tenant) VALUES "
+        "(%s, coalesce((SELECT max(n) FROM process_outcomes WHERE process_id = %s), 0) + 1, %s, %s, %s, %s, %s)",
+        (pid, pid, e.when, e.success, e.note, e.robot, e.tenant),
+    )
+
+
+def insert_history(conn: Connection, pid: str, entries: Iterable[OutcomeEntry]) -> None:
+    for e in entries:
+        _insert_outcome(conn, pid, e)
+
+
+def save_doc(conn: Connection, schema: str, doc: ProcessDoc, now: str, writable: Callable[[str], bool]) -> Saved:
+    """Insert, update or fork `doc` (`rules.plan_save`) under the saves' lock; see the SQLite store."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{schema}.processes.save",))
+    body, carried = docmodel.split_outcome_log(doc.body)
+    saved = rules.plan_save(doc.model_copy(update={"body": body}), now, lambda pid: select_one(conn, pid), writable)
+    upsert(conn, saved.doc)
+    if saved.action != "updated":
+        insert_history(conn, saved.doc.id, carried)
+    return saved
+
+
+def add_outcome(conn: Connection, pid: str, success: bool, note: str, now: str, by: Author) -> ProcessDoc | None:
+    column = "success_count" if success else "failure_count"
+    row = conn.execute(
+        f"UPDATE processes SET {column} = {column} + 1, last_used = %s WHERE id = %s RETURNING {_COLUMNS}",  # noqa: S608
+        (now, pid),
+    ).fetchone()
+    if row is None:
+        return None
+    doc = _row_to_doc(row)
+    _insert_outcome(conn, pid, OutcomeEntry(now, success, " ".join(note.split()), by.robot, by.tenant))
+    if by.tenant and doc.robot == SHARED:
+        conn.execute(
+            f"INSERT INTO process_tenant_counts(process_id, tenant, {column}) VALUES (%s, %s, 1) "  # noqa: S608
+            f"ON CONFLICT (process_id, tenant) DO UPDATE SET {column} = process_tenant_counts.{column} + 1",
+            (pid, by.tenant),
+        )
+    return doc
+
+
+def delete_doc(conn: Connection, pid: str) -> bool:
+    conn.execute("DELETE FROM process_outcomes WHERE process_id = %s", (pid,))
+    conn.execute("DELETE FROM process_tenant_counts WHERE process_id = %s", (pid,))
+    return conn.execute("DELETE FROM processes WHERE id = %s", (pid,)).rowcount > 0
+
+
+def list_docs(
+    conn: Connection, limit: int, offset: int, visible: Collection[str] | None, order: str
+) -> tuple[list[ProcessDoc], int]:
+    where, params = _visible(visible)
+    total = conn.execute(f"SELECT count(*) FROM processes WHERE {where}", params).fetchone()  # noqa: S608
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM processes WHERE {where} ORDER BY {ORDERS[order]} LIMIT %s OFFSET %s",  # noqa: S608
+        [*params, limit, offset],
+    ).fetchall()
+    return [_row_to_doc(r) for r in rows], int(total[0]) if total else 0
+
+
+def outcomes_of(conn: Connection, ids: Collection[str], *, with_note: bool = False) -> dict[str, list[OutcomeEntry]]:
+    """The newest outcome records of each of `ids`, oldest first, bounded as in SQLite."""
+    out: dict[str, list[OutcomeEntry]] = {pid: [] for pid in ids}
+    if not ids:
+        return out
+    noted = " AND note <> ''" if with_note else ""
+    bound = "size <= %s" if with_note else "k <= %s"
+    rows = conn.execute(
+        "SELECT process_id, at, success, note, robot, tenant FROM ("  # noqa: S608 - fixed names
+        "SELECT *, row_number() OVER w AS k, sum(length(note) + %s) OVER w AS size FROM process_outcomes "
+        f"WHERE process_id = ANY(%s){noted} WINDOW w AS (PARTITION BY process_id ORDER BY n DESC)) AS o "
+        f"WHERE {bound} ORDER BY process_id, n",
+        [_LINE_COST, sorted(ids), docmodel.MAX_BODY if with_note else HISTORY_LIMIT],
+    )
+    for pid, at, success, note, robot, tenant in rows:
+        out[pid].append(OutcomeEntry(at, bool(success), note, robot, tenant))
+    return out
+
+
+def other_tenants_counts(conn: Connection, ids: Collection[str], tenant: str) -> dict[str, tuple[int, int]]:
+    if not ids:
+        return {}
+    rows = conn.execute(
+        "SELECT process_id, sum(success_count), sum(failure_count) FROM process_tenant_counts "
+        "WHERE process_id = ANY(%s) AND tenant <> %s GROUP BY process_id",
+        (sorted(ids), tenant),
+    )
+    return {pid: (int(s), int(f)) for pid, s, f in rows}
+
+
+def tenant_view(
+    conn: Connection, docs: list[ProcessDoc], tenant: str | None
+) -> list[tuple[ProcessDoc, tuple[int, int] | None]]:
+    """Each document as `tenant` is shown its counters (see the SQLite store's `tenant_view`)."""
+    if tenant is None:
+        return [(d, None) for d in docs]
+    others = other_tenants_counts(conn, {d.id for d in docs if d.robot == SHARED}, tenant)
+    out: list[tuple[ProcessDoc, tuple[int, int] | None]] = []
+    for d in docs:
+        if d.robot != SHARED:
+            out.append((d, None))
+            continue
+        s, f = others.get(d.id, (0, 0))
+        view = d.model_copy(
+            update={"success_count": max(d.success_count - s, 0), "failure_count": max(d.failure_count - f, 0)}
+        )
+        out.append((view, (d.success_count, d.failure_count)))
+    return out
+
+
+def viewed(conn: Connection, docs: list[ProcessDoc], tenant: str | None, *, with_note: bool) -> list[RecordsView]:
+    records = outcomes_of(conn, [d.id for d in docs], with_note=with_note)
+    return [(d, fleet, records[d.id]) for d, fleet in tenant_view(conn, docs, tenant)]
+
+
+def outcome_events(
+    conn: Connection, visible: Collection[str] | None, per_process: int = EVENTS_PER_PROCESS
+) -> list[tuple[str, str, bool, str, str, str]]:
+    where, params = _visible(visible, "p.robot")
+    rows = conn.execute(
+        "SELECT o.process_id, o.at, o.success, p.robot, o.tenant, o.robot FROM process_outcomes o "  # noqa: S608
+        f"JOIN processes p ON p.id = o.process_id WHERE {where} AND o.n > ("
+        "SELECT coalesce(max(n), 0) FROM process_outcomes WHERE process_id = o.process_id) - %s "
+        'ORDER BY o.process_id COLLATE "C", o.n',
+        [*params, per_process],
+    )
+    return [(pid, at, bool(ok), owner, tenant, by) for pid, at, ok, owner, tenant, by in rows]
+
+
+def outcome_days(
+    conn: Connection, since: str, visible: Collection[str] | None
+) -> list[tuple[str, bool, str, str, str, int]]:
+    where, params = _visible(visible, "p.robot")
+    rows = conn.execute(
+        "SELECT substr(o.at, 1, 10) AS day, o.success, o.process_id, p.robot, o.tenant, count(*) "  # noqa: S608
+        f"FROM process_outcomes o JOIN processes p ON p.id = o.process_id WHERE o.at >= %s AND {where} "
+        "GROUP BY day, o.success, o.process_id, p.robot, o.tenant",
+        [since, *params],
+    )
+    return [(day, bool(ok), pid, owner, tenant, int(n)) for day, ok, pid, owner, tenant, n in rows]
+
+
+def reindex_all(conn: Connection) -> int:
+    docs = [_row_to_doc(r) for r in conn.execute(f"SELECT {_COLUMNS} FROM processes")]  # noqa: S608
+    for d in docs:
+        _index(conn, d)
+    return len(docs)
+
+
+# ---------------------------------------------------------------------------- keyword ranking
+def relevance(conn: Connection, query: str) -> dict[str, float]:
+    """Each matching document's relevance (``-bm25()`` of the SQLite index for the OR of the
+    query's phrases, `fts.phrases`), over every document: idf counts every match."""
+    phrases = [_TOKENS.tokens(p) for p in fts.phrases(query)]
+    phrases = [p for p in phrases if p]
+    if not phrases:
+        return {}
+    wanted = sorted({t for p in phrases for t in p})
+    tsquery = " | ".join("(" + " & ".join(_tsquery_lexeme(t) for t in dict.fromkeys(p)) + ")" for p in phrases)
+    stats = conn.execute("SELECT count(*), coalesce(sum(doclen), 0) FROM processes").fetchone()
+    rows, tokens = (int(stats[0]), int(stats[1])) if stats else (0, 0)
+    docs: dict[str, int] = {}
+    lengths: list[float] = []
+    for pid, doclen in conn.execute("SELECT id, doclen FROM processes WHERE lexemes @@ %s::tsquery", (tsquery,)):
+        docs[pid] = len(lengths)
+        lengths.append(float(doclen))
+    if not docs:
+        return {}
+    postings: dict[tuple[str, str], list[tuple[int, list[int]]]] = {}
+    for pid, term, col, positions in conn.execute(
+        "SELECT process_id, term, col, positions FROM process_postings WHERE process_id = ANY(%s) AND term = ANY(%s)",
+        (list(docs), wanted),
+    ):
+        postings.setdefault((pid, term), []).append((int(col), list(positions)))
+    terms: list[bm25.Term] = []
+    for phrase in phrases:
+        ids: list[int] = []
+        freqs: list[float] = []
+        for pid, d in docs.items():  # in increasing d
+            counts = _instances(phrase, postings, pid)
+            if any(counts):
+                ids.append(d)
+                freqs.append(bm25.weighted_frequency((0, *counts), BM25_WEIGHTS))
+        terms.append(bm25.Term(np.array(ids, np.int64), np.array(freqs, np.float64)))
+    found, scores = bm25.scores(terms, np.array(lengths, np.float64), rows, tokens)
+    names = list(docs)
+    return {names[int(i)]: float(s) for i, s in zip(found, scores, strict=True)}
+
+
+def _instances(
+    phrase: list[str], postings: dict[tuple[str, str], list[tuple[int, list[int]]]], pid: str
+) -> tuple[int, ...]:
+    """How many times `phrase` occurs in each indexed column of document `pid` (its tokens at
+    consecutive positions of one column, as FTS5 counts a phrase's instances)."""
+
+    def of(term: str) -> list[tuple[int, list[int]]]:
+        return postings.get((pid, term), [])
+
+    first = of(phrase[0])
+    counts = [0] * _INDEXED
+    for col, starts in first:
+        if len(phrase) == 1:
+            counts[col] = len(starts)
+            continue
+        rest = [{p for c, ps in of(t) if c == col for p in ps} for t in phrase[1:]]
+        counts[col] = sum(1 for s in starts if all(s + i + 1 in held for i, held in enumerate(rest)))
+    return tuple(counts)
+
+
+def search(
+    conn: Connection, query: str, k: int, visible: Collection[str] | None, tenant: str | None = None
+) -> list[Hit]:
+    """The `k` best visible matches by relevance × reliability (then id), as SQLite's `search`."""
+    scored = relevance(conn, query)
+    if not scored or k < 1:
+        return []
+    where, params = _visible(visible)
+    # Rank on the counters alone; only the k best rows are read whole.
+    light = conn.execute(
+        f"SELECT id, robot, success_count, failure_count FROM processes WHERE id = ANY(%s) AND {where}",  # noqa: S608
+        [list(scored), *params],
+    ).fetchall()
+    others = (
+        other_tenants_counts(conn, {pid for pid, robot, _, _ in light if robot == SHARED}, tenant) if tenant else {}
+    )
+
+    def rank(row: tuple[Any, ...]) -> tuple[float, str]:
+        pid, _robot, s, f = row
+        o_s, o_f = others.get(pid, (0, 0))
+        s, f = max(int(s) - o_s, 0), max(int(f) - o_f, 0)
+        r = scored[pid]
+        return -(r * (s + 1.0) / (s + f + 2.0)), pid
+
+    best = [row[0] for row in sorted(light, key=rank)[:k]]
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM processes WHERE id = ANY(%s)", (best,))  # noqa: S608
+    by_id = {d.id: d for d in (_row_to_doc(r) for r in rows)}
+    views = tenant_view(conn, [by_id[pid] for pid in best], tenant)
+    return [Hit(d, scored[d.id] * d.reliability, scored[d.id], fleet) for d, fleet in views]
+
+
+# ---------------------------------------------------------------------------- the repository
+class PostgresProcesses:
+    """The processes tables on a `PostgresStore` (implements `ProcessRepository`, keyword mode)."""
+
+    def __init__(self, db: PostgresStore) -> None:
+        self.db = db
+        db.migrate(COMPONENT, MIGRATIONS)
+
+    async def get(self, pid: str) -> ProcessDoc | None:
+        return await self.db.read(lambda c: select_one(c, pid))
+
+    async def save(self, doc: ProcessDoc, writable: Callable[[str], bool] = lambda _o: True) -> Saved:
+        now = now_iso()
+        return await self.db.write(lambda c: save_doc(c, self.db.schema, doc, now, writable))
+
+    async def record_outcome(self, pid: str, success: bool, note: str = "", by: Author = NOBODY) -> ProcessDoc | None:
+        now = now_iso()
+        return await self.db.write(lambda c: add_outcome(c, pid, success, note, now, by))
+
+    async def delete(self, pid: str) -> bool:
+        return await self.db.write(lambda c: delete_doc(c, pid))
+
+    async def list(
+        self, limit: int = 50, offset: int = 0, visible: Collection[str] | None = None, order: str = "updated"
+    ) -> tuple[builtins.list[ProcessDoc], int]:
+        return await self.db.read(lambda c: list_docs(c, limit, offset, visible, order))
+
+    async def find(
+        self, query: str, k: int, visible: Collection[str] | None = None, tenant: str | None = None
+    ) -> builtins.list[Hit]:
+        return await self.db.read(lambda c: search(c, query, k, visible, tenant))
+
+    async def find_hybrid(
+        self, query: str, k: int, visible: Collection[str] | None = None, tenant: str | None = None
+    ) -> tuple[builtins.list[Hit], SearchMode]:
+        return await self.find(query, k, visible, tenant), "keyword"
+
+    async def viewed(
+        self, docs: builtins.list[ProcessDoc], tenant: str | None
+    ) -> builtins.list[tuple[ProcessDoc, tuple[int, int] | None]]:
+        return await self.db.read(lambda c: tenant_view(c, docs, tenant))
+
+    async def view(self, pid: str, tenant: str | None, *, with_note: bool = False) -> RecordsView | None:
+        def job(c: Connection) -> RecordsView | None:
+            doc = select_one(c, pid)
+            return None if doc is None else viewed(c, [doc], tenant, with_note=with_note)[0]
+
+        return await self.db.read(job)
+
+    async def views(
+        self, docs: builtins.list[ProcessDoc], tenant: str | None, *, with_note: bool = False
+    ) -> builtins.list[RecordsView]:
+        return await self.db.read(lambda c: viewed(c, docs, tenant, with_note=with_note))
+
+    async def outcomes(
+        self, ids: Collection[str], *, with_note: bool = False
+    ) -> dict[str, builtins.list[OutcomeEntry]]:
+        return await self.db.read(lambda c: outcomes_of(c, ids, with_note=with_note))
+
+    async def outcome_days(
+        self, since: str, visible: Collection[str] | None
+    ) -> builtins.list[tuple[str, bool, str, str, str, int]]:
+        return await self.db.read(lambda c: outcome_days(c, since, visible))
+
+    async def outcome_events(
+        self, visible: Collection[str] | None
+    ) -> builtins.list[tuple[str, str, bool, str, str, str]]:
+        return await self.db.read(lambda c: outcome_events(c, visible))
+
+    async def reembed(self, progress: Progress | None = None, *, force: bool = False) -> int:
+        return 0  # no vectors on this backend yet
+
+    async def vector_status(self) -> dict[str, object]:
+        return {"mode": "off", "stored": {}, "missing": None}
+
+    async def reindex(self) -> int:
+        return await self.db.write(reindex_all)
+
+
+__all__ = ["COMPONENT", "MIGRATIONS", "PostgresProcesses", "relevance", "search"]
