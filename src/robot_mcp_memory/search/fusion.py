@@ -11,7 +11,9 @@ the order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+
+from robot_mcp_memory.search import segment
 
 DEFAULT_K = 60
 #: A vector candidate below this cosine shares no meaning with the query, only noise: it is not
@@ -51,4 +53,40 @@ def ranked(scores: dict[str, float]) -> list[tuple[str, float]]:
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
-__all__ = ["DEFAULT_K", "best_possible", "ranked", "rrf"]
+def standout(relevances: Iterable[tuple[str, float]], gap: float, up_to: int) -> list[str]:
+    """The ids of the best keyword matches when they stand out: the first `i` (at most `up_to`)
+    by relevance such that the next one's relevance times `gap` is at most the `i`-th's — every
+    match at or above the cut, and none below it. One match alone stands out. Empty when the
+    relevances fall gradually (no cut within `up_to`), or the best is not positive.
+
+    Ranks hide this: a memory holding a rare term of the query (an error code, a serial) scores
+    far above the memories that share only its common words, yet ranks first by one place."""
+    order = sorted(relevances, key=lambda x: (-x[1], x[0]))
+    if not order or order[0][1] <= 0:
+        return []
+    for i in range(min(up_to, len(order))):
+        if i + 1 == len(order) or order[i + 1][1] * gap <= order[i][1]:
+            return [ref for ref, _ in order[: i + 1]]
+    return []
+
+
+def holds_every_term(query: str, text: str) -> bool:
+    """Whether `text` holds every searched term of `query` as a token of its own (as the index
+    splits and folds them; function words aside, unless the query is nothing else). No stemming:
+    "fail" is not held by "failed", so a match this vouches for is a literal one."""
+    terms = segment.tokens(query)
+    wanted = {t for t in terms if t not in segment.STOPWORDS} or set(terms)
+    return bool(wanted) and wanted <= set(segment.tokens(text))
+
+
+def promoted(scores: dict[str, float], first: Iterable[str], top: float) -> dict[str, float]:
+    """`scores` with every id of `first` it holds raised by `top` (at least any score's value),
+    so they rank above every other id and keep their order among themselves."""
+    out = dict(scores)
+    for ref in set(first):
+        if ref in out:
+            out[ref] += top
+    return out
+
+
+__all__ = ["DEFAULT_K", "best_possible", "holds_every_term", "promoted", "ranked", "rrf", "standout"]
