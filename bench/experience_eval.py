@@ -12,6 +12,8 @@ Four families of cases, each with one target memory:
 
 - ``token``: a short task description naming a token planted in that memory only ("push red cube
   fixture qwkzjvb"); the task words are shared with dozens of others (the hard negatives).
+- ``code``: a question naming the error code, part number or serial of a ``token`` case's
+  memory among words that memory does not hold ("what went wrong with E-4471").
 - ``exact``: the full text of a stored memory.
 - ``hard``: task, colour, object and outcome described; planted beside it, memories of the same
   task with another colour, another object or the other outcome.
@@ -29,8 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Family = Literal["token", "exact", "hard", "paraphrase"]
-FAMILIES: tuple[Family, ...] = ("token", "exact", "hard", "paraphrase")
+Family = Literal["token", "code", "exact", "hard", "paraphrase"]
+FAMILIES: tuple[Family, ...] = ("token", "code", "exact", "hard", "paraphrase")
 
 VERBS = {
     "push": "push the {c} {o} to the {f}",
@@ -69,6 +71,13 @@ FORMS = (
 )
 #: Memories of the same task at the same fixture planted beside each token case's target.
 TOKEN_SIBLINGS = 6
+#: How a ``code`` case asks about an identifier.
+QUESTIONS = (
+    "what went wrong with {}",
+    "robot reported {} during the shift",
+    "how to fix {} on the cell",
+    "{} again",
+)
 #: Codes a real log repeats: many memories share them.
 COMMON_CODES = ("E-1001", "E-2040", "E-3150", "W-0007", "E-4100")
 
@@ -167,6 +176,7 @@ def generate(n: int = 1200, cases_per_family: int = 20, seed: int = 20261202) ->
     planted: list[Item] = []
     cases: list[Case] = []
     hard_keys: set[tuple[str, str, str]] = set()
+    questions: list[Case] = []
 
     def add(to: list[Item], text: str, ctx: dict[str, Any]) -> bool:
         if text.casefold() in used:
@@ -187,6 +197,8 @@ def generate(n: int = 1200, cases_per_family: int = 20, seed: int = 20261202) ->
         text = f"{text}; {_mention(ident, kind)}"
         add(planted, text, _context(rng, verb, o, ok))
         cases.append(Case("token", f"{verb} {c} {o} {f.split()[0]} {ident}", text))
+        if kind < 3:  # a lab tag is no identifier a question would name
+            questions.append(Case("code", QUESTIONS[len(questions) % len(QUESTIONS)].format(ident), text))
         for _ in range(TOKEN_SIBLINGS):  # the same task at the same fixture, without the token
             sibling, ok = _text(rng, verb, c, o, f)
             if rng.random() < 0.5:
@@ -239,6 +251,7 @@ def generate(n: int = 1200, cases_per_family: int = 20, seed: int = 20261202) ->
     # exact: the full text of stored memories of the fill
     for item in rng.sample(fill, cases_per_family):
         cases.append(Case("exact", item.insight, item.insight))
+    cases += questions
     items = planted + fill
     rng.shuffle(items)
     return Eval(items, cases)

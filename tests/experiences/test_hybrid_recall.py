@@ -371,3 +371,17 @@ async def test_the_exact_text_of_a_memory_puts_it_first_above_a_near_duplicate_t
     found = await svc.recall(STDIO, "the gripper slipped on the wet red mug at 12 N", n=2)
     assert found.mode == "hybrid"
     assert [h.memory.id for h in found.hits] == [exact.memory_id, near.memory_id]
+
+
+@pytest.mark.parametrize("hybrid", [True, False], ids=["hybrid", "keyword"])
+async def test_a_question_naming_an_error_code_finds_the_memory_holding_it_first(memory: Memory, hybrid: bool) -> None:
+    """The question's other words ("went", "wrong") are rarer here than the code's "e", so by
+    relevance another memory came first, in either mode."""
+    svc = memory.experiences if hybrid else keyword_only(memory)
+    code = await svc.learn(STDIO, "the wrist drive stopped mid-pick; error code E-4471", context={"source": "sim"})
+    await svc.learn(STDIO, "the gripper went the wrong way around the tray", context={"source": "real"})
+    await svc.learn_many(STDIO, [(f"pick {i} done; error code E-{1000 + i}", {"source": "real"}) for i in range(6)])
+    found = await svc.recall(STDIO, "what went wrong with E-4471", n=3)
+    assert found.mode == ("hybrid" if hybrid else "keyword")
+    assert found.hits[0].memory.id == code.memory_id
+    assert found.hits[0].score == 1.0

@@ -4,7 +4,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from robot_mcp_memory.search.fusion import best_possible, holds_every_term, promoted, ranked, rrf, standout
+from robot_mcp_memory.search.fusion import (
+    best_possible,
+    holds_every_term,
+    holds_identifiers,
+    identifiers,
+    promoted,
+    ranked,
+    rrf,
+    standout,
+)
 
 
 def test_rrf_sums_reciprocal_ranks() -> None:
@@ -90,3 +99,17 @@ def test_promoted_ids_rank_first_in_their_own_order() -> None:
     out = promoted(scores, ["d", "b", "zz"], top=0.033)
     assert [r for r, _ in ranked(out)] == ["b", "d", "a", "c"]
     assert scores["b"] == 0.01  # the input is left as it was
+
+
+def test_identifiers_are_words_of_letters_and_digits_but_not_values() -> None:
+    assert identifiers("what went wrong with E-4471?") == ["E-4471"]
+    assert identifiers("part PN-20931-B, serial SN-7QK2118 on ur5-01") == ["PN-20931-B", "SN-7QK2118", "ur5-01"]
+    assert identifiers("grip 12.5N at 3mm, version 1.2.10, lab tag qwkzjvb") == []
+
+
+def test_an_identifier_is_held_whole_not_in_pieces() -> None:
+    assert holds_identifiers(["E-4471"], "the drive failed; error code e-4471")
+    assert not holds_identifiers(["E-4471"], "E-1001 at 4471 mm")  # its pieces, apart
+    assert holds_identifiers(["E-4471", "SN-7QK2118"], "E-4471 on serial SN-7QK2118")
+    assert not holds_identifiers(["E-4471", "SN-7QK2118"], "E-4471 on serial SN-7QK2119")
+    assert not holds_identifiers([], "E-4471")

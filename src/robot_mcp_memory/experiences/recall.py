@@ -14,9 +14,11 @@ Invariants:
 - What either side is sure of comes first: a candidate whose vector is the query's own
   (`EXACT_COSINE`: the exact text of a memory), then the keyword matches that stand out by
   relevance (`fusion.standout`, `KEYWORD_GAP`) and hold every term of the query
-  (`fusion.holds_every_term`: a unique token, an error code, a serial), rank above every other
-  candidate, in fusion's order within each tier; the rest keep fusion's order. Only candidates
-  already within the filters are raised, and the experience weight still orders each list.
+  (`fusion.holds_every_term`: a unique token), or that hold every identifier the query names
+  (`fusion.identifiers`: an error code, a part number, a serial — keyword-only recall too), rank
+  above every other candidate, in fusion's order within each tier; the rest keep fusion's
+  order. Only candidates already within the filters are raised, and the experience weight still
+  orders each list.
 """
 
 from __future__ import annotations
@@ -103,19 +105,32 @@ async def search(
         found = await hybrid(memories, vectors, embed, scope, query, match, n, include_data)
         if found is not None:
             return found
-    hits = await ranked(memories, scope, match, n, include_data)
+    hits = await ranked(memories, scope, match, n, include_data, query)
     return Recalled(hits, "keyword" if match is not None else "filter")
 
 
 async def ranked(
-    memories: MemoryRepository, scope: Scope, match: Sequence[str] | None, n: int, include_data: bool
+    memories: MemoryRepository,
+    scope: Scope,
+    match: Sequence[str] | None,
+    n: int,
+    include_data: bool,
+    query: str = "",
 ) -> list[Hit]:
     """Keyword or filter-only ranking, entirely in the index (with spatial_sort, by the blend of
-    relevance and proximity, computed over every match in one pass)."""
+    relevance and proximity, computed over every match in one pass). A query naming identifiers
+    (`fusion.identifiers`) takes the pool's best and puts the memories holding them first."""
     sp = scope.spatial
     order: Order = "score" if sp is None else "blend"
-    rows = await memories.snapshot(lambda s: s.rank(scope, match, order, n, include_data))
-    return normalised([(r, r.score if r.blend is None else r.blend) for r in rows], sp)
+    names = fusion.identifiers(query) if match else []
+    limit = max(n, HYBRID_POOL) if names else n
+    rows = await memories.snapshot(lambda s: s.rank(scope, match, order, limit, include_data))
+    scored = [(r, r.score if r.blend is None else r.blend) for r in rows]
+    if names:
+        top = max((x for _, x in scored), default=0.0) or 1.0
+        scored = [(r, x + top if fusion.holds_identifiers(names, r.memory.content) else x) for r, x in scored]
+        scored.sort(key=lambda rx: -rx[1])  # stable: ties keep the index's order
+    return normalised(scored[:n], sp)
 
 
 async def hybrid(
@@ -199,6 +214,7 @@ async def hybrid(
                 return v.nearest(s, qvec, pool, s.ids_in_scope(scope))
 
     top = fusion.best_possible(v.weights, v.k) or 1.0
+    names = fusion.identifiers(query)
 
     def sure(
         keyword: Sequence[tuple[int, float]],
@@ -208,12 +224,18 @@ async def hybrid(
     ) -> dict[str, float]:
         """`fused` with the candidates either side is sure of raised above the rest: the
         keyword matches (id, relevance) that stand out and hold every term of the query (`texts`
-        reads the few that stand out), and above those the query's own text by cosine."""
+        reads the few that stand out), or every identifier it names (`texts` reads them all, then),
+        and above those the query's own text by cosine."""
+        held: list[str] = []
         head = [int(r) for r in fusion.standout(((str(m), rel) for m, rel in keyword), KEYWORD_GAP, STANDOUT_UP_TO)]
         if head:
             text = texts(head)
             held = [str(m) for m in head if m in text and fusion.holds_every_term(query, text[m])]
             fused = fusion.promoted(fused, held, top)
+        if names:  # and the keyword matches naming every identifier of the query, in the same tier
+            text = texts([m for m, _ in keyword])
+            named = [str(m) for m, t in text.items() if str(m) not in held and fusion.holds_identifiers(names, t)]
+            fused = fusion.promoted(fused, named, top)
         return fusion.promoted(fused, [str(m) for m, cos in vec if cos >= EXACT_COSINE], 2 * top)
 
     def fuse(keyword: Sequence[int], vec: Sequence[tuple[int, float]], weight: Mapping[int, float]) -> dict[str, float]:
@@ -242,7 +264,7 @@ async def hybrid(
             rows: dict[int, Experience] = {}  # read once: those that stood out are mostly returned
 
             def contents(ids: list[int]) -> dict[int, str]:
-                rows.update(s.rows_of(ids, include_data))
+                rows.update(s.rows_of([m for m in ids if m not in rows], include_data))
                 return {m: rows[m].content for m in ids if m in rows}
 
             fused = sure([(w.id, w.relevance) for w in keyword], vec, fused, contents)
