@@ -1,6 +1,6 @@
 """Experience-recall evaluation: hit@1 / hit@5 / MRR per family, keyword-only beside hybrid.
 
-    python -m bench.eval_recall [--size 1200] [--cases 20] [--seed 20261202]
+    python -m bench.eval_recall [--size 1200] [--cases 20] [--seed 20261202] [--embedder use]
 
 Fills a fresh ``index.db`` (temporary directory) with the corpus of `bench/experience_eval.py`
 through ``learn_many`` with the default embedder (USE, offline), then recalls every case through
@@ -49,9 +49,9 @@ async def ranks(
     return out, modes
 
 
-async def run(data: Path, size: int, per_family: int, seed: int) -> str:
+async def run(data: Path, size: int, per_family: int, seed: int, embedder: str = "use") -> str:
     ev = generate(size, per_family, seed)
-    settings = Settings.from_env({"MEMORY_DATA_DIR": str(data), "ROBOT_ID": "eval-01"})
+    settings = Settings.from_env({"MEMORY_DATA_DIR": str(data), "ROBOT_ID": "eval-01", "MEMORY_EMBEDDER": embedder})
     memory = Memory.open(settings)
     try:
         emb = memory.embedder
@@ -89,10 +89,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--size", type=int, default=1200)
     p.add_argument("--cases", type=int, default=20, help="cases per family (paraphrases: at most 16)")
     p.add_argument("--seed", type=int, default=20261202)
+    p.add_argument("--embedder", default="use", help="MEMORY_EMBEDDER for the run (default: the default model)")
     args = p.parse_args(argv)
     logs.configure("warning")
     with tempfile.TemporaryDirectory() as tmp:
-        table = asyncio.run(run(Path(tmp), args.size, args.cases, args.seed))
+        table = asyncio.run(run(Path(tmp), args.size, args.cases, args.seed, args.embedder))
     print(table)
 
 
