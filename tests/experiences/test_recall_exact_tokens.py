@@ -19,11 +19,14 @@ from pathlib import Path
 
 import pytest
 from bench.experience_eval import Family, generate
+from mcp.shared.memory import create_connected_server_and_client_session
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.experiences.service import ExperienceService, run_sync
+from robot_mcp_memory.surfaces.mcp.server import build_server
 from robot_mcp_memory.tenancy.principal import STDIO
+from tests.conftest import Client
 
 pytestmark = pytest.mark.e2e
 
@@ -78,3 +81,17 @@ def test_keyword_recall_puts_the_memory_a_unique_token_names_first(
     svc = memory.experiences
     keyword_only = ExperienceService(svc.store, svc.policy, default_robot="cell-arm-1").blocking()
     assert firsts(keyword_only, ids, family, "keyword") >= len(EVAL.of(family)) - 1
+
+
+async def test_over_mcp_the_recall_tool_puts_them_first_too(filled: tuple[Memory, dict[str, int]]) -> None:
+    """As the issue measured it: through the MCP tool, in-process."""
+    memory, ids = filled
+    async with create_connected_server_and_client_session(build_server(memory)) as session:
+        client = Client(session)
+        for family in ("token", "code", "exact"):
+            first = 0
+            for case in EVAL.of(family):
+                found = await client.call("recall", query=case.query, n=5)
+                assert found["mode"] == "hybrid"
+                first += bool(found["memories"]) and found["memories"][0]["id"] == ids[case.target]
+            assert first >= len(EVAL.of(family)) - 1, family
