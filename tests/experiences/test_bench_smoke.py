@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from bench import bench_experiences
+from pathlib import Path
+
+from bench.experience_eval import FAMILIES
+
+from bench import bench_experiences, eval_recall
 
 
 def test_the_benchmark_runs_and_reports_every_measure() -> None:
@@ -12,3 +16,9 @@ def test_the_benchmark_runs_and_reports_every_measure() -> None:
     assert text.startswith("## Experiences")
     for name in ("keyword", "keyword + filter", "filter only", "keyword + spatial", "keyword (async service)"):
         assert f"| 80 | {name} |" in text
+
+
+async def test_the_recall_evaluation_runs_and_reports_every_family(tmp_path: Path) -> None:
+    text = await eval_recall.run(tmp_path, 80, 2, seed=5, embedder="hashing")
+    for family in (*FAMILIES, "all"):
+        assert f"| {family} | " in text

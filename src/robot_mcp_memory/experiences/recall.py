@@ -11,6 +11,14 @@ Invariants:
   list came from an earlier one).
 - Exact: a probe of the nearest stops only when at least `pool` of them pass, or when it held
   every vector it could; past that, every id in scope is ranked.
+- What either side is sure of comes first: a candidate whose vector is the query's own
+  (`EXACT_COSINE`: the exact text of a memory), then the keyword matches that stand out by
+  relevance (`fusion.standout`, `KEYWORD_GAP`) and hold every term of the query
+  (`fusion.holds_every_term`: a unique token), or that hold every identifier the query names
+  (`fusion.identifiers`: an error code, a part number, a serial — keyword-only recall too), rank
+  above every other candidate, in fusion's order within each tier; the rest keep fusion's
+  order. Only candidates already within the filters are raised, and the experience weight still
+  orders each list.
 """
 
 from __future__ import annotations
@@ -54,6 +62,15 @@ MASK_ROUND_FACTOR = 2
 #: than pass — a high min_confidence), every id in scope is read, as without a mask.
 MASK_ROUNDS_UP_TO = 4096
 MIN_COSINE = fusion.MIN_COSINE
+#: A vector candidate this close to the query's vector is the query's own text (a cosine of
+#: 1 up to float rounding), or a writing of it that differs only in case or punctuation.
+EXACT_COSINE = 0.995
+#: Keyword matches whose relevance (bm25) is at least this many times the next match's stand
+#: out: they hold a term of the query the others lack, and a rare one (an id, a code).
+KEYWORD_GAP = 1.25
+#: At most this many keyword matches stand out together (two memories naming one error code);
+#: a longer head is a common word's, not a confident match.
+STANDOUT_UP_TO = 3
 
 
 @dataclass(frozen=True)
@@ -88,19 +105,32 @@ async def search(
         found = await hybrid(memories, vectors, embed, scope, query, match, n, include_data)
         if found is not None:
             return found
-    hits = await ranked(memories, scope, match, n, include_data)
+    hits = await ranked(memories, scope, match, n, include_data, query)
     return Recalled(hits, "keyword" if match is not None else "filter")
 
 
 async def ranked(
-    memories: MemoryRepository, scope: Scope, match: Sequence[str] | None, n: int, include_data: bool
+    memories: MemoryRepository,
+    scope: Scope,
+    match: Sequence[str] | None,
+    n: int,
+    include_data: bool,
+    query: str = "",
 ) -> list[Hit]:
     """Keyword or filter-only ranking, entirely in the index (with spatial_sort, by the blend of
-    relevance and proximity, computed over every match in one pass)."""
+    relevance and proximity, computed over every match in one pass). A query naming identifiers
+    (`fusion.identifiers`) takes the pool's best and puts the memories holding them first."""
     sp = scope.spatial
     order: Order = "score" if sp is None else "blend"
-    rows = await memories.snapshot(lambda s: s.rank(scope, match, order, n, include_data))
-    return normalised([(r, r.score if r.blend is None else r.blend) for r in rows], sp)
+    names = fusion.identifiers(query) if match else []
+    limit = max(n, HYBRID_POOL) if names else n
+    rows = await memories.snapshot(lambda s: s.rank(scope, match, order, limit, include_data))
+    scored = [(r, r.score if r.blend is None else r.blend) for r in rows]
+    if names:
+        top = max((x for _, x in scored), default=0.0) or 1.0
+        scored = [(r, x + top if fusion.holds_identifiers(names, r.memory.content) else x) for r, x in scored]
+        scored.sort(key=lambda rx: -rx[1])  # stable: ties keep the index's order
+    return normalised(scored[:n], sp)
 
 
 async def hybrid(
@@ -184,6 +214,29 @@ async def hybrid(
                 return v.nearest(s, qvec, pool, s.ids_in_scope(scope))
 
     top = fusion.best_possible(v.weights, v.k) or 1.0
+    names = fusion.identifiers(query)
+
+    def sure(
+        keyword: Sequence[tuple[int, float]],
+        vec: Sequence[tuple[int, float]],
+        fused: dict[str, float],
+        texts: Callable[[list[int]], Mapping[int, str]],
+    ) -> dict[str, float]:
+        """`fused` with the candidates either side is sure of raised above the rest: the
+        keyword matches (id, relevance) that stand out and hold every term of the query (`texts`
+        reads the few that stand out), or every identifier it names (`texts` reads them all, then),
+        and above those the query's own text by cosine."""
+        held: list[str] = []
+        head = [int(r) for r in fusion.standout(((str(m), rel) for m, rel in keyword), KEYWORD_GAP, STANDOUT_UP_TO)]
+        if head:
+            text = texts(head)
+            held = [str(m) for m in head if m in text and fusion.holds_every_term(query, text[m])]
+            fused = fusion.promoted(fused, held, top)
+        if names:  # and the keyword matches naming every identifier of the query, in the same tier
+            text = texts([m for m, _ in keyword])
+            named = [str(m) for m, t in text.items() if str(m) not in held and fusion.holds_identifiers(names, t)]
+            fused = fusion.promoted(fused, named, top)
+        return fusion.promoted(fused, [str(m) for m, cos in vec if cos >= EXACT_COSINE], 2 * top)
 
     def fuse(keyword: Sequence[int], vec: Sequence[tuple[int, float]], weight: Mapping[int, float]) -> dict[str, float]:
         vec_order = sorted(
@@ -208,8 +261,15 @@ async def hybrid(
                 keyword = [replace(known[w.id], relevance=w.relevance) for w in early if w.id in known]
                 known.update((w.id, w) for w in keyword)
             fused = fuse([w.id for w in keyword], vec, {m: w.weight for m, w in known.items()})
+            rows: dict[int, Experience] = {}  # read once: those that stood out are mostly returned
+
+            def contents(ids: list[int]) -> dict[int, str]:
+                rows.update(s.rows_of([m for m in ids if m not in rows], include_data))
+                return {m: rows[m].content for m in ids if m in rows}
+
+            fused = sure([(w.id, w.relevance) for w in keyword], vec, fused, contents)
             best = sorted(((int(ref), value / top) for ref, value in fused.items()), key=lambda x: (-x[1], -x[0]))
-            rows = s.rows_of([m for m, _ in best[:n]], include_data)
+            rows.update(s.rows_of([m for m, _ in best[:n] if m not in rows], include_data))
             return [(known[m].ranked(rows[m]), s_) for m, s_ in best[:n] if m in rows]
         # spatial_sort blends in each candidate's distance, read from its context
         ranked_ = s.rank(scope, match, "score", pool, include_data)
@@ -222,6 +282,8 @@ async def hybrid(
         extra = [m for m, cos in vec if m not in rows_by and cos >= MIN_COSINE]
         rows_by.update((r.memory.id, r) for r in s.by_ids(scope, extra, include_data))
         fused = fuse([r.memory.id for r in ranked_], vec, {m: _weight(r) for m, r in rows_by.items()})
+        keyword_pairs = [(r.memory.id, r.relevance) for r in ranked_]
+        fused = sure(keyword_pairs, vec, fused, lambda ids: {m: rows_by[m].memory.content for m in ids})
         fused.update((str(m), 0.0) for m in rows_by if str(m) not in fused)  # blended in by proximity
         scored = [(rows_by[int(ref)], value / top) for ref, value in fused.items()]
         if scored:
@@ -268,11 +330,14 @@ def normalised(scored: Sequence[tuple[Ranked, float]], sp: Spatial | None) -> li
 
 
 __all__ = [
+    "EXACT_COSINE",
     "HYBRID_POOL",
+    "KEYWORD_GAP",
     "MASK_ROUNDS_UP_TO",
     "MASK_ROUND_FACTOR",
     "MIN_COSINE",
     "PROBE_FACTORS",
+    "STANDOUT_UP_TO",
     "Embed",
     "Hit",
     "Mode",

@@ -7,17 +7,27 @@ raw scores, are fused, so BM25's unbounded values and cosine's [-1, 1] need no c
 `rrf` also reports the largest score any id could earn (first in every list), so callers can
 scale scores into (0, 1] — ``1.0`` means "ranked first by every method" — without changing
 the order.
+
+Ranks hide how far ahead a first place is. `standout` and `holds_every_term` tell when the
+keyword side is sure of its best matches (far above the next by relevance, and holding every
+term of the query), and `promoted` raises such ids above every fused score; experience recall
+uses them (`experiences/recall.py`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
+
+from robot_mcp_memory.search import segment
 
 DEFAULT_K = 60
 #: A vector candidate below this cosine shares no meaning with the query, only noise: it is not
 #: proposed to fusion (keyword search returns only matches; hybrid search should not pad every
 #: answer with noise — "zzqx gibberish" returned three processes at ~0.5).
 MIN_COSINE = 0.2
+#: A number with a unit ("12.5N", "3mm", "5kg"): a value, not an identifier.
+_VALUE = re.compile(r"\d+(?:[.,]\d+)*[^\W\d_]{0,3}")
 
 
 def rrf(lists: Sequence[Sequence[str]], weights: Sequence[float] | None = None, k: int = DEFAULT_K) -> dict[str, float]:
@@ -51,4 +61,73 @@ def ranked(scores: dict[str, float]) -> list[tuple[str, float]]:
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
-__all__ = ["DEFAULT_K", "best_possible", "ranked", "rrf"]
+def standout(relevances: Iterable[tuple[str, float]], gap: float, up_to: int) -> list[str]:
+    """The ids of the best keyword matches when they stand out: the first `i` (at most `up_to`)
+    by relevance such that the next one's relevance times `gap` is at most the `i`-th's — every
+    match at or above the cut, and none below it. One match alone stands out. Empty when the
+    relevances fall gradually (no cut within `up_to`), or the best is not positive.
+
+    Ranks hide this: a memory holding a rare term of the query (an error code, a serial) scores
+    far above the memories that share only its common words, yet ranks first by one place."""
+    order = sorted(relevances, key=lambda x: (-x[1], x[0]))
+    if not order or order[0][1] <= 0:
+        return []
+    for i in range(min(up_to, len(order))):
+        if i + 1 == len(order) or order[i + 1][1] * gap <= order[i][1]:
+            return [ref for ref, _ in order[: i + 1]]
+    return []
+
+
+def holds_every_term(query: str, text: str) -> bool:
+    """Whether `text` holds every searched term of `query` as a token of its own (as the index
+    splits and folds them; function words aside, unless the query is nothing else). No stemming:
+    "fail" is not held by "failed", so a match this vouches for is a literal one."""
+    terms = segment.tokens(query)
+    wanted = {t for t in terms if t not in segment.STOPWORDS} or set(terms)
+    return bool(wanted) and wanted <= set(segment.tokens(text))
+
+
+def identifiers(query: str) -> list[str]:
+    """The words of `query` that name something: letters and digits in one word, as error codes,
+    part numbers, serials and robot ids are written ("E-4471", "PN-20931-B", "SN-7QK2118"),
+    but not a number with its unit ("12.5N")."""
+    out = []
+    for word in query.split():
+        word = word.strip(".,;:!?()[]{}'\"")
+        if any(c.isdigit() for c in word) and any(c.isalpha() for c in word) and not _VALUE.fullmatch(word):
+            out.append(word)
+    return list(dict.fromkeys(out))
+
+
+def holds_identifiers(names: Sequence[str], text: str) -> bool:
+    """Whether `text` holds each of `names` (`identifiers`) whole: its tokens, as the index
+    splits them, one after the other ("E-4471" is "e 4471", not an "e" here and a "4471" there)."""
+    have = segment.tokens(text)
+    for name in names:
+        want = segment.tokens(name)
+        if not want or not any(have[i : i + len(want)] == want for i in range(len(have) - len(want) + 1)):
+            return False
+    return bool(names)
+
+
+def promoted(scores: dict[str, float], first: Iterable[str], top: float) -> dict[str, float]:
+    """`scores` with every id of `first` it holds raised by `top` (at least any score's value),
+    so they rank above every other id and keep their order among themselves."""
+    out = dict(scores)
+    for ref in set(first):
+        if ref in out:
+            out[ref] += top
+    return out
+
+
+__all__ = [
+    "DEFAULT_K",
+    "best_possible",
+    "holds_every_term",
+    "holds_identifiers",
+    "identifiers",
+    "promoted",
+    "ranked",
+    "rrf",
+    "standout",
+]
