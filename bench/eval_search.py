@@ -1,6 +1,6 @@
 """Evaluate find_processes ranking on eval/processes.yaml: hit@1, hit@3 and MRR per method.
 
-    python bench/eval_search.py [--embedder use] [--embed-text meta|full] [--out FILE]
+    python bench/eval_search.py [--set FILE] [--embedder use] [--embed-text meta|full] [--out FILE]
 
 For every query it collects, once, what each method proposes through the production code
 (`store.keyword_candidates`, the vector index, `store.hybrid_candidates`), then ranks those
@@ -37,6 +37,7 @@ from robot_mcp_memory.processes.docmodel import ProcessDoc
 from robot_mcp_memory.processes.ports import Hit
 from robot_mcp_memory.processes.sqlite import store
 from robot_mcp_memory.processes.sqlite.store import Candidates, Fusion
+from robot_mcp_memory.search import fusion
 from robot_mcp_memory.tenancy.principal import ADMIN
 
 EVAL = Path(__file__).resolve().parents[1] / "eval" / "processes.yaml"
@@ -104,6 +105,7 @@ def with_counts(docs: list[ProcessDoc], regime: str) -> list[ProcessDoc]:
 
 
 FUSIONS: dict[str, Fusion] = {
+    "hybrid 1:1 rel-within k60, no agreement": Fusion((1.0, 1.0), 60, reliability="within", agreement=False),
     "hybrid 1:1 rel-within k60": Fusion((1.0, 1.0), 60, reliability="within"),
     "hybrid 1:2 rel-within k60": Fusion((1.0, 2.0), 60, reliability="within"),
     "hybrid 1:3 rel-within k60": Fusion((1.0, 3.0), 60, reliability="within"),
@@ -115,19 +117,45 @@ FUSIONS: dict[str, Fusion] = {
     "hybrid 1:2 rel-after k60": Fusion((1.0, 2.0), 60, reliability="after"),
 }
 
+#: The fusions the per-family table shows beside keyword-only and vector-only.
+FAMILY_METHODS = (
+    "naive RRF (bm25, cosine; no reliability)",
+    "hybrid 1:1 rel-within k60, no agreement",
+    "hybrid 1:1 rel-within k60",
+)
+
 
 def methods() -> list[Method]:
     def keyword(_c: Candidates, kw: list[Hit]) -> list[str]:
         return [h.doc.id for h in kw]
 
+    def keyword_plain(c: Candidates, _kw: list[Hit]) -> list[str]:
+        return [h.doc.id for h in c.plain_keyword] if isinstance(c, _WithPlain) else []
+
     def vector(c: Candidates, _kw: list[Hit]) -> list[str]:
         pairs = [(r, max(v, 0.0) * c.reliability[r]) for r, v in c.vector if r in c.reliability]
         return [r for r, _ in sorted(pairs, key=lambda p: (-p[1], p[0]))]
 
-    out = [Method("keyword only (bm25 × reliability)", keyword), Method("vector only (cosine × reliability)", vector)]
+    def naive_rrf(c: Candidates, _kw: list[Hit]) -> list[str]:
+        fused = fusion.rrf([[r for r, _ in c.keyword], [r for r, _ in c.vector]])
+        return [r for r, _ in fusion.ranked(fused)][:TOP]
+
+    out = [
+        Method("keyword only (bm25 × reliability), no agreement", keyword_plain),
+        Method("keyword only (bm25 × agreement × reliability)", keyword),
+        Method("vector only (cosine × reliability)", vector),
+        Method("naive RRF (bm25, cosine; no reliability)", naive_rrf),
+    ]
     for name, fuse in FUSIONS.items():
         out.append(Method(name, functools.partial(_fused, fuse=fuse)))
     return out
+
+
+@dataclass(frozen=True)
+class _WithPlain(Candidates):
+    """The candidates with what keyword-only `store.search` (no agreement) returned."""
+
+    plain_keyword: list[Hit] = field(default_factory=list)
 
 
 def _fused(c: Candidates, _kw: list[Hit], fuse: Fusion) -> list[str]:
@@ -166,9 +194,11 @@ async def run_regime(
             )
             assert cands is not None
             kw = await ps.find(q.text, TOP, None)
+            plain = ps.db.read_blocking(functools.partial(store.search, query=q.text, k=TOP, visible=None))
+            cands = _WithPlain(cands.keyword, cands.vector, cands.reliability, cands.agreement, plain)
             for m in ms:
                 ranked = m.rank(cands, kw)
-                for key in (f"{regime}/all", f"{regime}/{q.lang}"):
+                for key in (f"{regime}/all", f"{regime}/{q.lang}", f"{regime}/family/{q.family}"):
                     m.scores.setdefault(key, Score()).add(ranked, q.expect)
             target = by_id[q.expect]
             if any(
@@ -215,6 +245,18 @@ def report(ms: list[Method], runs: list[dict[str, Any]], args: argparse.Namespac
         for m in ms:
             a, en, zh = (m.scores[f"{regime}/{x}"] for x in ("all", "en", "zh"))
             lines.append(f"| {m.name} | {a.row()} | {en.hits1 / en.n:.3f} | {zh.hits1 / zh.n:.3f} |")
+        families = sorted({key.split("/", 2)[2] for key in ms[0].scores if key.startswith(f"{regime}/family/")})
+        shown = [
+            m for m in ms if m.name in FAMILY_METHODS or m.name.startswith("keyword") or m.name.startswith("vector")
+        ]
+        lines += ["", "hit@1 / MRR per family:", "", "| family | " + " | ".join(m.name for m in shown) + " |"]
+        lines.append("|---" * (len(shown) + 1) + "|")
+        for fam in families:
+            cells = []
+            for m in shown:
+                sc = m.scores[f"{regime}/family/{fam}"]
+                cells.append(f"{sc.hits1 / sc.n:.2f} / {sc.rr / sc.n:.2f}")
+            lines.append(f"| {fam} ({ms[0].scores[f'{regime}/family/{fam}'].n}) | " + " | ".join(cells) + " |")
         lines += [
             "",
             f"Served path (`ProcessService.find`, default fusion) disagreed with the harness on "
@@ -225,7 +267,7 @@ def report(ms: list[Method], runs: list[dict[str, Any]], args: argparse.Namespac
 
 
 async def main_async(args: argparse.Namespace) -> str:
-    docs, queries = load_set()
+    docs, queries = load_set(Path(args.set))
     if args.embed_text == "full":
         store.embed_text = lambda d: ". ".join(  # type: ignore[assignment]  # an experiment switch
             p for p in (d.title, d.task_pattern, " ".join(d.tags), d.body) if p
@@ -240,6 +282,7 @@ async def main_async(args: argparse.Namespace) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--set", default=str(EVAL), help="the evaluation set (default eval/processes.yaml)")
     p.add_argument("--embedder", default="use", help="MEMORY_EMBEDDER to evaluate (default use)")
     p.add_argument("--embed-text", choices=["meta", "full"], default="meta", help="what a process is embedded as")
     p.add_argument("--out", help="also write the markdown report to this file")

@@ -14,7 +14,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from robot_mcp_memory import logs
@@ -23,9 +23,9 @@ from robot_mcp_memory.processes import docmodel, rules
 from robot_mcp_memory.processes.docmodel import OutcomeEntry, ProcessDoc
 from robot_mcp_memory.processes.ports import NOBODY, Author, Hit, Progress, RecordsView, Saved, SearchMode
 from robot_mcp_memory.processes.ports import ORDERS as ORDER_NAMES
-from robot_mcp_memory.search import fts, fusion
+from robot_mcp_memory.search import agreement, fts, fusion
 from robot_mcp_memory.search.resilient import ResilientEmbedder
-from robot_mcp_memory.search.segment import index_text
+from robot_mcp_memory.search.segment import index_text, tokens
 from robot_mcp_memory.search.sqlite import vectorstore
 from robot_mcp_memory.search.sqlite.vectorstore import Backfiller, VectorCache
 from robot_mcp_memory.search.vectors import Vector
@@ -348,6 +348,43 @@ def search(
     return _search(conn, every, k, visible, tenant=tenant) if every is not None else []
 
 
+def agreeing_search(
+    conn: sqlite3.Connection, query: str, k: int, visible: Collection[str] | None, tenant: str | None = None
+) -> list[Hit]:
+    """`search` with query-term agreement: the `k` best by relevance × agreement × reliability,
+    where a document contradicting the query's colour, direction, count… (`agreement.factor`)
+    has its relevance demoted. What `find` answers when it runs keyword-only.
+
+    The factor is at most 1, so a document outside `search`'s top `n` (scores at most the
+    `n`-th, s) cannot beat a fetched one scoring above s after its factor: when the `k`-th
+    best adjusted score is at least s (or fewer than `n` matched), the list is exact; otherwise
+    `n` doubles. A query naming no slot is `search` itself."""
+    wanted = agreement.slots(tokens(query))
+    if not wanted or k < 1:
+        return search(conn, query, k, visible, tenant)
+    n = max(4 * k, 20)
+    while True:
+        hits = search(conn, query, n, visible, tenant)
+        agreed = sorted(
+            (
+                Hit(h.doc, h.score * f, h.relevance * f, h.fleet)
+                for h in hits
+                for f in [agreement.factor(wanted, agreement.slots(tokens(agreement_text(h.doc))))]
+            ),
+            key=lambda h: (-h.score, h.doc.id),
+        )
+        if len(hits) < n or agreed[k - 1].score > hits[-1].score:
+            return agreed[:k]
+        n *= 2
+
+
+def agreement_text(doc: ProcessDoc) -> str:
+    """What a document is checked against the query's slots by: what it is for (title, task
+    pattern, tags, as `embed_text`), not its steps, whose incidental "turn left at the corridor"
+    says nothing of what the process does."""
+    return " ".join((doc.title, doc.task_pattern, *doc.tags))
+
+
 def _by_rarer_phrases(
     held: list[tuple[str, int]], total: int, k: int, exact: Callable[[str, float], list[T] | None]
 ) -> list[T] | None:
@@ -664,6 +701,9 @@ class Fusion:
     k: int = fusion.DEFAULT_K
     candidates: int = CANDIDATES
     reliability: ReliabilityAt = "within"
+    #: Whether a candidate contradicting the query's slots (`agreement`) is demoted, within
+    #: each list and after the fusion.
+    agreement: bool = True
 
 
 @dataclass(frozen=True)
@@ -675,6 +715,8 @@ class Candidates:
     keyword: list[tuple[str, float]]
     vector: list[tuple[str, float]]
     reliability: dict[str, float]
+    #: The `agreement.factor` of each candidate that contradicts the query (absent: 1.0).
+    agreement: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -705,18 +747,36 @@ def hybrid_candidates(
     vector = [(ref, cos) for ref, cos in index.search(qvec, n, visible) if cos >= fusion.MIN_COSINE]
     # Filtered by robot again: the index's partitions may trail a robot change by one write.
     reliability = select_reliability(conn, {r for r, _ in keyword} | {r for r, _ in vector}, visible, tenant)
-    return Candidates(keyword, vector, reliability)
+    return Candidates(keyword, vector, reliability, select_agreement(conn, query, reliability))
+
+
+def select_agreement(conn: sqlite3.Connection, query: str, ids: Collection[str]) -> dict[str, float]:
+    """The `agreement.factor` of each of `ids` whose title, task pattern or tags contradict a
+    slot `query` names (`agreement_text`); the others are left out. No read when the query
+    names no slot."""
+    wanted = agreement.slots(tokens(query))
+    if not wanted or not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(f"SELECT id, title, task_pattern, tags FROM processes WHERE id IN ({marks})", [*ids])  # noqa: S608
+    out: dict[str, float] = {}
+    for pid, title, pattern, tags in rows:
+        f = agreement.factor(wanted, agreement.slots(tokens(" ".join((title, pattern, *json.loads(tags))))))
+        if f < 1.0:
+            out[pid] = f
+    return out
 
 
 def rank_hybrid(c: Candidates, fuse: Fusion, k: int) -> list[Ranked]:
     """Weighted RRF of the two lists with reliability applied as `fuse.reliability` says.
     relevance = fused score scaled so 1.0 means "first in both lists"; higher is better."""
     rel = c.reliability
+    agree = c.agreement if fuse.agreement else {}
 
     def order(pairs: list[tuple[str, float]]) -> list[str]:
         pairs = [(r, v) for r, v in pairs if r in rel]
         if fuse.reliability == "within":
-            pairs.sort(key=lambda p: (-max(p[1], 0.0) * rel[p[0]], p[0]))
+            pairs.sort(key=lambda p: (-max(p[1], 0.0) * agree.get(p[0], 1.0) * rel[p[0]], p[0]))
         return [r for r, _ in pairs]
 
     fused = fusion.rrf([order(c.keyword), order(c.vector)], fuse.weights, fuse.k)
@@ -724,11 +784,12 @@ def rank_hybrid(c: Candidates, fuse: Fusion, k: int) -> list[Ranked]:
     after = fuse.reliability == "after"
 
     def score(ref: str) -> float:
-        return fused[ref] / top * rel[ref] if after else fused[ref] / top
+        s = fused[ref] / top * agree.get(ref, 1.0)
+        return s * rel[ref] if after else s
 
     # Only the k best of ~100 candidates become objects.
     best = heapq.nsmallest(k, fused, key=lambda ref: (-score(ref), -rel[ref], ref))
-    return [Ranked(ref, score(ref), fused[ref] / top) for ref in best]
+    return [Ranked(ref, score(ref), fused[ref] / top * agree.get(ref, 1.0)) for ref in best]
 
 
 def hybrid_search(
@@ -907,7 +968,7 @@ class ProcessStore:
     async def find(
         self, query: str, k: int, visible: Collection[str] | None = None, tenant: str | None = None
     ) -> list[Hit]:
-        return await self.db.read(lambda c: search(c, query, k, visible, tenant))
+        return await self.db.read(lambda c: agreeing_search(c, query, k, visible, tenant))
 
     async def viewed(
         self, docs: list[ProcessDoc], tenant: str | None
