@@ -135,12 +135,32 @@ def _zh_number(word: str) -> int | None:
     return (_ZH_DIGITS[tens] if tens else 1) * 10 + (_ZH_DIGITS[ones] if ones else 0)
 
 
+def _spelled(run: list[int]) -> set[str]:
+    """The numbers a run of spelled numbers may mean, besides each one alone: tens and units
+    added ("twenty one" → 21) and digits side by side ("three oh five" → 305)."""
+    out: set[str] = set()
+    if len(run) == 2 and run[0] % 10 == 0 and 20 <= run[0] <= 90 and 0 < run[1] < 10:
+        out.add(str(run[0] + run[1]))
+    if all(0 <= n < 10 for n in run):
+        out.add(str(int("".join(map(str, run)))))
+    return out
+
+
 def slots(tokens: Iterable[str]) -> dict[str, frozenset[str]]:
     """The values each slot is named with in `tokens` (lower-cased words, as `segment.tokens`
-    gives them). A run of ASCII digits is a number; slots no token names are absent."""
+    gives them). A run of ASCII digits is a number, and so is a run of spelled numbers in every
+    way it may be read ("twenty one": 20, 1 and 21): a document is contradicted only by a
+    number none of those readings is. Slots no token names are absent."""
     found: dict[str, set[str]] = {}
     toks = list(tokens)
+    run: list[int] = []
     for i, tok in enumerate(toks):
+        spelled = _NUMBER_WORDS.get(tok, 0 if tok in ("oh", "zero") and run else None)
+        if spelled is not None:
+            run.append(spelled)
+        elif run:
+            found.setdefault("number", set()).update(_spelled(run))
+            run = []
         if tok == "on":
             after = toks[i + 1] if i + 1 < len(toks) else None
             if (i and toks[i - 1] in _SWITCHING) or after is None or after not in _DETERMINERS:
@@ -163,6 +183,8 @@ def slots(tokens: Iterable[str]) -> dict[str, frozenset[str]]:
                 pair = _ZH_CHARS.get(ch)
                 if pair is not None:
                     found.setdefault(pair[0], set()).add(pair[1])
+    if run:
+        found.setdefault("number", set()).update(_spelled(run))
     return {slot: frozenset(values) for slot, values in found.items()}
 
 
