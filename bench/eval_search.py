@@ -105,7 +105,8 @@ def with_counts(docs: list[ProcessDoc], regime: str) -> list[ProcessDoc]:
 
 
 FUSIONS: dict[str, Fusion] = {
-    "hybrid 1:1 rel-within k60, no agreement": Fusion((1.0, 1.0), 60, reliability="within", agreement=False),
+    "hybrid 1:1 rel-within k60, no agreement, no coverage": Fusion((1.0, 1.0), 60, agreement=False, coverage=False),
+    "hybrid 1:1 rel-within k60, no coverage": Fusion((1.0, 1.0), 60, coverage=False),
     "hybrid 1:1 rel-within k60": Fusion((1.0, 1.0), 60, reliability="within"),
     "hybrid 1:2 rel-within k60": Fusion((1.0, 2.0), 60, reliability="within"),
     "hybrid 1:3 rel-within k60": Fusion((1.0, 3.0), 60, reliability="within"),
@@ -120,7 +121,8 @@ FUSIONS: dict[str, Fusion] = {
 #: The fusions the per-family table shows beside keyword-only and vector-only.
 FAMILY_METHODS = (
     "naive RRF (bm25, cosine; no reliability)",
-    "hybrid 1:1 rel-within k60, no agreement",
+    "hybrid 1:1 rel-within k60, no agreement, no coverage",
+    "hybrid 1:1 rel-within k60, no coverage",
     "hybrid 1:1 rel-within k60",
 )
 
@@ -195,7 +197,9 @@ async def run_regime(
             assert cands is not None
             kw = await ps.find(q.text, TOP, None)
             plain = ps.db.read_blocking(functools.partial(store.search, query=q.text, k=TOP, visible=None))
-            cands = _WithPlain(cands.keyword, cands.vector, cands.reliability, cands.agreement, plain)
+            cands = _WithPlain(
+                cands.keyword, cands.vector, cands.reliability, cands.agreement, cands.keyword_bound, plain
+            )
             for m in ms:
                 ranked = m.rank(cands, kw)
                 for key in (f"{regime}/all", f"{regime}/{q.lang}", f"{regime}/family/{q.family}"):
@@ -246,9 +250,7 @@ def report(ms: list[Method], runs: list[dict[str, Any]], args: argparse.Namespac
             a, en, zh = (m.scores[f"{regime}/{x}"] for x in ("all", "en", "zh"))
             lines.append(f"| {m.name} | {a.row()} | {en.hits1 / en.n:.3f} | {zh.hits1 / zh.n:.3f} |")
         families = sorted({key.split("/", 2)[2] for key in ms[0].scores if key.startswith(f"{regime}/family/")})
-        shown = [
-            m for m in ms if m.name in FAMILY_METHODS or m.name.startswith("keyword") or m.name.startswith("vector")
-        ]
+        shown = [m for m in ms if m.name in FAMILY_METHODS or m.name.startswith(("keyword", "vector"))]
         lines += ["", "hit@1 / MRR per family:", "", "| family | " + " | ".join(m.name for m in shown) + " |"]
         lines.append("|---" * (len(shown) + 1) + "|")
         for fam in families:

@@ -578,7 +578,17 @@ def keyword_candidates(
     conn: sqlite3.Connection, query: str, n: int, visible: Collection[str] | None
 ) -> list[tuple[str, float]]:
     """(id, relevance) of the `n` best visible keyword matches by relevance alone (``-bm25``,
-    higher is better; then id); reliability is applied by the ranking, not here.
+    higher is better; then id); reliability is applied by the ranking, not here
+    (`keyword_leg`, without the bound)."""
+    return keyword_leg(conn, query, n, visible)[0]
+
+
+def keyword_leg(
+    conn: sqlite3.Connection, query: str, n: int, visible: Collection[str] | None
+) -> tuple[list[tuple[str, float]], float]:
+    """(`keyword_candidates`, the query's bound): the bound is more than any document's
+    relevance can be (`fts.most_added` summed over the query's phrases, those no document
+    holds included), so relevance / bound in [0, 1) says how much of the query a match holds.
 
     FTS5 computes bm25 for every match, and a query's common words match much of the store. So
     the commonest words that together can add less to a score than its rarest word alone
@@ -590,9 +600,10 @@ def keyword_candidates(
     still loop over them."""
     found = fts.phrases(" ".join(fts.content_terms(query)))
     if not found or n < 1:
-        return []
+        return [], 0.0
+    total, docs = _doc_counts(conn, found)
+    bound = sum(fts.most_added(d, total) for d in docs)
     if len(found) > 1:
-        total, docs = _doc_counts(conn, found)
         held = [(t, d) for t, d in zip(found, docs, strict=True) if d > 0]
         found = [t for t, _ in held]
 
@@ -602,11 +613,11 @@ def keyword_candidates(
 
         found_by_rarer = _by_rarer_phrases(held, total, n, exact)
         if found_by_rarer is not None:
-            return found_by_rarer
+            return found_by_rarer, bound
     every = fts.any_of(found)
     if every is None:
-        return []
-    return [(r[0], float(r[1])) for r in conn.execute(*_keyword_sql(every, n, visible))]
+        return [], bound
+    return [(r[0], float(r[1])) for r in conn.execute(*_keyword_sql(every, n, visible))], bound
 
 
 def _doc_counts(conn: sqlite3.Connection, found: list[str]) -> tuple[int, list[int]]:
@@ -704,6 +715,10 @@ class Fusion:
     #: Whether a candidate contradicting the query's slots (`agreement`) is demoted, within
     #: each list and after the fusion.
     agreement: bool = True
+    #: Whether a keyword candidate's share of the fusion is scaled by how much of the query it
+    #: holds (relevance / `Candidates.keyword_bound`): one shared common word ("play" of "play
+    #: basketball") is a rank in the keyword list but little evidence.
+    coverage: bool = True
 
 
 @dataclass(frozen=True)
@@ -717,6 +732,8 @@ class Candidates:
     reliability: dict[str, float]
     #: The `agreement.factor` of each candidate that contradicts the query (absent: 1.0).
     agreement: dict[str, float] = field(default_factory=dict)
+    #: More than any keyword relevance can be (`keyword_leg`); 0.0: unknown.
+    keyword_bound: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -743,11 +760,11 @@ def hybrid_candidates(
     index = cache.index(conn, "process", model_id)
     if index is None or index.dim != qvec.shape[0]:  # no vector of this model (of this size) yet
         return None
-    keyword = keyword_candidates(conn, query, n, visible)
+    keyword, bound = keyword_leg(conn, query, n, visible)
     vector = [(ref, cos) for ref, cos in index.search(qvec, n, visible) if cos >= fusion.MIN_COSINE]
     # Filtered by robot again: the index's partitions may trail a robot change by one write.
     reliability = select_reliability(conn, {r for r, _ in keyword} | {r for r, _ in vector}, visible, tenant)
-    return Candidates(keyword, vector, reliability, select_agreement(conn, query, reliability))
+    return Candidates(keyword, vector, reliability, select_agreement(conn, query, reliability), bound)
 
 
 def select_agreement(conn: sqlite3.Connection, query: str, ids: Collection[str]) -> dict[str, float]:
@@ -779,7 +796,10 @@ def rank_hybrid(c: Candidates, fuse: Fusion, k: int) -> list[Ranked]:
             pairs.sort(key=lambda p: (-max(p[1], 0.0) * agree.get(p[0], 1.0) * rel[p[0]], p[0]))
         return [r for r, _ in pairs]
 
-    fused = fusion.rrf([order(c.keyword), order(c.vector)], fuse.weights, fuse.k)
+    coverage = None
+    if fuse.coverage and c.keyword_bound > 0:
+        coverage = {r: min(max(v, 0.0) / c.keyword_bound, 1.0) for r, v in c.keyword}
+    fused = fusion.rrf([order(c.keyword), order(c.vector)], fuse.weights, fuse.k, [coverage, None])
     top = fusion.best_possible(fuse.weights, fuse.k) or 1.0
     after = fuse.reliability == "after"
 
