@@ -371,3 +371,19 @@ async def test_the_default_model_loads_offline_and_ranks_the_mailroom_first(tmp_
         assert found.hits[0].doc.id == "fetch-package-mailroom"
     finally:
         memory.close()
+
+
+def test_when_the_lists_disagree_a_keyword_first_holding_little_of_the_query_loses_to_the_vector_first() -> None:
+    # "music" holds one common word of the query (a tenth of its bound), first in the keyword
+    # list and second in the vector list; "hoop" the other way round. By rank alone they tie and
+    # the id decides ("a-music" first); scaled by how much of the query each holds, the vector
+    # list's first wins.
+    rel = {"a-music": reliability(0, 0), "b-hoop": reliability(0, 0)}
+    c = Candidates(
+        keyword=[("a-music", 1.0), ("b-hoop", 0.95)],
+        vector=[("b-hoop", 0.6), ("a-music", 0.59)],
+        reliability=rel,
+        keyword_bound=10.0,
+    )
+    assert [h.ref for h in rank_hybrid(c, Fusion(), 2)] == ["b-hoop", "a-music"]
+    assert [h.ref for h in rank_hybrid(c, Fusion(coverage=False), 2)] == ["a-music", "b-hoop"]
