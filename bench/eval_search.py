@@ -107,6 +107,7 @@ def with_counts(docs: list[ProcessDoc], regime: str) -> list[ProcessDoc]:
 FUSIONS: dict[str, Fusion] = {
     "hybrid 1:1 rel-within k60, no agreement, no coverage": Fusion((1.0, 1.0), 60, agreement=False, coverage=False),
     "hybrid 1:1 rel-within k60, no coverage": Fusion((1.0, 1.0), 60, coverage=False),
+    "hybrid 2:1 rel-within k60, closeness": Fusion((2.0, 1.0), 60, closeness=True),
     "hybrid 1:1 rel-within k60": Fusion((1.0, 1.0), 60, reliability="within"),
     "hybrid 1:2 rel-within k60": Fusion((1.0, 2.0), 60, reliability="within"),
     "hybrid 1:3 rel-within k60": Fusion((1.0, 3.0), 60, reliability="within"),
@@ -124,6 +125,7 @@ FAMILY_METHODS = (
     "hybrid 1:1 rel-within k60, no agreement, no coverage",
     "hybrid 1:1 rel-within k60, no coverage",
     "hybrid 1:1 rel-within k60",
+    "hybrid 2:1 rel-within k60, closeness",
 )
 
 

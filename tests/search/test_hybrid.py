@@ -387,3 +387,15 @@ def test_when_the_lists_disagree_a_keyword_first_holding_little_of_the_query_los
     )
     assert [h.ref for h in rank_hybrid(c, Fusion(), 2)] == ["b-hoop", "a-music"]
     assert [h.ref for h in rank_hybrid(c, Fusion(coverage=False), 2)] == ["a-music", "b-hoop"]
+
+
+def test_closeness_scales_a_vector_candidate_s_share_by_its_cosine_over_the_best() -> None:
+    # "far" is second in the vector list at half the best cosine: its share is halved, the
+    # best's is whole.
+    rel = {"far": reliability(0, 0), "near": reliability(0, 0)}
+    c = Candidates(keyword=[], vector=[("near", 0.8), ("far", 0.4)], reliability=rel)
+    plain = rank_hybrid(c, Fusion((2.0, 1.0)), 2)
+    scaled = rank_hybrid(c, Fusion((2.0, 1.0), closeness=True), 2)
+    assert [h.ref for h in plain] == [h.ref for h in scaled] == ["near", "far"]
+    assert scaled[0].relevance == pytest.approx(plain[0].relevance)
+    assert scaled[1].relevance == pytest.approx(plain[1].relevance * 0.5)
