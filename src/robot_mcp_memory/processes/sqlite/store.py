@@ -348,6 +348,12 @@ def search(
     return _search(conn, every, k, visible, tenant=tenant) if every is not None else []
 
 
+#: How many of `search`'s best matches the keyword-only agreement re-ranking looks at, at most
+#: (or 4k when more): past it a query whose every match contradicts it (a colour and a room
+#: number no one document holds) would load ever more documents for nothing.
+AGREEMENT_POOL = 20
+
+
 def agreeing_search(
     conn: sqlite3.Connection, query: str, k: int, visible: Collection[str] | None, tenant: str | None = None
 ) -> list[Hit]:
@@ -357,25 +363,28 @@ def agreeing_search(
 
     The factor is at most 1, so a document outside `search`'s top `n` (scores at most the
     `n`-th, s) cannot beat a fetched one scoring above s after its factor: when the `k`-th
-    best adjusted score is at least s (or fewer than `n` matched), the list is exact; otherwise
-    `n` doubles. A query naming no slot is `search` itself."""
+    best adjusted score is above s (or fewer than `n` matched), the list is exact — at once
+    when none of `search`'s own top `k` contradicts the query. Otherwise `n` grows once, to
+    ``max(4k, AGREEMENT_POOL)``, and the best of those are returned, exact or not (as hybrid
+    ranks only its 50 keyword candidates): past that pool a document could only pass if
+    nearly every one ahead of it contradicted the query. A query naming no slot is `search`
+    itself."""
     wanted = agreement.slots(tokens(query))
     if not wanted or k < 1:
         return search(conn, query, k, visible, tenant)
-    n = max(4 * k, 20)
+    n, most = k, max(4 * k, AGREEMENT_POOL)
     while True:
         hits = search(conn, query, n, visible, tenant)
+        factors = [agreement.factor(wanted, agreement.slots(tokens(agreement_text(h.doc)))) for h in hits]
+        if all(f == 1.0 for f in factors[:k]):
+            return hits[:k]  # nothing ahead is demoted, so nothing behind can pass it
         agreed = sorted(
-            (
-                Hit(h.doc, h.score * f, h.relevance * f, h.fleet)
-                for h in hits
-                for f in [agreement.factor(wanted, agreement.slots(tokens(agreement_text(h.doc))))]
-            ),
+            (Hit(h.doc, h.score * f, h.relevance * f, h.fleet) for h, f in zip(hits, factors, strict=True)),
             key=lambda h: (-h.score, h.doc.id),
         )
-        if len(hits) < n or agreed[k - 1].score > hits[-1].score:
+        if len(hits) < n or agreed[k - 1].score > hits[-1].score or n >= most:
             return agreed[:k]
-        n *= 2
+        n = most
 
 
 def agreement_text(doc: ProcessDoc) -> str:
