@@ -3,10 +3,14 @@
     python bench/eval_search.py [--set FILE] [--embedder use] [--embed-text meta|full] [--out FILE]
 
 For every query it collects, once, what each method proposes through the production code
-(`store.keyword_candidates`, the vector index, `store.hybrid_candidates`), then ranks those
-candidates several ways: keyword-only (the production keyword path, ``-bm25 × reliability``),
-vector-only (``cosine × reliability``), and hybrid under several fusion settings
-(`store.rank_hybrid`). It runs twice: with neutral counts (every process 0/0, so reliability
+(`store.hybrid_candidates`: keyword list, vector list, reliability, agreement, the keyword
+bound), then ranks those candidates several ways: keyword-only (the production keyword path,
+``-bm25 × agreement × reliability``, beside `store.search` without agreement), vector-only
+(``cosine × reliability``), a naive RRF of the plain lists (no reliability), and hybrid under
+several fusion settings (`store.rank_hybrid`), before and after agreement and coverage. Besides
+the totals it prints hit@1 / MRR per family for the main methods (`FAMILY_METHODS`), so a change
+that helps one family and hurts another shows. ``--set`` picks the file (eval/processes_dev.yaml
+holds issue 28's failure families). It runs twice: with neutral counts (every process 0/0, so reliability
 cannot help or hurt) and with seeded random success/failure counts, where about half the
 queries have a hard negative more reliable than their target. Finally it checks that the
 served path (`ProcessService.find`) agrees with the harness for the default setting.
