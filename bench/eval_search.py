@@ -54,6 +54,7 @@ from robot_mcp_memory.tenancy.principal import ADMIN
 
 EVAL_DIR = Path(__file__).resolve().parents[1] / "eval"
 EVAL = EVAL_DIR / "processes.yaml"
+DEV = EVAL_DIR / "processes_dev.yaml"
 SEED = 61
 TOP = 10
 REGIMES = ("neutral", "random")
@@ -187,8 +188,13 @@ def with_counts(docs: list[ProcessDoc], regime: str) -> list[ProcessDoc]:
 PRODUCTION = "hybrid (production default)"
 
 GRID: dict[str, Fusion] = {
+    "hybrid calibrated, no agreement": Fusion((1.0, 1.0), 60, agreement=False),
+    "hybrid 1:1 rel-within k60, no agreement, no coverage": Fusion(
+        (1.0, 1.0), 60, agreement=False, coverage=False, order="rrf"
+    ),
+    "hybrid 1:1 rel-within k60, coverage and agreement": Fusion((1.0, 1.0), 60, order="rrf"),
+    "hybrid 2:1 rel-within k60, closeness": Fusion((2.0, 1.0), 60, closeness=True, order="rrf"),
     "hybrid 1:2 calibrated × reliability": Fusion((1.0, 2.0), 60, order="score"),
-    "hybrid 1:1 rel-within k60 (rank fusion, before calibration)": Fusion((1.0, 1.0), 60, reliability="within", order="rrf"),
     "hybrid 1:2 rel-within k60": Fusion((1.0, 2.0), 60, reliability="within", order="rrf"),
     "hybrid 1:3 rel-within k60": Fusion((1.0, 3.0), 60, reliability="within", order="rrf"),
     "hybrid 2:1 rel-within k60": Fusion((2.0, 1.0), 60, reliability="within", order="rrf"),
@@ -468,6 +474,8 @@ async def main_async(args: argparse.Namespace, command: str) -> tuple[str, list[
     sets = [generated_set(int(x)) for x in args.sizes.split(",") if x.strip()]
     if args.processes_yaml:
         sets.append(EvalSet("processes.yaml", *load_set()))
+    if args.dev_yaml:
+        sets.append(EvalSet("processes_dev.yaml", *load_set(DEV)))
     defaults = Settings.from_env({})
     ms = methods(Fusion(defaults.fusion_weights, defaults.fusion_k), grid=args.grid)
     with tempfile.TemporaryDirectory() as tmp:
@@ -480,6 +488,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", default="40", help="generated corpus sizes, comma-separated (default 40: quick)")
     p.add_argument("--quick", action="store_true", help="the default: --sizes 40 (overrides --sizes)")
     p.add_argument("--processes-yaml", action="store_true", help="also evaluate the hand-written eval/processes.yaml")
+    p.add_argument(
+        "--dev-yaml", action="store_true", help="also evaluate eval/processes_dev.yaml (issue 28's failure families)"
+    )
     p.add_argument("--grid", action="store_true", help="also rank by the other fusion settings (weights, k)")
     p.add_argument("--regimes", default=",".join(REGIMES), help="count regimes: neutral,random (default both)")
     p.add_argument("--embedder", default="use", help="MEMORY_EMBEDDER to evaluate (default use)")

@@ -375,3 +375,31 @@ async def test_the_default_model_loads_offline_and_ranks_the_mailroom_first(tmp_
         assert found.hits[0].doc.id == "fetch-package-mailroom"
     finally:
         memory.close()
+
+
+def test_when_the_lists_disagree_a_keyword_first_holding_little_of_the_query_loses_to_the_vector_first() -> None:
+    # "music" holds one common word of the query (a tenth of its bound), first in the keyword
+    # list and second in the vector list; "hoop" the other way round. By rank alone they tie and
+    # the id decides ("a-music" first); scaled by how much of the query each holds, the vector
+    # list's first wins.
+    rel = {"a-music": reliability(0, 0), "b-hoop": reliability(0, 0)}
+    c = Candidates(
+        keyword=[("a-music", 1.0), ("b-hoop", 0.95)],
+        vector=[("b-hoop", 0.6), ("a-music", 0.59)],
+        reliability=rel,
+        keyword_bound=10.0,
+    )
+    assert [h.ref for h in rank_hybrid(c, Fusion(order="rrf"), 2)] == ["b-hoop", "a-music"]
+    assert [h.ref for h in rank_hybrid(c, Fusion(coverage=False, order="rrf"), 2)] == ["a-music", "b-hoop"]
+
+
+def test_closeness_scales_a_vector_candidate_s_share_by_its_cosine_over_the_best() -> None:
+    # "far" is second in the vector list at half the best cosine: its share is halved, the
+    # best's is whole.
+    rel = {"far": reliability(0, 0), "near": reliability(0, 0)}
+    c = Candidates(keyword=[], vector=[("near", 0.8), ("far", 0.4)], reliability=rel)
+    plain = rank_hybrid(c, Fusion((2.0, 1.0), order="rrf"), 2)
+    scaled = rank_hybrid(c, Fusion((2.0, 1.0), closeness=True, order="rrf"), 2)
+    assert [h.ref for h in plain] == [h.ref for h in scaled] == ["near", "far"]
+    assert scaled[0].relevance == pytest.approx(plain[0].relevance)
+    assert scaled[1].relevance == pytest.approx(plain[1].relevance * 0.5)

@@ -17,7 +17,7 @@ uses them (`experiences/recall.py`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from robot_mcp_memory.search import segment
 
@@ -30,24 +30,36 @@ MIN_COSINE = 0.2
 _VALUE = re.compile(r"\d+(?:[.,]\d+)*[^\W\d_]{0,3}")
 
 
-def rrf(lists: Sequence[Sequence[str]], weights: Sequence[float] | None = None, k: int = DEFAULT_K) -> dict[str, float]:
-    """Fused score per id. Duplicates within one list count at their best rank only."""
+def rrf(
+    lists: Sequence[Sequence[str]],
+    weights: Sequence[float] | None = None,
+    k: int = DEFAULT_K,
+    scales: Sequence[Mapping[str, float] | None] | None = None,
+) -> dict[str, float]:
+    """Fused score per id. Duplicates within one list count at their best rank only.
+
+    `scales[i]`, when given, multiplies each id's share from list ``i`` (absent ids: 1.0) — a
+    value in [0, 1] saying how strong that list's evidence for the id is beyond its rank."""
     if weights is None:
         weights = [1.0] * len(lists)
     if len(weights) != len(lists):
         raise ValueError(f"{len(lists)} lists but {len(weights)} weights")
+    if scales is not None and len(scales) != len(lists):
+        raise ValueError(f"{len(lists)} lists but {len(scales)} scales")
     if k < 1:
         raise ValueError("k must be at least 1")
     scores: dict[str, float] = {}
-    for ids, weight in zip(lists, weights, strict=True):
+    for i, (ids, weight) in enumerate(zip(lists, weights, strict=True)):
         if weight <= 0:
             continue
+        scale = scales[i] if scales is not None else None
         seen: set[str] = set()
         for rank, ref in enumerate(ids, start=1):
             if ref in seen:
                 continue
             seen.add(ref)
-            scores[ref] = scores.get(ref, 0.0) + weight / (k + rank)
+            share = weight / (k + rank)
+            scores[ref] = scores.get(ref, 0.0) + (share * scale.get(ref, 1.0) if scale is not None else share)
     return scores
 
 

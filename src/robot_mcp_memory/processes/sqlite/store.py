@@ -13,7 +13,7 @@ import heapq
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -23,10 +23,10 @@ from robot_mcp_memory.processes import docmodel, rules
 from robot_mcp_memory.processes.docmodel import OutcomeEntry, ProcessDoc
 from robot_mcp_memory.processes.ports import NOBODY, Author, Hit, Progress, RecordsView, Saved, SearchMode
 from robot_mcp_memory.processes.ports import ORDERS as ORDER_NAMES
-from robot_mcp_memory.search import fts, fusion, relevance
+from robot_mcp_memory.search import agreement, fts, fusion, relevance
 from robot_mcp_memory.search.relevance import KeywordBound
 from robot_mcp_memory.search.resilient import ResilientEmbedder
-from robot_mcp_memory.search.segment import index_text
+from robot_mcp_memory.search.segment import index_text, tokens
 from robot_mcp_memory.search.sqlite import vectorstore
 from robot_mcp_memory.search.sqlite.vectorstore import Backfiller, VectorCache
 from robot_mcp_memory.search.vectors import Vector
@@ -356,11 +356,12 @@ def keyword_search(
     dropped unless nothing else is left, as the hybrid keyword list drops them: in a small store
     "the" weighed as much as "mop" and brought in every document), with relevance calibrated to
     [0, 1] (`query_bound`, `search.relevance`) and score = relevance × reliability. The
-    calibration is one factor for the whole query, so the order is `search`'s."""
+    calibration is one factor for the whole query, so the order is `agreeing_search`'s."""
     text = " ".join(fts.content_terms(query))
     bound = query_bound(conn, query)
     out = []
-    for h in search(conn, text, k, visible, tenant):
+    # Slots are read from the whole query: "off", "up" and "left" are function words to bm25.
+    for h in agreeing_search(conn, text, k, visible, tenant, slots_of=query):
         rel = bound.relevance(h.relevance)
         out.append(Hit(h.doc, rel * h.doc.reliability, rel, h.fleet))
     return out
@@ -375,6 +376,58 @@ def query_bound(conn: sqlite3.Connection, query: str) -> KeywordBound:
         return relevance.NO_MATCH
     total, docs = _doc_counts(conn, found)
     return relevance.keyword_bound(zip(found, docs, strict=True), total, words)
+
+
+#: How many of `search`'s best matches the keyword-only agreement re-ranking looks at, at most
+#: (or 4k when more): past it a query whose every match contradicts it (a colour and a room
+#: number no one document holds) would load ever more documents for nothing.
+AGREEMENT_POOL = 20
+
+
+def agreeing_search(
+    conn: sqlite3.Connection,
+    query: str,
+    k: int,
+    visible: Collection[str] | None,
+    tenant: str | None = None,
+    *,
+    slots_of: str | None = None,
+) -> list[Hit]:
+    """`search` with query-term agreement: the `k` best by relevance × agreement × reliability,
+    where a document contradicting the query's colour, direction, count… (`agreement.factor`)
+    has its relevance demoted. What `find` answers when it runs keyword-only.
+
+    The factor is at most 1, so a document outside `search`'s top `n` (scores at most the
+    `n`-th, s) cannot beat a fetched one scoring above s after its factor: when the `k`-th
+    best adjusted score is above s (or fewer than `n` matched), the list is exact — at once
+    when none of `search`'s own top `k` contradicts the query. Otherwise `n` grows once, to
+    ``max(4k, AGREEMENT_POOL)``, and the best of those are returned, exact or not (as hybrid
+    ranks only its 50 keyword candidates): past that pool a document could only pass if
+    nearly every one ahead of it contradicted the query. A query naming no slot is `search`
+    itself. The slots are those `slots_of` names (default: `query`)."""
+    wanted = agreement.slots(tokens(query if slots_of is None else slots_of))
+    if not wanted or k < 1:
+        return search(conn, query, k, visible, tenant)
+    n, most = k, max(4 * k, AGREEMENT_POOL)
+    while True:
+        hits = search(conn, query, n, visible, tenant)
+        factors = [agreement.factor(wanted, agreement.slots(tokens(agreement_text(h.doc)))) for h in hits]
+        if all(f == 1.0 for f in factors[:k]):
+            return hits[:k]  # nothing ahead is demoted, so nothing behind can pass it
+        agreed = sorted(
+            (Hit(h.doc, h.score * f, h.relevance * f, h.fleet) for h, f in zip(hits, factors, strict=True)),
+            key=lambda h: (-h.score, h.doc.id),
+        )
+        if len(hits) < n or agreed[k - 1].score > hits[-1].score or n >= most:
+            return agreed[:k]
+        n = most
+
+
+def agreement_text(doc: ProcessDoc) -> str:
+    """What a document is checked against the query's slots by: what it is for (title, task
+    pattern, tags, as `embed_text`), not its steps, whose incidental "turn left at the corridor"
+    says nothing of what the process does."""
+    return " ".join((doc.title, doc.task_pattern, *doc.tags))
 
 
 def _by_rarer_phrases(
@@ -570,7 +623,17 @@ def keyword_candidates(
     conn: sqlite3.Connection, query: str, n: int, visible: Collection[str] | None
 ) -> list[tuple[str, float]]:
     """(id, relevance) of the `n` best visible keyword matches by relevance alone (``-bm25``,
-    higher is better; then id); reliability is applied by the ranking, not here.
+    higher is better; then id); reliability is applied by the ranking, not here
+    (`keyword_leg`, without the bound)."""
+    return keyword_leg(conn, query, n, visible)[0]
+
+
+def keyword_leg(
+    conn: sqlite3.Connection, query: str, n: int, visible: Collection[str] | None
+) -> tuple[list[tuple[str, float]], float]:
+    """(`keyword_candidates`, the query's bound): the bound is more than any document's
+    relevance can be (`fts.most_added` summed over the query's phrases, those no document
+    holds included), so relevance / bound in [0, 1) says how much of the query a match holds.
 
     FTS5 computes bm25 for every match, and a query's common words match much of the store. So
     the commonest words that together can add less to a score than its rarest word alone
@@ -582,9 +645,10 @@ def keyword_candidates(
     still loop over them."""
     found = fts.phrases(" ".join(fts.content_terms(query)))
     if not found or n < 1:
-        return []
+        return [], 0.0
+    total, docs = _doc_counts(conn, found)
+    bound = sum(fts.most_added(d, total) for d in docs)
     if len(found) > 1:
-        total, docs = _doc_counts(conn, found)
         held = [(t, d) for t, d in zip(found, docs, strict=True) if d > 0]
         found = [t for t, _ in held]
 
@@ -594,11 +658,11 @@ def keyword_candidates(
 
         found_by_rarer = _by_rarer_phrases(held, total, n, exact)
         if found_by_rarer is not None:
-            return found_by_rarer
+            return found_by_rarer, bound
     every = fts.any_of(found)
     if every is None:
-        return []
-    return [(r[0], float(r[1])) for r in conn.execute(*_keyword_sql(every, n, visible))]
+        return [], bound
+    return [(r[0], float(r[1])) for r in conn.execute(*_keyword_sql(every, n, visible))], bound
 
 
 def _doc_counts(conn: sqlite3.Connection, found: list[str]) -> tuple[int, list[int]]:
@@ -700,6 +764,17 @@ class Fusion:
     candidates: int = CANDIDATES
     reliability: ReliabilityAt = "within"
     order: FusionOrder = "score"
+    #: Whether a candidate contradicting the query's slots (`agreement`) is demoted, within
+    #: each list and after the fusion.
+    agreement: bool = True
+    #: Whether a keyword candidate's share of the fusion is scaled by how much of the query it
+    #: holds (relevance / `Candidates.keyword_bound`): one shared common word ("play" of "play
+    #: basketball") is a rank in the keyword list but little evidence.
+    coverage: bool = True
+    #: Whether a vector candidate's share is scaled by its cosine over the best one's. Measured,
+    #: not the default: with keyword:vector 2:1 it ranked better on eval/ (docs/search.md), but
+    #: reliability then only reorders candidates of nearly equal relevance.
+    closeness: bool = False
 
 
 @dataclass(frozen=True)
@@ -715,6 +790,10 @@ class Candidates:
     reliability: dict[str, float]
     bound: KeywordBound = relevance.NO_MATCH
     cosine: dict[str, float] = field(default_factory=dict)
+    #: The `agreement.factor` of each candidate that contradicts the query (absent: 1.0).
+    agreement: dict[str, float] = field(default_factory=dict)
+    #: More than any keyword relevance can be (`keyword_leg`); 0.0: unknown.
+    keyword_bound: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -741,14 +820,39 @@ def hybrid_candidates(
     index = cache.index(conn, "process", model_id)
     if index is None or index.dim != qvec.shape[0]:  # no vector of this model (of this size) yet
         return None
-    keyword = keyword_candidates(conn, query, n, visible)
+    keyword, bound = keyword_leg(conn, query, n, visible)
     vector = [(ref, cos) for ref, cos in index.search(qvec, n, visible) if cos >= fusion.MIN_COSINE]
     # Filtered by robot again: the index's partitions may trail a robot change by one write.
     reliability = select_reliability(conn, {r for r, _ in keyword} | {r for r, _ in vector}, visible, tenant)
     proposed = {r for r, _ in vector}
     lacking = [r for r, _ in keyword if r not in proposed]
     cosine = dict(index.search_among(qvec, len(lacking), lacking)) if lacking else {}
-    return Candidates(keyword, vector, reliability, query_bound(conn, query), cosine)
+    return Candidates(
+        keyword,
+        vector,
+        reliability,
+        query_bound(conn, query),
+        cosine,
+        select_agreement(conn, query, reliability),
+        bound,
+    )
+
+
+def select_agreement(conn: sqlite3.Connection, query: str, ids: Collection[str]) -> dict[str, float]:
+    """The `agreement.factor` of each of `ids` whose title, task pattern or tags contradict a
+    slot `query` names (`agreement_text`); the others are left out. No read when the query
+    names no slot."""
+    wanted = agreement.slots(tokens(query))
+    if not wanted or not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(f"SELECT id, title, task_pattern, tags FROM processes WHERE id IN ({marks})", [*ids])  # noqa: S608
+    out: dict[str, float] = {}
+    for pid, title, pattern, tags in rows:
+        f = agreement.factor(wanted, agreement.slots(tokens(" ".join((title, pattern, *json.loads(tags))))))
+        if f < 1.0:
+            out[pid] = f
+    return out
 
 
 def rank_hybrid(c: Candidates, fuse: Fusion, k: int) -> list[Ranked]:
@@ -757,25 +861,34 @@ def rank_hybrid(c: Candidates, fuse: Fusion, k: int) -> list[Ranked]:
     `fuse.reliability` says, relevance then being the fused score scaled so 1.0 means "first in
     both lists". Higher is better."""
     if fuse.order == "score":
-        return rank_calibrated(c, fuse.weights, k)
+        return rank_calibrated(c, fuse.weights, k, c.agreement if fuse.agreement else {})
     rel = c.reliability
+    agree = c.agreement if fuse.agreement else {}
 
     def order(pairs: list[tuple[str, float]]) -> list[str]:
         pairs = [(r, v) for r, v in pairs if r in rel]
         if fuse.reliability == "within":
-            pairs.sort(key=lambda p: (-max(p[1], 0.0) * rel[p[0]], p[0]))
+            pairs.sort(key=lambda p: (-max(p[1], 0.0) * agree.get(p[0], 1.0) * rel[p[0]], p[0]))
         return [r for r, _ in pairs]
 
-    fused = fusion.rrf([order(c.keyword), order(c.vector)], fuse.weights, fuse.k)
+    coverage = None
+    if fuse.coverage and c.keyword_bound > 0:
+        coverage = {r: min(max(v, 0.0) / c.keyword_bound, 1.0) for r, v in c.keyword}
+    closeness = None
+    if fuse.closeness and c.vector:
+        top_cos = max(max(v, 0.0) for _, v in c.vector)
+        closeness = {r: max(v, 0.0) / top_cos for r, v in c.vector} if top_cos > 0 else None
+    fused = fusion.rrf([order(c.keyword), order(c.vector)], fuse.weights, fuse.k, [coverage, closeness])
     top = fusion.best_possible(fuse.weights, fuse.k) or 1.0
     after = fuse.reliability == "after"
 
     def score(ref: str) -> float:
-        return fused[ref] / top * rel[ref] if after else fused[ref] / top
+        s = fused[ref] / top * agree.get(ref, 1.0)
+        return s * rel[ref] if after else s
 
     # Only the k best of ~100 candidates become objects.
     best = heapq.nsmallest(k, fused, key=lambda ref: (-score(ref), -rel[ref], ref))
-    return [Ranked(ref, score(ref), fused[ref] / top) for ref in best]
+    return [Ranked(ref, score(ref), fused[ref] / top * agree.get(ref, 1.0)) for ref in best]
 
 
 def calibrated(c: Candidates, weights: tuple[float, float]) -> dict[str, float]:
@@ -789,11 +902,16 @@ def calibrated(c: Candidates, weights: tuple[float, float]) -> dict[str, float]:
     }
 
 
-def rank_calibrated(c: Candidates, weights: tuple[float, float], k: int) -> list[Ranked]:
-    """The `k` best by calibrated relevance × reliability, then relevance, then id. A candidate
-    of relevance 0 (a keyword list's cosine below the floor, with a zero keyword weight) is not
-    a match."""
+def rank_calibrated(
+    c: Candidates, weights: tuple[float, float], k: int, agree: Mapping[str, float] | None = None
+) -> list[Ranked]:
+    """The `k` best by calibrated relevance × agreement × reliability, then relevance, then id:
+    a candidate contradicting a slot the query names (`agree`, `Candidates.agreement`) has its
+    relevance demoted. A candidate of relevance 0 (a keyword list's cosine below the floor, with
+    a zero keyword weight) is not a match."""
     rel = calibrated(c, weights)
+    if agree:
+        rel = {ref: r * agree.get(ref, 1.0) for ref, r in rel.items()}
     best = heapq.nsmallest(
         k,
         (ref for ref, r in rel.items() if r > 0),

@@ -1,0 +1,203 @@
+"""Query-term agreement: whether a document names another value of a slot the query fills.
+
+Near-identical process documents differ by one word — a colour, a direction, a position, a count,
+on or off — and both search legs are weak exactly there: the keyword leg drops ``up``, ``on``
+and ``off`` as function words and scores "turn the red block left" almost as high as "… right"
+for "turn the red block right", and sentence embeddings put such documents within a hair of each
+other. A small lexicon of contrast sets settles it: every word it knows names a *value* of a
+*slot* (``red`` → colour ``red``; ``minus`` → amount ``less``; ``三楼`` → number ``3``). A document
+**contradicts** a query in a slot when both name values of it and none of the document's is one
+of the query's ("rotate the blue block" against "… red block": colour {blue} vs {red}); naming
+none (a generic "Turn the block") or sharing one ("red and blue blocks") is no contradiction.
+
+`factor` is the relevance multiplier the ranking applies: ``DEMOTION`` per contradicted slot,
+1.0 when there is none. It never promotes: a document that agrees keeps the relevance its legs
+gave it. Pure functions on tokens (`segment.tokens` splits English into words and Chinese into
+jieba words); no storage, no model.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+#: A slot and the values a text names in it.
+Slots = Mapping[str, frozenset[str]]
+
+#: The relevance multiplier per slot in which a document contradicts the query: low enough that a
+#: contradicting near-duplicate falls below the document that names the query's value even when
+#: it is several times as reliable; not zero, so a document still ranks when the lexicon misreads.
+DEMOTION = 0.2
+
+_EN = {
+    "colour": {
+        "red": "red crimson scarlet maroon",
+        "blue": "blue navy azure",
+        "green": "green lime olive",
+        "yellow": "yellow",
+        "black": "black",
+        "white": "white",
+        "orange": "orange",
+        "purple": "purple violet",
+        "pink": "pink",
+        "brown": "brown",
+        "grey": "grey gray",
+        "silver": "silver",
+        "gold": "gold golden",
+    },
+    "side": {"left": "left leftward leftwards lefthand", "right": "right rightward rightwards righthand"},
+    "rotation": {"cw": "clockwise", "ccw": "counterclockwise anticlockwise"},
+    "amount": {
+        "more": "up upward upwards upstairs plus increase raise higher louder more next brighter faster ascend",
+        "less": "down downward downwards downstairs minus decrease lower quieter less previous dimmer slower descend",
+    },
+    "position": {
+        "top": "top topmost uppermost upper highest",
+        "middle": "middle centre center central mid",
+        "bottom": "bottom bottommost lowest lower",
+    },
+    "power": {"on": "start", "off": "off stop"},
+    "door": {"open": "open opened opening", "closed": "close closed closing shut"},
+    "size": {"big": "big large huge giant", "small": "small little tiny mini"},
+    "heat": {"hot": "hot warm heated", "cold": "cold iced chilled frozen"},
+}
+
+_NUMBER_WORDS = {
+    "one": 1, "single": 1, "first": 1, "two": 2, "pair": 2, "second": 2, "three": 3, "third": 3,
+    "four": 4, "fourth": 4, "five": 5, "fifth": 5, "six": 6, "sixth": 6, "seven": 7, "seventh": 7,
+    "eight": 8, "eighth": 8, "nine": 9, "ninth": 9, "ten": 10, "tenth": 10, "eleven": 11,
+    "twelve": 12, "dozen": 12, "twenty": 20,
+}  # fmt: skip
+
+#: Chinese words (jieba's), each with the (slot, value) pairs it names.
+_ZH: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("左 左边 左侧 向左 往左 左转", (("side", "left"),)),
+    ("右 右边 右侧 向右 往右 右转", (("side", "right"),)),
+    ("顺时针", (("rotation", "cw"),)),
+    ("逆时针", (("rotation", "ccw"),)),
+    ("向上 往上 调高 调大 增大 增加 提高 升高 加大 下一个 下一台 大声 上楼", (("amount", "more"),)),
+    ("向下 往下 调低 调小 减小 减少 降低 上一个 上一台 小声 下楼", (("amount", "less"),)),
+    ("顶 顶层 顶部 最上面 最上 上层 上面", (("position", "top"),)),
+    ("中间 中层 中部 当中", (("position", "middle"),)),
+    ("底 底层 底部 最下面 最下 下层 下面", (("position", "bottom"),)),
+    ("打开 开启 启动 开灯", (("power", "on"), ("door", "open"))),
+    ("关掉 关闭 关上 关灯 停止", (("power", "off"), ("door", "closed"))),
+    ("热 热的 加热", (("heat", "hot"),)),
+    ("冷 冷的 冰 冰的", (("heat", "cold"),)),
+)
+#: Chinese characters that name a value in any word holding them (红色, 红的, 向右转, 左转).
+_ZH_CHARS = {
+    "红": ("colour", "red"), "蓝": ("colour", "blue"), "绿": ("colour", "green"),
+    "黄": ("colour", "yellow"), "黑": ("colour", "black"), "紫": ("colour", "purple"),
+    "粉": ("colour", "pink"), "棕": ("colour", "brown"), "灰": ("colour", "grey"),
+    "橙": ("colour", "orange"), "左": ("side", "left"), "右": ("side", "right"),
+}  # fmt: skip
+#: "on" is a switch position after a switching verb ("turn on the lamp") or when no noun phrase
+#: follows it ("switch the fan on", "put the light on at my desk"); before one it is mostly the
+#: preposition ("press minus on the remote", "put the cup on the table") and names nothing.
+_SWITCHING_TEXT = "turn turns turned turning switch switches switched switching power powered flip flick"
+_SWITCHING = frozenset(_SWITCHING_TEXT.split())
+_DETERMINERS_TEXT = "the a an my your his her its our their this that these those each every top"
+_DETERMINERS = frozenset(_DETERMINERS_TEXT.split())
+_ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+#: A Chinese count or ordinal as one jieba word: 三, 三个, 第三, 三楼, 十二层 (a numeral and at most
+#: one measure word; 一下 "a moment" and 一起 "together" are no numbers, nor 一个, mostly "a").
+_ZH_NUMBER = re.compile("^第?([零一二两三四五六七八九十]{1,3})[个楼层号块张瓶杯罐次台只件盒箱位排行列档]?$")
+
+
+def _build() -> dict[str, tuple[tuple[str, str], ...]]:
+    out: dict[str, list[tuple[str, str]]] = {}
+    for slot, values in _EN.items():
+        for value, words in values.items():
+            for w in words.split():
+                out.setdefault(w, []).append((slot, value))
+    for w, n in _NUMBER_WORDS.items():
+        out.setdefault(w, []).append(("number", str(n)))
+    for words, pairs in _ZH:
+        for w in words.split():
+            out.setdefault(w, []).extend(pairs)
+    return {w: tuple(pairs) for w, pairs in out.items()}
+
+
+_LEXICON = _build()
+
+
+def _zh_number(word: str) -> int | None:
+    m = _ZH_NUMBER.match(word)
+    if m is None:
+        return None
+    digits = m.group(1)
+    if "十" not in digits:
+        return _ZH_DIGITS[digits] if len(digits) == 1 else None
+    tens, _, ones = digits.partition("十")
+    if len(tens) > 1 or len(ones) > 1 or "十" in ones:
+        return None
+    return (_ZH_DIGITS[tens] if tens else 1) * 10 + (_ZH_DIGITS[ones] if ones else 0)
+
+
+def _spelled(run: list[int]) -> set[str]:
+    """The numbers a run of spelled numbers may mean, besides each one alone: tens and units
+    added ("twenty one" → 21) and digits side by side ("three oh five" → 305)."""
+    out: set[str] = set()
+    if len(run) == 2 and run[0] % 10 == 0 and 20 <= run[0] <= 90 and 0 < run[1] < 10:
+        out.add(str(run[0] + run[1]))
+    if all(0 <= n < 10 for n in run):
+        out.add(str(int("".join(map(str, run)))))
+    return out
+
+
+def slots(tokens: Iterable[str]) -> dict[str, frozenset[str]]:
+    """The values each slot is named with in `tokens` (lower-cased words, as `segment.tokens`
+    gives them). A run of ASCII digits is a number, and so is a run of spelled numbers in every
+    way it may be read ("twenty one": 20, 1 and 21): a document is contradicted only by a
+    number none of those readings is. Slots no token names are absent."""
+    found: dict[str, set[str]] = {}
+    toks = list(tokens)
+    run: list[int] = []
+    for i, tok in enumerate(toks):
+        spelled = _NUMBER_WORDS.get(tok, 0 if tok in ("oh", "zero") and run else None)
+        if spelled is not None:
+            run.append(spelled)
+        elif run:
+            found.setdefault("number", set()).update(_spelled(run))
+            run = []
+        if tok == "on":
+            after = toks[i + 1] if i + 1 < len(toks) else None
+            if (i and toks[i - 1] in _SWITCHING) or after is None or after not in _DETERMINERS:
+                found.setdefault("power", set()).add("on")
+            continue
+        pairs = _LEXICON.get(tok)
+        if pairs is None and i + 1 < len(toks) and not tok.isascii():
+            pairs = _LEXICON.get(tok + toks[i + 1])  # jieba's 上 一个 is one word here: 上一个
+        if pairs is not None:
+            for slot, value in pairs:
+                found.setdefault(slot, set()).add(value)
+        elif tok.isascii():
+            if tok.isdigit() and len(tok) <= 6:
+                found.setdefault("number", set()).add(str(int(tok)))
+        else:
+            n = _zh_number(tok) if tok != "一个" else None
+            if n is not None:
+                found.setdefault("number", set()).add(str(n))
+            for ch in tok:
+                pair = _ZH_CHARS.get(ch)
+                if pair is not None:
+                    found.setdefault(pair[0], set()).add(pair[1])
+    if run:
+        found.setdefault("number", set()).update(_spelled(run))
+    return {slot: frozenset(values) for slot, values in found.items()}
+
+
+def contradictions(query: Slots, doc: Slots) -> int:
+    """In how many slots `doc` names values and none of them is one the query names."""
+    return sum(1 for slot, wanted in query.items() if (named := doc.get(slot)) and not named & wanted)
+
+
+def factor(query: Slots, doc: Slots) -> float:
+    """The relevance multiplier for `doc` under `query`: `DEMOTION` per contradicted slot."""
+    if not query:
+        return 1.0
+    return float(DEMOTION ** contradictions(query, doc))
+
+
+__all__ = ["DEMOTION", "Slots", "contradictions", "factor", "slots"]

@@ -1,0 +1,59 @@
+"""`search.agreement`: which slot values a text names, and when a document contradicts a query."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from robot_mcp_memory.search import agreement
+from robot_mcp_memory.search.segment import tokens
+
+
+def slots(text: str) -> dict[str, frozenset[str]]:
+    return agreement.slots(tokens(text))
+
+
+def test_colour_direction_position_count_and_switch_words_name_their_slot() -> None:
+    assert slots("turn the crimson block right") == {"colour": {"red"}, "side": {"right"}}
+    assert slots("channel up") == {"amount": {"more"}}
+    assert slots("Press channel minus on the TV remote") == {"amount": {"less"}}  # "on" the preposition
+    assert slots("switch the fan on") == {"power": {"on"}}
+    assert slots("open the lowest drawer")["position"] == {"bottom"}
+    assert slots("stack 3 blocks")["number"] == {"3"}
+
+
+def test_chinese_words_name_the_same_values() -> None:
+    assert slots("把红色的方块向右转") == {"colour": {"red"}, "side": {"right"}}
+    assert slots("换到上一个频道") == {"amount": {"less"}}
+    assert slots("坐电梯去三楼") == {"number": {"3"}}
+    assert slots("关掉台灯")["power"] == {"off"}
+
+
+def test_a_spelled_number_is_read_every_way_it_may_mean() -> None:
+    assert slots("room twenty-one")["number"] == {"20", "1", "21"}
+    assert slots("room three oh five")["number"] >= {"305"}
+
+
+def test_only_a_document_naming_another_value_and_not_the_query_s_is_demoted() -> None:
+    q = slots("turn the red block right")
+    assert agreement.factor(q, slots("Turn the red block to the left")) == agreement.DEMOTION
+    assert agreement.factor(q, slots("Turn the blue block to the left")) == agreement.DEMOTION**2
+    assert agreement.factor(q, slots("Turn the red block to the right")) == 1.0
+    assert agreement.factor(q, slots("Turn the block")) == 1.0  # names no side: no contradiction
+    assert agreement.factor(q, slots("Move blocks left or right")) == 1.0  # names the query's too
+    assert agreement.factor(slots("fetch the parcel"), slots("Turn the red block left")) == 1.0
+
+
+_WORD_TEXT = "red blue left right up down on off top bottom middle three 3 two the block turn cup 红色 左 三楼"
+WORDS = st.sampled_from(_WORD_TEXT.split())
+
+
+@settings(derandomize=True, max_examples=200)
+@given(st.lists(WORDS, max_size=8), st.lists(WORDS, max_size=8))
+def test_the_factor_is_a_power_of_the_demotion_and_agreeing_in_full_is_one(query: list[str], doc: list[str]) -> None:
+    q, d = agreement.slots(query), agreement.slots(doc)
+    n = agreement.contradictions(q, d)
+    assert 0 <= n <= len(q)
+    assert agreement.factor(q, d) == agreement.DEMOTION**n
+    assert agreement.factor(q, agreement.slots(query + doc)) == 1.0  # naming the query's values too
+    assert agreement.factor(q, q) == 1.0
