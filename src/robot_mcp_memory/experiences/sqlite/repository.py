@@ -121,7 +121,10 @@ class View:
         return ranking_repo.ids_in_scope(self.conn, self._sql(scope), covering=self._store.covering)
 
     def mask(self, scope: Scope, make: Make) -> Mask | None:
-        return self._store.filters.mask(self.conn, scope.collection, self._sql(scope).condition, make=make)
+        masks = self._store.filters
+        if masks is None:
+            return None
+        return masks.mask(self.conn, scope.collection, self._sql(scope).condition, make=make)
 
     # ------------------------------------------------------------------ writes
     def learn(self, new: NewMemory, probe: Probe, decide: Decide, now: float) -> int | Duplicate:

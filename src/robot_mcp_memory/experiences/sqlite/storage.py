@@ -581,7 +581,11 @@ class ExperienceStore:
     Python API can drive `ExperienceService` synchronously, with no event loop and no thread hop
     per call (see `api`)."""
 
-    def __init__(self, db: SqliteStore, *, blocking: bool = False) -> None:
+    def __init__(
+        self, db: SqliteStore, *, blocking: bool = False, keyword_cache: bool = True, filter_masks: bool = True
+    ) -> None:
+        """`keyword_cache` and `filter_masks` switch the two accelerators; off, SQL ranks every
+        keyword list and reads every filter (the plain path, which gives the same answers)."""
         self.db = db
         self.blocking = blocking
         self.access = AccessCounts(db)
@@ -589,9 +593,9 @@ class ExperienceStore:
         #: first build of migration 4 lacked it); checked all the same, as ranking names it.
         self.covering = db.read_blocking(_has_rank_index)
         #: bm25 from posting lists in memory, kept current through the change log (keyword_repo).
-        self.keywords = KeywordCache(MEMORIES_TOKENIZE, BM25_WEIGHTS)
+        self.keywords = KeywordCache(MEMORIES_TOKENIZE, BM25_WEIGHTS) if keyword_cache else None
         #: which memories pass a context_filter, per filter, kept current the same way (filter_repo)
-        self.filters = FilterMasks()
+        self.filters = FilterMasks() if filter_masks else None
         self._refresh_pending = False
         if not blocking and db.read_blocking(_recent_cjk):
             # Chinese is in use here: load jieba in the background now, not on the event loop
@@ -630,15 +634,18 @@ class ExperienceStore:
         the write just made while its answer travels back and the client sends its next call
         (~1 ms on the bench machine): the next recall finds the changed memories tokenized
         (~0.1 ms it no longer waits for). `REFRESH_AFTER_S` lets the answer go out first."""
-        if not self.db.reads_on_loop or self._refresh_pending:
+        if not self.db.reads_on_loop or self._refresh_pending or self.keywords is None:
             return
         self._refresh_pending = True
         asyncio.get_running_loop().call_later(REFRESH_AFTER_S, self._refresh)
 
     def _refresh(self) -> None:
         self._refresh_pending = False
+        keywords = self.keywords
+        if keywords is None:
+            return
         with contextlib.suppress(StorageError):  # closing: nothing to refresh for
-            self.db.read_blocking(self.keywords.refresh)
+            self.db.read_blocking(keywords.refresh)
 
     async def offload(self, fn: Callable[[], T]) -> T:
         """Slow work that is not SQL (embedding): off the event loop, or right here when blocking."""
@@ -650,7 +657,7 @@ class ExperienceStore:
 
     def blocking_twin(self) -> ExperienceStore:
         """The same store, blocking; it shares the access counts."""
-        twin = ExperienceStore(self.db, blocking=True)
+        twin = ExperienceStore(self.db, blocking=True, keyword_cache=False, filter_masks=False)
         twin.access = self.access
         twin.covering = self.covering
         twin.keywords = self.keywords
