@@ -618,8 +618,8 @@ def mcp_servers(
     robotmem_python: Path, robotmem_db: Path, ours_dir: Path, work: Path, hybrid: bool, ablate: bool = False
 ) -> list[ServerSpec]:
     """robotmem's server and ours (keyword-only; with `hybrid`, the default embedder). With
-    `ablate`, ours again on copies of the same database, once without the keyword cache and once
-    without the filter masks (`bench.ablated_server`), keyword-only and (with `hybrid`) hybrid."""
+    `ablate`, ours again on a copy of the same database without the keyword cache
+    (`bench.ablated_server`), keyword-only and (with `hybrid`) hybrid."""
     home = work / "robotmem-mcp"
     (home / "home").mkdir(parents=True, exist_ok=True)
     config = {"db_path": str(robotmem_db), "embed_backend": "ollama", "ollama_url": "http://127.0.0.1:9"}
@@ -670,22 +670,21 @@ def mcp_servers(
         if hybrid:
             variants.append(("default embedder", work / "ours-default", {**base, "ROBOT_ID": "bench-01"}, True))
         for label, source, env, is_hybrid in variants:
-            for flag, what in (("--no-keyword-cache", "no keyword cache"), ("--no-filter-masks", "no filter masks")):
-                copy = work / f"ours-{label.replace(' ', '-')}{flag[4:].replace('no-', '-no-')}"
-                copy.mkdir(exist_ok=True)
-                _copy_db(source / "index.db", copy / "index.db")
-                specs.append(
-                    ServerSpec(
-                        f"ours, {'MEMORY_EMBEDDER=none' if label == 'none' else label}, {what}",
-                        StdioServerParameters(
-                            command=sys.executable,
-                            args=["-m", "bench.ablated_server", flag],
-                            env={**env, "MEMORY_DATA_DIR": str(copy)},
-                            cwd=str(ROOT),
-                        ),
-                        hybrid=is_hybrid,
-                    )
+            copy = work / f"ours-{label.replace(' ', '-')}-no-keyword-cache"
+            copy.mkdir(exist_ok=True)
+            _copy_db(source / "index.db", copy / "index.db")
+            specs.append(
+                ServerSpec(
+                    f"ours, {'MEMORY_EMBEDDER=none' if label == 'none' else label}, no keyword cache",
+                    StdioServerParameters(
+                        command=sys.executable,
+                        args=["-m", "bench.ablated_server", "--no-keyword-cache"],
+                        env={**env, "MEMORY_DATA_DIR": str(copy)},
+                        cwd=str(ROOT),
+                    ),
+                    hybrid=is_hybrid,
                 )
+            )
     return specs
 
 
@@ -1106,7 +1105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--server-cpu", type=int, default=0, metavar="N", help="N calls of each kind per server, CPU read from /proc"
     )
-    parser.add_argument("--ablate", action="store_true", help="with --server-cpu: also ours without each accelerator")
+    parser.add_argument("--ablate", action="store_true", help="with --server-cpu: also ours without the keyword cache")
     parser.add_argument("--append-doc", action="store_true", help=f"append the report to {DOC}")
     args = parser.parse_args(argv)
     logs.configure("warning")

@@ -41,7 +41,7 @@ class Memory:
     fleet_registry: FleetRegistry
     lesson_store: ParamStore
     #: The experiences adapter behind `experiences` (its ports: `memories`); operations and tests
-    #: reach the SQLite store (keyword cache, filter masks, access counts) through `experience_store`.
+    #: reach the SQLite store (keyword cache, access counts) through `experience_store`.
     experience_store: ExperienceStore
     memories: SqliteMemories
     embedder: ResilientEmbedder | None = None
@@ -54,7 +54,6 @@ class Memory:
         backfill: bool = True,
         read_only: bool = False,
         keyword_cache: bool = True,
-        filter_masks: bool = True,
     ) -> Memory:
         """Open ``index.db`` (creating or migrating it) and log one ``store_ready`` line.
 
@@ -62,8 +61,8 @@ class Memory:
         it is ready. One-shot commands pass False: a backfill racing `reembed` would do its work
         behind its back (and its report would say 0), and `stats` should not start embedding.
         `read_only`: commands that only read, on a data directory they cannot write (see
-        `SqliteStore.open`); every write is refused. `keyword_cache` and `filter_masks` switch the
-        experiences adapter's accelerators (`ExperienceStore`); recall answers the same either way."""
+        `SqliteStore.open`); every write is refused. `keyword_cache` switches the experiences
+        adapter's accelerator of keyword ranking (`ExperienceStore`); recall answers the same either way."""
         # A 0-byte file beside another database that holds data is refused (storage's
         # `refuse_emptied`) — judged on the directory as found, before opening one store creates its
         # file and makes the other look emptied.
@@ -89,7 +88,7 @@ class Memory:
         # Semantic search: the model loads in the background; until then search is keyword-only.
         embedder = ResilientEmbedder.from_settings(settings)
         process_store = ProcessStore(index, embedder, Fusion(settings.fusion_weights, settings.fusion_k))
-        experience_store = ExperienceStore(index, keyword_cache=keyword_cache, filter_masks=filter_masks)
+        experience_store = ExperienceStore(index, keyword_cache=keyword_cache)
         memories = SqliteMemories(experience_store)
         memory_vectors = MemoryVectorIndex(index, embedder, settings.fusion_weights, settings.fusion_k)
         if backfill:

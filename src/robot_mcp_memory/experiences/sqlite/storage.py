@@ -37,7 +37,6 @@ from robot_mcp_memory.experiences.model import (
     Session,
 )
 from robot_mcp_memory.experiences.ports import Decide, Ended, Probe
-from robot_mcp_memory.experiences.sqlite.filter_repo import FilterMasks
 from robot_mcp_memory.experiences.sqlite.keyword_repo import CHANGES, KeywordCache
 from robot_mcp_memory.search import segment
 from robot_mcp_memory.storage.sqlite import Kind, SqliteStore, Table, fts5_table
@@ -157,8 +156,8 @@ MEMORIES_FTS_CHANGES = Table(
 )
 #: Log every write of `memories` that changes what the keyword cache holds of a memory it may
 #: rank — collection, robot, whether it is active, source weight, confidence (`KeywordCache.
-#: candidates` bounds scores by them) — or which memories pass a `context_filter` and how a
-#: filter-only list ranks them (the context, updated_at: `filter_repo.FilterMasks`), whichever
+#: candidates` bounds scores by them) — and the context and updated_at (logged since migrations
+#: 20 and 21; nothing reads those entries now but the cache, which re-reads the memory), whichever
 #: code or process writes it: an update of those
 #: columns of a memory active before or after, and any update of an id (an ``UPDATE OR REPLACE``
 #: may take the id of an active memory); a row inserted where an index entry is (an ``INSERT OR
@@ -581,11 +580,9 @@ class ExperienceStore:
     Python API can drive `ExperienceService` synchronously, with no event loop and no thread hop
     per call (see `api`)."""
 
-    def __init__(
-        self, db: SqliteStore, *, blocking: bool = False, keyword_cache: bool = True, filter_masks: bool = True
-    ) -> None:
-        """`keyword_cache` and `filter_masks` switch the two accelerators; off, SQL ranks every
-        keyword list and reads every filter (the plain path, which gives the same answers)."""
+    def __init__(self, db: SqliteStore, *, blocking: bool = False, keyword_cache: bool = True) -> None:
+        """`keyword_cache` switches the accelerator of keyword ranking; off, SQL ranks every
+        keyword list (the plain path, which gives the same answers)."""
         self.db = db
         self.blocking = blocking
         self.access = AccessCounts(db)
@@ -594,8 +591,6 @@ class ExperienceStore:
         self.covering = db.read_blocking(_has_rank_index)
         #: bm25 from posting lists in memory, kept current through the change log (keyword_repo).
         self.keywords = KeywordCache(MEMORIES_TOKENIZE, BM25_WEIGHTS) if keyword_cache else None
-        #: which memories pass a context_filter, per filter, kept current the same way (filter_repo)
-        self.filters = FilterMasks() if filter_masks else None
         self._refresh_pending = False
         if not blocking and db.read_blocking(_recent_cjk):
             # Chinese is in use here: load jieba in the background now, not on the event loop
@@ -657,11 +652,10 @@ class ExperienceStore:
 
     def blocking_twin(self) -> ExperienceStore:
         """The same store, blocking; it shares the access counts."""
-        twin = ExperienceStore(self.db, blocking=True, keyword_cache=False, filter_masks=False)
+        twin = ExperienceStore(self.db, blocking=True, keyword_cache=False)
         twin.access = self.access
         twin.covering = self.covering
         twin.keywords = self.keywords
-        twin.filters = self.filters
         return twin
 
 

@@ -121,7 +121,7 @@ class MemoryVectorIndex:
         ids: KeyFilter | None = None,
     ) -> list[tuple[int, float]] | None:
         """Top `k` (memory id, cosine) among the memories of `robots` (all with None) — and,
-        with `ids`, those it allows (`filter_repo.Mask.allows`) — before any other filter; None
+        with `ids`, those it allows (`ports.Mask.allowing`) — before any other filter; None
         when no vector of the query's model is stored yet."""
         index = self._index(connection_of(at), query)
         if index is None:
