@@ -17,8 +17,9 @@ On a fresh ``index.db`` in a temporary directory, for each size:
    p95 and the process CPU time per recall (all threads);
 4. process RSS after loading the vectors.
 
-``--without keyword-cache`` times the same recalls again, on the same database, with the keyword
-cache switched off (`Memory.open`'s switch): the budget's ablation (docs/benchmarks.md).
+``--without keyword-cache`` / ``--without vector-matrix`` (repeatable) times the same recalls
+again, on the same database, with that accelerator switched off (`Memory.open`'s switches): the
+budget's ablation (docs/benchmarks.md).
 
 Numbers are for this machine only; the report says which.
 """
@@ -53,7 +54,7 @@ from robot_mcp_memory.search.sqlite import vectorstore
 from robot_mcp_memory.tenancy.principal import LOCAL
 
 SEED = 20261129
-ACCELERATORS = ("keyword-cache",)
+ACCELERATORS = ("keyword-cache", "vector-matrix")
 FILTERS: dict[str, dict[str, Any] | None] = {
     "none": None,
     "task.success": {"task.success": True},
@@ -165,6 +166,7 @@ async def run_size(
             settings,
             backfill=False,
             keyword_cache="keyword-cache" not in without,
+            vector_matrix="vector-matrix" not in without,
         )
         try:
             assert memory.embedder is not None
@@ -248,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         action="append",
         default=[],
         choices=ACCELERATORS,
-        help="also time the recalls with this accelerator off",
+        help="also time the recalls with this accelerator off (repeatable)",
     )
     args = p.parse_args(argv)
     logs.configure("warning")

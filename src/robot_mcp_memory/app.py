@@ -54,6 +54,7 @@ class Memory:
         backfill: bool = True,
         read_only: bool = False,
         keyword_cache: bool = True,
+        vector_matrix: bool = True,
     ) -> Memory:
         """Open ``index.db`` (creating or migrating it) and log one ``store_ready`` line.
 
@@ -62,7 +63,8 @@ class Memory:
         behind its back (and its report would say 0), and `stats` should not start embedding.
         `read_only`: commands that only read, on a data directory they cannot write (see
         `SqliteStore.open`); every write is refused. `keyword_cache` switches the experiences
-        adapter's accelerator of keyword ranking (`ExperienceStore`); recall answers the same either way."""
+        adapter's accelerator of keyword ranking (`ExperienceStore`), `vector_matrix` its vectors
+        held in memory (`MemoryVectorIndex`); recall answers the same either way."""
         # A 0-byte file beside another database that holds data is refused (storage's
         # `refuse_emptied`) — judged on the directory as found, before opening one store creates its
         # file and makes the other look emptied.
@@ -90,7 +92,9 @@ class Memory:
         process_store = ProcessStore(index, embedder, Fusion(settings.fusion_weights, settings.fusion_k))
         experience_store = ExperienceStore(index, keyword_cache=keyword_cache)
         memories = SqliteMemories(experience_store)
-        memory_vectors = MemoryVectorIndex(index, embedder, settings.fusion_weights, settings.fusion_k)
+        memory_vectors = MemoryVectorIndex(
+            index, embedder, settings.fusion_weights, settings.fusion_k, matrix=vector_matrix
+        )
         if backfill:
             embedder.on_ready(process_store.kick_backfill)  # vectors missing for this model get made
             embedder.on_ready(memory_vectors.kick_backfill)
