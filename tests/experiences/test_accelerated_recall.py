@@ -1,10 +1,12 @@
-"""The keyword cache answers exactly as the plain adapter, through the port.
+"""The keyword cache and the vector matrix answer exactly as the plain adapter, through the port.
 
 `ExperienceStore` is built with its keyword cache or without it; without, SQL (FTS5's bm25)
 ranks every keyword list. Both adapters, on one database, are asked the same `RecallIndex`
 questions (`rank`, `weighed`) in a snapshot (`SqliteMemories.snapshot`) — never a private
 function — and must return the same memories, in the same order, with the same relevance and
-score to the last bit; recall through the service returns the same hits."""
+score to the last bit; recall through the service returns the same hits. `MemoryVectorIndex` holds
+each model's vectors in memory or reads them from the table for every search: hybrid recall is
+the same either way."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from robot_mcp_memory.experiences.ports import Scope, Snapshot
 from robot_mcp_memory.experiences.service import ExperienceService
 from robot_mcp_memory.experiences.sqlite.repository import SqliteMemories
 from robot_mcp_memory.experiences.sqlite.storage import ExperienceStore
+from robot_mcp_memory.experiences.sqlite.vector_repo import MemoryVectorIndex
 from robot_mcp_memory.search import segment
 from robot_mcp_memory.tenancy.principal import STDIO, Principal
 
@@ -77,3 +80,16 @@ async def test_recall_through_the_service_is_the_same_with_or_without_the_keywor
             want = await plain.recall(STDIO, q, n=10, context_filter=spec)
             assert [(h.memory.id, h.score) for h in got.hits] == [(h.memory.id, h.score) for h in want.hits]
             assert got.mode == want.mode
+
+
+async def test_hybrid_recall_is_the_same_with_the_vector_matrix_or_reading_every_vector(memory: Memory) -> None:
+    await _filled(memory)
+    svc = memory.experiences
+    read_each_time = MemoryVectorIndex(memory.index, memory.embedder, matrix=False)
+    plain = ExperienceService(svc.store, svc.policy, default_robot="tester", vectors=read_each_time)
+    for spec in FILTERS:
+        for q in QUERIES[:6]:
+            got = await svc.recall(STDIO, q, n=10, context_filter=spec)
+            want = await plain.recall(STDIO, q, n=10, context_filter=spec)
+            assert want.mode == got.mode == "hybrid"
+            assert [(h.memory.id, h.score) for h in got.hits] == [(h.memory.id, h.score) for h in want.hits]
