@@ -17,6 +17,10 @@ On a fresh ``index.db`` in a temporary directory, for each size:
    p95 and the process CPU time per recall (all threads);
 4. process RSS after loading the vectors.
 
+``--without keyword-cache`` / ``--without vector-matrix`` (repeatable) times the same recalls
+again, on the same database, with that accelerator switched off (`Memory.open`'s switches): the
+budget's ablation (docs/benchmarks.md).
+
 Numbers are for this machine only; the report says which.
 """
 
@@ -50,6 +54,7 @@ from robot_mcp_memory.search.sqlite import vectorstore
 from robot_mcp_memory.tenancy.principal import LOCAL
 
 SEED = 20261129
+ACCELERATORS = ("keyword-cache", "vector-matrix")
 FILTERS: dict[str, dict[str, Any] | None] = {
     "none": None,
     "task.success": {"task.success": True},
@@ -81,6 +86,7 @@ class SizeResult:
     modes: tuple[str, ...]
     rss_mb: float
     db_mb: float
+    accelerators: str = "all on"  # or those left off
 
 
 async def _fill(data: Path, size: int) -> None:
@@ -122,7 +128,11 @@ async def _time(svc: ExperienceService, queries: Sequence[str], flt: dict[str, A
     return Timing.of(walls, time.process_time() - cpu0), modes
 
 
-async def run_size(size: int, real_up_to: int, n_queries: int, tmp: Path) -> SizeResult:
+async def run_size(
+    size: int, real_up_to: int, n_queries: int, tmp: Path, configs: Sequence[frozenset[str]] = (frozenset(),)
+) -> list[SizeResult]:
+    """Fill, embed, then time the recalls once per configuration (the accelerators each leaves
+    off), each on the same database opened afresh."""
     data = tmp / f"n{size}"
     await _fill(data, size)
     settings = Settings.from_env({"MEMORY_DATA_DIR": str(data), "ROBOT_ID": "bench-01", "MEMORY_EMBEDDER": "use"})
@@ -147,32 +157,48 @@ async def run_size(size: int, real_up_to: int, n_queries: int, tmp: Path) -> Siz
             chunk = (refs[i : i + 5000], vectors[i : i + 5000])
             memory.index.write_blocking(functools.partial(_insert_vectors, model_id=model_id, chunk=chunk))
         del rows, parts, made, synthetic, vectors, refs
-        gc.collect()
-
-        svc = memory.experiences
-        keyword_only = ExperienceService(svc.store, svc.policy, default_robot="bench-01")
-        rng = random.Random(SEED + size)
-        queries = [rng.choice(QUERIES) for _ in range(n_queries)]
-        for q in queries[:10]:  # warm up: loads the cached matrix, the statement cache
-            await svc.recall(LOCAL, q, n=5)
-        rss = rss_mb()
-        hybrid, keyword, modes = {}, {}, set()
-        for name, flt in FILTERS.items():
-            hybrid[name], m = await _time(svc, queries, flt)
-            modes |= m
-            keyword[name], _ = await _time(keyword_only, queries, flt)
-        return SizeResult(
-            size,
-            real,
-            real / embed_s if real else None,
-            hybrid,
-            keyword,
-            tuple(sorted(modes)),
-            rss,
-            settings.index_path.stat().st_size / 2**20,
-        )
     finally:
         memory.close()
+    gc.collect()
+    out = []
+    for without in configs:
+        memory = Memory.open(
+            settings,
+            backfill=False,
+            keyword_cache="keyword-cache" not in without,
+            vector_matrix="vector-matrix" not in without,
+        )
+        try:
+            assert memory.embedder is not None
+            assert memory.embedder.wait_ready(120), "the default model did not load"
+            svc = memory.experiences
+            keyword_only = ExperienceService(svc.store, svc.policy, default_robot="bench-01")
+            rng = random.Random(SEED + size)
+            queries = [rng.choice(QUERIES) for _ in range(n_queries)]
+            for q in queries[:10]:  # warm up: loads the cached matrix, the statement cache
+                await svc.recall(LOCAL, q, n=5)
+            rss = rss_mb()
+            hybrid, keyword, modes = {}, {}, set()
+            for name, flt in FILTERS.items():
+                hybrid[name], m = await _time(svc, queries, flt)
+                modes |= m
+                keyword[name], _ = await _time(keyword_only, queries, flt)
+            out.append(
+                SizeResult(
+                    size,
+                    real,
+                    real / embed_s if real else None,
+                    hybrid,
+                    keyword,
+                    tuple(sorted(modes)),
+                    rss,
+                    settings.index_path.stat().st_size / 2**20,
+                    ", ".join(f"no {w.replace('-', ' ')}" for w in sorted(without)) or "all on",
+                )
+            )
+        finally:
+            memory.close()
+    return out
 
 
 def report(results: Sequence[SizeResult], n_queries: int, command: str) -> str:
@@ -183,31 +209,34 @@ def report(results: Sequence[SizeResult], n_queries: int, command: str) -> str:
         f"{platform.python_version()}, numpy {np.__version__}; embedder USE-multilingual-v3 (512-d); {n_queries} "
         "recalls per row, n=5, in-process through `ExperienceService.recall` (no MCP framing).",
         "",
-        "| memories | vectors (real + synthetic) | filter | hybrid p50 / p95 | CPU per recall | keyword-only p50 / p95 "
+        "| memories | accelerators | vectors (real + synthetic) | filter | hybrid p50 / p95 | CPU per recall "
+        "| keyword-only p50 / p95 "
         "| CPU per recall | RSS | index.db |",
-        "|---:|---|---|---:|---:|---:|---:|---:|---:|",
+        "|---:|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         for name in FILTERS:
             h, k = r.hybrid[name], r.keyword[name]
             lines.append(
-                f"| {r.size:,} | {r.real:,} + {r.size - r.real:,} | {name} | {h.p50:.2f} / {h.p95:.2f} ms | "
+                f"| {r.size:,} | {r.accelerators} | {r.real:,} + {r.size - r.real:,} | {name} | "
+                f"{h.p50:.2f} / {h.p95:.2f} ms | "
                 f"{h.cpu:.2f} ms | {k.p50:.2f} / {k.p95:.2f} ms | {k.cpu:.2f} ms | {r.rss_mb:.0f} MB | "
                 f"{r.db_mb:.0f} MB |"
             )
     lines.append("")
     for r in results:
-        lines.append(f"- {r.size:,}: recall modes seen {', '.join(r.modes)}")
+        lines.append(f"- {r.size:,}, {r.accelerators}: recall modes seen {', '.join(r.modes)}")
         if r.embed_per_s:
             lines.append(f"  embedding throughput (batches of 256, one process): {r.embed_per_s:.0f} memories/s")
     return "\n".join(lines)
 
 
 async def main_async(args: argparse.Namespace) -> list[SizeResult]:
-    results = []
+    results: list[SizeResult] = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
-            results.append(await run_size(size, args.real_up_to, args.queries, Path(tmp)))
+            configs = [frozenset()] + [frozenset([w]) for w in args.without]
+            results += await run_size(size, args.real_up_to, args.queries, Path(tmp), configs)
     return results
 
 
@@ -216,6 +245,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--sizes", default="10000,100000")
     p.add_argument("--real-up-to", type=int, default=10_000, help="memories embedded with the real model")
     p.add_argument("--queries", type=int, default=200)
+    p.add_argument(
+        "--without",
+        action="append",
+        default=[],
+        choices=ACCELERATORS,
+        help="also time the recalls with this accelerator off (repeatable)",
+    )
     args = p.parse_args(argv)
     logs.configure("warning")
     results = asyncio.run(main_async(args))

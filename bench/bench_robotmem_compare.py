@@ -183,6 +183,7 @@ class Report:
     command: str
     notes: list[str] = field(default_factory=list)
     mcp_ts: list[McpResult] = field(default_factory=list)  # --ts-client: latencies keyed by TS_MODE
+    cpu: list[CpuResult] = field(default_factory=list)  # --server-cpu: each server's CPU per call
     node_version: str = ""
 
 
@@ -474,7 +475,151 @@ async def over_mcp(
         ]
 
 
-def mcp_servers(robotmem_python: Path, robotmem_db: Path, ours_dir: Path, work: Path, hybrid: bool) -> list[ServerSpec]:
+# ---------------------------------------------------------------------------- server CPU from /proc
+CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+#: The calls whose server CPU is read, in the order each round runs them (learn last: the recalls
+#: of a round meet the same store).
+CPU_KINDS = ("ping", "recall", "recall + filter", "learn")
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first), or None once gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2 :].split()
+
+
+def _children() -> dict[int, list[int]]:
+    """ppid → pids, for every process now alive."""
+    out: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat_fields(int(entry))
+            if fields is not None:
+                out.setdefault(int(fields[1]), []).append(int(entry))
+    return out
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of process `pid` — every thread of it, its children it has
+    waited for, and its descendants still alive — from ``/proc/<pid>/stat`` (clock ticks)."""
+    kids = _children()
+    ticks, todo, first = 0, [pid], True
+    while todo:
+        p = todo.pop()
+        fields = _stat_fields(p)
+        if fields is None:
+            continue
+        # utime, stime, cutime, cstime are fields 14-17 of stat; here (state is field 3) 11-14.
+        ticks += int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if first else 0)
+        first = False
+        todo += kids.get(p, [])
+    return ticks / CLK_TCK
+
+
+@dataclass(frozen=True)
+class CpuResult:
+    server: str
+    mode: str
+    pid: int
+    cpu_ms: dict[str, float]  # kind (CPU_KINDS) → server CPU ms per call
+    calls: dict[str, int]
+    errors: dict[str, int]  # kind → calls answered with an error
+
+    def net_ms(self, kind: str) -> float:
+        """The call's own cost: its CPU per call minus a ping's (the transport's floor)."""
+        return self.cpu_ms[kind] - self.cpu_ms["ping"]
+
+
+async def server_cpu(
+    specs: Sequence[ServerSpec],
+    calls: int,
+    learn_items: Sequence[tuple[str, dict[str, Any], str]],
+    logdir: Path,
+    rounds: int = 5,
+) -> list[CpuResult]:
+    """Each server's own CPU per call, kind by kind: the servers started at once, each phase a run
+    of ``calls // rounds`` calls of one kind to one server, its CPU read from ``/proc`` before and
+    after, the servers and kinds taking turns for `rounds` rounds (so a busy neighbour costs every
+    one alike). The client does not check results (its own CPU competes for the cores)."""
+    per = max(1, calls // rounds)
+    async with contextlib.AsyncExitStack() as stack:
+        sessions: list[tuple[ServerSpec, Client, int]] = []
+        for spec in specs:
+            errlog = stack.enter_context((logdir / f"cpu-{spec.name.replace(' ', '_')}.stderr.log").open("w"))
+            before = set(_children().get(os.getpid(), []))
+            read, write = await stack.enter_async_context(stdio_client(spec.params, errlog=errlog))
+            session = await stack.enter_async_context(Client(read, write))
+            session.mode = "unchecked"
+            await session.initialize()
+            new = sorted(set(_children().get(os.getpid(), [])) - before)
+            if len(new) != 1:
+                raise RuntimeError(f"cannot tell {spec.name}'s process among {new}")
+            sessions.append((spec, session, new[0]))
+        modes: dict[str, str] = {}
+        for spec, session, _ in sessions:  # warm up: lazy loads, the filter's first use, the model
+            for q in QUERIES[:5]:
+                await session.call_tool("recall", {"query": q, "n": 5})
+                await session.call_tool("recall", {"query": q, "n": 5, "context_filter": json.dumps(FILTER)})
+            deadline = time.monotonic() + 120
+            while spec.hybrid and time.monotonic() < deadline:  # until the model has loaded
+                got = _text(await session.call_tool("recall", {"query": QUERIES[0], "n": 5}))
+                if got.get("mode") == "hybrid":
+                    break
+                await asyncio.sleep(0.5)
+        cpu = {(s.name, k): 0.0 for s, _, _ in sessions for k in CPU_KINDS}
+        n = {(s.name, k): 0 for s, _, _ in sessions for k in CPU_KINDS}
+        errors = {(s.name, k): 0 for s, _, _ in sessions for k in CPU_KINDS}
+        learned = 0
+        for r in range(rounds):
+            for spec, session, pid in sessions[r % len(sessions) :] + sessions[: r % len(sessions)]:
+                for kind in CPU_KINDS:
+                    start = tree_cpu_s(pid)
+                    for i in range(per):
+                        q = QUERIES[(r * per + i) % len(QUERIES)]
+                        if kind == "ping":
+                            await session.send_ping()
+                            continue
+                        if kind == "learn":
+                            insight, context, collection = learn_items[(learned + i) % len(learn_items)]
+                            args: dict[str, Any] = {
+                                "insight": insight,
+                                "context": json.dumps(context),
+                                "collection": collection,
+                            }
+                            out = _text(await session.call_tool("learn", args))
+                        else:
+                            args = {"query": q, "n": 5}
+                            if kind == "recall + filter":
+                                args["context_filter"] = json.dumps(FILTER)
+                            out = _text(await session.call_tool("recall", args))
+                            if kind == "recall":
+                                modes.setdefault(spec.name, str(out.get("mode", "?")))
+                        errors[(spec.name, kind)] += "error" in out
+                    cpu[(spec.name, kind)] += tree_cpu_s(pid) - start
+                    n[(spec.name, kind)] += per
+            learned += per
+        return [
+            CpuResult(
+                spec.name,
+                modes.get(spec.name, "?"),
+                pid,
+                {k: cpu[(spec.name, k)] / n[(spec.name, k)] * 1000 for k in CPU_KINDS},
+                {k: n[(spec.name, k)] for k in CPU_KINDS},
+                {k: errors[(spec.name, k)] for k in CPU_KINDS},
+            )
+            for spec, _, pid in sessions
+        ]
+
+
+def mcp_servers(
+    robotmem_python: Path, robotmem_db: Path, ours_dir: Path, work: Path, hybrid: bool, ablate: bool = False
+) -> list[ServerSpec]:
+    """robotmem's server and ours (keyword-only; with `hybrid`, the default embedder). With
+    `ablate`, ours again on a copy of the same database without the keyword cache
+    (`bench.ablated_server`), keyword-only and (with `hybrid`) hybrid."""
     home = work / "robotmem-mcp"
     (home / "home").mkdir(parents=True, exist_ok=True)
     config = {"db_path": str(robotmem_db), "embed_backend": "ollama", "ollama_url": "http://127.0.0.1:9"}
@@ -519,6 +664,27 @@ def mcp_servers(robotmem_python: Path, robotmem_db: Path, ours_dir: Path, work: 
                 hybrid=True,
             )
         )
+    if ablate:
+        keyword_env = {**base, "ROBOT_ID": "bench-01", "MEMORY_EMBEDDER": "none"}
+        variants = [("none", ours_dir, keyword_env, False)]
+        if hybrid:
+            variants.append(("default embedder", work / "ours-default", {**base, "ROBOT_ID": "bench-01"}, True))
+        for label, source, env, is_hybrid in variants:
+            copy = work / f"ours-{label.replace(' ', '-')}-no-keyword-cache"
+            copy.mkdir(exist_ok=True)
+            _copy_db(source / "index.db", copy / "index.db")
+            specs.append(
+                ServerSpec(
+                    f"ours, {'MEMORY_EMBEDDER=none' if label == 'none' else label}, no keyword cache",
+                    StdioServerParameters(
+                        command=sys.executable,
+                        args=["-m", "bench.ablated_server", "--no-keyword-cache"],
+                        env={**env, "MEMORY_DATA_DIR": str(copy)},
+                        cwd=str(ROOT),
+                    ),
+                    hybrid=is_hybrid,
+                )
+            )
     return specs
 
 
@@ -621,6 +787,8 @@ def run(
     command: str = "",
     work_dir: Path | None = None,
     ts_client: bool = False,
+    cpu_calls: int = 0,
+    ablate: bool = False,
 ) -> Report:
     if not robotmem_python.exists():
         raise SystemExit(
@@ -643,9 +811,14 @@ def run(
             theirs.close()
             ours.close()
         report = Report(sizes_out, [], text, theirs.version, started, command)
+        if mcp_calls or cpu_calls:
+            specs = mcp_servers(robotmem_python, rm_dir / "memory.db", ours_dir, work, hybrid, ablate)
+        if cpu_calls:  # first, while every database holds the same memories
+            fresh_cpu = _items(cpu_calls, seed=9)  # in no database: every learn is a new memory
+            report.cpu = asyncio.run(server_cpu(specs, cpu_calls, fresh_cpu, work))
         if mcp_calls:
             fresh = _items(len(MODES) * mcp_calls, seed=7)  # in neither database: every learn is a new memory
-            specs = mcp_servers(robotmem_python, rm_dir / "memory.db", ours_dir, work, hybrid)
+            specs = [sp for sp in specs if "bench.ablated_server" not in sp.params.args]
             report.mcp = asyncio.run(over_mcp(specs, mcp_calls, fresh, work))
             if ts_client:
                 fresh_ts = _items(mcp_calls, seed=8)  # new to both databases again
@@ -815,6 +988,8 @@ def render(report: Report) -> str:
             lines += ["", "Tool errors during the MCP run: " + ", ".join(errs) + "."]
     if report.mcp_ts:
         lines += _render_ts(report)
+    if report.cpu:
+        lines += _render_cpu(report)
     checks = verdicts(report)
     if checks:
         lines += ["", "| target (issue 5) | measured | met |", "|---|---:|---|"]
@@ -828,6 +1003,63 @@ def render(report: Report) -> str:
     for note in report.notes:
         lines += ["", note]
     return "\n".join(lines) + "\n"
+
+
+#: Targets (issue 26): server CPU per call, ours ÷ robotmem's keyword recall or learn, each net of a ping.
+CPU_RECALL_TARGET = 0.2
+CPU_LEARN_TARGET = 0.5
+CPU_HYBRID_TARGET = 1.0
+
+
+def budget(report: Report) -> list[tuple[str, str, bool]]:
+    """(target, measured, met) for issue 26's server-CPU targets, from the /proc phase."""
+    theirs = next((c for c in report.cpu if c.server.startswith("robotmem")), None)
+    if theirs is None:
+        return []
+    out = []
+    rows = [
+        ("ours, MEMORY_EMBEDDER=none", "recall", CPU_RECALL_TARGET, "keyword recall"),
+        ("ours, MEMORY_EMBEDDER=none", "learn", CPU_LEARN_TARGET, "learn"),
+        ("ours, default embedder", "recall", CPU_HYBRID_TARGET, "hybrid recall ÷ robotmem's keyword recall"),
+    ]
+    for server, kind, target, what in rows:
+        for c in report.cpu:
+            if c.server == server or c.server.startswith(server + ","):
+                ratio = c.net_ms(kind) / theirs.net_ms(kind)
+                label = f"{what} ({c.server})" if c.server != server else what
+                out.append(
+                    (
+                        f"server CPU per {label} ≤ {target:g}×",
+                        f"{c.net_ms(kind):.2f} / {theirs.net_ms(kind):.2f} ms = {ratio:.2f}×",
+                        ratio <= target,
+                    )
+                )
+    return out
+
+
+def _render_cpu(report: Report) -> list[str]:
+    n = report.cpu[0].calls["recall"]
+    lines = [
+        "",
+        f"**Server CPU per call over MCP stdio, from `/proc/<pid>/stat`** (user + system of the server "
+        f"process and its children; {n} calls of each kind per server, in runs of one kind read before and "
+        "after, the servers taking turns; client checks off). *net* = minus the server's CPU per ping. "
+        f"`recall + filter` = `{json.dumps(FILTER)}`. Clock ticks of {1000 // CLK_TCK} ms, summed over the runs.",
+        "",
+        "| server | recall mode | ping ms | recall ms (net) | recall + filter ms (net) | learn ms (net) |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for c in report.cpu:
+        cells = " | ".join(
+            f"{c.cpu_ms[k]:.2f} ({c.net_ms(k):.2f})" if not c.errors[k] else f"{c.errors[k]} of {c.calls[k]} errors"
+            for k in ("recall", "recall + filter", "learn")
+        )
+        lines.append(f"| {c.server} | {c.mode} | {c.cpu_ms['ping']:.2f} | {cells} |")
+    checks = budget(report)
+    if checks:
+        lines += ["", "| target (issue 26) | ours / robotmem, net | met |", "|---|---:|---|"]
+        lines += [f"| {t} | {v} | {'yes' if ok else '**no**'} |" for t, v, ok in checks]
+    return lines
 
 
 def _render_ts(report: Report) -> list[str]:
@@ -870,6 +1102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ts-client", action="store_true", help="also the TypeScript SDK client (node, npm)")
     parser.add_argument("--robotmem-python", type=Path, default=DEFAULT_ROBOTMEM_PYTHON)
     parser.add_argument("--work-dir", type=Path, help="keep the databases and server logs here")
+    parser.add_argument(
+        "--server-cpu", type=int, default=0, metavar="N", help="N calls of each kind per server, CPU read from /proc"
+    )
+    parser.add_argument("--ablate", action="store_true", help="with --server-cpu: also ours without the keyword cache")
     parser.add_argument("--append-doc", action="store_true", help=f"append the report to {DOC}")
     args = parser.parse_args(argv)
     logs.configure("warning")
@@ -886,6 +1122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         command=command.replace(" --append-doc", ""),
         work_dir=args.work_dir,
         ts_client=args.ts_client,
+        cpu_calls=args.server_cpu,
+        ablate=args.ablate,
     )
     text = render(report)
     print(text)

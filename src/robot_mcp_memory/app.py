@@ -41,20 +41,30 @@ class Memory:
     fleet_registry: FleetRegistry
     lesson_store: ParamStore
     #: The experiences adapter behind `experiences` (its ports: `memories`); operations and tests
-    #: reach the SQLite store (keyword cache, filter masks, access counts) through `experience_store`.
+    #: reach the SQLite store (keyword cache, access counts) through `experience_store`.
     experience_store: ExperienceStore
     memories: SqliteMemories
     embedder: ResilientEmbedder | None = None
 
     @classmethod
-    def open(cls, settings: Settings, *, backfill: bool = True, read_only: bool = False) -> Memory:
+    def open(
+        cls,
+        settings: Settings,
+        *,
+        backfill: bool = True,
+        read_only: bool = False,
+        keyword_cache: bool = True,
+        vector_matrix: bool = True,
+    ) -> Memory:
         """Open ``index.db`` (creating or migrating it) and log one ``store_ready`` line.
 
         With `backfill` (a server), vectors missing for the model are made in the background once
         it is ready. One-shot commands pass False: a backfill racing `reembed` would do its work
         behind its back (and its report would say 0), and `stats` should not start embedding.
         `read_only`: commands that only read, on a data directory they cannot write (see
-        `SqliteStore.open`); every write is refused."""
+        `SqliteStore.open`); every write is refused. `keyword_cache` switches the experiences
+        adapter's accelerator of keyword ranking (`ExperienceStore`), `vector_matrix` its vectors
+        held in memory (`MemoryVectorIndex`); recall answers the same either way."""
         # A 0-byte file beside another database that holds data is refused (storage's
         # `refuse_emptied`) — judged on the directory as found, before opening one store creates its
         # file and makes the other look emptied.
@@ -80,9 +90,11 @@ class Memory:
         # Semantic search: the model loads in the background; until then search is keyword-only.
         embedder = ResilientEmbedder.from_settings(settings)
         process_store = ProcessStore(index, embedder, Fusion(settings.fusion_weights, settings.fusion_k))
-        experience_store = ExperienceStore(index)
+        experience_store = ExperienceStore(index, keyword_cache=keyword_cache)
         memories = SqliteMemories(experience_store)
-        memory_vectors = MemoryVectorIndex(index, embedder, settings.fusion_weights, settings.fusion_k)
+        memory_vectors = MemoryVectorIndex(
+            index, embedder, settings.fusion_weights, settings.fusion_k, matrix=vector_matrix
+        )
         if backfill:
             embedder.on_ready(process_store.kick_backfill)  # vectors missing for this model get made
             embedder.on_ready(memory_vectors.kick_backfill)

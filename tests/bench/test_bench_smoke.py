@@ -3,6 +3,8 @@ measured by bench/ and written up in docs/benchmarks.md."""
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -41,12 +43,17 @@ async def test_the_processes_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> No
 async def test_the_hybrid_recall_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
     from bench.bench_recall_hybrid import FILTERS, report, run_size
 
-    r = await run_size(300, 100, 5, tmp_path)
-    assert (r.size, r.real) == (300, 100)
-    assert r.modes == ("hybrid",)  # the vectors were found: every recall ran hybrid
-    assert set(r.hybrid) == set(r.keyword) == set(FILTERS)
-    assert all(t.p50 > 0 and t.cpu > 0 for t in r.hybrid.values())
-    assert "| 300 | 100 + 200 | none |" in report([r], 5, "python -m bench.bench_recall_hybrid")
+    configs = [frozenset(), frozenset({"keyword-cache"}), frozenset({"vector-matrix"})]
+    results = await run_size(300, 100, 5, tmp_path, configs)
+    assert [r.accelerators for r in results] == ["all on", "no keyword cache", "no vector matrix"]
+    for r in results:  # the same database each time, opened with the accelerator off
+        assert (r.size, r.real) == (300, 100)
+        assert r.modes == ("hybrid",)  # the vectors were found: every recall ran hybrid
+        assert set(r.hybrid) == set(r.keyword) == set(FILTERS)
+        assert all(t.p50 > 0 and t.cpu > 0 for t in r.hybrid.values())
+    text = report(results, 5, "python -m bench.bench_recall_hybrid")
+    assert "| 300 | all on | 100 + 200 | none |" in text
+    assert "| 300 | no vector matrix | 100 + 200 | task.success |" in text
 
 
 class _Recording:
@@ -112,3 +119,15 @@ def test_each_size_learns_only_its_new_items_and_times_its_own_last_tenth() -> N
             assert learned.n == r.size - previous
             assert learned.at_n == r.size - max(previous, r.size - r.size // 10)
         previous = r.size
+
+
+def test_a_process_cpu_time_is_read_from_proc_and_grows_with_its_work() -> None:
+    from bench import bench_robotmem_compare as compare
+
+    before = compare.tree_cpu_s(os.getpid())
+    start = time.process_time()
+    while time.process_time() - start < 0.05:  # bounded: 50 ms of this process's CPU
+        pass
+    after = compare.tree_cpu_s(os.getpid())
+    assert 0 < before < after  # /proc counts in clock ticks: at least one more has passed
+    assert compare.tree_cpu_s(2**22 + 1) == 0.0  # no such process: nothing to count

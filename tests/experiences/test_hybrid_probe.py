@@ -1,7 +1,6 @@
 """Hybrid recall's vector list: the nearest memories of the visible robots, then the filters in
-SQL, and, only when too few pass, the nearest among the memories the filter's mask allows (made
-by reading every memory in scope once: `filter_repo`) — the same answers as ranking over every id
-in scope, on both paths."""
+SQL, and, only when too few pass, the nearest among every id in scope (the SQLite adapter holds
+no filter masks) — the same answers as ranking over every id in scope, on both paths."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from bench.experience_corpus import QUERIES, corpus
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences import recall
-from robot_mcp_memory.experiences.sqlite import filter_repo, ranking_repo
+from robot_mcp_memory.experiences.sqlite import ranking_repo
 from robot_mcp_memory.tenancy.principal import STDIO, Principal
 
 FILTERS: list[dict[str, Any]] = [
@@ -44,19 +43,14 @@ async def test_probing_first_answers_exactly_what_ranking_every_id_in_scope_answ
         await svc.learn_many(STDIO, mine, collection=coll)
     await svc.learn_many(Principal.robot("rap-9"), [(it.insight, it.context) for it in items[:200]])
 
-    full_scans: list[int] = []  # reads of every memory in scope: for a filter's mask (filter_repo), or its ids
-    every_id, scan = ranking_repo.ids_in_scope, filter_repo._scan
+    full_scans: list[int] = []  # reads of every id in scope
+    every_id = ranking_repo.ids_in_scope
 
     def counted(*args: Any, **kwargs: Any) -> list[int]:
         full_scans.append(1)
         return every_id(*args, **kwargs)
 
-    def scanned(*args: Any) -> Any:
-        full_scans.append(1)
-        return scan(*args)
-
     monkeypatch.setattr(ranking_repo, "ids_in_scope", counted)
-    monkeypatch.setattr(filter_repo, "_scan", scanned)
     shipped = recall.PROBE_FACTORS
     monkeypatch.setattr(recall, "PROBE_FACTORS", (10**6,))  # the probe holds every vector: exact by construction
     exact = await _answers(memory, STDIO)
@@ -66,7 +60,6 @@ async def test_probing_first_answers_exactly_what_ranking_every_id_in_scope_answ
     for factors in ((4,), (1, 2), shipped):
         monkeypatch.setattr(recall, "PROBE_FACTORS", factors)
         full_scans.clear()
-        memory.experience_store.filters.clear()  # each run probes first again
         assert await _answers(memory, STDIO) == exact
         assert await _answers(memory, Principal.robot("rap-9")) == exact_robot
         if factors == (4,):  # both paths ran: probes that sufficed, and fallbacks to every id in scope

@@ -310,7 +310,7 @@ def test_a_version_17_file_gets_the_whole_change_log_triggers_and_the_index_name
 
 def test_a_version_19_file_logs_an_update_of_a_context(tmp_path: Path) -> None:
     """Migrations 20 and 21: version 19's trigger did not log an update of a context or of
-    updated_at, so a cached set of the memories passing a context_filter (`filter_repo`) could not
+    updated_at, so a cached set of the memories passing a context_filter (the filter masks, since deleted) could not
     follow one made by hand. The trigger is made again; what was stored stays."""
     first = _learned_then_back_to(
         tmp_path,

@@ -18,7 +18,9 @@ pytestmark = [
 
 
 def test_the_comparison_runs_both_sides_and_reports_ratios(tmp_path: Path) -> None:
-    report = compare.run([30, 60], 3, 2, compare.DEFAULT_ROBOTMEM_PYTHON, hybrid=False, work_dir=tmp_path)
+    report = compare.run(
+        [30, 60], 3, 2, compare.DEFAULT_ROBOTMEM_PYTHON, hybrid=False, work_dir=tmp_path, cpu_calls=5, ablate=True
+    )
     assert [r.size for r in report.sizes] == [30, 60]
     for r in report.sizes:
         assert set(r.learn) == {"robotmem", "ours"}
@@ -41,6 +43,12 @@ def test_the_comparison_runs_both_sides_and_reports_ratios(tmp_path: Path) -> No
     # instead of judging it.
     assert "MCP stdio recall p50" not in text
     assert "this run's MCP part ran at 60" in text
+    # Each server's own CPU per call, read from /proc, and ours again without the keyword cache.
+    servers = [c.server for c in report.cpu]
+    assert servers == ["robotmem 0.1.3", "ours, MEMORY_EMBEDDER=none", "ours, MEMORY_EMBEDDER=none, no keyword cache"]
+    assert all(c.calls["recall"] == 5 and c.cpu_ms["recall"] >= 0 for c in report.cpu)
+    assert not any(c.errors["learn"] or c.errors["recall"] for c in report.cpu)
+    assert "**Server CPU per call over MCP stdio, from `/proc/<pid>/stat`**" in text
 
 
 @pytest.mark.skipif(

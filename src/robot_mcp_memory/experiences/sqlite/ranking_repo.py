@@ -25,7 +25,6 @@ from robot_mcp_memory import jsonvalue
 from robot_mcp_memory.experiences.filters import json_path
 from robot_mcp_memory.experiences.model import DECAY_FLOOR, HALF_LIFE_S, MAX_SOURCE_WEIGHT, Spatial, dist2_of
 from robot_mcp_memory.experiences.ports import Order, Ranked, Weighed
-from robot_mcp_memory.experiences.sqlite.filter_repo import FilterMasks, Mask
 from robot_mcp_memory.experiences.sqlite.filter_sql import Condition
 from robot_mcp_memory.experiences.sqlite.keyword_repo import KeywordCache
 from robot_mcp_memory.experiences.sqlite.storage import BM25_WEIGHTS, rows_of
@@ -203,14 +202,13 @@ def rank(
     include_data: bool = False,
     covering: bool = True,
     keywords: KeywordCache | None = None,
-    masks: FilterMasks | None = None,
 ) -> list[Ranked]:
     """One ranked list of memories that pass every filter of `scope`, best first.
 
     `match` holds the query's FTS5 phrases, each quoted (`segment.match_phrases`; a memory
     matches when it holds any), or is None for a filter-only list (every memory in scope, by
     decayed confidence and source weight, newest first among equals)."""
-    ranked = _ranked_numbers(conn, scope, match, order, limit, covering, keywords, masks)
+    ranked = _ranked_numbers(conn, scope, match, order, limit, covering, keywords)
     rows = rows_of(conn, [r[0] for r in ranked], include_data)
     sp = scope.spatial
     return [
@@ -255,15 +253,11 @@ def _ranked_numbers(
     limit: int,
     covering: bool,
     keywords: KeywordCache | None = None,
-    masks: FilterMasks | None = None,
 ) -> list[tuple[Any, ...]]:
     """``(id, rel, w, confd, dist2, blend)`` rows of the ranking, best first.
 
     With the keyword cache, a text query ranked by score goes through it (`_ranked_from_cache`)
-    when the filters pass enough of the memories (`_pass_share`) — or under any `context_filter`
-    whose `filter_repo.Mask` is held (`masks`): then only the matches the mask allows are
-    candidates. A filter that leaves SQL to rank twice gets its mask made (by reading every
-    context once), when the store is large enough for the shortcuts to pay (`SHORTCUTS_FROM`).
+    when the filters pass enough of the memories (`_pass_share`).
 
     A text query ranked by score first leaves its commonest phrases out of choosing matches when
     they can add less to a score together than its rarest phrase alone (`fts.skippable`): FTS5
@@ -287,14 +281,6 @@ def _ranked_numbers(
     total: int | None = None  # `_largest_id`, read at most once
     if keywords is not None and scored:
         assert match is not None
-        filtered = scope.condition.sql != "1" and maskable(scope)
-        mask = (
-            masks.mask(conn, scope.collection, scope.condition, make="no") if masks is not None and filtered else None
-        )
-        if mask is not None:
-            cached = _ranked_from_cache(conn, scope, match, limit, covering, keywords, 1.0, mask)
-            if cached is not None:
-                return cached
         share = _pass_share(conn, scope)
         fits = share >= BROAD_SHARE
         if not fits and share >= CACHE_SHARE:
@@ -303,18 +289,6 @@ def _ranked_numbers(
         cached = _ranked_from_cache(conn, scope, match, limit, covering, keywords, share) if fits else None
         if cached is not None:
             return cached
-        if total is None:
-            total = _largest_id(conn)
-        if masks is not None and filtered and mask is None and total >= SHORTCUTS_FROM:
-            mask = masks.mask(conn, scope.collection, scope.condition, make="again")
-            if mask is not None:
-                cached = _ranked_from_cache(conn, scope, match, limit, covering, keywords, 1.0, mask)
-                if cached is not None:
-                    return cached
-    if match is None and masks is not None and limit >= 1:
-        through = _filter_only_through_mask(conn, scope, order, limit, covering, masks)
-        if through is not None:
-            return through
     if total is None:
         total = _largest_id(conn) if scored else 0
     broad = total >= SHORTCUTS_FROM and (_pass_share(conn, scope) if share is None else share) >= BROAD_SHARE
@@ -340,82 +314,6 @@ def _ranked_numbers(
     return conn.execute(*_ranking_sql(scope, expression, order, limit, covering, floored=broad)).fetchall()
 
 
-def maskable(scope: Scope) -> bool:
-    """Whether a filter's mask (`filter_repo`) may serve `scope`: not within a session, nor outside
-    one, where most of the memories it allows would fail."""
-    return scope.session_id is None and scope.exclude_session is None
-
-
-def _filter_only_through_mask(
-    conn: sqlite3.Connection, scope: Scope, order: Order, limit: int, covering: bool, masks: FilterMasks
-) -> list[tuple[Any, ...]] | None:
-    """A filter-only list (no query) under a `context_filter` whose mask passes at most
-    `MASK_IDS_SHARE` of the ids: the plain query over only the memories the mask allows, and any
-    id past its end, looked up by id — the same filters, scores and order, reading those
-    memories' contexts instead of every one's. The second time a filter is asked for in a store of
-    `SHORTCUTS_FROM` memories or more it gets its mask (`filter_repo`). None: the plain query
-    ranks."""
-    if not maskable(scope) or _largest_id(conn) < SHORTCUTS_FROM:
-        return None
-    mask = masks.mask(conn, scope.collection, scope.condition, make="again")
-    if mask is None:
-        return None
-    past = [r[0] for r in conn.execute("SELECT id FROM memories WHERE id >= ?", (mask.passing.size,))]
-    if order == "score":
-        ranked = _filter_only_ranked(conn, scope, limit, covering, mask, past)
-        if ranked is not None:
-            return ranked
-    if scope.condition.sql == "1":
-        return None
-    allowed = np.flatnonzero(mask.passing)
-    if allowed.size > MASK_IDS_SHARE * mask.passing.size:
-        return None
-    narrowed = _among(scope, [*allowed.tolist(), *past])
-    return conn.execute(*_ranking_sql(narrowed, None, order, limit, covering)).fetchall()
-
-
-def _filter_only_ranked(
-    conn: sqlite3.Connection, scope: Scope, limit: int, covering: bool, mask: Mask, past: Sequence[int]
-) -> list[tuple[Any, ...]] | None:
-    """A filter-only list by score, from what `mask` holds of each memory it allows (weight,
-    confidence, updated_at): the score each would get, computed in numpy as `_ranking_sql`
-    computes it, chooses which rows SQL ranks — the best `FILTER_ONLY_POOL_FACTOR × limit` by it,
-    and every memory the mask cannot vouch for (no numbers held, or `past` its end). SQL applies
-    every filter and computes the scores itself. The list is exact once its `limit`-th score is
-    above the best score left out by more than `SCORE_SLACK` (numpy's and SQLite's ``pow`` may
-    differ in the last bits); otherwise every memory whose score reaches that one goes next, or,
-    when fewer than `limit` passed, four times as many. None past `MAX_GIVEN` (the caller ranks)."""
-    size = mask.passing.size
-    ids = np.flatnonzero(mask.allowing(scope.visible)(np.arange(size, dtype=np.int64)))
-    w, conf, updated = (mask.ranking[ids, i] for i in range(3))
-    known = ~np.isnan(updated)
-    unknown = [*ids[~known].tolist(), *past]
-    ids, w, conf, updated = ids[known], w[known], conf[known], updated[known]
-    confd = conf * np.maximum(DECAY_FLOOR, np.power(0.5, np.maximum(0.0, scope.now - updated) / HALF_LIFE_S))
-    keep = confd >= scope.min_confidence - SCORE_SLACK  # SQL's outer filter, conservatively
-    ids, updated, score = ids[keep], updated[keep], (w * (0.5 + 0.5 * confd))[keep]
-    order = np.lexsort((-ids, -updated, -score))  # the ranking's order: score, then newest, then id
-    ids, score = ids[order], score[order]
-    k = max(BOUNDED_POOL_MIN, FILTER_ONLY_POOL_FACTOR * limit)
-    while True:
-        k = min(k, len(ids))
-        if k + len(unknown) > MAX_GIVEN:
-            return None
-        given = [*ids[:k].tolist(), *unknown]
-        got = conn.execute(*_ranking_sql(_among(scope, given), None, "score", limit, covering)).fetchall()
-        if k == len(ids):
-            return got
-        left = float(score[k])  # the best score left out
-        if len(got) >= limit:
-            _, rel, wt, cd, *_ = got[limit - 1]
-            floor = rel * wt * (0.5 + 0.5 * cd)
-            if floor > left + SCORE_SLACK:
-                return got
-            k = int(np.count_nonzero(score >= floor - SCORE_SLACK))  # more than k: `left` reaches it
-        else:
-            k *= 4
-
-
 def _ranked_from_cache(
     conn: sqlite3.Connection,
     scope: Scope,
@@ -424,7 +322,6 @@ def _ranked_from_cache(
     covering: bool,
     keywords: KeywordCache,
     share: float,
-    mask: Mask | None = None,
 ) -> list[tuple[Any, ...]] | None:
     """`_ranked_numbers`'s rows with bm25 from the keyword cache, or None when it cannot answer.
 
@@ -445,17 +342,11 @@ def _ranked_from_cache(
     is given more than a quarter of the matches (`GIVEN_SHARE`): where the best matches pass it
     far less often than the sampled memories (docking, under a query about grasping), the rounds
     would end up reading as many contexts as the plain query, at twice its cost a row — SQL's
-    plain query ranks instead.
-
-    `mask`: the filter's `filter_repo.Mask`; only the matches it allows are candidates (every
-    match that passes is among them)."""
+    plain query ranks instead."""
     found = keywords.candidates(conn, match, scope.collection, scope.visible)
     if found is None:
         return None
     ids, rels, tops = found
-    if mask is not None:
-        allowed = mask.allows(ids)
-        ids, rels, tops = ids[allowed], rels[allowed], tops[allowed]
     if not len(ids):
         return []
     narrow = share < BROAD_SHARE
@@ -505,16 +396,6 @@ def _highest(values: bm25.Floats, k: int) -> tuple[npt.NDArray[np.intp], float |
     return part[:k], float(values[part[k:]].max())
 
 
-#: A filter-only list by score from a mask (`_filter_only_ranked`) first gives SQL this many ×
-#: n memories, the best by the score the mask's numbers give them; scores closer than
-#: `SCORE_SLACK` to the best one left out are checked by SQL too.
-FILTER_ONLY_POOL_FACTOR = 4
-SCORE_SLACK = 1e-9
-#: A filter-only list goes through the filter's mask when the mask passes at most this share of
-#: the ids (`_filter_only_through_mask`): each memory is then looked up by id (~4–5 µs with its
-#: context read, at 100,000), where the plain query reads every memory of the collection in its
-#: index order (~2 µs each).
-MASK_IDS_SHARE = 0.25
 #: How many matches, by their score's bound, `_ranked_from_cache` gives the ranking query first:
 #: ``BOUNDED_POOL_FACTOR × n``, at least `BOUNDED_POOL_MIN` (bench queries at 10,000 memories: one
 #: query for each with 16, against 12 of 20 when 64 went by relevance alone).
@@ -617,10 +498,9 @@ def weighed(
     limit: int,
     covering: bool = True,
     keywords: KeywordCache | None = None,
-    masks: FilterMasks | None = None,
 ) -> list[Weighed]:
     """`rank`'s list by score (no spatial order), as numbers only: no row is read."""
-    return [_weighed(r) for r in _ranked_numbers(conn, scope, match, "score", limit, covering, keywords, masks)]
+    return [_weighed(r) for r in _ranked_numbers(conn, scope, match, "score", limit, covering, keywords)]
 
 
 def weighed_ids(conn: sqlite3.Connection, scope: Scope, ids: Collection[int], covering: bool = True) -> list[Weighed]:

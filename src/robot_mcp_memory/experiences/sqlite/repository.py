@@ -3,7 +3,7 @@
 `SqliteMemories` implements `MemoryRepository` and `MemoryCatalogue` over an `ExperienceStore`
 (reads on the reader pool, writes on the writer thread, or both blocking). Each snapshot or write
 transaction is handed to the service as a `View`: the connection and the store's accelerators
-(covering index, keyword cache, filter masks), with one method per SQL function the service
+(covering index, keyword cache), with one method per SQL function the service
 used to call with the connection. A port `Scope` becomes the SQL `ranking_repo.Scope` here, its
 filter tree compiled by `filter_sql.condition` once per view.
 
@@ -100,13 +100,11 @@ class View:
         st, sql = self._store, self._sql(scope)
         if not accelerated:
             return ranking_repo.rank(self.conn, sql, match, order, limit, include_data, st.covering)
-        return ranking_repo.rank(
-            self.conn, sql, match, order, limit, include_data, st.covering, st.keywords, st.filters
-        )
+        return ranking_repo.rank(self.conn, sql, match, order, limit, include_data, st.covering, st.keywords)
 
     def weighed(self, scope: Scope, match: Sequence[str], limit: int) -> list[Weighed]:
         st = self._store
-        return ranking_repo.weighed(self.conn, self._sql(scope), match, limit, st.covering, st.keywords, st.filters)
+        return ranking_repo.weighed(self.conn, self._sql(scope), match, limit, st.covering, st.keywords)
 
     def weighed_ids(self, scope: Scope, ids: Collection[int]) -> list[Weighed]:
         return ranking_repo.weighed_ids(self.conn, self._sql(scope), ids, self._store.covering)
@@ -121,7 +119,8 @@ class View:
         return ranking_repo.ids_in_scope(self.conn, self._sql(scope), covering=self._store.covering)
 
     def mask(self, scope: Scope, make: Make) -> Mask | None:
-        return self._store.filters.mask(self.conn, scope.collection, self._sql(scope).condition, make=make)
+        """None: this adapter holds no filter masks (every filter is read in SQL)."""
+        return None
 
     # ------------------------------------------------------------------ writes
     def learn(self, new: NewMemory, probe: Probe, decide: Decide, now: float) -> int | Duplicate:

@@ -37,7 +37,6 @@ from robot_mcp_memory.experiences.model import (
     Session,
 )
 from robot_mcp_memory.experiences.ports import Decide, Ended, Probe
-from robot_mcp_memory.experiences.sqlite.filter_repo import FilterMasks
 from robot_mcp_memory.experiences.sqlite.keyword_repo import CHANGES, KeywordCache
 from robot_mcp_memory.search import segment
 from robot_mcp_memory.storage.sqlite import Kind, SqliteStore, Table, fts5_table
@@ -157,8 +156,8 @@ MEMORIES_FTS_CHANGES = Table(
 )
 #: Log every write of `memories` that changes what the keyword cache holds of a memory it may
 #: rank — collection, robot, whether it is active, source weight, confidence (`KeywordCache.
-#: candidates` bounds scores by them) — or which memories pass a `context_filter` and how a
-#: filter-only list ranks them (the context, updated_at: `filter_repo.FilterMasks`), whichever
+#: candidates` bounds scores by them) — and the context and updated_at (logged since migrations
+#: 20 and 21; nothing reads those entries now but the cache, which re-reads the memory), whichever
 #: code or process writes it: an update of those
 #: columns of a memory active before or after, and any update of an id (an ``UPDATE OR REPLACE``
 #: may take the id of an active memory); a row inserted where an index entry is (an ``INSERT OR
@@ -581,7 +580,9 @@ class ExperienceStore:
     Python API can drive `ExperienceService` synchronously, with no event loop and no thread hop
     per call (see `api`)."""
 
-    def __init__(self, db: SqliteStore, *, blocking: bool = False) -> None:
+    def __init__(self, db: SqliteStore, *, blocking: bool = False, keyword_cache: bool = True) -> None:
+        """`keyword_cache` switches the accelerator of keyword ranking; off, SQL ranks every
+        keyword list (the plain path, which gives the same answers)."""
         self.db = db
         self.blocking = blocking
         self.access = AccessCounts(db)
@@ -589,9 +590,7 @@ class ExperienceStore:
         #: first build of migration 4 lacked it); checked all the same, as ranking names it.
         self.covering = db.read_blocking(_has_rank_index)
         #: bm25 from posting lists in memory, kept current through the change log (keyword_repo).
-        self.keywords = KeywordCache(MEMORIES_TOKENIZE, BM25_WEIGHTS)
-        #: which memories pass a context_filter, per filter, kept current the same way (filter_repo)
-        self.filters = FilterMasks()
+        self.keywords = KeywordCache(MEMORIES_TOKENIZE, BM25_WEIGHTS) if keyword_cache else None
         self._refresh_pending = False
         if not blocking and db.read_blocking(_recent_cjk):
             # Chinese is in use here: load jieba in the background now, not on the event loop
@@ -630,15 +629,18 @@ class ExperienceStore:
         the write just made while its answer travels back and the client sends its next call
         (~1 ms on the bench machine): the next recall finds the changed memories tokenized
         (~0.1 ms it no longer waits for). `REFRESH_AFTER_S` lets the answer go out first."""
-        if not self.db.reads_on_loop or self._refresh_pending:
+        if not self.db.reads_on_loop or self._refresh_pending or self.keywords is None:
             return
         self._refresh_pending = True
         asyncio.get_running_loop().call_later(REFRESH_AFTER_S, self._refresh)
 
     def _refresh(self) -> None:
         self._refresh_pending = False
+        keywords = self.keywords
+        if keywords is None:
+            return
         with contextlib.suppress(StorageError):  # closing: nothing to refresh for
-            self.db.read_blocking(self.keywords.refresh)
+            self.db.read_blocking(keywords.refresh)
 
     async def offload(self, fn: Callable[[], T]) -> T:
         """Slow work that is not SQL (embedding): off the event loop, or right here when blocking."""
@@ -650,11 +652,10 @@ class ExperienceStore:
 
     def blocking_twin(self) -> ExperienceStore:
         """The same store, blocking; it shares the access counts."""
-        twin = ExperienceStore(self.db, blocking=True)
+        twin = ExperienceStore(self.db, blocking=True, keyword_cache=False)
         twin.access = self.access
         twin.covering = self.covering
         twin.keywords = self.keywords
-        twin.filters = self.filters
         return twin
 
 

@@ -75,8 +75,13 @@ class MemoryVectorIndex:
         embedder: ResilientEmbedder | None,
         weights: tuple[float, float] = (1.0, 1.0),
         k: int = fusion.DEFAULT_K,
+        *,
+        matrix: bool = True,
     ) -> None:
+        """`matrix`: hold each model's vectors in memory (`VectorCache`); off, every search reads
+        them from the table again (the plain path, which gives the same answers)."""
         self.db = db
+        self.matrix = matrix
         self.embedder = embedder
         self.weights = weights  # keyword, vector
         self.k = k
@@ -101,7 +106,11 @@ class MemoryVectorIndex:
 
     def _index(self, conn: sqlite3.Connection, query: Embedded) -> ExactIndex | None:
         """The cached index of the query's model, or None when no vector of it is stored yet."""
-        index = self.cache.index(conn, DOMAIN, query[0])
+        if self.matrix:
+            index = self.cache.index(conn, DOMAIN, query[0])
+        else:
+            refs, parts, matrix, dim = vectorstore.load(conn, DOMAIN, query[0])
+            index = ExactIndex.build(query[0], dim, refs, parts, matrix) if refs else None
         return None if index is None or index.dim != query[1].shape[0] else index
 
     def nearest(self, at: Snapshot, query: Embedded, k: int, within: Sequence[int]) -> list[tuple[int, float]] | None:
@@ -121,7 +130,7 @@ class MemoryVectorIndex:
         ids: KeyFilter | None = None,
     ) -> list[tuple[int, float]] | None:
         """Top `k` (memory id, cosine) among the memories of `robots` (all with None) — and,
-        with `ids`, those it allows (`filter_repo.Mask.allows`) — before any other filter; None
+        with `ids`, those it allows (`ports.Mask.allowing`) — before any other filter; None
         when no vector of the query's model is stored yet."""
         index = self._index(connection_of(at), query)
         if index is None:

@@ -451,7 +451,7 @@ MIGRATIONS: list[Migration] = [
     # INSERT OR REPLACE or an UPDATE OR REPLACE of an id, is logged too
     _rank_log_triggers,
     # 20: the log's triggers again — an update of an active memory's context is logged too, so
-    # the cached sets of memories passing a context_filter follow it (experiences/filter_repo.py)
+    # the cached sets of memories passing a context_filter followed it (the filter masks, since deleted)
     _rank_log_triggers,
     # 21: the log's triggers again — an update of an active memory's updated_at too, which ranks
     # a filter-only list from those sets
