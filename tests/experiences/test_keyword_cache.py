@@ -46,6 +46,13 @@ EXTRA_QUERIES = (
 FILTERS: tuple[dict[str, Any] | None, ...] = (None, {"task.success": True}, {"task.name": "dock"})
 
 
+def _cache_of(memory: Memory) -> KeywordCache:
+    """The keyword cache of a store opened with it (the default)."""
+    cache = memory.experience_store.keywords
+    assert cache is not None
+    return cache
+
+
 def _plain(conn: sqlite3.Connection, scope: Scope, phrases: list[str], n: int) -> list[tuple[Any, ...]]:
     sql, params = ranking_repo._ranking_sql(scope, " OR ".join(phrases), "score", n, floored=False)
     return list(conn.execute(sql, params).fetchall())
@@ -184,7 +191,7 @@ async def test_narrow_filters_are_ranked_by_the_cache_exactly_and_the_narrowest_
 
 async def test_the_cache_follows_learns_updates_and_forgets(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     svc = memory.experiences
-    cache = memory.experience_store.keywords
+    cache = _cache_of(memory)
     answered = _answered(cache, monkeypatch)
     items = list(corpus(600, seed=3))
     await svc.learn_many(STDIO, [(it.insight, it.context) for it in items if it.collection == "default"])
@@ -224,7 +231,7 @@ async def test_the_cache_follows_any_update_of_a_ranking_attribute(
     the status, back to active — by whatever code, written straight in the table here, is in the
     change log (the trigger of migration 17), so the cached ranking stays the plain query's."""
     svc = memory.experiences
-    cache = memory.experience_store.keywords
+    cache = _cache_of(memory)
     answered = _answered(cache, monkeypatch)
     items = list(corpus(600, seed=11))
     await svc.learn_many(STDIO, [(it.insight, it.context) for it in items if it.collection == "default"])
@@ -369,7 +376,7 @@ async def test_the_change_log_is_trimmed_under_updates_alone(memory: Memory, mon
 
 async def test_the_cache_follows_another_process_and_a_rebuild(memory: Memory, settings: Settings) -> None:
     svc = memory.experiences
-    cache = memory.experience_store.keywords
+    cache = _cache_of(memory)
     await svc.learn_many(STDIO, [(it.insight, it.context) for it in corpus(300, seed=1) if it.collection == "default"])
     queries = ("grasp the red mug", "okapi", "okapi sighting")
     scope = Scope(None, "default", 0.0, time.time())
@@ -401,7 +408,7 @@ async def test_a_cache_behind_a_trimmed_log_reads_everything_again(
     monkeypatch.setattr(storage, "KEEP_CHANGES", 4)
     monkeypatch.setattr(storage, "TRIM_EVERY", 2)
     svc = memory.experiences
-    cache = memory.experience_store.keywords
+    cache = _cache_of(memory)
     await svc.learn_many(STDIO, [(f"heron {i} by the pond", {}) for i in range(20)])
     scope = Scope(None, "default", 0.0, time.time())
     _check(memory, cache, scope, ("heron", "pond"))
@@ -514,7 +521,7 @@ async def test_writes_the_log_missed_turn_the_cache_off_for_a_while(
     everything again."""
     svc = memory.experiences
     await svc.learn_many(STDIO, [(f"heron {i} by the pond", {}) for i in range(20)])
-    cache = memory.experience_store.keywords
+    cache = _cache_of(memory)
     clock = [1000.0]
     monkeypatch.setattr(keyword_repo, "_now", lambda: clock[0])
     scope = Scope(None, "default", 0.0, time.time())
@@ -582,7 +589,7 @@ async def test_ids_arrays_cannot_hold_are_ranked_by_sql(memory: Memory, mid: int
     """Ids are array indexes in the cache: a negative one, or one in the trillions (an archive
     loaded with such ids), would alias another memory or need terabytes. SQL ranks then."""
     await memory.experiences.learn_many(STDIO, [(f"plover {i} on the shore", {}) for i in range(6)])
-    cache = memory.experience_store.keywords
+    cache = _cache_of(memory)
     scope = Scope(None, "default", 0.0, time.time())
     _check(memory, cache, scope, ("plover",))
     _unlogged(memory, mid, "plover plover plover")
@@ -650,7 +657,7 @@ async def test_a_stdio_server_brings_the_cache_up_to_a_write_while_the_answer_tr
     the changed memories, so the next recall does not wait for that; a cache never filled stays
     empty (filling it is a recall's business), and with reads on threads nothing is done."""
     svc = memory.experiences
-    cache = memory.experience_store.keywords
+    cache = _cache_of(memory)
     await svc.learn_many(STDIO, [(f"dunlin {i} at low tide", {}) for i in range(10)])
 
     def logged(c: sqlite3.Connection) -> int:
