@@ -115,7 +115,7 @@ _WORST_TEMPLATES = (
     "navigate to the {room} and record the outcome once the task is confirmed",
     "navigation to the {room} then record success once confirmed",
     "go to the {room}, confirm the task and record the outcome",
-    "record the outcome of the task in the {room} once it is confirmed",
+    "record the outcome once the {room} task is confirmed",
 )
 
 
