@@ -618,11 +618,13 @@ def render(report: Report, command: str = "") -> str:
         errors_by_tool: dict[str, int] = {}
         for e in phase.errors:
             errors_by_tool[e.split(":", 1)[0]] = errors_by_tool.get(e.split(":", 1)[0], 0) + 1
-        for tool, samples in sorted(phase.samples.items(), key=lambda kv: -len(kv[1])):
+        for row, (tool, samples) in enumerate(sorted(phase.samples.items(), key=lambda kv: -len(kv[1]))):
             rate = len(samples) / phase.wall_s if phase.wall_s else math.nan
+            # the server's CPU is known per phase, not per tool: a mixed phase's figure is its average
+            cpu = f"{phase.cpu_ms_per_call():.2f}" + (" (all tools)" if len(phase.samples) > 1 else "")
             out.append(
                 f"| {label} | `{tool}` | {len(samples):,} | {rate:,.0f} | {_pct(samples, 50):.1f} "
-                f"| {_pct(samples, 95):.1f} | {_pct(samples, 99):.1f} | {phase.cpu_ms_per_call():.2f} "
+                f"| {_pct(samples, 95):.1f} | {_pct(samples, 99):.1f} | {cpu if row == 0 else ''} "
                 f"| {errors_by_tool.get(tool, 0)} |"
             )
     for phase in report.bare:
