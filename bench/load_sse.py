@@ -59,7 +59,7 @@ import anyio
 import httpx
 from mcp import ClientSession
 from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamablehttp_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import TextContent
 
 from bench.bench_processes import ROOMS, make_documents, make_queries
@@ -367,9 +367,10 @@ class Worker:
         headers = {"Authorization": f"Bearer {token_of(self.robot)}"}
         async with contextlib.AsyncExitStack() as stack:
             if self.run.cfg.transport == "http":
-                read, write, _ = await stack.enter_async_context(
-                    streamablehttp_client(self.url, headers=headers, timeout=30, sse_read_timeout=600)
+                http = await stack.enter_async_context(
+                    httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(30, read=600), follow_redirects=True)
                 )
+                read, write, _ = await stack.enter_async_context(streamable_http_client(self.url, http_client=http))
             else:
                 read, write = await stack.enter_async_context(
                     sse_client(self.url, headers=headers, timeout=30, sse_read_timeout=600)
