@@ -1,6 +1,7 @@
-"""Load: many concurrent SSE clients of several tenants against the real server process.
+"""Load: many concurrent SSE or Streamable HTTP clients of several tenants against the real server process.
 
-    python -m bench.load_sse [--clients 50] [--duration 30] [--append docs/benchmarks.md]
+    python -m bench.load_sse [--transport sse|http] [--corpus realistic|worst] [--clients 50]
+                             [--duration 30] [--append docs/benchmarks.md]
 
 What it does, on a fresh data directory in a temporary folder:
 
@@ -9,15 +10,23 @@ What it does, on a fresh data directory in a temporary folder:
    configured embedder;
 2. starts ``python -m robot_mcp_memory`` with ``MCP_TRANSPORT=sse`` on 127.0.0.1, tokens on: one
    admin token and one token per robot (``robot-1`` … in two groups, the last one ungrouped);
-3. opens N SSE sessions, client *i* holding robot *i mod tenants*'s token, and runs three timed
-   phases with all N clients at once:
+3. opens N sessions (SSE, or Streamable HTTP on ``/mcp`` with ``--transport http``), client *i*
+   holding robot *i mod tenants*'s token, and runs two phases with client 0 alone (ping, then
+   find_processes: one client's cost per call) and three timed phases with all N clients at once:
    - **echo**: the MCP protocol ping (``session.send_ping()``), the transport's floor;
    - **find**: ``find_processes`` only, so its throughput can be set against the echo's;
    - **mixed** (``--duration``): find_processes 35 %, recall 25 %, record_outcome 15 % (one in
      five with a note), learn 15 %, save_process 10 %;
 4. counts errors (a result with ``"error"``, ``isError`` or an exception), greps the server's stderr
    for "database is locked" and error-level lines, reads dropped hot writes from ``/metrics``, and
-   the server's CPU time from ``/proc``.
+   the server's CPU time from ``/proc``;
+5. starts a bare FastMCP server with one echo tool (`bench.bare_echo`, no tokens) as a separate
+   process on the same transport and pings it with the same clients, one alone and then all N:
+   the SDK's own floor, beside our ping.
+
+``--corpus worst`` asks find_processes only instructions made of words every document holds
+(`worst_queries`), so every query matches every document; ``realistic`` (the default) asks the
+synthetic instructions of bench_processes.
 
 Latencies are client-side round trips. Client and server share the machine: the client's own CPU
 share is reported so a saturated client is visible. `run_load` is the importable core;
@@ -28,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -49,9 +59,10 @@ import anyio
 import httpx
 from mcp import ClientSession
 from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import TextContent
 
-from bench.bench_processes import make_documents, make_queries
+from bench.bench_processes import ROOMS, make_documents, make_queries
 from bench.experience_corpus import QUERIES as RECALL_QUERIES
 from bench.experience_corpus import corpus
 from robot_mcp_memory import logs
@@ -88,6 +99,30 @@ class LoadConfig:
     embedder: str = ""
     #: a phase ends after its time *and* once every client made at least this many calls
     min_calls: int = 0
+    #: "sse" (GET /sse + POST /messages/) or "http" (Streamable HTTP on /mcp)
+    transport: str = "sse"
+    #: "realistic" (bench_processes' instructions) or "worst" (every query matches every document)
+    corpus: str = "realistic"
+    #: seconds of each phase client 0 runs alone (ping, then find_processes)
+    solo_s: float = 5.0
+    #: also ping a bare FastMCP server (`bench.bare_echo`) with the same clients
+    bare: bool = True
+
+
+#: Steps every synthetic document holds (`bench_processes.make_document`): instructions made of
+#: these words match every document, the worst case for a search that scores each match.
+_WORST_TEMPLATES = (
+    "navigate to the {room} and record the outcome once the task is confirmed",
+    "navigation to the {room} then record success once confirmed",
+    "go to the {room}, confirm the task and record the outcome",
+    "record the outcome once the {room} task is confirmed",
+)
+
+
+def worst_queries(n: int, seed: int = SEED) -> list[str]:
+    """`n` instructions each of whose words (but the room) every synthetic document holds."""
+    rng = random.Random(seed)
+    return [rng.choice(_WORST_TEMPLATES).format(room=rng.choice(ROOMS)) for _ in range(n)]
 
 
 def robots(cfg: LoadConfig) -> list[str]:
@@ -174,6 +209,15 @@ class Server:
     def url(self, path: str) -> str:
         return f"http://{HOST}:{self.port}{path}"
 
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "robot_mcp_memory"]
+
+    def healthy(self) -> bool:
+        try:
+            return httpx.get(self.url("/healthz"), timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
+
     def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_", "MEMORY_"))}
         env |= {
@@ -187,18 +231,13 @@ class Server:
         if self.cfg.embedder:
             env["MEMORY_EMBEDDER"] = self.cfg.embedder
         with self.log_path.open("wb") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "robot_mcp_memory"], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log
-            )
+            self.proc = subprocess.Popen(self.command(), env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         deadline = time.monotonic() + START_DEADLINE_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"the server exited with {self.proc.returncode}:\n{self.stderr()}")
-            try:
-                if httpx.get(self.url("/healthz"), timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
+            if self.healthy():
+                return
             time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"no healthy /healthz within {START_DEADLINE_S} s:\n{self.stderr()}")
@@ -246,12 +285,29 @@ class Server:
         return float(match.group(1)) if match else math.nan
 
 
+class BareServer(Server):
+    """The bare FastMCP echo server (`bench.bare_echo`) on the same transport: no tokens, no data."""
+
+    def command(self) -> list[str]:
+        transport = "streamable-http" if self.cfg.transport == "http" else "sse"
+        return [sys.executable, "-m", "bench.bare_echo", "--transport", transport, "--port", str(self.port)]
+
+    def healthy(self) -> bool:
+        try:
+            with socket.create_connection((HOST, self.port), timeout=2):
+                return True
+        except OSError:
+            return False
+
+
 # ---------------------------------------------------------------------------- clients and phases
 @dataclass
 class Phase:
     name: str
     seconds: float
     mix: tuple[tuple[str, int], ...]
+    #: how many clients take part (the first ones); None: all
+    clients: int | None = None
     start: anyio.Event = field(default_factory=anyio.Event)
     stop: anyio.Event = field(default_factory=anyio.Event)
     #: clients that made their `min_calls` in this phase, and clients done with it
@@ -265,6 +321,16 @@ class Phase:
     server_cpu_s: float = 0.0
     server_wait_s: float = 0.0
     client_cpu_s: float = 0.0
+
+    def participants(self, cfg: LoadConfig) -> int:
+        return cfg.clients if self.clients is None else min(self.clients, cfg.clients)
+
+    def calls(self) -> int:
+        return sum(len(s) for s in self.samples.values())
+
+    def cpu_ms_per_call(self) -> float:
+        n = self.calls()
+        return self.server_cpu_s * 1000 / n if n else math.nan
 
 
 @dataclass
@@ -292,22 +358,32 @@ class Worker:
         rs = robots(run.cfg)
         self.robot = rs[n % len(rs)]
         self.rng = random.Random(SEED + n)
-        self.queries = make_queries(50, seed=SEED + n)
+        make = worst_queries if run.cfg.corpus == "worst" else make_queries
+        self.queries = make(50, seed=SEED + n)
         self.items = list(corpus(200, seed=SEED + 1000 + n))
         self.made = 0
 
     async def main(self) -> None:
         headers = {"Authorization": f"Bearer {token_of(self.robot)}"}
-        async with (
-            sse_client(self.url, headers=headers, timeout=30, sse_read_timeout=600) as (read, write),
-            ClientSession(read, write) as session,
-        ):
+        async with contextlib.AsyncExitStack() as stack:
+            if self.run.cfg.transport == "http":
+                http = await stack.enter_async_context(
+                    httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(30, read=600), follow_redirects=True)
+                )
+                read, write, _ = await stack.enter_async_context(streamable_http_client(self.url, http_client=http))
+            else:
+                read, write = await stack.enter_async_context(
+                    sse_client(self.url, headers=headers, timeout=30, sse_read_timeout=600)
+                )
+            session = await stack.enter_async_context(ClientSession(read, write))
             await session.initialize()
             await session.list_tools()  # clients list tools once; call_tool checks results against them
             self.run.ready += 1
             if self.run.ready == self.run.cfg.clients:
                 self.run.all_ready.set()
             for phase in self.run.phases:
+                if self.n >= phase.participants(self.run.cfg):
+                    continue
                 await phase.start.wait()
                 await self._phase(session, phase)
 
@@ -328,10 +404,10 @@ class Worker:
             calls += 1
             if calls == run.cfg.min_calls:
                 phase.at_min += 1
-                if phase.at_min == run.cfg.clients:
+                if phase.at_min == phase.participants(run.cfg):
                     phase.min_reached.set()
         phase.finished += 1
-        if phase.finished == run.cfg.clients:
+        if phase.finished == phase.participants(run.cfg):
             phase.done.set()
 
     async def _call(self, session: ClientSession, tool: str) -> None:
@@ -367,7 +443,7 @@ class Worker:
 
 
 async def _drive(run: Run, server: Server) -> None:
-    url = server.url("/sse")
+    url = server.url("/mcp" if run.cfg.transport == "http" else "/sse")
     async with anyio.create_task_group() as tg:
         for n in range(run.cfg.clients):
             tg.start_soon(Worker(run, n, url).main)
@@ -430,6 +506,10 @@ class Report:
     error_lines: int
     hot_dropped: float
     exit_code: int | None
+    #: client 0 alone: ping, then find_processes
+    solo: list[Phase] = field(default_factory=list)
+    #: the bare FastMCP server pinged by one client, then by all
+    bare: list[Phase] = field(default_factory=list)
 
     @property
     def errors(self) -> int:
@@ -438,6 +518,14 @@ class Report:
     def throughput(self, phase: str, tool: str) -> float:
         p = next(p for p in self.phases if p.name == phase)
         return len(p.samples.get(tool, [])) / p.wall_s if p.wall_s else math.nan
+
+    def own_find_cpu_ms(self, alone: bool) -> float:
+        """find_processes' server CPU per call above a ping's, for one client or under all."""
+        phases = self.solo if alone else self.phases
+        by = {p.name.removesuffix("-1"): p for p in phases}
+        if "echo" not in by or "find" not in by:
+            return math.nan
+        return by["find"].cpu_ms_per_call() - by["echo"].cpu_ms_per_call()
 
     @property
     def find_to_echo(self) -> float:
@@ -451,8 +539,13 @@ def run_load(cfg: LoadConfig, work_dir: Path) -> Report:
     server = Server(data, log, cfg)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     machine = Machine.here()
+    solo = [
+        Phase("echo-1", cfg.solo_s, (("ping", 1),), clients=1),
+        Phase("find-1", cfg.solo_s, (("find_processes", 1),), clients=1),
+    ]
     phases = [
         Phase("warm-up", cfg.warmup_s, MIX),
+        *solo,
         Phase("echo", cfg.echo_s, (("ping", 1),)),
         Phase("find", cfg.find_s, (("find_processes", 1),)),
         Phase("mixed", cfg.duration_s, MIX),
@@ -464,13 +557,24 @@ def run_load(cfg: LoadConfig, work_dir: Path) -> Report:
         dropped = server.hot_writes_dropped()
     finally:
         code = server.stop()
+    bare: list[Phase] = []
+    if cfg.bare:
+        bare = [Phase("echo-1", cfg.solo_s, (("ping", 1),), clients=1), Phase("echo", cfg.echo_s, (("ping", 1),))]
+        bare_server = BareServer(data, work_dir / "bare.stderr", cfg)
+        bare_server.start()
+        try:
+            anyio.run(_drive, Run(cfg, visible, bare), bare_server)
+        finally:
+            bare_server.stop()
     text = server.stderr()
     error_lines = sum(1 for line in text.splitlines() if '"level": "error"' in line or '"level": "critical"' in line)
     return Report(
         cfg=cfg,
         machine=machine,
         started=started,
-        phases=[p for p in phases if p.name != "warm-up"],
+        phases=[p for p in phases if p.name in ("echo", "find", "mixed")],
+        solo=solo,
+        bare=bare,
         modes=run.modes,
         locked_lines=text.count("database is locked"),
         error_lines=error_lines,
@@ -488,31 +592,51 @@ def _pct(samples: Sequence[float], p: float) -> float:
 
 def render(report: Report, command: str = "") -> str:
     cfg, m = report.cfg, report.machine
+    kind = "Streamable HTTP" if cfg.transport == "http" else "SSE"
     out = [
-        f"## Load ({cfg.clients} SSE clients)",
+        f"## Load ({cfg.clients} {kind} clients)",
         "",
         f"`{command or 'python -m bench.load_sse'}` on {report.started}. Machine: {m.nproc} CPUs ({m.cpu}), "
         f"{m.platform}, Python {m.python}, SQLite {m.sqlite}, load average {m.load[0]:.1f} at start.",
         "",
-        f"The real server process over SSE on 127.0.0.1, tokens on: {cfg.clients} clients of {cfg.tenants} robot "
+        f"The real server process over {kind} on 127.0.0.1, tokens on: {cfg.clients} clients of {cfg.tenants} robot "
         f"tenants (two per group, the last ungrouped), preloaded with {cfg.processes:,} processes and "
-        f"{cfg.memories:,} memories; embedder {cfg.embedder or 'default (USE, offline)'}, find mode "
+        f"{cfg.memories:,} memories, {cfg.corpus} queries; embedder {cfg.embedder or 'default (USE, offline)'}, "
+        "find mode "
         f"{', '.join(sorted(report.modes)) or 'n/a'}. Latencies are client-side round trips.",
         "",
-        "| phase | tool | calls | calls/s | p50 ms | p95 ms | errors |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| phase | tool | calls | calls/s | p50 ms | p95 ms | p99 ms | server CPU ms/call | errors |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for phase in report.phases:
-        label = {"echo": "echo (MCP ping)", "find": "find only"}.get(phase.name, f"mixed, {phase.seconds:.0f} s")
+    labels = {
+        "echo": "echo (MCP ping)",
+        "find": "find only",
+        "echo-1": "one client: echo",
+        "find-1": "one client: find",
+    }
+    for phase in [*report.solo, *report.phases]:
+        label = labels.get(phase.name, f"mixed, {phase.seconds:.0f} s")
         errors_by_tool: dict[str, int] = {}
         for e in phase.errors:
             errors_by_tool[e.split(":", 1)[0]] = errors_by_tool.get(e.split(":", 1)[0], 0) + 1
-        for tool, samples in sorted(phase.samples.items(), key=lambda kv: -len(kv[1])):
+        for row, (tool, samples) in enumerate(sorted(phase.samples.items(), key=lambda kv: -len(kv[1]))):
             rate = len(samples) / phase.wall_s if phase.wall_s else math.nan
+            # the server's CPU is known per phase, not per tool: a mixed phase's figure is its average
+            cpu = f"{phase.cpu_ms_per_call():.2f}" + (" (all tools)" if len(phase.samples) > 1 else "")
             out.append(
                 f"| {label} | `{tool}` | {len(samples):,} | {rate:,.0f} | {_pct(samples, 50):.1f} "
-                f"| {_pct(samples, 95):.1f} | {errors_by_tool.get(tool, 0)} |"
+                f"| {_pct(samples, 95):.1f} | {_pct(samples, 99):.1f} | {cpu if row == 0 else ''} "
+                f"| {errors_by_tool.get(tool, 0)} |"
             )
+    for phase in report.bare:
+        samples = phase.samples.get("ping", [])
+        rate = len(samples) / phase.wall_s if phase.wall_s else math.nan
+        who = "one client" if phase.name == "echo-1" else f"{cfg.clients} clients"
+        out.append(
+            f"| bare FastMCP, {who}: echo | `ping` | {len(samples):,} | {rate:,.0f} | {_pct(samples, 50):.1f} "
+            f"| {_pct(samples, 95):.1f} | {_pct(samples, 99):.1f} | {phase.cpu_ms_per_call():.2f} "
+            f"| {len(phase.errors)} |"
+        )
     cpu = "; ".join(
         f"{p.name}: server {p.server_cpu_s / p.wall_s:.0%} (and {p.server_wait_s / p.wall_s:.0%} waiting for a CPU), "
         f"client {p.client_cpu_s / p.wall_s:.0%}"
@@ -524,8 +648,21 @@ def render(report: Report, command: str = "") -> str:
         for p in report.phases
         if (n := sum(len(s) for s in p.samples.values()))
     )
+    bare = {p.name: p.cpu_ms_per_call() for p in report.bare}
+    ours = {p.name: p.cpu_ms_per_call() for p in [*report.solo, *report.phases]}
+    floor = (
+        f"- Ping, server CPU per call, ours ÷ the bare FastMCP server's: one client "
+        f"{ours.get('echo-1', math.nan) / bare['echo-1']:.2f}, {cfg.clients} clients "
+        f"{ours.get('echo', math.nan) / bare['echo']:.2f}."
+        if bare
+        else "- No bare FastMCP server this run."
+    )
     out += [
         "",
+        f"- `find_processes`' own server CPU per call (above a ping's): one client "
+        f"**{report.own_find_cpu_ms(alone=True):.2f} ms**, {cfg.clients} clients "
+        f"**{report.own_find_cpu_ms(alone=False):.2f} ms**.",
+        floor,
         f"- `find_processes` throughput ÷ echo throughput, same {cfg.clients} clients: "
         f"**{report.find_to_echo:.2f}** ({report.throughput('find', 'find_processes'):,.0f} vs "
         f"{report.throughput('echo', 'ping'):,.0f} calls/s).",
@@ -549,6 +686,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--processes", type=int, default=1000)
     parser.add_argument("--memories", type=int, default=1000)
     parser.add_argument("--embedder", default="", help="MEMORY_EMBEDDER for the server (default: its default)")
+    parser.add_argument("--transport", choices=("sse", "http"), default="sse", help="http: Streamable HTTP on /mcp")
+    parser.add_argument("--corpus", choices=("realistic", "worst"), default="realistic", help="find's queries")
+    parser.add_argument("--solo", type=float, default=5.0, help="seconds of each one-client phase")
+    parser.add_argument("--no-bare", action="store_true", help="skip the bare FastMCP server")
     parser.add_argument("--append", type=Path, help="append the markdown section to this file")
     args = parser.parse_args(argv)
     if args.clients < 1 or args.tenants < 1 or args.duration <= 0:
@@ -562,6 +703,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         processes=args.processes,
         memories=args.memories,
         embedder=args.embedder,
+        transport=args.transport,
+        corpus=args.corpus,
+        solo_s=args.solo,
+        bare=not args.no_bare,
     )
     logs.configure("warning")  # the preload's logs go to stderr; stdout carries the report
     with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import random
 import re
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -71,6 +73,75 @@ def test_a_rendered_document_parses_back_to_the_same_document(doc: ProcessDoc) -
     rendered = doc.render()
     assert parse(rendered) == doc
     assert parse(rendered).render() == rendered
+
+
+def _python_emitted(doc: ProcessDoc) -> str:
+    """`doc.render()` as PyYAML's pure-Python emitter writes it: the reference for the C one."""
+    fm = yaml.dump(
+        doc.frontmatter(),
+        Dumper=docmodel._Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=None,
+        width=10_000,
+    )
+    return f"---\n{fm}---\n\n{doc.body}" if doc.body else f"---\n{fm}---\n"
+
+
+# Strings of every sort libyaml and PyYAML might write apart: any code point (astral ones too),
+# line breaks, quotes, escapes, long runs that reach the emitter's width.
+_pieces = st.one_of(
+    st.characters(exclude_categories=["Cs"]),
+    st.sampled_from(["\n", "\x85", "\u2028", "\ufeff", "\x01", "'", '"', ": ", " #", "\\", " "]),
+)
+_LONG_PIECES = ("word ", "\x85", "\u2028", "é", "中", "\x01", "\n", "'")
+awkward = st.lists(_pieces, max_size=40).map("".join) | st.builds(
+    lambda n, seed: "".join(random.Random(seed).choice(_LONG_PIECES) for _ in range(n)),
+    st.integers(250, 1000),
+    st.integers(0, 2**32),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    docs,
+    st.dictionaries(st.from_regex(r"x[a-z0-9_]{0,8}", fullmatch=True), awkward | st.lists(awkward, max_size=5)),
+)
+def test_a_document_renders_exactly_as_pythons_yaml_emitter_writes_it(doc: ProcessDoc, more: dict[str, Any]) -> None:
+    doc = doc.model_copy(update={"extra": {**doc.extra, **more}})
+    assert doc.render() == _python_emitted(doc)
+
+
+def test_every_sort_of_character_renders_as_pythons_yaml_emitter_writes_it() -> None:
+    sample = [c for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF and (c < 0x3000 or c % 13 == 0)]
+    points = [*sample[::5], *range(0x80, 0xA0), 0xFEFF, 0xFFFE, 0xFFFF, 0x10000, 0x1F600, 0x10FFFF]
+    for start in range(0, len(points), 16):  # each value a scalar of its own: styles are chosen per scalar
+        chars = [chr(cp) for cp in points[start : start + 16]]
+        extra = {f"k{n}": [c, f"a{c}b", f"{c} {c}:"] for n, c in enumerate(chars)}
+        doc = ProcessDoc(id="x", title=f"a{chars[0]}b", task_pattern=chars[-1], extra=extra)
+        assert doc.render() == _python_emitted(doc), [hex(ord(c)) for c in chars]
+
+
+@pytest.mark.skipif(docmodel._CDumper is None, reason="PyYAML was built without libyaml")
+def test_a_small_frontmatter_is_rendered_by_libyaml_not_by_pythons_emitter(monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = parse(MAILROOM)
+    emitted: list[yaml.events.Event] = []
+    real = yaml.emitter.Emitter.emit
+
+    def counted(self: yaml.emitter.Emitter, event: yaml.events.Event) -> None:
+        emitted.append(event)
+        real(self, event)
+
+    monkeypatch.setattr(yaml.emitter.Emitter, "emit", counted)
+    assert doc.render() == _python_emitted(doc)
+    assert emitted  # the reference went through PyYAML's emitter …
+    emitted.clear()
+    doc.render()
+    assert emitted == []  # … the render did not
+
+    huge = doc.model_copy(update={"extra": {"notes": "word " * 300}})
+    huge.render()
+    assert emitted  # past the bound, the Python emitter writes it: libyaml folds long lines otherwise
 
 
 def test_the_spec_mailroom_example_parses_and_renders_stably() -> None:
