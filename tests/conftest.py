@@ -230,3 +230,16 @@ def pg_store(pg_url: str) -> Iterator[PostgresStore]:
         store.close()
         with psycopg.connect(pg_url, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def _encodable(text: str) -> str:
+    """`text` with any lone surrogate written as its escape: a test report must cross to the
+    pytest-xdist controller as UTF-8, and a hostile-input test's captured log holds such names."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    report.sections = [(name, _encodable(body)) for name, body in report.sections]
