@@ -7,6 +7,15 @@ is never a post-filter over the top few text hits. Only ids and numbers travel t
 the rows of the few kept are read after (`storage.rows_of`). `weighed` and `weighed_ids` are the
 same lists as numbers only, for hybrid fusion; `ids_in_scope` and `ids_passing` let the vector
 list rank within the filters.
+
+Contract:
+
+- every plan a text query may take — the plain query, the floored one, phrase skipping, the
+  keyword cache's given rows — returns the same memories in the same order (the skipping path's
+  relevance may differ in its last bit: docs/search.md); only its cost differs
+  (tests/experiences/test_recall_floor.py, tests/experiences/test_keyword_cache.py);
+- the module's constants and `_pass_share` choose a plan and never change an answer; the
+  figures behind their values are in docs/search.md, "Why these constants".
 """
 
 from __future__ import annotations
