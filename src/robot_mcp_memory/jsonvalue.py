@@ -79,7 +79,8 @@ MAX_ARRAY = 131_072
 
 def _plain(v: Any, what: str, depth: int) -> Any:
     # Plain JSON values first, by exact type (what every MCP argument and most Python ones hold):
-    # this walk runs on every learn, and the abstract-class checks below cost ~10 % of one.
+    # this walk runs on every learn, so the common values must not pay the abstract-class checks
+    # below.
     t = type(v)
     if t is str or v is None or t is bool:
         return v

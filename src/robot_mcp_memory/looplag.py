@@ -1,5 +1,5 @@
-"""The event loop's lag, measured: a task asks to wake every `INTERVAL_S` and records how late it
-woke. Lateness is time some callback held the loop, so every tenant waited that long.
+"""The event loop's lag: a task asks to wake every `INTERVAL_S` and records how late it woke.
+Lateness is time some callback held the loop, so every tenant waited that long.
 
 Exposed on ``/metrics`` as the histogram ``memory_event_loop_lag_seconds``, the gauge
 ``memory_event_loop_lag_max_seconds`` (the worst since start) and the counter

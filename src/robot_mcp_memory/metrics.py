@@ -13,7 +13,8 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-#: Latency buckets in seconds: tool calls are expected in the 0.5–50 ms range.
+#: Latency buckets in seconds: dense over the range a tool call normally takes, sparse above it
+#: for the slow tail and stalls.
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 Labels = tuple[tuple[str, str], ...]

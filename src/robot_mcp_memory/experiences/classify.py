@@ -1,7 +1,7 @@
 """Auto-classification of an insight by fast rules: category, tags, confidence, scope entities.
 
 No LLM, no I/O: cue words (English, Chinese and a few others; see `lexicon`) tested against one
-tokenisation of the text with set operations — tens of microseconds per insight. robotmem's
+tokenisation of the text with set operations, cheap enough to run on every learn. robotmem's
 pipeline, with its taxonomy kept small and explicit:
 
 - **category** — the first rule that matches, in priority order: ``gotcha``, ``constraint``,

@@ -80,9 +80,9 @@ Method = Literal["exact", "jaccard", "cosine"]
 
 #: A number, wherever it stands: after a letter too (``M12``, ``v2``, ``10x20``, ``夹爪力12牛顿`` —
 #: Han characters are letters to ``\w``), with a sign only where it cannot be a hyphen (`numbers`
-#: drops a sign that follows a letter, a digit, ``_`` or ``.``). No lookbehind: a pattern that
-#: opens with a character class is scanned for three times faster, and a left-to-right scan never
-#: starts inside a number anyway.
+#: drops a sign that follows a letter, a digit, ``_`` or ``.``). No lookbehind: `re` scans ahead
+#: for a pattern that opens with a character class, and a left-to-right scan never starts inside a
+#: number anyway.
 _NUMBER = re.compile(r"[-+]?\d+(?:[.,]\d+)*")
 #: The exponent of a number in scientific notation (``1e-3``, ``2.5E+4``), read only when the
 #: number does not follow a letter ("ur5e-01" is a name and a number, not 5·10⁻¹).
@@ -94,7 +94,8 @@ _REAL = frozenset({"real", "real_world", "real-world", "hardware", "physical"})
 def normalise(text: str) -> str:
     """Case-, width- and spacing-insensitive form of `text` (for the exact stage)."""
     t = unicodedata.normalize("NFKC", text).casefold()
-    # = re.sub(r"\s+", " ", t).strip(): str.split and \s know the same white space, four times faster
+    # = re.sub(r"\s+", " ", t).strip(): str.split and \s know the same white space, and split is
+    # the cheaper
     return " ".join(t.split()).rstrip(".!。！;；")
 
 
@@ -360,8 +361,8 @@ def _number_key(v: Any) -> Any:
     """A context value as a fact: a number as `_canonical_number` writes it, anything else as is.
     Python writes numbers nearly canonically already — an int exactly, a float as its shortest
     repr, which has no leading zeros, no grouping and no trailing zeros but ``.0`` — so only
-    those in scientific notation go through the parser (a learn has a dozen numbers in its
-    context; parsing each cost ~2 µs)."""
+    those in scientific notation go through the parser, which would otherwise run on every number
+    of every learn's context."""
     if isinstance(v, bool) or not isinstance(v, int | float):
         return v
     if isinstance(v, int):

@@ -5,7 +5,7 @@ phrases of two or three words (``do not``; an apostrophe splits like FTS5 does, 
 ``don t``) and CJK substrings (``因为``). All cues compile into one index; `Analysis` tokenises a
 text once (`search.segment.tokens`) and finds every cue it contains in one pass of dictionary
 lookups — no per-rule regular expression scans, so classifying an insight and extracting its
-decisive facts stays in the tens of microseconds.
+decisive facts costs one tokenising and one dictionary lookup per token, however many cues there are.
 """
 
 from __future__ import annotations

@@ -50,8 +50,8 @@ Embed = Callable[[Sequence[str]], Awaitable[list[Embedded | None]]]
 HYBRID_POOL = 30
 #: Hybrid recall first takes these many × the pool of nearest memories of the visible robots, in
 #: turn, and keeps those passing the filters; only when fewer than the pool pass even the widest
-#: does it make the filter's mask (reading every memory in scope once: the slow step, tens of
-#: milliseconds at 100,000 memories) and rank among the memories it allows — exact either way.
+#: does it make the filter's mask (reading every memory in scope once: the slow step, linear in
+#: the memories in scope) and rank among the memories it allows — exact either way.
 #: A filter passed by one memory in ten is mostly answered by the second probe.
 PROBE_FACTORS = (4, 32)
 #: Among the memories a filter's mask allows, the first round takes this many × the pool of

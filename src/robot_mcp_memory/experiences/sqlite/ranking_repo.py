@@ -7,6 +7,15 @@ is never a post-filter over the top few text hits. Only ids and numbers travel t
 the rows of the few kept are read after (`storage.rows_of`). `weighed` and `weighed_ids` are the
 same lists as numbers only, for hybrid fusion; `ids_in_scope` and `ids_passing` let the vector
 list rank within the filters.
+
+Contract:
+
+- every plan a text query may take — the plain query, the floored one, phrase skipping, the
+  keyword cache's given rows — returns the same memories in the same order (the skipping path's
+  relevance may differ in its last bit: docs/search.md); only its cost differs
+  (tests/experiences/test_recall_floor.py, tests/experiences/test_keyword_cache.py);
+- the module's constants and `_pass_share` choose a plan and never change an answer; the
+  figures behind their values are in docs/search.md, "Why these constants".
 """
 
 from __future__ import annotations
@@ -96,8 +105,8 @@ def _ranking_sql(
     match to its row and computes bm25 only for those that pass every filter; the floored one
     computes bm25 for every match and joins only those that can reach the floor. With only the
     visibility, collection and status filters nearly every match passes, and the floor saves
-    the joins (10,000 memories, bench queries: 1.75 → 1.35 ms); a `context_filter` or a session
-    passing one match in ten makes the plain query's bm25 the cheaper (1.8 ms against 2.8).
+    the joins; under a `context_filter` or a session that few matches pass, the plain query's
+    bm25 over only the passing matches is the cheaper (docs/search.md, "Which plan").
 
     `given`: the matches and their relevance, computed already (`keyword_repo.KeywordCache`),
     in place of FTS5's — the floored query over them."""
@@ -169,8 +178,8 @@ def _ranking_sql(
         )
 
     row_p = [*rel_p, *confd_p, *dist_p, *where_p]
-    # `ids_only`: the ids passing every filter, unordered — 4× faster at 10k than sorting and
-    # fetching the numbers (hybrid recall ranks them by cosine itself).
+    # `ids_only`: the ids passing every filter, unordered — no sort and no numbers to fetch
+    # (hybrid recall ranks them by cosine itself).
     head, tail = ("SELECT id", "") if ids_only else ("SELECT id, rel, w, confd, dist2, blend", f" ORDER BY {by}")
     if not floored:
         sql = (
@@ -338,7 +347,7 @@ def _ranked_from_cache(
     `share`: the share of memories the filters pass (`_pass_share`). Under a narrow filter the
     first query is given proportionally more matches, so that about ``2 × limit`` of them are
     likely to pass (`NARROW_SCALE`): a query that comes back short costs a round trip and a bigger
-    one after it, where a few more given rows cost ~2–3 µs each. And under a narrow filter no query
+    one after it, where a few more given rows in the first cost little. And under a narrow filter no query
     is given more than a quarter of the matches (`GIVEN_SHARE`): where the best matches pass it
     far less often than the sampled memories (docking, under a query about grasping), the rounds
     would end up reading as many contexts as the plain query, at twice its cost a row — SQL's
@@ -397,43 +406,41 @@ def _highest(values: bm25.Floats, k: int) -> tuple[npt.NDArray[np.intp], float |
 
 
 #: How many matches, by their score's bound, `_ranked_from_cache` gives the ranking query first:
-#: ``BOUNDED_POOL_FACTOR × n``, at least `BOUNDED_POOL_MIN` (bench queries at 10,000 memories: one
-#: query for each with 16, against 12 of 20 when 64 went by relevance alone).
+#: ``BOUNDED_POOL_FACTOR × n``, at least `BOUNDED_POOL_MIN`: enough that the first query is nearly
+#: always exact (docs/search.md, "Why these constants").
 BOUNDED_POOL_FACTOR = 4
 BOUNDED_POOL_MIN = 16
 #: The most matches `_ranked_from_cache` gives the ranking query (two parameters each).
 MAX_GIVEN = 4096
 #: Under a narrow filter (`share` < `BROAD_SHARE`) no more than this share of the matches, nor
-#: `GIVEN_FLOOR` if that is more, go to one query: a given row costs ~2–3 µs (the statement is
-#: compiled afresh, the rows sorted for the floor), a match of the plain query ~1.5 µs. Under a
-#: broad filter the fallback is FTS5's floored query, which costs more: there only `MAX_GIVEN`.
+#: `GIVEN_FLOOR` if that is more, go to one query: a given row costs more than a match of the
+#: plain query (its statement is compiled afresh, its rows sorted for the floor), so past this
+#: share the plain query is the cheaper. Under a broad filter the fallback is FTS5's floored
+#: query, which costs more: there only `MAX_GIVEN`.
 GIVEN_SHARE = 0.25
 GIVEN_FLOOR = 256
 #: Below this many memories (the largest id) the plain query is cheapest: the shortcuts' own
-#: queries cost more than they save (measured: 0.20 against 0.32 ms at 1,000, even at 3,000).
+#: queries cost more than they save.
 SHORTCUTS_FROM = 5_000
 #: Phrase skipping is tried for lists up to this long: the longer the list, the lower its last
-#: score and the likelier the bound check fails (measured: a loss at 50, hybrid's keyword pool).
+#: score and the likelier the bound check fails, so that its retries cost more than it saves
+#: (hybrid's keyword pool is past it).
 SKIP_UP_TO = 20
 #: A filter passing at least this share of the most recent memories in scope counts as broad:
 #: FTS5's floored query and the phrase skipping pay (`_ranked_numbers`).
 BROAD_SHARE = 0.25
 #: The keyword cache ranks under filters passing at least this share (4 of the 128 sampled);
 #: below it the plain query, which reads every match's context once, is cheaper than the cache's
-#: rounds of given rows, each of which reads theirs. 10,000 memories, bench queries, n = 5, p50 ms
-#: plain → cache: a range filter passing 12 % 4.3 → 1.6, one robot of five 4.2 → 1.2, one task
-#: of ten 3.9 → 2.2, 3 % 4.0 → 2.2; 2.3 % 3.9 → 5.5, 0.8 % 4.0 → 4.6 (docs/search.md).
+#: rounds of given rows, each of which reads theirs (the plans side by side: docs/search.md).
 CACHE_SHARE = 4 / 128
 #: `_ranked_from_cache`'s first pool is scaled by ``max(1, NARROW_SCALE × BROAD_SHARE / share)``
 #: for a filter passing `share`: under one that passes fewer than half, about ``2 × limit`` of the
-#: pool pass (measured: the best of 1, 2 and 4).
+#: pool pass.
 NARROW_SCALE = 2.0
 #: Under a narrow filter the cache is asked only when its first pool (`_first_pool`) is at most
 #: this share of the memories (the largest id): a pool larger than that nearly always outgrows
-#: the cap, and scoring every match first then costs more than the plain query alone (review, at
-#: 10,000 memories: 0.3–0.6 ms more for n = 30–100 under filters passing 5–11 %, first pools of
-#: 917–6,400). At 100,000 the same lists take the cache, and gain (n = 30 under a filter passing
-#: 3 %: 35.7 → 17.1 ms).
+#: the cap, and scoring every match first then costs more than the plain query alone. A larger
+#: store has room for the same pools under this share, and there the cache gains.
 NARROW_FIRST_SHARE = 1 / 16
 #: How many of the most recent memories in scope `_pass_share` tries the filters on.
 BROAD_SAMPLE = 128
@@ -445,7 +452,7 @@ def _pass_share(conn: sqlite3.Connection, scope: Scope) -> float:
     query and the phrase skipping from `BROAD_SHARE` up (see `_ranking_sql`); under a narrower
     filter the plain query is cheaper, since it computes bm25 only for the matches that pass.
     Unscoped and unfiltered, 1.0; otherwise the share of the `BROAD_SAMPLE` most recent memories
-    of the collection that pass (~0.1 ms at 10,000 memories; 0.0 in an empty collection). Only
+    of the collection that pass (one bounded query; 0.0 in an empty collection). Only
     the plan depends on this, never the answer."""
     if scope.visible is None and scope.condition.sql == "1" and scope.session_id is None:
         return 1.0
@@ -482,8 +489,7 @@ def ids_passing(conn: sqlite3.Connection, scope: Scope, ids: Collection[int], co
 
 def _among(scope: Scope, ids: Collection[int]) -> Scope:
     """`scope` narrowed to `ids`, handed to SQL as one JSON parameter: no limit on how many (a
-    parameter each met SQLite's variable limit), and as fast as one each (120 and 960 ids: the same
-    times to within 1 %)."""
+    parameter each met SQLite's variable limit), and no slower than a parameter each."""
     narrowed = Condition(
         f"({scope.condition.sql}) AND m.id IN (SELECT value FROM json_each(?))",  # noqa: S608
         [*scope.condition.params, jsonvalue.dumps(list(ids))],

@@ -48,8 +48,9 @@ T = TypeVar("T")
 #: before migration 4's DDL had it.
 #: The duplicate lookups' one index: by facts digest, robot, collection and lexical key. Learn's
 #: exact and lexical lookup names all four (an index on the key alone made each learn walk every
-#: row sharing it — one template text learned per episode gives them all one key: 5 ms at 20,000
-#: episodes, growing); the semantic stage's candidates (`same_facts_ids`) name the first three.
+#: row sharing it — one template text learned per episode gives them all one key, so a learn's
+#: cost grew with the episodes); the semantic stage's candidates (`same_facts_ids`) name the first
+#: three.
 #: One index serves both: two (key first, digest alone) cost every learn a leaf page more
 #: written, each at a random place (db.py migrations 14, 16 and 18). It keeps the name the
 #: lookups of older builds give (``INDEXED BY``), which it serves as well: a server of an older
@@ -64,7 +65,7 @@ RANK_INDEX_DDL = (
 #: The CHECK constraints on a memory's status and a tag's source are comparisons joined by OR:
 #: the same constraint as ``status IN ('active', 'forgotten', 'superseded')``, but for an IN list
 #: of three or more constants SQLite (3.40) builds a temporary b-tree on every row it checks —
-#: four per learn (the memory, each tag), ~6 % of a learn's instructions (docs/benchmarks.md).
+#: four per learn (the memory, each tag), which the OR form never builds.
 #: (table, the list form files before migration 22 hold, the form db.py rewrites it to)
 CHECKS_WITH_LISTS = (
     (
@@ -626,9 +627,10 @@ class ExperienceStore:
 
     def _refresh_soon(self) -> None:
         """On a stdio server (one client, reads on the event loop), bring the keyword cache up to
-        the write just made while its answer travels back and the client sends its next call
-        (~1 ms on the bench machine): the next recall finds the changed memories tokenized
-        (~0.1 ms it no longer waits for). `REFRESH_AFTER_S` lets the answer go out first."""
+        the write just made while its answer travels back and the client sends its next call,
+        time the loop would otherwise sit idle: the next recall finds the changed memories
+        tokenized instead of tokenizing them first. `REFRESH_AFTER_S` lets the answer go out
+        first."""
         if not self.db.reads_on_loop or self._refresh_pending or self.keywords is None:
             return
         self._refresh_pending = True

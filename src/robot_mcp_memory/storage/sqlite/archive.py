@@ -235,7 +235,7 @@ def loader(
                 if why is not None:
                     raise InvalidInput(f"{path} line {n} {why}; nothing was loaded")
                 if derive is not None:
-                    if interrupt is not None and i % 1000 == 0:  # ~20 ms of digests between two looks
+                    if interrupt is not None and i % 1000 == 0:  # a stop is seen within 1,000 digests
                         interrupt()
                     rows[i] = (n, derive(table, row))
             if before is not None:

@@ -2,9 +2,8 @@
 
 In WAL mode every commit appends its pages to ``index.db-wal``; a *checkpoint* copies them back
 into ``index.db`` and, with ``synchronous=NORMAL``, fsyncs both files. SQLite runs it inside
-the ``COMMIT`` that crosses ``wal_autocheckpoint`` pages — on the writer thread, every ~50 memory
-writes, a few milliseconds each: measured, it was half of what a ``learn`` cost the writer
-(docs/benchmarks.md).
+the ``COMMIT`` that crosses ``wal_autocheckpoint`` pages — on the writer thread, so every so many
+writes one ``learn`` would pay for copying and fsyncing the pages of all the others.
 
 Here a second thread with its own connection runs ``PRAGMA wal_checkpoint(PASSIVE)`` every
 `COMMITS_PER_CHECKPOINT` commits (at most every `min_interval` seconds). A passive checkpoint never blocks the writer or

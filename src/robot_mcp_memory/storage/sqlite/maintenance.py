@@ -125,9 +125,9 @@ def count_rows(path: Path, tables: list[str]) -> dict[str, int]:
     return counts
 
 
-#: `probe` runs SQLite's `quick_check` only on a file up to this size: it reads every page (on a
-#: 2-core VM ~3 ms per MB, warm), and SQLite 3.40 cannot stop it midway (its progress handler is
-#: not called inside the check). A bigger file gets the schema and first-row reads only; `doctor`
+#: `probe` runs SQLite's `quick_check` only on a file up to this size: it reads every page, so its
+#: time grows with the file, and SQLite 3.40 cannot stop it midway (its progress handler is not
+#: called inside the check). A bigger file gets the schema and first-row reads only; `doctor`
 #: checks it whole.
 PROBE_CHECK_MAX_BYTES = 16 * 1024 * 1024
 

@@ -81,7 +81,7 @@ BUSY_TIMEOUT_MS = 5_000
 #: SQLite's waiting is polling, not a queue: a waiter that sleeps through each short gap between
 #: that process's transactions loses the race, and after one `BUSY_TIMEOUT_MS` its write failed
 #: with "busy". Nothing of the write has run when `BEGIN IMMEDIATE` fails, so it is simply tried
-#: again until this patience runs out (measured: see docs/experiences.md, "Python API").
+#: again until this patience runs out (docs/experiences.md, "Python API").
 WRITE_PATIENCE_S = 30.0
 _META_DDL = "CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 
@@ -123,8 +123,8 @@ class _Waiter:
 
     The subset of `concurrent.futures.Future` the writer thread uses. A Future's `result` waits on
     a `Condition` (a fresh lock per wait, Python-level bookkeeping on both sides); this is one C
-    lock, acquired by the waiting caller, released by the writer — ~40 µs less per blocking write
-    on a 2-core VM, where a training loop's `learn` is ~300 µs in all."""
+    lock, acquired by the waiting caller, released by the writer: a training loop pays the wait on
+    every `learn`, so the wait is kept to what a blocking write needs."""
 
     __slots__ = ("_done", "_exc", "_result")
 
@@ -757,8 +757,8 @@ class SqliteStore:
         When the writer is idle the calling thread runs the transaction itself, on the same
         read-write connection and holding the same lock the writer holds for each job, so writes
         are serialised exactly as before. A write handed to the writer thread and back costs two
-        thread wake-ups (~65 µs of a ~320 µs `learn` on a 2-core VM: waking an idle vCPU); a
-        training loop calling ``learn`` one insight at a time pays them on every call. When the
+        thread wake-ups (waking an idle vCPU, a large share of a small write); a training loop
+        calling ``learn`` one insight at a time would pay them on every call. When the
         writer is busy the job joins its queue as any other."""
         if not self._writing.locked():
             # `with`, not acquire() then try: a signal (Ctrl-C in a training loop) landing between
@@ -789,7 +789,7 @@ class SqliteStore:
 
         With `writes_on_loop` (a stdio server) a write that cannot wait runs right here
         (`_write_now`): the hop to the writer thread and back costs two thread wake-ups on each
-        side (~0.4 ms of a ~1.8 ms learn over MCP stdio on a slow 2-core VM). One that would wait —
+        side, a large share of a small learn over MCP stdio. One that would wait —
         for the writer's job or queue, or for another process's write lock — and a `long` one (a
         reindex, a deep check) go to the writer thread as always, so the loop meanwhile answers
         the client's other calls and a stop signal."""
@@ -952,8 +952,8 @@ class SqliteStore:
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Await a read (`read_blocking`) run on a reader thread, so that the event loop serves
         other sessions meanwhile; with `reads_on_loop`, run it right here. A hop to a reader and
-        back costs two thread wake-ups on each side (measured over MCP stdio at 10,000 memories on
-        a 2-core VM: ~0.2–0.3 ms of a ~3 ms recall); a stdio server has one client, whose calls
+        back costs two thread wake-ups on each side, a noticeable share of a recall; a stdio
+        server has one client, whose calls
         come one after another, so there is nothing for the loop to do meanwhile."""
         if self.reads_on_loop:
             return self.read_blocking(fn)
