@@ -412,7 +412,7 @@ def _db_bytes(memory: Memory) -> int:
 
 
 async def _mcp_phase(memory: Memory, queries: Sequence[str], new_docs: Sequence[str], size: int) -> McpResult:
-    async with create_connected_server_and_client_session(build_server(memory)) as session:
+    async with create_connected_server_and_client_session(build_server(memory).lowlevel) as session:
 
         async def call(tool: str, args: dict[str, Any]) -> int:
             t0 = time.perf_counter_ns()

@@ -182,7 +182,7 @@ class Client:
 
 @pytest.fixture
 async def client(server: MemoryMCP) -> AsyncIterator[Client]:
-    async with create_connected_server_and_client_session(server) as session:
+    async with create_connected_server_and_client_session(server.lowlevel) as session:
         yield Client(session)
 
 

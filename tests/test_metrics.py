@@ -91,7 +91,7 @@ async def admin_client(tmp_path: Path) -> tuple[Memory, MemoryMCP, httpx.AsyncCl
 async def test_invented_tool_names_count_as_one_unknown_label(tmp_path: Path) -> None:
     memory, server, http = await admin_client(tmp_path)
     try:
-        async with create_connected_server_and_client_session(server) as session:
+        async with create_connected_server_and_client_session(server.lowlevel) as session:
             for n in range(300):
                 result = await session.call_tool(f"invented_{n}", {})
                 assert result.isError
@@ -112,7 +112,7 @@ async def test_invented_tool_names_count_as_one_unknown_label(tmp_path: Path) ->
 async def test_a_tool_name_with_a_lone_surrogate_leaves_metrics_answering(tmp_path: Path) -> None:
     memory, server, http = await admin_client(tmp_path)
     try:
-        async with create_connected_server_and_client_session(server) as session:
+        async with create_connected_server_and_client_session(server.lowlevel) as session:
             assert (await session.call_tool("find\ud800", {})).isError
         async with http:
             r = await http.get("/metrics")

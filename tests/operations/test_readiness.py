@@ -113,7 +113,7 @@ async def test_a_storage_refusal_over_rest_names_the_next_step(memory: Memory, h
 
 async def test_a_storage_refusal_of_a_tool_names_the_next_step(memory: Memory) -> None:
     server = build_server(memory)
-    async with create_connected_server_and_client_session(server) as session:
+    async with create_connected_server_and_client_session(server.lowlevel) as session:
         client = Client(session)
         assert "id" in await client.call("save_process", markdown=doc("p-1", "One"))
         damage(memory.settings.index_path)

@@ -435,7 +435,7 @@ def test_a_dump_carries_the_fleet_memories_sessions_and_lessons_and_loads_back_i
         memory = Memory.open(Settings.from_env({"MEMORY_DATA_DIR": str(data), "MEMORY_EMBEDDER": "hashing"}))
 
         async def go() -> None:
-            async with create_connected_server_and_client_session(build_server(memory)) as session:
+            async with create_connected_server_and_client_session(build_server(memory).lowlevel) as session:
                 c = Client(session)
                 await c.call("save_process", markdown=MAILROOM)
                 await c.call("upsert_group", group_id="line-a", customer="acme")
@@ -469,7 +469,7 @@ def test_a_dump_carries_the_fleet_memories_sessions_and_lessons_and_loads_back_i
     loaded = Memory.open(Settings.from_env({"MEMORY_DATA_DIR": str(tmp_path / "b"), "MEMORY_EMBEDDER": "hashing"}))
 
     async def check() -> None:
-        async with create_connected_server_and_client_session(build_server(loaded)) as session:
+        async with create_connected_server_and_client_session(build_server(loaded).lowlevel) as session:
             c = Client(session)
             found = await c.call("recall", query="收发室 包裹")
             assert [m["content"] for m in found["memories"]] == ["去收发室取包裹要先敲门"]
@@ -1042,7 +1042,7 @@ def _fill_every_kind(data: Path) -> None:
     memory = Memory.open(Settings.from_env({"MEMORY_DATA_DIR": str(data), "MEMORY_EMBEDDER": "hashing"}))
 
     async def go() -> None:
-        async with create_connected_server_and_client_session(build_server(memory)) as session:
+        async with create_connected_server_and_client_session(build_server(memory).lowlevel) as session:
             c = Client(session)
             await c.call("save_process", markdown=MAILROOM)
             await c.call("upsert_group", group_id="line-a")

@@ -247,3 +247,40 @@ async def test_an_sse_session_that_owes_its_client_too_many_answers_is_refused_u
         tg.cancel_scope.cancel()
     assert guard.owed == {}
     assert guard.robot_of == {}
+
+
+async def test_a_streamable_http_session_is_live_while_its_server_runs_and_not_after_a_delete(memory: Memory) -> None:
+    """`LiveSessions`, `SessionCap`'s view of which sessions are open, on mcp's real session
+    manager: a session opened by ``initialize`` is live, and once the client ends it (DELETE)
+    it is not; the server version it reports is ours."""
+    import httpx
+    from starlette.applications import Starlette
+
+    from robot_mcp_memory import __version__
+    from robot_mcp_memory.surfaces.mcp.server import transport_routes
+
+    mcp = build_server(memory)
+    app = Starlette(routes=transport_routes(mcp))
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    async with (
+        mcp.session_manager.run(),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http,
+    ):
+        opened = await http.post("/mcp", json=initialize, headers=headers)
+        assert opened.status_code == 200
+        assert f'"version":"{__version__}"' in opened.text.replace(" ", "")
+        sid = opened.headers["mcp-session-id"]
+        assert mcp.sessions.live(sid)
+        assert not mcp.sessions.live("0" * 32)
+        ended = await http.delete("/mcp", headers={**headers, "mcp-session-id": sid})
+        assert ended.status_code == 200
+        with anyio.fail_after(10):
+            while mcp.sessions.live(sid):  # noqa: ASYNC110 - the session table is the signal; its server winds down after the DELETE
+                await anyio.sleep(0.01)
+    assert mcp.sessions.ids == set()

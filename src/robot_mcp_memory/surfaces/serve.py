@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import errno
 import signal
 import socket
 import threading
+from dataclasses import dataclass
 from types import FrameType
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 import anyio.abc
 import uvicorn
-from starlette.types import ASGIApp
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
@@ -29,97 +30,181 @@ _log = logs.get("robot_mcp_memory.surfaces.serve")
 
 #: Seconds open connections (SSE streams) get after SIGTERM before they are cancelled.
 GRACEFUL_SHUTDOWN_S = 5
-#: Seconds a connection gets to send a request's headers (`HeaderDeadline`).
+#: Seconds a connection gets to send a request's headers (`Deadlines`).
 HEADERS_TIMEOUT_S = 10.0
 #: Seconds a connection's writing may stay paused — its client reads nothing while the kernel's
-#: buffers and uvicorn's (64 KiB) are full — before it is cut (`WriteDeadline`).
+#: buffers and uvicorn's (64 KiB) are full — before it is cut (`Deadlines`).
 WRITE_STALL_S = 10.0
 
+#: The connection whose bytes are being handled: set by `Connection` around each hand-over of
+#: received bytes to uvicorn, so the task uvicorn starts for a request (which copies the current
+#: context) carries it to `Answering`.
+_CONNECTION: contextvars.ContextVar[Connection | None] = contextvars.ContextVar(
+    "robot_mcp_memory.connection", default=None
+)
 
-class HeaderDeadline(H11Protocol):
-    """uvicorn's h11 protocol with a deadline on each request's headers. uvicorn has none: a
-    connection that sent nothing, or half a request line, stayed open for good, so anyone who
-    could reach the port, token or not, held open files until the server could accept no one
-    (found by review: 1,100 idle sockets stopped ``/healthz``). While no request is being
-    answered the connection must finish its next request's headers within `HEADERS_TIMEOUT_S`,
-    or it is closed; a request being answered (an SSE stream too) is never cut by this."""
 
-    headers_timeout_s = HEADERS_TIMEOUT_S
-    _deadline: asyncio.TimerHandle | None = None
+@dataclass(frozen=True)
+class Deadlines:
+    """The HTTP server's two deadlines on a connection, which uvicorn does not have.
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._watch()
+    - `headers_s`: while no request is being answered, the connection must finish its next
+      request's headers within this many seconds, or it is closed. Without it a connection that
+      sent nothing, or half a request line, stayed open for good, so anyone who could reach the
+      port, token or not, held open files until the server could accept no one. A request being
+      answered (an SSE stream too) is never cut by this.
+    - `write_stall_s`: writing that stays paused this long (asyncio's ``pause_writing``: the
+      transport's buffer is over its high-water mark because the client reads nothing) aborts the
+      connection. uvicorn stops an answer's writer while paused, but everything waiting to be
+      written behind it piles up (mcp answers each call in a task of its own, which holds its
+      result until the stream takes it). The app sees the client leave, and what waited for it
+      is released. A client that reads, however slowly, resumes the writing and is never cut.
+
+    Both are kept with public interfaces: `Connection` wraps the asyncio protocol uvicorn makes
+    for each connection (`DeadlineConfig`), and `Answering`, an ASGI middleware, tells it when
+    a request of its is being answered."""
+
+    headers_s: float = HEADERS_TIMEOUT_S
+    write_stall_s: float = WRITE_STALL_S
+
+
+class Connection(asyncio.Protocol):
+    """uvicorn's protocol for one connection (`inner`, which does all the HTTP), with `Deadlines`
+    kept around it: every asyncio callback is handed on unchanged."""
+
+    def __init__(self, inner: asyncio.Protocol, deadlines: Deadlines) -> None:
+        self.inner = inner
+        self.deadlines = deadlines
+        self.loop = asyncio.get_running_loop()
+        self.transport: asyncio.Transport | None = None
+        self.answering = 0  # requests begun and not yet answered in full
+        self.path: str | None = None  # of the request answered last
+        self.deadline: asyncio.TimerHandle | None = None
+        self.stall: asyncio.TimerHandle | None = None
+
+    # ------------------------------------------------------------ asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.inner.connection_made(transport)
+        self.watch()
 
     def data_received(self, data: bytes) -> None:
-        super().data_received(data)
-        self._watch()
+        token = _CONNECTION.set(self)
+        try:
+            self.inner.data_received(data)
+        finally:
+            _CONNECTION.reset(token)
 
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        self._watch()
+    def eof_received(self) -> bool | None:
+        return self.inner.eof_received()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._unwatch()
-        super().connection_lost(exc)
-
-    def _waiting(self) -> bool:
-        return self.cycle is None or self.cycle.response_complete
-
-    def _watch(self) -> None:
-        if not self._waiting():
-            self._unwatch()
-        elif self._deadline is None and not self.transport.is_closing():
-            self._deadline = self.loop.call_later(self.headers_timeout_s, self._late)
-
-    def _unwatch(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
-
-    def _late(self) -> None:
-        self._deadline = None
-        if self._waiting() and not self.transport.is_closing():
-            self.transport.close()
-
-
-class WriteDeadline(HeaderDeadline):
-    """`HeaderDeadline` that also cuts a client that stopped reading. uvicorn stops an answer's
-    writer while the transport's buffer is over its high-water mark (asyncio's `pause_writing`),
-    so bytes do not pile up in the transport; but everything waiting to be written behind that
-    writer does (mcp answers each call in a task of its own, which then holds its result until
-    the stream takes it: an SSE client that read nothing grew the server by 2 GB). Writing that
-    stays paused for `write_stall_s` aborts the connection: the app sees the client leave, and
-    what waited for it is released. A client that reads, however slowly, resumes the writing and
-    is never cut."""
-
-    write_stall_s = WRITE_STALL_S
-    _stall: asyncio.TimerHandle | None = None
+        self.unwatch()
+        self.unstall()
+        self.inner.connection_lost(exc)
 
     def pause_writing(self) -> None:
-        super().pause_writing()
-        if self._stall is None:
-            self._stall = self.loop.call_later(self.write_stall_s, self._stalled)
+        self.inner.pause_writing()
+        if self.stall is None:
+            self.stall = self.loop.call_later(self.deadlines.write_stall_s, self.stalled)
 
     def resume_writing(self) -> None:
-        self._unstall()
-        super().resume_writing()
+        self.unstall()
+        self.inner.resume_writing()
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._unstall()
-        super().connection_lost(exc)
+    # ------------------------------------------------------------ told by `Answering`
+    def begun(self, path: str | None) -> None:
+        self.answering += 1
+        self.path = path
+        self.unwatch()
 
-    def _unstall(self) -> None:
-        if self._stall is not None:
-            self._stall.cancel()
-            self._stall = None
+    def answered(self) -> None:
+        self.answering -= 1
+        self.watch()
 
-    def _stalled(self) -> None:
-        self._stall = None
-        if not self.transport.is_closing():
-            path = self.cycle.scope.get("path") if self.cycle is not None else None
-            _log.warning("serve.reader_stalled", path=path, seconds=self.write_stall_s, action="disconnected")
+    # ------------------------------------------------------------ the deadlines
+    def closing(self) -> bool:
+        return self.transport is None or self.transport.is_closing()
+
+    def watch(self) -> None:
+        """Start the headers deadline if no request is being answered and none runs."""
+        if self.answering == 0 and self.deadline is None and not self.closing():
+            self.deadline = self.loop.call_later(self.deadlines.headers_s, self.late)
+
+    def unwatch(self) -> None:
+        if self.deadline is not None:
+            self.deadline.cancel()
+            self.deadline = None
+
+    def late(self) -> None:
+        self.deadline = None
+        if self.answering == 0 and self.transport is not None and not self.closing():
+            self.transport.close()
+
+    def unstall(self) -> None:
+        if self.stall is not None:
+            self.stall.cancel()
+            self.stall = None
+
+    def stalled(self) -> None:
+        self.stall = None
+        if self.transport is not None and not self.closing():
+            seconds = self.deadlines.write_stall_s
+            _log.warning("serve.reader_stalled", path=self.path, seconds=seconds, action="disconnected")
             self.transport.abort()
+
+
+class Answering:
+    """Tells the `Connection` an HTTP request came on when it is being answered: from the app's
+    start until the last body message is sent (or the app returns). Pure ASGI; a request that
+    came by no `Connection` (an in-process test client) passes through untouched."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        connection = _CONNECTION.get()
+        if connection is None or scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        connection.begun(scope.get("path"))
+        pending = True
+
+        def answered() -> None:
+            nonlocal pending
+            if pending:
+                pending = False
+                connection.answered()
+
+        async def sending(message: Message) -> None:
+            await send(message)
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                answered()
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            answered()
+
+
+class DeadlineConfig(uvicorn.Config):
+    """`uvicorn.Config` serving `app` with `deadlines`: uvicorn's h11 protocol, each connection's
+    protocol wrapped in a `Connection`, the app in `Answering`."""
+
+    def __init__(self, app: ASGIApp, *, deadlines: Deadlines | None = None, **kwargs: Any) -> None:
+        self.deadlines = deadlines or Deadlines()
+        super().__init__(Answering(app), http="h11", **kwargs)
+
+    def load(self) -> None:
+        super().load()
+        inner = self.http_protocol_class
+        deadlines = self.deadlines
+
+        def connection(*args: Any, **kwargs: Any) -> asyncio.Protocol:
+            return Connection(inner(*args, **kwargs), deadlines)
+
+        self.http_protocol_class = connection  # type: ignore[assignment]  # a factory, called as uvicorn calls the class
 
 
 def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -174,14 +259,13 @@ def uvicorn_config(app: ASGIApp, settings: Settings, lifespan: Literal["auto", "
     default believes them from 127.0.0.1, so anything on the machine, or a proxy passing the header
     through, could name any client address and evade the per-address token throttle)."""
     proxies = list(settings.trusted_proxies)
-    return uvicorn.Config(
+    return DeadlineConfig(
         app,
         host=settings.host,
         port=settings.port,
         log_level="warning",
         lifespan=lifespan,
         log_config=None,
-        http=WriteDeadline,
         proxy_headers=bool(proxies),
         forwarded_allow_ips=proxies,
         # Open SSE streams never end on their own: GRACEFUL_SHUTDOWN_S after SIGTERM they are
@@ -261,7 +345,7 @@ async def run_stdio(mcp: MemoryMCP) -> None:
     async with anyio.create_task_group() as tg:
         await tg.start(_stop_on_signals, stop, tg.cancel_scope)
         async with pipe_stdio(stop=stop, grace=GRACEFUL_SHUTDOWN_S) as (read_stream, write_stream):
-            server = mcp._mcp_server
+            server = mcp.lowlevel
             await server.run(read_stream, write_stream, server.create_initialization_options())
         tg.cancel_scope.cancel()
 

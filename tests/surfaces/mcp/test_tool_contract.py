@@ -12,9 +12,16 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
 import pytest
+from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel
 
-from robot_mcp_memory.surfaces.mcp.server import OUTPUT_SCHEMA_DIALECT, MemoryMCP
+from robot_mcp_memory.app import Memory
+from robot_mcp_memory.surfaces.mcp.server import OUTPUT_SCHEMA_DIALECT, MemoryMCP, ResultMismatch, build_server
+from robot_mcp_memory.surfaces.mcp.tools.results import Refusal
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "tools.json"
 
@@ -153,14 +160,70 @@ async def test_output_schemas_carry_no_keyword_that_checks_nothing(server: Memor
     assert titled >= 2  # find_processes and list_processes return processes with a title
 
 
-async def test_results_are_converted_as_fastmcp_converts_them(server: MemoryMCP) -> None:
-    """The server dumps a pydantic result once (`server._converted`) instead of FastMCP's
-    ``convert_result`` followed by a compact text block: the structured content and the text
-    must be the very same, for every kind of result — and a result of the wrong type is still
-    refused."""
-    from pydantic import ValidationError
+class Part(BaseModel):
+    name: str
+    weight: float | None = None
 
-    from robot_mcp_memory.surfaces.mcp.server import _compact_text, _converted
+
+class Parts(BaseModel):
+    parts: list[Part]
+    note: str | None = None
+
+
+PARTS = Parts(parts=[Part(name="gripper", weight=1.5), Part(name="mug")], note="ünïcode")
+
+
+async def _parts() -> Parts | Refusal:
+    """A tool returning a union, as every tool of ours does."""
+    return PARTS
+
+
+async def _bare() -> Parts:
+    """A tool returning one model."""
+    return PARTS
+
+
+async def _wrong() -> Parts | Refusal:
+    """A tool that returns what it does not declare."""
+    return Part(name="not parts")  # type: ignore[return-value]  # the defect under test
+
+
+async def test_results_are_converted_as_fastmcp_converts_them(memory: Memory) -> None:
+    """A tool's pydantic result is dumped once into the `CallToolResult` (`structured_results`)
+    instead of FastMCP's ``convert_result`` and a compact text block written after it: the
+    structured content is FastMCP's own, wrapped as FastMCP wraps it, and the text is that value
+    as compact JSON — for a union result and a bare model — and a result of the wrong type is
+    still refused."""
+    plain = FastMCP("plain")
+    ours = build_server(memory)
+    for fn in (_parts, _bare, _wrong):
+        plain.add_tool(fn)
+        ours.add_tool(fn)
+    plain_tools = {t.name: t for t in await plain.list_tools()}
+    for name in ("_parts", "_bare"):
+        converted: Any = await plain.call_tool(name, {})  # FastMCP's own: (content, structured)
+        content, structured = converted
+        result = await ours.call_tool(name, {})
+        assert isinstance(result, CallToolResult)
+        assert result.structuredContent == structured, name
+        value = structured.get("result", structured) if name == "_parts" else structured
+        assert ("result" in structured) == (name == "_parts")
+        [block] = result.content
+        assert isinstance(block, TextContent)
+        assert block.text == pydantic_core.to_json(value).decode()  # compact
+        assert json.loads(block.text) == value
+        [theirs] = content
+        assert isinstance(theirs, TextContent)
+        assert json.loads(theirs.text) == value  # FastMCP's text: the same value, indented
+        assert not result.isError
+        published = {t.name: t for t in await ours.list_tools()}[name]
+        assert published.inputSchema["properties"] == plain_tools[name].inputSchema["properties"]
+    with pytest.raises(ToolError) as raised:
+        await ours.call_tool("_wrong", {})
+    assert isinstance(raised.value.__cause__, ResultMismatch)
+
+
+async def test_every_real_result_is_one_compact_text_block_of_its_structured_content(server: MemoryMCP) -> None:
     from tests.conftest import MAILROOM
 
     calls: list[tuple[str, dict[str, Any]]] = [
@@ -179,15 +242,15 @@ async def test_results_are_converted_as_fastmcp_converts_them(server: MemoryMCP)
         ("forget", {"memory_id": 999_999, "reason": "no such memory"}),
     ]
     for name, args in calls:
-        tool = server._tool_manager.get_tool(name)
-        assert tool is not None
-        raw = await server._tool_manager.call_tool(name, args, context=server.get_context())
-        assert _converted(tool.fn_metadata, raw) == _compact_text(tool.fn_metadata.convert_result(raw)), name
-    recall = server._tool_manager.get_tool("recall")
-    assert recall is not None
-    learned = await server._tool_manager.call_tool("learn", {"insight": "a new one"}, context=server.get_context())
-    with pytest.raises(ValidationError):
-        _converted(recall.fn_metadata, learned)  # a learn result is no recall result
+        result = await server.call_tool(name, args)
+        assert isinstance(result, CallToolResult), name
+        assert result.structuredContent is not None
+        inner = result.structuredContent["result"]
+        assert len(result.content) == 1
+        block = result.content[0]
+        assert isinstance(block, TextContent)
+        assert block.text == pydantic_core.to_json(inner).decode(), name
+        assert result.isError == isinstance(inner.get("error"), str), name
 
 
 def test_a_definition_used_once_inside_another_is_written_where_it_is_used() -> None:
@@ -245,10 +308,10 @@ async def test_inlined_output_schemas_decide_as_the_schemas_pydantic_wrote(serve
     assert learn is not None
     assert "MemoryView" not in json.dumps(recall)  # a memory's schema is where the memories are
     assert "AutoInferred" not in json.dumps(learn)
+    as_fastmcp_lists_them = {t.name: t for t in await FastMCP.list_tools(server)}
     for name, args in (("recall", {"query": "wet mug"}), ("learn", {"insight": "the dry mug holds at 8 N"})):
-        tool = server._tool_manager.get_tool(name)
-        assert tool is not None
-        before = {"$schema": OUTPUT_SCHEMA_DIALECT, **lean_schema(nullable_as_type_lists(tool.output_schema))}
+        raw = as_fastmcp_lists_them[name].outputSchema
+        before = {"$schema": OUTPUT_SCHEMA_DIALECT, **lean_schema(nullable_as_type_lists(raw))}
         after = inline_single_use(before)
         assert after == tools[name].outputSchema
         result = await server.call_tool(name, args)

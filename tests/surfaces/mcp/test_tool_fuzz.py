@@ -87,7 +87,7 @@ def test_hostile_arguments_to_every_tool_never_leak_and_never_change_stored_docu
     # Hypothesis drives synchronous tests; the MCP session lives on an event loop in a portal thread.
     with (
         start_blocking_portal() as portal,
-        portal.wrap_async_context_manager(create_connected_server_and_client_session(server)) as session,
+        portal.wrap_async_context_manager(create_connected_server_and_client_session(server.lowlevel)) as session,
     ):
         client = Client(session)
 

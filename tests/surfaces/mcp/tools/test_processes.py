@@ -158,14 +158,24 @@ async def test_hostile_queries_never_fail(client: Client) -> None:
         assert "processes" in result, q
 
 
-async def test_every_tool_is_async_and_the_server_is_named_memory(memory: Memory) -> None:
+async def test_every_tool_is_async_and_the_server_is_named_memory(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import inspect
 
-    from robot_mcp_memory.surfaces.mcp.server import build_server
+    from robot_mcp_memory.surfaces.mcp.server import MemoryMCP, build_server
 
+    registered: dict[str, Any] = {}
+    add_tool = MemoryMCP.add_tool
+
+    def recording(self: MemoryMCP, fn: Any, name: str | None = None, *args: Any, **kwargs: Any) -> None:
+        registered[name or fn.__name__] = fn
+        add_tool(self, fn, name, *args, **kwargs)
+
+    monkeypatch.setattr(MemoryMCP, "add_tool", recording)
     mcp = build_server(memory)
     assert mcp.name == "memory"
-    tools = mcp._tool_manager.list_tools()
+    tools = await mcp.list_tools()
     assert {t.name for t in tools} >= {
         "find_processes",
         "get_process",
@@ -176,9 +186,8 @@ async def test_every_tool_is_async_and_the_server_is_named_memory(memory: Memory
         "reindex",
     }
     for t in tools:
-        assert t.is_async, t.name
-        assert inspect.iscoroutinefunction(t.fn), t.name
-        assert t.output_schema is not None, t.name
+        assert inspect.iscoroutinefunction(registered[t.name]), t.name
+        assert t.outputSchema is not None, t.name
 
 
 async def test_an_unexpected_error_is_answered_generically_without_internals(
