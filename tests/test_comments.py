@@ -39,9 +39,6 @@ FIGURE = re.compile(
 #: to the docs. Remove a module once it is clean (a test says when).
 FIGURE_DEBT: frozenset[str] = frozenset(
     {
-        "surfaces/mcp/server.py",
-        "surfaces/mcp/stdio.py",
-        "surfaces/serve.py",
         "processes/sqlite/store.py",
         "experiences/sqlite/keyword_repo.py",
         "storage/sqlite/index_db.py",

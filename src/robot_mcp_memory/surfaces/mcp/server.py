@@ -273,8 +273,8 @@ class SessionCap:
     id) while it holds `per_robot` open ones (pure ASGI). Which sessions are open is `live`'s
     answer (`LiveSessions.live`: whose server runs); whose they are is read from the
     ``mcp-session-id`` header of the answer that opened them. An opening request still being
-    answered counts too, from before its first ``await``: 200 sent at once all got in before
-    any answer came back (found by review)."""
+    answered counts too, from before its first ``await``: requests sent all at once must not all
+    get in before any answer comes back."""
 
     def __init__(
         self, app: ASGIApp, live: Callable[[str], bool], per_robot: int = MAX_PER_ROBOT, path: str = "/mcp"
@@ -483,8 +483,8 @@ ToolOutput = Sequence[ContentBlock] | dict[str, Any] | tuple[Sequence[ContentBlo
 
 #: The JSON Schema dialect our output schemas declare. mcp 1.x clients validate every tool result
 #: with ``jsonschema.validate``, which first checks the schema itself against its meta-schema —
-#: on every call. Unlabelled, that is draft 2020-12 and costs 10-30 ms per result in the Python SDK
-#: (python-sdk#3133); labelled draft-07 it costs a tenth of that. The schemas pydantic writes for
+#: on every call. Unlabelled, that is draft 2020-12, whose meta-schema check dominates a small
+#: call in the Python SDK (python-sdk#3133); draft-07's is far cheaper. The schemas pydantic writes for
 #: our results use nothing draft-07 lacks (`$defs` references resolve by JSON pointer), and a test
 #: validates real results against them.
 OUTPUT_SCHEMA_DIALECT = "http://json-schema.org/draft-07/schema#"

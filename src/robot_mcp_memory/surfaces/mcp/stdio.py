@@ -2,7 +2,7 @@
 
 mcp 1.30's ``stdio_server`` wraps stdin and stdout in ``anyio.wrap_file``: every line read and
 every write and flush is a trip to a worker thread and back — three per call, each a thread wake-up
-on both sides (~0.2 ms of a 0.7 ms ping on a 2-core VM). When stdin and stdout are pipes
+on both sides, a large share of a ping (docs/benchmarks.md). When stdin and stdout are pipes
 (how MCP clients start a server) `pipe_stdio` hands them to asyncio's pipe transports
 instead: the same memory streams and the same JSON lines, with no thread in between. Anything else
 (a terminal, a regular file, a socket) is read and written by blocking calls on daemon threads
@@ -187,7 +187,7 @@ def message_id(body: bytes, *, of_request: bool = False) -> str | int | None:
 
 def _answerable(rid: object) -> str | int | None:
     """`rid` when an answer can carry it: an integer or a string that UTF-8 can encode (a lone
-    surrogate cannot: answering under it ended the session, found by review), else None."""
+    surrogate cannot: answering under it would end the session), else None."""
     if isinstance(rid, bool) or not isinstance(rid, str | int):
         return None
     if isinstance(rid, str):
@@ -221,9 +221,8 @@ def _invalid_request(rid: str | int, reason: str) -> SessionMessage:
 def encoded(message: types.JSONRPCMessage) -> str:
     """`message` as one JSON line: ``model_dump_json(by_alias=True, exclude_none=True)``, as
     mcp's stdio transport writes it. A response's result is plain JSON already (the session
-    dumped it), so it is encoded as it is, with no model walked: the same text in about half the
-    time of the model's own encoder (~0.1 ms less for a 5-memory recall on a slow 2-core VM). A
-    test compares the two on generated messages."""
+    dumped it), so it is encoded as it is, with no model walked: the same text for less work than
+    the model's own encoder. A test compares the two on generated messages."""
     root = message.root
     if type(root) is types.JSONRPCResponse and not root.model_extra:
         plain = {"jsonrpc": root.jsonrpc, "id": root.id, "result": root.result}
