@@ -1002,6 +1002,15 @@ class ProcessStore:
             return None
         return await asyncio.to_thread(self._embed, text)
 
+    async def _embed_query(self, query: str) -> tuple[str, Vector] | None:
+        """(model_id, vector) of a query (`ResilientEmbedder.embed_query`): a repeated query's
+        from the cache, here; a new one on a worker thread; None at once when the embedder
+        would not try."""
+        emb = self.embedder
+        if emb is None or not emb.would_embed():
+            return None
+        return emb.cached_query(query) or await asyncio.to_thread(emb.embed_query, query)
+
     async def _write_then(self, job: Callable[[sqlite3.Connection], T], after: Callable[[T], None]) -> T:
         """A definition write, then `after(result)` once it has committed and before the next
         write begins (the cache sees writes in commit order) — on a worker thread, so the cache
@@ -1040,7 +1049,7 @@ class ProcessStore:
     ) -> tuple[list[Hit], SearchMode]:
         """Hybrid search when a query vector and stored vectors exist; keyword-only otherwise.
         The mode says which one actually ran."""
-        embedded = await self._embed_off_loop(query) if fts.terms(query) else None
+        embedded = await self._embed_query(query) if fts.terms(query) else None
         if embedded is not None:
             model_id, qvec = embedded
             fuse = self.fuse
