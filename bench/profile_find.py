@@ -6,11 +6,12 @@ every document (the worst case of `bench.load_sse --corpus worst`).
 Prints process CPU time per call (all threads: the figure a shared machine disturbs least) of
 each part, measured one after another on one store: the query embedding, the keyword search
 (keyword mode's `store.search`; hybrid's keyword top 50), rendering the hits, the whole service
-find, the server's tool call alone (`MemoryMCP.call_tool`: the service and the tool layer above
-it — argument rules, the result model, its JSON), what the transport adds to write the answer
-(the JSON-RPC response as JSON), what the SDK's client spends checking the result against the
-output schema, and the whole call through the in-memory MCP client (client side included),
-beside a ping over the same client.
+find (unscoped, and for a robot token: its group's and fleet-wide documents), the server's tool
+call alone (`MemoryMCP.call_tool`: the service and the tool layer above it — argument rules,
+the result model, its JSON), what the transport adds to write the answer (the JSON-RPC response
+as JSON), what the SDK's client spends checking the result against the output schema, and the
+whole call through the in-memory MCP client (client side included), beside a ping over the
+same client.
 
 Two query streams: *distinct* (every call a text not asked before: the model embeds each one)
 and *repeated* (every call the same text, as a fleet's robots ask for one task at mission
@@ -41,7 +42,7 @@ from robot_mcp_memory.config import Settings
 from robot_mcp_memory.processes import docmodel
 from robot_mcp_memory.processes.sqlite import store
 from robot_mcp_memory.surfaces.mcp.server import build_server
-from robot_mcp_memory.tenancy.principal import ADMIN
+from robot_mcp_memory.tenancy.principal import ADMIN, Principal
 
 
 def _per_call_ms(fn: Callable[[int], object], calls: int) -> float:
@@ -60,8 +61,8 @@ async def _per_call_ms_async(fn: Callable[[int], Awaitable[object]], calls: int)
     return (time.process_time() - started) / calls * 1000
 
 
-async def _find(memory: Memory, queries: list[str], i: int) -> object:
-    return await memory.processes.find(ADMIN, queries[i], 3)
+async def _find(memory: Memory, who: Principal, queries: list[str], i: int) -> object:
+    return await memory.processes.find(who, queries[i], 3)
 
 
 async def _call(call_tool: Callable[[str, dict[str, Any]], Awaitable[object]], queries: list[str], i: int) -> object:
@@ -83,8 +84,17 @@ async def profile(processes: int, calls: int, embedder: str) -> list[tuple[str, 
     try:
         if memory.embedder is not None and memory.embedder.mode != "off":
             memory.embedder.wait_ready(120)
-        docs = [docmodel.parse(m) for m in make_documents(processes, seed=SEED)]
+        # Owned as the load bench owns them (`bench.load_sse.preload`): five robots, two per
+        # group, and fleet-wide documents; robot-1 (group g-1) sees half of them.
+        own = ["robot-1", "robot-2", "robot-3", "robot-4", "robot-5", "shared"]
+        docs = [
+            docmodel.parse(m).model_copy(update={"robot": own[n % len(own)]})
+            for n, m in enumerate(make_documents(processes, seed=SEED))
+        ]
         await memory.process_store.restore(docs)
+        await memory.fleet.upsert_group(ADMIN, "g-1", customer="profile")
+        for robot in ("robot-1", "robot-2"):
+            await memory.fleet.register_robot(ADMIN, robot, group="g-1")
         memory.process_store.backfiller.wait_idle(600)
         # Each measured row gets texts of its own (calls + 1 with the warm-up): none is in the
         # cache from an earlier row.
@@ -122,13 +132,14 @@ async def profile(processes: int, calls: int, embedder: str) -> list[tuple[str, 
         found = await memory.processes.find(ADMIN, qs[0], 3)
         hits = [h.doc for h in found.hits]
         out.append(("rendering the 3 hits", _per_call_ms(lambda _i: [d.render() for d in hits], calls)))
-        for label, stream in (("distinct", distinct), ("repeated", lambda: repeated)):
-            out.append(
-                (
-                    f"service find ({found.mode}), {label}",
-                    await _per_call_ms_async(functools.partial(_find, memory, stream()), calls),
+        for who, scope in ((ADMIN, "unscoped"), (Principal.robot("robot-1"), "a robot token")):
+            for label, stream in (("distinct", distinct), ("repeated", lambda: repeated)):
+                out.append(
+                    (
+                        f"service find ({found.mode}), {scope}, {label}",
+                        await _per_call_ms_async(functools.partial(_find, memory, who, stream()), calls),
+                    )
                 )
-            )
         server = build_server(memory)
 
         def args(q: str) -> dict[str, Any]:
