@@ -107,6 +107,10 @@ class LoadConfig:
     solo_s: float = 5.0
     #: also ping a bare FastMCP server (`bench.bare_echo`) with the same clients
     bare: bool = True
+    #: "pool": each client draws its finds from 50 instructions of its own (they repeat, as a
+    #: fleet's do: the server's query cache answers most); "distinct": every find a text not
+    #: asked before (a word no document holds appended), so the model embeds each one
+    queries: str = "pool"
 
 
 #: Steps every synthetic document holds (`bench_processes.make_document`): instructions made of
@@ -362,6 +366,7 @@ class Worker:
         self.queries = make(50, seed=SEED + n)
         self.items = list(corpus(200, seed=SEED + 1000 + n))
         self.made = 0
+        self.finds = 0
 
     async def main(self) -> None:
         headers = {"Authorization": f"Bearer {token_of(self.robot)}"}
@@ -424,7 +429,11 @@ class Worker:
     def _args(self, tool: str) -> dict[str, Any]:
         rng = self.rng
         if tool == "find_processes":
-            return {"query": rng.choice(self.queries), "k": 3}
+            query = rng.choice(self.queries)
+            if self.run.cfg.queries == "distinct":
+                self.finds += 1
+                query = f"{query}, ticket q{self.n}x{self.finds}x"
+            return {"query": query, "k": 3}
         if tool == "recall":
             return {"query": rng.choice(RECALL_QUERIES), "n": 5}
         if tool == "record_outcome":
@@ -601,7 +610,8 @@ def render(report: Report, command: str = "") -> str:
         "",
         f"The real server process over {kind} on 127.0.0.1, tokens on: {cfg.clients} clients of {cfg.tenants} robot "
         f"tenants (two per group, the last ungrouped), preloaded with {cfg.processes:,} processes and "
-        f"{cfg.memories:,} memories, {cfg.corpus} queries; embedder {cfg.embedder or 'default (USE, offline)'}, "
+        f"{cfg.memories:,} memories, {cfg.corpus} queries ({cfg.queries}); "
+        f"embedder {cfg.embedder or 'default (USE, offline)'}, "
         "find mode "
         f"{', '.join(sorted(report.modes)) or 'n/a'}. Latencies are client-side round trips.",
         "",
@@ -689,6 +699,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--transport", choices=("sse", "http"), default="sse", help="http: Streamable HTTP on /mcp")
     parser.add_argument("--corpus", choices=("realistic", "worst"), default="realistic", help="find's queries")
     parser.add_argument("--solo", type=float, default=5.0, help="seconds of each one-client phase")
+    parser.add_argument(
+        "--queries", choices=("pool", "distinct"), default="pool", help="distinct: every find a new text"
+    )
     parser.add_argument("--no-bare", action="store_true", help="skip the bare FastMCP server")
     parser.add_argument("--append", type=Path, help="append the markdown section to this file")
     args = parser.parse_args(argv)
@@ -706,6 +719,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         transport=args.transport,
         corpus=args.corpus,
         solo_s=args.solo,
+        queries=args.queries,
         bare=not args.no_bare,
     )
     logs.configure("warning")  # the preload's logs go to stderr; stdout carries the report

@@ -392,3 +392,95 @@ def test_credentials_in_the_embedder_url_never_reach_a_message() -> None:
     assert "pa55word" not in info.value.detail
     assert "embeduser" not in info.value.detail
     assert "http://***@127.0.0.1:1/base" in info.value.detail
+
+
+# ---------------------------------------------------------------------------- query vector cache
+def test_a_repeated_query_vector_comes_from_the_cache_without_running_the_model() -> None:
+    backend = Flaky()
+    r = ResilientEmbedder(backend, background=False)
+    r.start()
+    first = r.embed_query("mop the kitchen floor")
+    assert first is not None
+    runs = backend.embeds
+    again = r.embed_query("mop the kitchen floor")
+    cached = r.cached_query("mop the kitchen floor")
+    assert backend.embeds == runs  # neither ran the model
+    assert again is not None
+    assert cached is not None
+    assert again[0] == cached[0] == first[0] == backend.model_id
+    assert np.array_equal(again[1], first[1])
+    assert np.array_equal(cached[1], first[1])
+    assert np.array_equal(first[1], backend.embed(["mop the kitchen floor"])[0])
+    assert not again[1].flags.writeable  # one caller cannot change another's vector
+    assert r.embed_query("mop the kitchen floor ") is not None  # another text: the model runs
+    assert backend.embeds == runs + 2  # that call, and the direct one above
+
+
+def test_a_query_vector_is_never_served_under_another_model_or_after_a_reload() -> None:
+    clock = FakeClock()
+
+    class Renamed(Flaky):
+        """Each load names the model anew; `resize` makes the next embed say its size changed."""
+
+        resize = False
+
+        def load(self) -> None:
+            super().load()
+            self.model_id = f"stub-load-{self.loads}"
+
+        def embed(self, texts: Sequence[str]) -> Vectors:
+            if self.resize:
+                self.resize = False
+                raise DimensionChanged("changed dimension")
+            return super().embed(texts)
+
+    backend = Renamed()
+    r = ResilientEmbedder(backend, clock=clock, background=False)
+    r.start()
+    assert r.embed_query("dock") is not None
+    assert r.cached_query("dock") is not None
+    backend.model_id = "another-model"  # the configured model changed under the wrapper
+    assert r.cached_query("dock") is None
+    runs = backend.embeds
+    got = r.embed_query("dock")
+    assert got is not None
+    assert got[0] == "another-model"
+    assert backend.embeds == runs + 1  # a miss: the model ran
+    backend.resize = True
+    assert r.embed_query("undock") is None
+    assert r.mode == "unavailable"
+    assert r.cached_query("dock") is None  # nothing is read while the model is unavailable
+    clock.advance(60)
+    assert r.embed(["x"]) is not None  # due: loaded again
+    assert r.status()["mode"] == "ready"
+    assert backend.model_id == "stub-load-2"
+    backend.model_id = "another-model"  # even under the old id, nothing from before the reload
+    assert r.cached_query("dock") is None
+    assert r.cached_queries() == 0
+
+
+def test_the_query_cache_keeps_only_its_bound_dropping_the_least_recently_used() -> None:
+    backend = Flaky()
+    r = ResilientEmbedder(backend, background=False, query_cache=3)
+    r.start()
+    for text in ("a", "b", "c"):
+        r.embed_query(text)
+    r.embed_query("a")  # used again: "b" is now the least recent
+    r.embed_query("d")
+    assert r.cached_queries() == 3
+    assert r.cached_query("b") is None
+    assert all(r.cached_query(t) is not None for t in ("a", "c", "d"))
+
+
+def test_the_query_cache_is_safe_across_threads() -> None:
+    backend = Flaky()
+    r = ResilientEmbedder(backend, background=False, query_cache=8)
+    r.start()
+    texts = [f"task {i % 20}" for i in range(400)]
+    expected = {t: backend.embed([t])[0] for t in set(texts)}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        got = list(pool.map(r.embed_query, texts))
+    assert r.cached_queries() <= 8
+    for text, out in zip(texts, got, strict=True):
+        assert out is not None
+        assert np.array_equal(out[1], expected[text])

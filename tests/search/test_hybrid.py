@@ -255,7 +255,8 @@ async def test_http_embedder_failures_degrade_back_off_recover_and_backfill(
             await save_all(memory, MAILROOM)
             assert (await memory.processes.find(STDIO, "mailroom package")).mode == "hybrid"
             stub.mode = failure
-            found = await memory.processes.find(STDIO, "mailroom package")
+            # A query not asked before (a repeated one's vector comes from the embedder's cache).
+            found = await memory.processes.find(STDIO, "the package in the mailroom")
             assert found.mode == "keyword"  # the tool still answers
             assert found.hits[0].doc.id == "fetch-package-mailroom"
             assert memory.embedder.mode == "unavailable"
@@ -300,7 +301,8 @@ async def test_a_model_that_changes_size_under_its_name_is_re_embedded_never_mix
             assert memory.process_store.backfiller.wait_idle(60)
             assert (await memory.processes.find(STDIO, "mailroom package")).mode == "hybrid"
             stub.embedder = HashingEmbedder(32)  # while serving
-            found = await memory.processes.find(STDIO, "mailroom package")
+            # A query not asked before reaches the model (a repeated one's vector is cached).
+            found = await memory.processes.find(STDIO, "the mailroom package")
             assert (found.mode, found.hits[0].doc.id) == ("keyword", "fetch-package-mailroom")
             clock.advance(60)
             await memory.processes.find(STDIO, "mailroom package")  # due: loaded again

@@ -20,12 +20,19 @@ States (`mode`)::
 
 `embed` returns None rather than raising: "no vector" is an ordinary outcome the callers handle.
 The clock is injectable so tests step through the backoff without sleeping.
+
+`embed_query` keeps the vectors of the last `QUERY_CACHE_SIZE` query texts (an LRU): a fleet's
+robots ask for the same task at mission start, and a query vector is the costliest part of a
+hybrid find. An entry is keyed by (model id, exact text) and read only while the model is ready;
+every load (a reload after a failure, a new size under a new id) empties it, so a vector of
+another model, or of the same name re-pulled, is never served.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Literal
 
@@ -34,9 +41,13 @@ from robot_mcp_memory.config import Settings
 from robot_mcp_memory.errors import DimensionChanged, EmbedderUnavailable
 from robot_mcp_memory.search import embedders
 from robot_mcp_memory.search.embedders import Loadable, Vectors
+from robot_mcp_memory.search.vectors import Vector
 
 Mode = Literal["off", "loading", "ready", "unavailable"]
 BACKOFF_S: tuple[float, ...] = (60.0, 120.0, 240.0, 300.0)
+#: How many query vectors `embed_query` keeps (least recently used dropped first): at 512
+#: float32 dimensions ~2 KB each, plus the text (at most a tool's 4,000-character query).
+QUERY_CACHE_SIZE = 1024
 
 _log = logs.get("robot_mcp_memory.search.embedder")
 
@@ -49,6 +60,7 @@ class ResilientEmbedder:
         clock: Callable[[], float] = time.monotonic,
         backoff: Sequence[float] = BACKOFF_S,
         background: bool = True,
+        query_cache: int = QUERY_CACHE_SIZE,
     ) -> None:
         self.backend = backend
         self.clock = clock
@@ -65,6 +77,12 @@ class ResilientEmbedder:
         self._settled = threading.Event()  # the first load has succeeded or failed
         self._listeners: list[Callable[[], None]] = []
         self._started = False
+        #: (model id, query text) → its vector (read-only), most recently used last; guarded by
+        #: `_cache_lock`, never held while a model runs.
+        self._queries: OrderedDict[tuple[str, str], Vector] = OrderedDict()
+        self._query_cache = query_cache
+        self._cache_lock = threading.Lock()
+        self._loads = 0  # bumped by every load under `_cache_lock`: a vector made before it is not cached
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ResilientEmbedder:
@@ -130,6 +148,9 @@ class ResilientEmbedder:
         except Exception as exc:  # any failure of a third-party model is "unavailable"
             self._fail(exc, "load")
             return
+        with self._cache_lock:
+            self._queries.clear()  # whatever was cached came from an earlier load
+            self._loads += 1
         with self._lock:
             self._loaded = True
         _log.info(
@@ -214,6 +235,55 @@ class ResilientEmbedder:
             self._spawn_load()
             return self._embed_now(texts) if not self.background and self._mode == "ready" else None
         return self._embed_now(texts, probe=mode == "unavailable")
+
+    def embed_query(self, text: str) -> tuple[str, Vector] | None:
+        """(model id, vector) of one query text, or None when `embed` would give none. A text
+        embedded before under the same model id, since the last load, comes from the cache
+        without running the model (while the model is ready; otherwise `embed` decides)."""
+        if self.backend is None:
+            return None
+        model_id = self.model_id
+        with self._cache_lock:
+            loads = self._loads
+            hit = self._cached(model_id, text)
+        if hit is not None:
+            return hit
+        out = self.embed([text])
+        after = self.model_id
+        if out is None or after is None:
+            return None
+        vec = out[0].copy()
+        vec.setflags(write=False)  # shared by every caller that hits it
+        with self._cache_lock:
+            # Cached only when no load ran since `loads` was read: then `after` names the model
+            # that made the vector.
+            if self._loads == loads and after == model_id and self._query_cache > 0:
+                self._queries[(after, text)] = vec
+                self._queries.move_to_end((after, text))
+                while len(self._queries) > self._query_cache:
+                    self._queries.popitem(last=False)
+        return after, vec
+
+    def cached_query(self, text: str) -> tuple[str, Vector] | None:
+        """`embed_query`'s answer when the cache holds it, else None; never runs the model, so
+        an event loop may ask before handing the miss to a worker thread."""
+        with self._cache_lock:
+            return self._cached(self.model_id, text)
+
+    def _cached(self, model_id: str | None, text: str) -> tuple[str, Vector] | None:
+        """A hit for (`model_id`, `text`) while the model is ready; `_cache_lock` held."""
+        if model_id is None or self._mode != "ready":
+            return None
+        hit = self._queries.get((model_id, text))
+        if hit is None:
+            return None
+        self._queries.move_to_end((model_id, text))
+        return model_id, hit
+
+    def cached_queries(self) -> int:
+        """How many query vectors the cache holds now."""
+        with self._cache_lock:
+            return len(self._queries)
 
     def _embed_now(self, texts: Sequence[str], probe: bool = False) -> Vectors | None:
         assert self.backend is not None

@@ -15,7 +15,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.errors import Busy
@@ -314,7 +314,12 @@ def _few_visible(conn: sqlite3.Connection, where: str, params: list[str], pool: 
 
 
 def search(
-    conn: sqlite3.Connection, query: str, k: int, visible: Collection[str] | None, tenant: str | None = None
+    conn: sqlite3.Connection,
+    query: str,
+    k: int,
+    visible: Collection[str] | None,
+    tenant: str | None = None,
+    counted: Counted | None = None,
 ) -> list[Hit]:
     """The `k` best visible matches by relevance × reliability (then id), relevance being ``-bm25``:
     what `find` answers when it runs keyword-only.
@@ -329,12 +334,13 @@ def search(
     halving back can move a score's last bit (tests/processes/test_search_floor.py).
 
     With a `tenant`, a fleet-wide document ranks by that tenant's view of its counters
-    (`tenant_view`): other groups' outcomes do not move it."""
+    (`tenant_view`): other groups' outcomes do not move it. `counted`: the phrases' counts, when
+    the caller has them already (`count_phrases`; counted again unless they are this query's)."""
     found = fts.phrases(query)
     if not found:
         return []
     if len(found) > 1 and k >= 1:
-        total, docs = _doc_counts(conn, found)
+        total, docs = _counts_of(conn, found, counted)
         held = [(t, d) for t, d in zip(found, docs, strict=True) if d > 0]
         found = [t for t, _ in held]
 
@@ -358,24 +364,52 @@ def keyword_search(
     [0, 1] (`query_bound`, `search.relevance`) and score = relevance × reliability. The
     calibration is one factor for the whole query, so the order is `agreeing_search`'s."""
     text = " ".join(fts.content_terms(query))
-    bound = query_bound(conn, query)
+    counted = count_phrases(conn, text)  # what the bound and every search below need, counted once
+    bound = query_bound(conn, query, counted)
     out = []
     # Slots are read from the whole query: "off", "up" and "left" are function words to bm25.
-    for h in agreeing_search(conn, text, k, visible, tenant, slots_of=query):
+    for h in agreeing_search(conn, text, k, visible, tenant, slots_of=query, counted=counted):
         rel = bound.relevance(h.relevance)
         out.append(Hit(h.doc, rel * h.doc.reliability, rel, h.fleet))
     return out
 
 
-def query_bound(conn: sqlite3.Connection, query: str) -> KeywordBound:
+def query_bound(conn: sqlite3.Connection, query: str, counted: Counted | None = None) -> KeywordBound:
     """What calibrates the keyword relevance of `query` (`relevance.keyword_bound`): the phrases
-    its content words are searched by, with how many documents hold each."""
+    its content words are searched by, with how many documents hold each (`counted`, when the
+    caller has counted them: `count_phrases` of the content words)."""
     words = fts.content_terms(query)
     found = fts.phrases(" ".join(words))
     if not found:
         return relevance.NO_MATCH
-    total, docs = _doc_counts(conn, found)
+    total, docs = _counts_of(conn, found, counted)
     return relevance.keyword_bound(zip(found, docs, strict=True), total, words)
+
+
+class Counted(NamedTuple):
+    """A text's phrases (`fts.phrases`) with how many of the `total` documents hold each, read
+    in the snapshot of the search that uses them: the bound, the keyword list and every search
+    of one find share one count."""
+
+    phrases: list[str]
+    total: int
+    docs: list[int]
+
+
+def count_phrases(conn: sqlite3.Connection, text: str) -> Counted:
+    found = fts.phrases(text)
+    if not found:
+        return Counted([], 0, [])
+    total, docs = _doc_counts(conn, found)
+    return Counted(found, total, docs)
+
+
+def _counts_of(conn: sqlite3.Connection, found: list[str], counted: Counted | None) -> tuple[int, list[int]]:
+    """(documents, how many hold each of `found`): from `counted` when it counted these very
+    phrases, else read."""
+    if counted is not None and counted.phrases == found:
+        return counted.total, counted.docs
+    return _doc_counts(conn, found)
 
 
 #: How many of `search`'s best matches the keyword-only agreement re-ranking looks at, at most
@@ -392,6 +426,7 @@ def agreeing_search(
     tenant: str | None = None,
     *,
     slots_of: str | None = None,
+    counted: Counted | None = None,
 ) -> list[Hit]:
     """`search` with query-term agreement: the `k` best by relevance × agreement × reliability,
     where a document contradicting the query's colour, direction, count… (`agreement.factor`)
@@ -404,13 +439,13 @@ def agreeing_search(
     ``max(4k, AGREEMENT_POOL)``, and the best of those are returned, exact or not (as hybrid
     ranks only its 50 keyword candidates): past that pool a document could only pass if
     nearly every one ahead of it contradicted the query. A query naming no slot is `search`
-    itself. The slots are those `slots_of` names (default: `query`)."""
+    itself. The slots are those `slots_of` names (default: `query`); `counted` as in `search`."""
     wanted = agreement.slots(tokens(query if slots_of is None else slots_of))
     if not wanted or k < 1:
-        return search(conn, query, k, visible, tenant)
+        return search(conn, query, k, visible, tenant, counted)
     n, most = k, max(4 * k, AGREEMENT_POOL)
     while True:
-        hits = search(conn, query, n, visible, tenant)
+        hits = search(conn, query, n, visible, tenant, counted)
         factors = [agreement.factor(wanted, agreement.slots(tokens(agreement_text(h.doc)))) for h in hits]
         if all(f == 1.0 for f in factors[:k]):
             return hits[:k]  # nothing ahead is demoted, so nothing behind can pass it
@@ -629,7 +664,7 @@ def keyword_candidates(
 
 
 def keyword_leg(
-    conn: sqlite3.Connection, query: str, n: int, visible: Collection[str] | None
+    conn: sqlite3.Connection, query: str, n: int, visible: Collection[str] | None, counted: Counted | None = None
 ) -> tuple[list[tuple[str, float]], float]:
     """(`keyword_candidates`, the query's bound): the bound is more than any document's
     relevance can be (`fts.most_added` summed over the query's phrases, those no document
@@ -642,11 +677,11 @@ def keyword_leg(
     holding only those words could reach, the list is exact; otherwise the rarest of them
     chooses matches again, and so on (`_by_rarer_phrases`), down to every word. Phrases no
     document holds are left out altogether: they match nothing and add nothing, but bm25 would
-    still loop over them."""
+    still loop over them. `counted`: as in `query_bound`."""
     found = fts.phrases(" ".join(fts.content_terms(query)))
     if not found or n < 1:
         return [], 0.0
-    total, docs = _doc_counts(conn, found)
+    total, docs = _counts_of(conn, found, counted)
     bound = sum(fts.most_added(d, total) for d in docs)
     if len(found) > 1:
         held = [(t, d) for t, d in zip(found, docs, strict=True) if d > 0]
@@ -820,7 +855,8 @@ def hybrid_candidates(
     index = cache.index(conn, "process", model_id)
     if index is None or index.dim != qvec.shape[0]:  # no vector of this model (of this size) yet
         return None
-    keyword, bound = keyword_leg(conn, query, n, visible)
+    counted = count_phrases(conn, " ".join(fts.content_terms(query)))  # for the list and the bound alike
+    keyword, bound = keyword_leg(conn, query, n, visible, counted)
     vector = [(ref, cos) for ref, cos in index.search(qvec, n, visible) if cos >= fusion.MIN_COSINE]
     # Filtered by robot again: the index's partitions may trail a robot change by one write.
     reliability = select_reliability(conn, {r for r, _ in keyword} | {r for r, _ in vector}, visible, tenant)
@@ -831,7 +867,7 @@ def hybrid_candidates(
         keyword,
         vector,
         reliability,
-        query_bound(conn, query),
+        query_bound(conn, query, counted),
         cosine,
         select_agreement(conn, query, reliability),
         bound,
@@ -1002,6 +1038,15 @@ class ProcessStore:
             return None
         return await asyncio.to_thread(self._embed, text)
 
+    async def _embed_query(self, query: str) -> tuple[str, Vector] | None:
+        """(model_id, vector) of a query (`ResilientEmbedder.embed_query`): a repeated query's
+        from the cache, here; a new one on a worker thread; None at once when the embedder
+        would not try."""
+        emb = self.embedder
+        if emb is None or not emb.would_embed():
+            return None
+        return emb.cached_query(query) or await asyncio.to_thread(emb.embed_query, query)
+
     async def _write_then(self, job: Callable[[sqlite3.Connection], T], after: Callable[[T], None]) -> T:
         """A definition write, then `after(result)` once it has committed and before the next
         write begins (the cache sees writes in commit order) — on a worker thread, so the cache
@@ -1040,7 +1085,7 @@ class ProcessStore:
     ) -> tuple[list[Hit], SearchMode]:
         """Hybrid search when a query vector and stored vectors exist; keyword-only otherwise.
         The mode says which one actually ran."""
-        embedded = await self._embed_off_loop(query) if fts.terms(query) else None
+        embedded = await self._embed_query(query) if fts.terms(query) else None
         if embedded is not None:
             model_id, qvec = embedded
             fuse = self.fuse
