@@ -38,7 +38,6 @@ import random
 import re
 import sqlite3
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -52,43 +51,12 @@ from robot_mcp_memory.search import bm25
 
 _log = logs.get("robot_mcp_memory.keywords")
 
-_now = time.monotonic  # the clock of the cooldown (a test moves it)
-
-#: The longest the cache stays off after writes the log missed (`KeywordCache.cooldown_s`).
-MAX_COOLDOWN_S = 600.0
-
 #: The change log of memories_fts (declared in `storage`, which writes it).
 CHANGES = "memory_index_log"
+#: Each index entry's length in tokens per column (declared in `storage`, which writes it).
+LENGTHS = "memory_lengths"
 _PHRASE = re.compile(r'"((?:[^"]|"")*)"')
 _VOCAB = "temp.memories_fts_instances"
-
-
-def _varints(blob: bytes) -> list[int]:
-    """sqlite's varints, as FTS5 writes its averages and document sizes."""
-    out: list[int] = []
-    i, n = 0, len(blob)
-    while i < n:
-        value = 0
-        for k in range(9):
-            byte = blob[i]
-            i += 1
-            if k == 8:
-                value = (value << 8) | byte
-                break
-            value = (value << 7) | (byte & 0x7F)
-            if not byte & 0x80:
-                break
-        out.append(value)
-    return out
-
-
-def _length(blob: bytes | None) -> int:
-    """A document's length in tokens over all columns, from its ``docsize`` entry."""
-    if not blob:
-        return 0
-    if max(blob) < 0x80:  # every column shorter than 128 tokens: one byte each
-        return sum(blob)
-    return sum(_varints(blob))
 
 
 class _Tokenizer:
@@ -116,12 +84,11 @@ class _Tokenizer:
             conn.executemany("INSERT INTO probe(rowid, a, b) VALUES (?, ?, ?)", docs)
             conn.execute("CREATE VIRTUAL TABLE probev USING fts5vocab(probe, instance)")
             counts: dict[str, dict[int, list[int]]] = {}
+            doclen = np.zeros(len(docs) + 1, np.float64)
             for term, doc, col in conn.execute("SELECT term, doc, col FROM probev"):
                 counts.setdefault(term, {}).setdefault(doc, [0, 0])[0 if col == "a" else 1] += 1
-            doclen = np.zeros(len(docs) + 1, np.float64)
-            for doc, blob in conn.execute("SELECT id, sz FROM probe_docsize"):
-                doclen[doc] = _length(blob)
-            rows, tokens = _averages(conn, "probe")
+                doclen[doc] += 1  # a document's length: its token instances over both columns
+            rows, tokens = len(docs), int(doclen.sum())
             weight_sql = ", ".join(repr(w) for w in weights)
             for query in (["grasp"], ["mug", "red"], ["the", "force", "door"], ["slipped", "mug", "mug", "12"]):
                 terms = []
@@ -161,6 +128,14 @@ class _Tokenizer:
             self._words.clear()
         self._words[phrase] = token
         return token
+
+    def lengths(self, docs: Sequence[tuple[int, str, str]]) -> list[tuple[int, int, int]]:
+        """(doc, tokens in the first column, tokens in the second) of each document: the sizes
+        FTS5 gives bm25, as the token instances this tokenizer makes of its text."""
+        out = []
+        for doc, per in self.counts(docs).items():
+            out.append((doc, sum(a for a, _ in per.values()), sum(b for _, b in per.values())))
+        return out
 
     def counts(self, docs: Sequence[tuple[int, str, str]]) -> dict[int, dict[str, tuple[int, int]]]:
         """Per document: each token and how often it stands in each of the two columns. One
@@ -211,12 +186,6 @@ class KeywordCache:
         #: batch another process wrote), and everything is read again instead: tokenizing each
         #: costs ~45 µs, reading every length ~1 µs a row (then each word's list once again).
         self.max_batch = max_batch
-        #: Seconds the cache stays off after it caught a write the log missed (doubling while such
-        #: writes go on, up to `MAX_COOLDOWN_S`): an older build's process writing beside this one
-        #: would otherwise make it read everything again on every query.
-        self.cooldown_s = 30.0
-        self._cooldown = 0.0
-        self._off_until = 0.0
         #: Set while a caller reads everything again (~20 ms at 10,000 memories, half of it their
         #: ranking attributes; more at 100,000): others rank in SQL meanwhile rather than wait.
         self._filling = False
@@ -248,9 +217,8 @@ class KeywordCache:
         self._weight = np.zeros(0, np.float64)  # min(source_weight, MAX_SOURCE_WEIGHT)
         self._half = np.zeros(0, np.float64)  # 0.5 + 0.5 × confidence
         self._codes: dict[str, int] = {}
-        #: The index's rows and tokens at `_seq` as the cache counts them: equal to FTS5's averages
-        #: record unless something wrote the index without logging it (an older build of this
-        #: server on the same file): then everything is read again.
+        #: The index's entries and their tokens over all columns at `_seq`: the sums of `_present`
+        #: and `_doclen`, which bm25 takes as FTS5's row count and total.
         self._totals = (0, 0)
         #: False while ids are negative or far sparser than the rows (the arrays are indexed by id).
         self._dense = True
@@ -302,7 +270,7 @@ class KeywordCache:
 
     def _answering(self) -> bool:
         """False while the cache is off, or another reader is filling it (long): SQL ranks."""
-        return self.enabled and _now() >= self._off_until and not self._filling
+        return self.enabled and not self._filling
 
     def _scores(self, conn: sqlite3.Connection, phrases: Sequence[str]) -> tuple[bm25.Ids, bm25.Floats] | None:
         words = [self._tokenizer.word(p) for p in phrases]
@@ -351,15 +319,7 @@ class KeywordCache:
                     if len(self._overlay_docs) > self.max_changed:
                         self._fold_all()
                 if not news:
-                    if _averages(conn) == self._totals:
-                        return True
-                    # Nothing logged that the cache has not counted, yet the index's totals moved:
-                    # a write the log missed (an older build's process on this file).
-                    self._cooldown = min(max(self.cooldown_s, 2 * self._cooldown), MAX_COOLDOWN_S)
-                    self._off_until = _now() + self._cooldown
-                    _log.warning("keyword_cache.unlogged_writes", off_s=self._cooldown)
-                    self._reset(None)
-                    return False
+                    return True
         (top,) = conn.execute(f"SELECT coalesce(max(seq), 0) FROM {CHANGES}").fetchone()  # noqa: S608
         if self._seq is not None and top < self._seq:  # a snapshot older than the cache's
             return False
@@ -376,16 +336,43 @@ class KeywordCache:
 
     def _load_all(self, conn: sqlite3.Connection, top: int) -> None:
         self._reset(None)  # until it is complete: an interrupt leaves the cache empty, not wrong
-        low, high, count = conn.execute("SELECT min(id), max(id), count(*) FROM memories_fts_docsize").fetchone()
+        low, high, count = conn.execute(f"SELECT min(id), max(id), count(*) FROM {LENGTHS}").fetchone()  # noqa: S608
+        (entries,) = conn.execute("SELECT count(*) FROM memories_fts").fetchone()
+        present: set[int] | None = None
+        if entries != count:
+            # Entries without their lengths — written by a build from before the table, whose
+            # write the triggers marked by deleting the row — or lengths without an entry (an
+            # entry deleted by hand): the entries decide, and those unmeasured are measured here.
+            present = {doc for (doc,) in conn.execute("SELECT rowid FROM memories_fts")}
+            low, high, count = (min(present), max(present), len(present)) if present else (None, None, 0)
         self._dense = dense_ids(low, high, count)
-        if self._dense:
-            self._grow(high + 1 if high is not None else 0)
-            for doc, blob in conn.execute("SELECT id, sz FROM memories_fts_docsize"):
-                self._doclen[doc] = _length(blob)
+        if not self._dense:
+            self._totals = (count, 0)
+            self._seq = top
+            return
+        self._grow(high + 1 if high is not None else 0)
+        for doc, length in conn.execute(f"SELECT id, content + context FROM {LENGTHS}"):  # noqa: S608
+            if present is None or doc in present:
+                self._doclen[doc] = length
                 self._present[doc] = True
-            self._attributes(conn, "1", [])
-        self._totals = _averages(conn)
+        if present is not None:
+            unmeasured = sorted(d for d in present if not self._present[d])
+            for at in range(0, len(unmeasured), 500):
+                self._measure(conn, unmeasured[at : at + 500])
+        self._attributes(conn, "1", [])
+        self._totals = (count, int(self._doclen.sum()))  # integers: the double sum is exact
         self._seq = top
+
+    def _measure(self, conn: sqlite3.Connection, docs: Sequence[int]) -> None:
+        """The lengths of the entries of `docs` (ids within the arrays), from their text."""
+        marks = ",".join("?" * len(docs))
+        texts = conn.execute(
+            f"SELECT rowid, content, context FROM memories_fts WHERE rowid IN ({marks})",  # noqa: S608
+            list(docs),
+        ).fetchall()
+        for doc, a, b in self._tokenizer.lengths([(d, a or "", b or "") for d, a, b in texts]):
+            self._doclen[doc] = a + b
+            self._present[doc] = True
 
     def _grow(self, size: int) -> None:
         if size > len(self._doclen):
@@ -401,23 +388,22 @@ class KeywordCache:
         docs = sorted(changed)
         marks = ",".join("?" * len(docs))
         texts = conn.execute(
-            "SELECT d.id, f.content, f.context, d.sz FROM memories_fts_docsize d "  # noqa: S608
-            f"JOIN memories_fts f ON f.rowid = d.id WHERE d.id IN ({marks})",
+            f"SELECT rowid, content, context FROM memories_fts WHERE rowid IN ({marks})",  # noqa: S608
             docs,
         ).fetchall()
-        sizes = {d: sz for d, _, _, sz in texts}
         rows, tokens = self._totals
         if not dense_ids(docs[0], docs[-1], rows + len(docs)):
             return False
-        counts = self._tokenizer.counts([(d, a or "", b or "") for d, a, b, _ in texts])
+        counts = self._tokenizer.counts([(d, a or "", b or "") for d, a, b in texts])
         self._grow(docs[-1] + 1)
         self._active[docs] = False  # a memory without a row is no candidate
         self._attributes(conn, f"id IN ({marks})", docs)
         for doc in docs:
-            length = _length(sizes.get(doc))
-            rows += int(doc in sizes) - int(self._present[doc])
+            held_now = doc in counts  # the memory has an entry (perhaps of no token)
+            length = sum(a + b for a, b in counts.get(doc, {}).values())
+            rows += int(held_now) - int(self._present[doc])
             tokens += length - int(self._doclen[doc])
-            self._present[doc] = doc in sizes
+            self._present[doc] = held_now
             for word in self._overlay_docs.pop(doc, ()):
                 self._overlay.get(word, {}).pop(doc, None)
             held = {w: n for w, n in counts.get(doc, {}).items() if w in self._terms}
@@ -497,7 +483,7 @@ class KeywordCache:
         self._overlay_docs.clear()
 
     def _read(self, conn: sqlite3.Connection, word: str) -> _Postings:
-        _ensure_vocab(conn)
+        instances_view(conn)
         per: dict[int, tuple[int, int]] = {}
         for doc, col, n in conn.execute(
             f"SELECT doc, col, count(*) FROM {_VOCAB} WHERE term = ? GROUP BY doc, col",  # noqa: S608
@@ -548,21 +534,31 @@ def dense_ids(low: int | None, high: int | None, rows: int) -> bool:
     return low is None or (low >= 0 and high is not None and high <= 4 * rows + 1_000_000)
 
 
-def _averages(conn: sqlite3.Connection, table: str = "memories_fts") -> tuple[int, int]:
-    """(rows, tokens over all columns) of an FTS5 table: its averages record."""
-    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()  # noqa: S608
-    values = _varints(row[0]) if row and row[0] else [0]
-    return values[0], sum(values[1:])
-
-
-def _ensure_vocab(conn: sqlite3.Connection) -> None:
-    """The connection's own fts5vocab view of memories_fts (a temp table: readers are query-only
-    on the file, and a temp table is none of its business, so the pragma is lifted around it)."""
+def instances_view(conn: sqlite3.Connection) -> str:
+    """The connection's own fts5vocab view of memories_fts's instances, made once (a temp table:
+    readers are query-only on the file, and a temp table is none of its business, so the pragma
+    is lifted around it); its name."""
     if conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'memories_fts_instances'").fetchone():
-        return
+        return _VOCAB
     (query_only,) = conn.execute("PRAGMA query_only").fetchone()
     conn.execute("PRAGMA query_only=0")
     try:
         conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {_VOCAB} USING fts5vocab(main, 'memories_fts', 'instance')")
     finally:
         conn.execute(f"PRAGMA query_only={int(query_only)}")
+    return _VOCAB
+
+
+_measurers = threading.local()  # a tokenizer per thread for `entry_lengths`, by tokenize option
+
+
+def entry_lengths(tokenize: str, entries: Sequence[tuple[int, str, str]]) -> list[tuple[int, int, int]]:
+    """(id, tokens of the content, tokens of the context) of each index entry (id, content text,
+    context text) as an FTS5 table with `tokenize` holds it: what the writes keep in `LENGTHS`."""
+    tokenizers: dict[str, _Tokenizer] | None = getattr(_measurers, "by_option", None)
+    if tokenizers is None:
+        tokenizers = _measurers.by_option = {}
+    tokenizer = tokenizers.get(tokenize)
+    if tokenizer is None:
+        tokenizer = tokenizers[tokenize] = _Tokenizer(tokenize)
+    return tokenizer.lengths(entries)
