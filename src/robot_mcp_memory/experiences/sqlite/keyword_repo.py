@@ -1,29 +1,33 @@
 """The keyword cache: `memories_fts`'s posting lists in memory, so keyword recall's bm25 costs
 tens of microseconds instead of FTS5's walk over every match (`search.bm25`).
 
+Built on public interfaces only: SQL on `memories_fts`, FTS5's ``fts5vocab``, and tables of our
+own — never FTS5's shadow tables (tests/test_architecture.py checks).
+
 A word's list (which memories hold it, how often in each column) is read from the index the first
-time a query holds the word — FTS5's ``fts5vocab`` — and kept, least recently used first out.
-Writes keep it current through `CHANGES`: every write of a memory's index entry appends the
-memory's id there in the same transaction (`log_changes`), and a rebuild of the index appends a
-NULL (everything changed). Before it answers, the cache reads what was appended since it last
-looked, in the caller's read transaction — whichever process wrote it — and re-reads only those
-memories' entries: their text from the index, tokenized by the same tokenizer in a private
-in-memory FTS5 table, their lengths from FTS5's own table. A list read before such a change
-ignores the changed memories and takes their current counts from the overlay instead. So the
-cache answers for exactly the snapshot the caller reads, or not at all (`scores` returns None
-and the caller ranks in SQL): a query whose phrases are not single words, a reader whose
-snapshot is older than the cache's.
+time a query holds the word — ``fts5vocab`` — and kept, least recently used first out. Each
+memory's length in tokens is `LENGTHS`, a table of our own written with the index entry in the
+same transaction; rows and tokens are its count and sum, and idf comes from the lists themselves,
+so every score is the double ``-bm25(memories_fts, 1.0, 0.4)`` would return
+(tests/experiences/test_keyword_cache.py compares them over random corpora and writes).
 
-Row counts and token totals come from FTS5's averages record, and idf from the lists
-themselves, so every score is the double ``-bm25(memories_fts, 1.0, 0.4)`` would return
-(tests/experiences/test_keyword_cache.py compares them over random corpora and writes). Three
-guards keep it that way:
+Writes keep it current through `CHANGES`: triggers on `memories` append a memory's id there in the
+writing transaction for every insert, every change of its text and every change of a ranking
+attribute, and a rebuild of the index appends a NULL (everything changed). Before it answers, the
+cache reads what was appended since it last looked, in the caller's read transaction — whichever
+process wrote it — and re-reads only those memories' entries: their text from the index, tokenized
+by the same tokenizer in a private in-memory FTS5 table, which gives their counts and lengths. A
+list read before such a change ignores the changed memories and takes their current counts from the
+overlay instead. So the cache answers for exactly the snapshot the caller reads, or not at all
+(`scores` returns None and the caller ranks in SQL): a query whose phrases are not single words, a
+reader whose snapshot is older than the cache's.
 
-- the cache counts the index's rows and tokens itself and compares them with FTS5's averages
-  record on every query: a write the log missed (a process of an older build, opened before the
-  log's migration) shows there — all but an update that keeps a text's length — and the cache
-  stays off for `KeywordCache.cooldown_s` (doubling while such writes go on, up to
-  `MAX_COOLDOWN_S`), then reads everything again;
+Writes the log could miss: the triggers fire for every build's writes through `memories` (an older
+build's too, which neither logs nor writes `LENGTHS`), and they drop the memory's `LENGTHS` row —
+so a row there is never stale, at worst missing, and a cache filling afresh measures the entries
+without one itself. Only a write of `memories_fts` alone, bypassing `memories` (by hand), is
+unseen. Two guards remain:
+
 - made, the cache scores a sample index and compares with this sqlite's bm25(): a build that
   rounds otherwise (GCC fuses multiply-adds by default on aarch64) turns it off;
 - ids are array indexes: a negative id, or ids far sparser than the rows, and SQL ranks.
