@@ -136,9 +136,16 @@ class _Tokenizer:
     def lengths(self, docs: Sequence[tuple[int, str, str]]) -> list[tuple[int, int, int]]:
         """(doc, tokens in the first column, tokens in the second) of each document: the sizes
         FTS5 gives bm25, as the token instances this tokenizer makes of its text."""
+        conn = self._conn
         out = []
-        for doc, per in self.counts(docs).items():
-            out.append((doc, sum(a for a, _ in per.values()), sum(b for _, b in per.values())))
+        for doc, a_text, b_text in docs:
+            conn.execute("BEGIN")
+            try:
+                conn.execute("INSERT INTO tok(rowid, a, b) VALUES (?, ?, ?)", (doc, a_text, b_text))
+                per = dict(conn.execute("SELECT col, sum(cnt) FROM tokc GROUP BY col").fetchall())
+            finally:
+                conn.execute("ROLLBACK")
+            out.append((doc, int(per.get("a", 0)), int(per.get("b", 0))))
         return out
 
     def counts(self, docs: Sequence[tuple[int, str, str]]) -> dict[int, dict[str, tuple[int, int]]]:
