@@ -368,6 +368,8 @@ class KeywordCache:
                 self._present[doc] = True
         if present is not None:
             unmeasured = sorted(d for d in present if not self._present[d])
+            if unmeasured:
+                _log.warning("keyword_cache.lengths_missing", entries=len(unmeasured))
             for at in range(0, len(unmeasured), 500):
                 self._measure(conn, unmeasured[at : at + 500])
         self._attributes(conn, "1", [])
