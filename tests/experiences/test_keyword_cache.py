@@ -16,6 +16,8 @@ import time
 from dataclasses import replace
 from typing import Any
 
+import hypothesis
+import hypothesis.strategies as st
 import numpy as np
 import pytest
 from bench.experience_corpus import QUERIES, corpus
@@ -720,3 +722,23 @@ async def test_a_stdio_server_brings_the_cache_up_to_a_write_while_the_answer_tr
     await asyncio.sleep(0.05)
     assert cache._seq != memory.index.read_blocking(logged)
     _check(memory, cache, Scope(None, "default", 0.0, time.time()), ("dunlin", "knot"))
+
+
+_TOKENIZER = keyword_repo._Tokenizer(storage.MEMORIES_TOKENIZE)
+_ASCII = st.text(st.characters(max_codepoint=127))
+
+
+@hypothesis.given(st.lists(st.tuples(_ASCII, st.text(st.characters(max_codepoint=300))), max_size=6))
+@hypothesis.settings(max_examples=100)
+def test_lengths_counted_on_write_are_the_tokenizers_for_any_text(texts: list[tuple[str, str]]) -> None:
+    """A write counts an ASCII text's tokens as runs of letters and digits (no trip through a
+    private FTS5 table): for any text, the very counts the tokenizer gives."""
+    docs = [(i, a, b) for i, (a, b) in enumerate(texts, start=1)]
+    assert sorted(_TOKENIZER.lengths(docs)) == sorted(_TOKENIZER._measured(docs))
+
+
+def test_a_tokenizer_that_splits_ascii_otherwise_counts_every_text_in_fts5() -> None:
+    other = keyword_repo._Tokenizer("unicode61 tokenchars '-_'")
+    assert keyword_repo._Tokenizer(storage.MEMORIES_TOKENIZE)._ascii_exact
+    assert not other._ascii_exact
+    assert other.lengths([(1, "grip-force a_b", "x.y")]) == [(1, 2, 2)]
