@@ -19,6 +19,8 @@ The tree (docs/architecture.md draws it)::
 - Only the MCP adapter imports `mcp`; no module uses a private name of mcp, starlette or uvicorn
   outside `PRIVATE_DEBT`, which may only shrink.
 - Only ``config.py`` reads the environment.
+- No module reads an FTS5 table's private shadow tables (``_data``, ``_docsize``, ``_idx``,
+  ``_content``): an accelerator is built on public interfaces (fts5vocab, tables of our own).
 
 Each detector is also run on a few hand-written samples, so a guard that can no longer fail
 does not pass silently.
@@ -389,6 +391,87 @@ def test_no_module_uses_a_private_name_of_mcp_starlette_or_uvicorn() -> None:
 
 def test_the_private_debt_list_only_shrinks() -> None:
     assert sorted(PRIVATE_DEBT - set(_private_users())) == [], "remove these from PRIVATE_DEBT: they are clean"
+
+
+#: A virtual table's declaration as FTS5 (`kinds.fts5_table` and hand-written DDL alike).
+FTS5_DDL = re.compile(r"CREATE\s+VIRTUAL\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(?:\w+\.)?(\w+)\s+USING\s+fts5\s*\(", re.I)
+FTS5_SHADOWS = ("data", "docsize", "idx", "content")
+
+
+def _literal_texts(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, text) of every string literal but docstrings; an f-string's fields read ``{}``."""
+    skip = _docstrings(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            for part in node.values:
+                skip.add(id(part))
+            yield node.lineno, "".join(str(p.value) if isinstance(p, ast.Constant) else "{}" for p in node.values)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+            yield node.lineno, node.value
+
+
+def fts5_tables(trees: list[ast.AST]) -> set[str]:
+    """The FTS5 tables these modules declare: by DDL, or by `fts5_table("name", ...)`."""
+    names: set[str] = set()
+    for tree in trees:
+        for _, text in _literal_texts(tree):
+            names.update(m.group(1) for m in FTS5_DDL.finditer(text))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", None)) == "fts5_table"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                names.add(node.args[0].value)
+    return names
+
+
+def fts5_shadow_reads(tree: ast.AST, tables: set[str]) -> Iterator[tuple[int, str]]:
+    """(line, name) of every shadow table of an FTS5 table named in a literal: ``memories_fts_docsize``,
+    or an f-string's ``{table}_data``."""
+    prefix = "|".join([r"\{\}", *sorted(re.escape(t) for t in tables)])
+    shadow = re.compile(rf"(?<!\w)(?:{prefix})_(?:{'|'.join(FTS5_SHADOWS)})(?!\w)")
+    for line, text in _literal_texts(tree):
+        for m in shadow.finditer(text):
+            yield line, m.group(0)
+
+
+def test_no_module_reads_an_fts5_tables_private_shadow_tables() -> None:
+    modules = _modules()
+    tables = fts5_tables([tree for _, tree in modules])
+    assert {"memories_fts", "processes_fts"} <= tables
+    offenders = [f"{rel}:{line}: {name}" for rel, tree in modules for line, name in fts5_shadow_reads(tree, tables)]
+    assert offenders == [], "read an FTS5 index through SQL on the table or fts5vocab, or keep a table of our own"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'conn.execute("SELECT id, sz FROM memories_fts_docsize")',
+        'conn.execute(f"SELECT block FROM {table}_data WHERE id = 1")',
+        'TRIGGER = "WHEN EXISTS (SELECT 1 FROM memories_fts_docsize WHERE id = NEW.id)"',
+        'c.execute("CREATE VIRTUAL TABLE probe USING fts5(a, b)")\nc.execute("SELECT id, sz FROM probe_docsize")',
+        'T = fts5_table("notes_fts", source="notes", columns="body")\nQ = "SELECT * FROM notes_fts_idx"',
+    ],
+)
+def test_the_shadow_detector_flags_reads_of_fts5_internals(source: str) -> None:
+    tree = ast.parse(source)
+    assert list(fts5_shadow_reads(tree, fts5_tables([tree]) | {"memories_fts"}))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'q = "SELECT rowid, content, context FROM memories_fts WHERE rowid = ?"',
+        'q = "SELECT doc, col FROM temp.memories_fts_instances"',
+        'q = f"UPDATE t SET new_content = ? WHERE {col}_id = ?"',
+        'def f():\n    """FTS5 keeps its lengths in memories_fts_docsize, which we never read."""',
+    ],
+)
+def test_the_shadow_detector_ignores_public_reads_and_prose(source: str) -> None:
+    assert list(fts5_shadow_reads(ast.parse(source), {"memories_fts"})) == []
 
 
 def test_only_config_reads_the_environment() -> None:

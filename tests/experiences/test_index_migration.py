@@ -304,7 +304,12 @@ def test_a_version_17_file_gets_the_whole_change_log_triggers_and_the_index_name
         after = conn.execute("SELECT count(*) FROM memory_index_log").fetchone()[0]
     finally:
         conn.close()
-    assert set(triggers) == {"memories_rank_log", "memories_rank_log_insert", "memories_rank_log_delete"}
+    assert set(triggers) == {
+        "memories_rank_log",
+        "memories_rank_log_insert",
+        "memories_rank_log_delete",
+        "memories_text_log",  # migration 24
+    }
     assert after == before + 1  # a memory leaving the active ones is logged now
 
 
@@ -338,9 +343,12 @@ def test_a_version_19_file_logs_an_update_of_a_context(tmp_path: Path) -> None:
         after_inactive = conn.execute("SELECT count(*) FROM memory_index_log").fetchone()[0]
     finally:
         conn.close()
-    assert (after, logged) == (before + 1, first)
+    # a context's change is logged twice: a ranking attribute (migration 20) and a text (migration 24)
+    assert (after, logged) == (before + 2, first)
     assert aged == after + 1
-    assert after_inactive == before_inactive
+    # not active before or after: no ranking attribute changed, but its text did, whose length
+    # FTS5's bm25 counts in every memory's score (migration 24)
+    assert after_inactive == before_inactive + 1
 
 
 def _checks_and_temporary_tables(path: Path) -> tuple[str, int]:
@@ -410,3 +418,43 @@ def _fresh(data: Path) -> Path:
     with RobotMemory(data, robot_id="rap-1") as mem:
         mem.learn("a first memory")
     return data / "index.db"
+
+
+def test_a_version_23_file_gets_every_index_entrys_length_from_the_index(tmp_path: Path) -> None:
+    """Migration 24: `memory_lengths` is created and filled from the index itself (its
+    instances), one row per entry — an empty text too — and the keyword cache ranks from it."""
+    mem = RobotMemory(tmp_path, robot_id="rap-1", embedder="none")
+    mem.learn("the blue bin jams at 30 N, the blue one", {"task": {"name": "sort blue bins"}})
+    mem.learn("the red bin opens at 12 N", {"params": {"force": 12}})
+    mem.close()
+    path = tmp_path / "index.db"
+    conn = sqlite3.connect(path)
+    try:  # as the writes counted them, with the cache's tokenizer
+        written = conn.execute("SELECT id, content, context FROM memory_lengths ORDER BY id").fetchall()
+    finally:
+        conn.close()
+    assert written[0] == (1, 10, 3)  # "the blue bin jams at 30 n the blue one", "sort blue bins"
+    _back_to(
+        path,
+        23,
+        "DROP TRIGGER memories_text_log",
+        "DROP TRIGGER memories_rank_log_insert",
+        "CREATE TRIGGER memories_rank_log_insert AFTER INSERT ON memories BEGIN SELECT 1; END",
+        "DROP TABLE memory_lengths",
+        "INSERT INTO memories(id, robot, collection, type, content, category, confidence, context, content_hash, "
+        "created_at, updated_at) VALUES (7, 'rap-1', 'default', 'fact', 'x', 'observation', 0.9, '{}', 'x', 0, 0)",
+        "INSERT INTO memories_fts(rowid, content, context) VALUES (7, '', '')",
+    )
+    mem = RobotMemory(tmp_path, robot_id="rap-1", embedder="none")
+    try:
+        assert [m["id"] for m in mem.recall("blue bin", n=5)][:1] == [1]
+    finally:
+        mem.close()
+    conn = sqlite3.connect(path)
+    try:
+        lengths = conn.execute("SELECT id, content, context FROM memory_lengths ORDER BY id").fetchall()
+        triggers = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    finally:
+        conn.close()
+    assert lengths == [*written, (7, 0, 0)]
+    assert "memories_text_log" in triggers

@@ -16,6 +16,8 @@ import time
 from dataclasses import replace
 from typing import Any
 
+import hypothesis
+import hypothesis.strategies as st
 import numpy as np
 import pytest
 from bench.experience_corpus import QUERIES, corpus
@@ -493,7 +495,8 @@ async def test_without_the_change_log_sql_ranks(memory: Memory) -> None:
 
 
 def _unlogged(memory: Memory, mid: int, content: str) -> None:
-    """Write an index entry as a build from before the change log would: without logging it."""
+    """Write an index entry as a build from before the change log would: without logging it, and
+    without its `memory_lengths` row."""
 
     def write(c: sqlite3.Connection) -> None:
         if c.execute("SELECT 1 FROM memories WHERE id = ?", (mid,)).fetchone() is None:
@@ -511,40 +514,74 @@ def _unlogged(memory: Memory, mid: int, content: str) -> None:
     memory.index.write_blocking(write)
 
 
-async def test_writes_the_log_missed_turn_the_cache_off_for_a_while(
-    memory: Memory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A process of an older build, opened before migration 15, writes the index without logging:
-    its inserts and its updates that change a text's length show in FTS5's own totals. SQL ranks
-    for a while (reading everything again on every such write would cost more than SQL while
-    that process goes on writing), twice as long at each new such write; then the cache reads
-    everything again."""
+def _lengths(c: sqlite3.Connection) -> dict[int, tuple[int, int]]:
+    return {int(d): (int(a), int(b)) for d, a, b in c.execute("SELECT id, content, context FROM memory_lengths")}
+
+
+def _lengths_in_the_index(c: sqlite3.Connection) -> dict[int, tuple[int, int]]:
+    """Each entry's tokens per column as the index itself holds them (its instances, fts5vocab)."""
+    out = {int(d): (0, 0) for (d,) in c.execute("SELECT rowid FROM memories_fts")}
+    view = keyword_repo.instances_view(c)
+    for doc, col, n in c.execute(f"SELECT doc, col, count(*) FROM {view} GROUP BY doc, col"):  # noqa: S608
+        a, b = out[int(doc)]
+        out[int(doc)] = (a + n, b) if col == "content" else (a, b + n)
+    return out
+
+
+async def test_writes_of_a_build_without_the_log_or_the_lengths_are_followed_exactly(memory: Memory) -> None:
+    """A process of an older build writes the index without logging it (before migration 15) and
+    without the lengths (before migration 24). Its writes go through `memories`, whose triggers
+    (on the file, whichever build writes) log them and drop the memory's length: the cache in
+    use re-reads those memories, a cache filled afresh measures the entries left without a length
+    — both rank exactly as SQL — and a rebuild of the index writes every length again."""
     svc = memory.experiences
     await svc.learn_many(STDIO, [(f"heron {i} by the pond", {}) for i in range(20)])
     cache = _cache_of(memory)
-    clock = [1000.0]
-    monkeypatch.setattr(keyword_repo, "_now", lambda: clock[0])
     scope = Scope(None, "default", 0.0, time.time())
     _check(memory, cache, scope, ("heron", "pond"))
     for i in range(5):
         _unlogged(memory, 1000 + i, f"heron heron {i}")
     _unlogged(memory, 3, "heron heron heron heron pond")  # longer than before
-    scope = Scope(None, "default", 0.0, time.time())
-    assert _check(memory, cache, scope, ("heron", "pond"), ns=(3, 30))
-    assert memory.index.read_blocking(lambda c: cache.scores(c, ['"heron"'])) is None  # off
-    clock[0] += cache.cooldown_s
     got = memory.index.read_blocking(lambda c: cache.scores(c, ['"heron"']))
     assert got is not None
     assert 1004 in got[0].tolist()
-    _unlogged(memory, 1005, "heron")
-    assert memory.index.read_blocking(lambda c: cache.scores(c, ['"heron"'])) is None
-    clock[0] += cache.cooldown_s  # off twice as long now
-    assert memory.index.read_blocking(lambda c: cache.scores(c, ['"heron"'])) is None
-    clock[0] += cache.cooldown_s
+    scope = Scope(None, "default", 0.0, time.time())
     assert _check(memory, cache, scope, ("heron", "pond"), ns=(3, 30))
-    got = memory.index.read_blocking(lambda c: cache.scores(c, ['"heron"']))
-    assert got is not None
-    assert 1005 in got[0].tolist()
+    missing = {3, 1000, 1001, 1002, 1003, 1004}
+    assert not missing & set(memory.index.read_blocking(_lengths))
+    fresh = _cache()
+    assert _check(memory, fresh, scope, ("heron", "pond"), ns=(3, 30))
+    assert fresh._totals == memory.index.read_blocking(
+        lambda c: (len(_lengths_in_the_index(c)), sum(a + b for a, b in _lengths_in_the_index(c).values()))
+    )
+    memory.index.write_blocking(rebuild_text_indexes)
+    assert memory.index.read_blocking(_lengths) == memory.index.read_blocking(_lengths_in_the_index)
+
+
+async def test_the_lengths_table_holds_what_the_index_holds_after_every_write(memory: Memory) -> None:
+    """Each write of an entry writes its lengths in the same transaction — a learn, an update (of
+    the text, of the context, with user tags), an id that comes round again, a rebuild — and they
+    are the index's own counts, token for token."""
+    svc = memory.experiences
+    await svc.learn_many(
+        STDIO,
+        [("grasp the red mug, the red one", {"task": {"name": "grasp red mug"}}), ("ok", {}), ("dock at 3", {})],
+    )
+    await svc.learn(STDIO, "wet floor by the sink: slipped twice", {"place": "kitchen sink", "tags": ["wet", "floor"]})
+    mid = memory.index.read_blocking(lambda c: c.execute("SELECT max(id) FROM memories").fetchone()[0])
+    await svc.update(STDIO, mid, "wet floor near the sink, slipped once", {"place": "kitchen", "note": "mop it"})
+    await svc.update(STDIO, 1, "the mug")
+    assert memory.index.read_blocking(_lengths) == memory.index.read_blocking(_lengths_in_the_index)
+    # the newest memory deleted by hand, its entry left behind: the next learn takes its id
+    memory.index.write_blocking(lambda c: c.execute("DELETE FROM memories WHERE id = ?", (mid,)))
+    await svc.learn(STDIO, "a heron by the pond, a heron again")
+    assert memory.index.read_blocking(_lengths) == memory.index.read_blocking(_lengths_in_the_index)
+    assert memory.index.read_blocking(lambda c: c.execute("SELECT max(id) FROM memories").fetchone()[0]) == mid
+    memory.index.write_blocking(lambda c: c.execute("UPDATE memories SET content = 'okapi okapi' WHERE id = 2"))
+    memory.index.write_blocking(rebuild_text_indexes)
+    lengths = memory.index.read_blocking(_lengths)
+    assert lengths == memory.index.read_blocking(_lengths_in_the_index)
+    assert lengths[2] == (2, 0)
 
 
 async def test_while_one_query_fills_the_cache_others_are_ranked_by_sql(memory: Memory) -> None:
@@ -567,21 +604,23 @@ async def test_an_interrupted_first_read_leaves_the_cache_empty_not_wrong(
     await memory.experiences.learn_many(STDIO, [(f"egret {i} " + "word " * i, {}) for i in range(20)])
     cache = _cache()
     calls = 0
-    length = keyword_repo._length
+    attributes = cache._attributes
 
-    def interrupted(blob: bytes | None) -> int:
+    def interrupted(conn: sqlite3.Connection, where: str, params: Any) -> None:
         nonlocal calls
         calls += 1
-        if calls == 5:
+        if calls == 1:  # the lengths are in, the attributes not yet
             raise KeyboardInterrupt
-        return length(blob)
+        attributes(conn, where, params)
 
-    monkeypatch.setattr(keyword_repo, "_length", interrupted)
+    monkeypatch.setattr(cache, "_attributes", interrupted)
     with pytest.raises(KeyboardInterrupt):
         memory.index.read_blocking(lambda c: cache.scores(c, ['"egret"']))
+    assert cache._seq is None
+    assert not cache._doclen.any()
     scope = Scope(None, "default", 0.0, time.time())
     assert _check(memory, cache, scope, ("egret",))
-    assert calls > 20  # read again, in full
+    assert calls > 1  # read again, in full
 
 
 @pytest.mark.parametrize("mid", [-1, 10**12])
@@ -599,7 +638,6 @@ async def test_ids_arrays_cannot_hold_are_ranked_by_sql(memory: Memory, mid: int
     for i in range(3):  # ordinary writes meanwhile are no "writes the log missed"
         await memory.experiences.learn(STDIO, f"plover {i} again on the shore")
         assert _check(memory, cache, scope, ("plover", "shore"))
-    assert cache._off_until == 0.0
     fresh = _cache()
     assert memory.index.read_blocking(lambda c: fresh.scores(c, ['"plover"'])) is None
 
@@ -684,3 +722,23 @@ async def test_a_stdio_server_brings_the_cache_up_to_a_write_while_the_answer_tr
     await asyncio.sleep(0.05)
     assert cache._seq != memory.index.read_blocking(logged)
     _check(memory, cache, Scope(None, "default", 0.0, time.time()), ("dunlin", "knot"))
+
+
+_TOKENIZER = keyword_repo._Tokenizer(storage.MEMORIES_TOKENIZE)
+_ASCII = st.text(st.characters(max_codepoint=127))
+
+
+@hypothesis.given(st.lists(st.tuples(_ASCII, st.text(st.characters(max_codepoint=300))), max_size=6))
+@hypothesis.settings(max_examples=100)
+def test_lengths_counted_on_write_are_the_tokenizers_for_any_text(texts: list[tuple[str, str]]) -> None:
+    """A write counts an ASCII text's tokens as runs of letters and digits (no trip through a
+    private FTS5 table): for any text, the very counts the tokenizer gives."""
+    docs = [(i, a, b) for i, (a, b) in enumerate(texts, start=1)]
+    assert sorted(_TOKENIZER.lengths(docs)) == sorted(_TOKENIZER._measured(docs))
+
+
+def test_a_tokenizer_that_splits_ascii_otherwise_counts_every_text_in_fts5() -> None:
+    other = keyword_repo._Tokenizer("unicode61 tokenchars '-_'")
+    assert keyword_repo._Tokenizer(storage.MEMORIES_TOKENIZE)._ascii_exact
+    assert not other._ascii_exact
+    assert other.lengths([(1, "grip-force a_b", "x.y")]) == [(1, 2, 2)]

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from robot_mcp_memory.experiences import dedup
-from robot_mcp_memory.experiences.sqlite.storage import MEMORIES_FTS, context_text, log_rebuild
+from robot_mcp_memory.experiences.sqlite.storage import MEMORIES_FTS, context_text, fill_lengths, log_rebuild
 from robot_mcp_memory.search import segment
 from robot_mcp_memory.storage.sqlite import recreate
 
@@ -43,6 +43,7 @@ def rebuild_memory_index(conn: sqlite3.Connection, interrupt: Callable[[], None]
             ),
         )
         n += 1
+    fill_lengths(conn)
     log_rebuild(conn)  # in-memory keyword caches read everything again
     return n
 

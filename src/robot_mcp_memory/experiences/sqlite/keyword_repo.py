@@ -1,29 +1,33 @@
 """The keyword cache: `memories_fts`'s posting lists in memory, so keyword recall's bm25 costs
 tens of microseconds instead of FTS5's walk over every match (`search.bm25`).
 
+Built on public interfaces only: SQL on `memories_fts`, FTS5's ``fts5vocab``, and tables of our
+own — never FTS5's shadow tables (tests/test_architecture.py checks).
+
 A word's list (which memories hold it, how often in each column) is read from the index the first
-time a query holds the word — FTS5's ``fts5vocab`` — and kept, least recently used first out.
-Writes keep it current through `CHANGES`: every write of a memory's index entry appends the
-memory's id there in the same transaction (`log_changes`), and a rebuild of the index appends a
-NULL (everything changed). Before it answers, the cache reads what was appended since it last
-looked, in the caller's read transaction — whichever process wrote it — and re-reads only those
-memories' entries: their text from the index, tokenized by the same tokenizer in a private
-in-memory FTS5 table, their lengths from FTS5's own table. A list read before such a change
-ignores the changed memories and takes their current counts from the overlay instead. So the
-cache answers for exactly the snapshot the caller reads, or not at all (`scores` returns None
-and the caller ranks in SQL): a query whose phrases are not single words, a reader whose
-snapshot is older than the cache's.
+time a query holds the word — ``fts5vocab`` — and kept, least recently used first out. Each
+memory's length in tokens is `LENGTHS`, a table of our own written with the index entry in the
+same transaction; rows and tokens are its count and sum, and idf comes from the lists themselves,
+so every score is the double ``-bm25(memories_fts, 1.0, 0.4)`` would return
+(tests/experiences/test_keyword_cache.py compares them over random corpora and writes).
 
-Row counts and token totals come from FTS5's averages record, and idf from the lists
-themselves, so every score is the double ``-bm25(memories_fts, 1.0, 0.4)`` would return
-(tests/experiences/test_keyword_cache.py compares them over random corpora and writes). Three
-guards keep it that way:
+Writes keep it current through `CHANGES`: triggers on `memories` append a memory's id there in the
+writing transaction for every insert, every change of its text and every change of a ranking
+attribute, and a rebuild of the index appends a NULL (everything changed). Before it answers, the
+cache reads what was appended since it last looked, in the caller's read transaction — whichever
+process wrote it — and re-reads only those memories' entries: their text from the index, tokenized
+by the same tokenizer in a private in-memory FTS5 table, which gives their counts and lengths. A
+list read before such a change ignores the changed memories and takes their current counts from the
+overlay instead. So the cache answers for exactly the snapshot the caller reads, or not at all
+(`scores` returns None and the caller ranks in SQL): a query whose phrases are not single words, a
+reader whose snapshot is older than the cache's.
 
-- the cache counts the index's rows and tokens itself and compares them with FTS5's averages
-  record on every query: a write the log missed (a process of an older build, opened before the
-  log's migration) shows there — all but an update that keeps a text's length — and the cache
-  stays off for `KeywordCache.cooldown_s` (doubling while such writes go on, up to
-  `MAX_COOLDOWN_S`), then reads everything again;
+Writes the log could miss: the triggers fire for every build's writes through `memories` (an older
+build's too, which neither logs nor writes `LENGTHS`), and they drop the memory's `LENGTHS` row —
+so a row there is never stale, at worst missing, and a cache filling afresh measures the entries
+without one itself. Only a write of `memories_fts` alone, bypassing `memories` (by hand), is
+unseen. Two guards remain:
+
 - made, the cache scores a sample index and compares with this sqlite's bm25(): a build that
   rounds otherwise (GCC fuses multiply-adds by default on aarch64) turns it off;
 - ids are array indexes: a negative id, or ids far sparser than the rows, and SQL ranks.
@@ -38,7 +42,6 @@ import random
 import re
 import sqlite3
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -52,43 +55,15 @@ from robot_mcp_memory.search import bm25
 
 _log = logs.get("robot_mcp_memory.keywords")
 
-_now = time.monotonic  # the clock of the cooldown (a test moves it)
-
-#: The longest the cache stays off after writes the log missed (`KeywordCache.cooldown_s`).
-MAX_COOLDOWN_S = 600.0
-
 #: The change log of memories_fts (declared in `storage`, which writes it).
 CHANGES = "memory_index_log"
+#: Each index entry's length in tokens per column (declared in `storage`, which writes it).
+LENGTHS = "memory_lengths"
 _PHRASE = re.compile(r'"((?:[^"]|"")*)"')
+#: unicode61's tokens in ASCII text: runs of ASCII letters and digits (every other ASCII character
+#: separates). `_Tokenizer` checks that its tokenizer splits every ASCII character so before using it.
+_ASCII_TOKEN = re.compile(r"[0-9A-Za-z]+")
 _VOCAB = "temp.memories_fts_instances"
-
-
-def _varints(blob: bytes) -> list[int]:
-    """sqlite's varints, as FTS5 writes its averages and document sizes."""
-    out: list[int] = []
-    i, n = 0, len(blob)
-    while i < n:
-        value = 0
-        for k in range(9):
-            byte = blob[i]
-            i += 1
-            if k == 8:
-                value = (value << 8) | byte
-                break
-            value = (value << 7) | (byte & 0x7F)
-            if not byte & 0x80:
-                break
-        out.append(value)
-    return out
-
-
-def _length(blob: bytes | None) -> int:
-    """A document's length in tokens over all columns, from its ``docsize`` entry."""
-    if not blob:
-        return 0
-    if max(blob) < 0x80:  # every column shorter than 128 tokens: one byte each
-        return sum(blob)
-    return sum(_varints(blob))
 
 
 class _Tokenizer:
@@ -101,6 +76,15 @@ class _Tokenizer:
         self._conn.execute("CREATE VIRTUAL TABLE tokc USING fts5vocab(tok, col)")
         self._quoted = quoted
         self._words: dict[str, str | None] = {}
+        #: Whether ASCII text is counted as `_ASCII_TOKEN` splits it (`lengths`' fast path).
+        self._ascii_exact = self._splits_ascii_as_words()
+
+    def _splits_ascii_as_words(self) -> bool:
+        """Whether this tokenizer makes of each ASCII character, between two letters, what
+        `_ASCII_TOKEN` does: one token with them if it is a letter or digit, else a separator."""
+        probes = [(i, f"x{chr(i)}x", "") for i in range(1, 128)]
+        found = {doc: a for doc, a, _ in self._measured(probes)}
+        return all(found[i] == len(_ASCII_TOKEN.findall(text)) for i, text, _ in probes)
 
     def agrees(self, weights: tuple[float, ...]) -> bool:
         """Whether `search.bm25` scores a sample index exactly as this sqlite's bm25() does."""
@@ -116,12 +100,11 @@ class _Tokenizer:
             conn.executemany("INSERT INTO probe(rowid, a, b) VALUES (?, ?, ?)", docs)
             conn.execute("CREATE VIRTUAL TABLE probev USING fts5vocab(probe, instance)")
             counts: dict[str, dict[int, list[int]]] = {}
+            doclen = np.zeros(len(docs) + 1, np.float64)
             for term, doc, col in conn.execute("SELECT term, doc, col FROM probev"):
                 counts.setdefault(term, {}).setdefault(doc, [0, 0])[0 if col == "a" else 1] += 1
-            doclen = np.zeros(len(docs) + 1, np.float64)
-            for doc, blob in conn.execute("SELECT id, sz FROM probe_docsize"):
-                doclen[doc] = _length(blob)
-            rows, tokens = _averages(conn, "probe")
+                doclen[doc] += 1  # a document's length: its token instances over both columns
+            rows, tokens = len(docs), int(doclen.sum())
             weight_sql = ", ".join(repr(w) for w in weights)
             for query in (["grasp"], ["mug", "red"], ["the", "force", "door"], ["slipped", "mug", "mug", "12"]):
                 terms = []
@@ -161,6 +144,35 @@ class _Tokenizer:
             self._words.clear()
         self._words[phrase] = token
         return token
+
+    def lengths(self, docs: Sequence[tuple[int, str, str]]) -> list[tuple[int, int, int]]:
+        """(doc, tokens in the first column, tokens in the second) of each document: the sizes
+        FTS5 gives bm25, as the token instances this tokenizer makes of its text. ASCII text is
+        counted by `_ASCII_TOKEN` when the tokenizer splits ASCII so (checked when made): porter
+        stems a token, never splits or drops one."""
+        if not self._ascii_exact:
+            return self._measured(docs)
+        out, rest = [], []
+        for doc, a_text, b_text in docs:
+            if a_text.isascii() and b_text.isascii() and "\x00" not in a_text and "\x00" not in b_text:
+                out.append((doc, len(_ASCII_TOKEN.findall(a_text)), len(_ASCII_TOKEN.findall(b_text))))
+            else:
+                rest.append((doc, a_text, b_text))
+        return out + self._measured(rest) if rest else out
+
+    def _measured(self, docs: Sequence[tuple[int, str, str]]) -> list[tuple[int, int, int]]:
+        """`lengths`, each document put in the private table and its per-column totals read."""
+        conn = self._conn
+        out = []
+        for doc, a_text, b_text in docs:
+            conn.execute("BEGIN")
+            try:
+                conn.execute("INSERT INTO tok(rowid, a, b) VALUES (?, ?, ?)", (doc, a_text, b_text))
+                per = dict(conn.execute("SELECT col, sum(cnt) FROM tokc GROUP BY col").fetchall())
+            finally:
+                conn.execute("ROLLBACK")
+            out.append((doc, int(per.get("a", 0)), int(per.get("b", 0))))
+        return out
 
     def counts(self, docs: Sequence[tuple[int, str, str]]) -> dict[int, dict[str, tuple[int, int]]]:
         """Per document: each token and how often it stands in each of the two columns. One
@@ -211,12 +223,6 @@ class KeywordCache:
         #: batch another process wrote), and everything is read again instead: tokenizing each
         #: costs ~45 µs, reading every length ~1 µs a row (then each word's list once again).
         self.max_batch = max_batch
-        #: Seconds the cache stays off after it caught a write the log missed (doubling while such
-        #: writes go on, up to `MAX_COOLDOWN_S`): an older build's process writing beside this one
-        #: would otherwise make it read everything again on every query.
-        self.cooldown_s = 30.0
-        self._cooldown = 0.0
-        self._off_until = 0.0
         #: Set while a caller reads everything again (~20 ms at 10,000 memories, half of it their
         #: ranking attributes; more at 100,000): others rank in SQL meanwhile rather than wait.
         self._filling = False
@@ -248,9 +254,8 @@ class KeywordCache:
         self._weight = np.zeros(0, np.float64)  # min(source_weight, MAX_SOURCE_WEIGHT)
         self._half = np.zeros(0, np.float64)  # 0.5 + 0.5 × confidence
         self._codes: dict[str, int] = {}
-        #: The index's rows and tokens at `_seq` as the cache counts them: equal to FTS5's averages
-        #: record unless something wrote the index without logging it (an older build of this
-        #: server on the same file): then everything is read again.
+        #: The index's entries and their tokens over all columns at `_seq`: the sums of `_present`
+        #: and `_doclen`, which bm25 takes as FTS5's row count and total.
         self._totals = (0, 0)
         #: False while ids are negative or far sparser than the rows (the arrays are indexed by id).
         self._dense = True
@@ -302,7 +307,7 @@ class KeywordCache:
 
     def _answering(self) -> bool:
         """False while the cache is off, or another reader is filling it (long): SQL ranks."""
-        return self.enabled and _now() >= self._off_until and not self._filling
+        return self.enabled and not self._filling
 
     def _scores(self, conn: sqlite3.Connection, phrases: Sequence[str]) -> tuple[bm25.Ids, bm25.Floats] | None:
         words = [self._tokenizer.word(p) for p in phrases]
@@ -351,15 +356,7 @@ class KeywordCache:
                     if len(self._overlay_docs) > self.max_changed:
                         self._fold_all()
                 if not news:
-                    if _averages(conn) == self._totals:
-                        return True
-                    # Nothing logged that the cache has not counted, yet the index's totals moved:
-                    # a write the log missed (an older build's process on this file).
-                    self._cooldown = min(max(self.cooldown_s, 2 * self._cooldown), MAX_COOLDOWN_S)
-                    self._off_until = _now() + self._cooldown
-                    _log.warning("keyword_cache.unlogged_writes", off_s=self._cooldown)
-                    self._reset(None)
-                    return False
+                    return True
         (top,) = conn.execute(f"SELECT coalesce(max(seq), 0) FROM {CHANGES}").fetchone()  # noqa: S608
         if self._seq is not None and top < self._seq:  # a snapshot older than the cache's
             return False
@@ -376,16 +373,45 @@ class KeywordCache:
 
     def _load_all(self, conn: sqlite3.Connection, top: int) -> None:
         self._reset(None)  # until it is complete: an interrupt leaves the cache empty, not wrong
-        low, high, count = conn.execute("SELECT min(id), max(id), count(*) FROM memories_fts_docsize").fetchone()
+        low, high, count = conn.execute(f"SELECT min(id), max(id), count(*) FROM {LENGTHS}").fetchone()  # noqa: S608
+        (entries,) = conn.execute("SELECT count(*) FROM memories_fts").fetchone()
+        present: set[int] | None = None
+        if entries != count:
+            # Entries without their lengths — written by a build from before the table, whose
+            # write the triggers marked by deleting the row — or lengths without an entry (an
+            # entry deleted by hand): the entries decide, and those unmeasured are measured here.
+            present = {doc for (doc,) in conn.execute("SELECT rowid FROM memories_fts")}
+            low, high, count = (min(present), max(present), len(present)) if present else (None, None, 0)
         self._dense = dense_ids(low, high, count)
-        if self._dense:
-            self._grow(high + 1 if high is not None else 0)
-            for doc, blob in conn.execute("SELECT id, sz FROM memories_fts_docsize"):
-                self._doclen[doc] = _length(blob)
+        if not self._dense:
+            self._totals = (count, 0)
+            self._seq = top
+            return
+        self._grow(high + 1 if high is not None else 0)
+        for doc, length in conn.execute(f"SELECT id, content + context FROM {LENGTHS}"):  # noqa: S608
+            if present is None or doc in present:
+                self._doclen[doc] = length
                 self._present[doc] = True
-            self._attributes(conn, "1", [])
-        self._totals = _averages(conn)
+        if present is not None:
+            unmeasured = sorted(d for d in present if not self._present[d])
+            if unmeasured:
+                _log.warning("keyword_cache.lengths_missing", entries=len(unmeasured))
+            for at in range(0, len(unmeasured), 500):
+                self._measure(conn, unmeasured[at : at + 500])
+        self._attributes(conn, "1", [])
+        self._totals = (count, int(self._doclen.sum()))  # integers: the double sum is exact
         self._seq = top
+
+    def _measure(self, conn: sqlite3.Connection, docs: Sequence[int]) -> None:
+        """The lengths of the entries of `docs` (ids within the arrays), from their text."""
+        marks = ",".join("?" * len(docs))
+        texts = conn.execute(
+            f"SELECT rowid, content, context FROM memories_fts WHERE rowid IN ({marks})",  # noqa: S608
+            list(docs),
+        ).fetchall()
+        for doc, a, b in self._tokenizer.lengths([(d, a or "", b or "") for d, a, b in texts]):
+            self._doclen[doc] = a + b
+            self._present[doc] = True
 
     def _grow(self, size: int) -> None:
         if size > len(self._doclen):
@@ -401,23 +427,22 @@ class KeywordCache:
         docs = sorted(changed)
         marks = ",".join("?" * len(docs))
         texts = conn.execute(
-            "SELECT d.id, f.content, f.context, d.sz FROM memories_fts_docsize d "  # noqa: S608
-            f"JOIN memories_fts f ON f.rowid = d.id WHERE d.id IN ({marks})",
+            f"SELECT rowid, content, context FROM memories_fts WHERE rowid IN ({marks})",  # noqa: S608
             docs,
         ).fetchall()
-        sizes = {d: sz for d, _, _, sz in texts}
         rows, tokens = self._totals
         if not dense_ids(docs[0], docs[-1], rows + len(docs)):
             return False
-        counts = self._tokenizer.counts([(d, a or "", b or "") for d, a, b, _ in texts])
+        counts = self._tokenizer.counts([(d, a or "", b or "") for d, a, b in texts])
         self._grow(docs[-1] + 1)
         self._active[docs] = False  # a memory without a row is no candidate
         self._attributes(conn, f"id IN ({marks})", docs)
         for doc in docs:
-            length = _length(sizes.get(doc))
-            rows += int(doc in sizes) - int(self._present[doc])
+            held_now = doc in counts  # the memory has an entry (perhaps of no token)
+            length = sum(a + b for a, b in counts.get(doc, {}).values())
+            rows += int(held_now) - int(self._present[doc])
             tokens += length - int(self._doclen[doc])
-            self._present[doc] = doc in sizes
+            self._present[doc] = held_now
             for word in self._overlay_docs.pop(doc, ()):
                 self._overlay.get(word, {}).pop(doc, None)
             held = {w: n for w, n in counts.get(doc, {}).items() if w in self._terms}
@@ -497,7 +522,7 @@ class KeywordCache:
         self._overlay_docs.clear()
 
     def _read(self, conn: sqlite3.Connection, word: str) -> _Postings:
-        _ensure_vocab(conn)
+        instances_view(conn)
         per: dict[int, tuple[int, int]] = {}
         for doc, col, n in conn.execute(
             f"SELECT doc, col, count(*) FROM {_VOCAB} WHERE term = ? GROUP BY doc, col",  # noqa: S608
@@ -548,21 +573,31 @@ def dense_ids(low: int | None, high: int | None, rows: int) -> bool:
     return low is None or (low >= 0 and high is not None and high <= 4 * rows + 1_000_000)
 
 
-def _averages(conn: sqlite3.Connection, table: str = "memories_fts") -> tuple[int, int]:
-    """(rows, tokens over all columns) of an FTS5 table: its averages record."""
-    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()  # noqa: S608
-    values = _varints(row[0]) if row and row[0] else [0]
-    return values[0], sum(values[1:])
-
-
-def _ensure_vocab(conn: sqlite3.Connection) -> None:
-    """The connection's own fts5vocab view of memories_fts (a temp table: readers are query-only
-    on the file, and a temp table is none of its business, so the pragma is lifted around it)."""
+def instances_view(conn: sqlite3.Connection) -> str:
+    """The connection's own fts5vocab view of memories_fts's instances, made once (a temp table:
+    readers are query-only on the file, and a temp table is none of its business, so the pragma
+    is lifted around it); its name."""
     if conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'memories_fts_instances'").fetchone():
-        return
+        return _VOCAB
     (query_only,) = conn.execute("PRAGMA query_only").fetchone()
     conn.execute("PRAGMA query_only=0")
     try:
         conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {_VOCAB} USING fts5vocab(main, 'memories_fts', 'instance')")
     finally:
         conn.execute(f"PRAGMA query_only={int(query_only)}")
+    return _VOCAB
+
+
+_measurers = threading.local()  # a tokenizer per thread for `entry_lengths`, by tokenize option
+
+
+def entry_lengths(tokenize: str, entries: Sequence[tuple[int, str, str]]) -> list[tuple[int, int, int]]:
+    """(id, tokens of the content, tokens of the context) of each index entry (id, content text,
+    context text) as an FTS5 table with `tokenize` holds it: what the writes keep in `LENGTHS`."""
+    tokenizers: dict[str, _Tokenizer] | None = getattr(_measurers, "by_option", None)
+    if tokenizers is None:
+        tokenizers = _measurers.by_option = {}
+    tokenizer = tokenizers.get(tokenize)
+    if tokenizer is None:
+        tokenizer = tokenizers[tokenize] = _Tokenizer(tokenize)
+    return tokenizer.lengths(entries)

@@ -37,7 +37,13 @@ from robot_mcp_memory.experiences.model import (
     Session,
 )
 from robot_mcp_memory.experiences.ports import Decide, Ended, Probe
-from robot_mcp_memory.experiences.sqlite.keyword_repo import CHANGES, KeywordCache
+from robot_mcp_memory.experiences.sqlite.keyword_repo import (
+    CHANGES,
+    LENGTHS,
+    KeywordCache,
+    entry_lengths,
+    instances_view,
+)
 from robot_mcp_memory.search import segment
 from robot_mcp_memory.storage.sqlite import Kind, SqliteStore, Table, fts5_table
 
@@ -155,6 +161,21 @@ MEMORIES_FTS_CHANGES = Table(
     ddl=(f"CREATE TABLE IF NOT EXISTS {CHANGES} (seq INTEGER PRIMARY KEY, doc INTEGER)",),
     source="memories_fts",
 )
+#: Each index entry's length in tokens, per column (content, context): the sizes FTS5's bm25
+#: takes, which the keyword cache reads here rather than from FTS5's own records. Written with the
+#: entry, in the same transaction (`insert_memory`, `update`, `fill_lengths` after a rebuild).
+#: A build from before this table writes entries without it; the triggers below (which fire for
+#: every build's writes) delete the row of a memory inserted or whose text changes, so a row here
+#: is never stale: at worst missing, and then the cache measures the entry itself.
+MEMORY_LENGTHS = Table(
+    name=LENGTHS,
+    kind=Kind.DERIVED,
+    ddl=(
+        f"CREATE TABLE IF NOT EXISTS {LENGTHS} "
+        "(id INTEGER PRIMARY KEY, content INTEGER NOT NULL, context INTEGER NOT NULL)",
+    ),
+    source="memories_fts",
+)
 #: Log every write of `memories` that changes what the keyword cache holds of a memory it may
 #: rank — collection, robot, whether it is active, source weight, confidence (`KeywordCache.
 #: candidates` bounds scores by them) — and the context and updated_at (logged since migrations
@@ -164,8 +185,9 @@ MEMORIES_FTS_CHANGES = Table(
 #: may take the id of an active memory); a row inserted where an index entry is (an ``INSERT OR
 #: REPLACE``, whatever the new row's status: the row it replaced goes without a delete trigger); a
 #: delete of an active memory. An entry also tells a reader whose snapshot is older than the
-#: cache's to rank in SQL. A learn's insert logs nothing here (its index entry is written after the
-#: row, and logs itself: `log_changes`).
+#: cache's to rank in SQL. Every insert, and every update of a content or a context, is logged and
+#: drops the memory's `MEMORY_LENGTHS` row (its writer, of this build, writes it again after): so
+#: the log misses no write that goes through `memories`, whichever build makes it.
 RANK_LOG_TRIGGERS = (
     "CREATE TRIGGER IF NOT EXISTS memories_rank_log AFTER UPDATE OF id, collection, robot, status, "
     "confidence, source_weight, context, updated_at ON memories "
@@ -173,8 +195,10 @@ RANK_LOG_TRIGGERS = (
     "BEGIN INSERT INTO memory_index_log(doc) VALUES (NEW.id); "
     "INSERT INTO memory_index_log(doc) SELECT OLD.id WHERE OLD.id IS NOT NEW.id; END",
     "CREATE TRIGGER IF NOT EXISTS memories_rank_log_insert AFTER INSERT ON memories "
-    "WHEN EXISTS (SELECT 1 FROM memories_fts_docsize WHERE id = NEW.id) "
-    "BEGIN INSERT INTO memory_index_log(doc) VALUES (NEW.id); END",
+    "BEGIN INSERT INTO memory_index_log(doc) VALUES (NEW.id); DELETE FROM memory_lengths WHERE id = NEW.id; END",
+    "CREATE TRIGGER IF NOT EXISTS memories_text_log AFTER UPDATE OF content, context ON memories "
+    "BEGIN DELETE FROM memory_lengths WHERE id = OLD.id OR id = NEW.id; "
+    "INSERT INTO memory_index_log(doc) VALUES (NEW.id); END",
     "CREATE TRIGGER IF NOT EXISTS memories_rank_log_delete AFTER DELETE ON memories WHEN OLD.status = 'active' "
     "BEGIN INSERT INTO memory_index_log(doc) VALUES (OLD.id); END",
 )
@@ -290,7 +314,8 @@ def insert_memory(conn: sqlite3.Connection, new: NewMemory, now: float) -> int:
         # index entry and tags behind, and its id came round again: every learn failed on it.
         conn.execute("DELETE FROM memory_tags WHERE memory_id = ?", (mid,))
         conn.execute("INSERT OR REPLACE INTO memories_fts(rowid, content, context) VALUES (?, ?, ?)", entry)
-    log_changes(conn, (mid,))
+    write_lengths(conn, (entry,))
+    trim_log(conn)  # the insert trigger logged it
     if new.tags:
         conn.executemany(
             "INSERT OR IGNORE INTO memory_tags(memory_id, tag, source) VALUES (?, ?, ?)",
@@ -408,12 +433,34 @@ def update(conn: sqlite3.Connection, mid: int, new: NewMemory, now: float, *, ke
         kept = conn.execute("SELECT tag FROM memory_tags WHERE memory_id = ? AND source = 'user' ORDER BY tag", (mid,))
         user = list(dict.fromkeys([*user, *(r[0] for r in kept)]))
     conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (mid,))
-    conn.execute(
-        "INSERT INTO memories_fts(rowid, content, context) VALUES (?, ?, ?)",
-        (mid, segment.index_text(new.content), context_text(new.context, user)),
-    )
-    log_changes(conn, (mid,))
+    entry = (mid, segment.index_text(new.content), context_text(new.context, user))
+    conn.execute("INSERT INTO memories_fts(rowid, content, context) VALUES (?, ?, ?)", entry)
+    write_lengths(conn, (entry,))
+    trim_log(conn)  # the text trigger logged it
     return True
+
+
+def write_lengths(conn: sqlite3.Connection, entries: Iterable[tuple[int, str, str]]) -> None:
+    """The `MEMORY_LENGTHS` rows of index entries just written: (id, content text, context text)."""
+    conn.executemany(
+        f"INSERT OR REPLACE INTO {LENGTHS}(id, content, context) VALUES (?, ?, ?)",  # noqa: S608
+        entry_lengths(MEMORIES_TOKENIZE, list(entries)),
+    )
+
+
+def fill_lengths(conn: sqlite3.Connection) -> None:
+    """Every entry's `MEMORY_LENGTHS` row again, counted from the index itself (its instances,
+    through fts5vocab): after a rebuild, and migration 24's backfill. A no-op on a file from before
+    the table (the migrations that rebuild the index run before migration 24 creates it)."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (LENGTHS,)).fetchone():
+        return
+    view = instances_view(conn)
+    conn.execute(f"DELETE FROM {LENGTHS}")  # noqa: S608
+    conn.execute(f"INSERT INTO {LENGTHS}(id, content, context) SELECT rowid, 0, 0 FROM memories_fts")  # noqa: S608
+    conn.execute(
+        f"WITH n AS (SELECT doc, sum(col = 'content') AS a, sum(col = 'context') AS b FROM {view} GROUP BY doc) "  # noqa: S608
+        f"UPDATE {LENGTHS} SET content = n.a, context = n.b FROM n WHERE {LENGTHS}.id = n.doc"
+    )
 
 
 def log_changes(conn: sqlite3.Connection, ids: Iterable[int]) -> None:
@@ -432,11 +479,20 @@ def log_changes(conn: sqlite3.Connection, ids: Iterable[int]) -> None:
         conn.execute(f"DELETE FROM {CHANGES} WHERE seq <= ?", (seq - KEEP_CHANGES,))  # noqa: S608
 
 
+def trim_log(conn: sqlite3.Connection) -> None:
+    """`log_changes`'s trim, after entries the triggers wrote."""
+    (seq,) = conn.execute(f"SELECT max(seq) FROM {CHANGES}").fetchone()  # noqa: S608
+    (oldest,) = conn.execute(f"SELECT min(seq) FROM {CHANGES}").fetchone()  # noqa: S608
+    if seq is not None and seq - oldest >= KEEP_CHANGES + TRIM_EVERY:
+        conn.execute(f"DELETE FROM {CHANGES} WHERE seq <= ?", (seq - KEEP_CHANGES,))  # noqa: S608
+
+
 def log_rebuild(conn: sqlite3.Connection) -> None:
     """Record that the whole index was rebuilt. A no-op on a file from before the log (the
     migrations that rebuild the index run before migration 15 creates it)."""
     if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (CHANGES,)).fetchone():
         conn.execute(f"INSERT INTO {CHANGES}(doc) VALUES (NULL)")  # noqa: S608
+        trim_log(conn)  # a `load` inserting every row logged each one (the insert trigger)
 
 
 def touch(conn: sqlite3.Connection, counts: Mapping[int, int], now: float) -> None:

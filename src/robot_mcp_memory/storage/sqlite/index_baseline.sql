@@ -83,6 +83,7 @@ CREATE TABLE sessions (
             summary TEXT
         );
 CREATE TABLE memory_index_log (seq INTEGER PRIMARY KEY, doc INTEGER);
+CREATE TABLE memory_lengths (id INTEGER PRIMARY KEY, content INTEGER NOT NULL, context INTEGER NOT NULL);
 CREATE TABLE process_outcomes (
             process_id TEXT NOT NULL,
             n INTEGER NOT NULL,  -- 1, 2, ... per process, in the order recorded
@@ -113,5 +114,6 @@ CREATE INDEX idx_sessions_scope ON sessions(robot, collection, started_at);
 CREATE INDEX idx_memories_session ON memories(session_id) WHERE session_id IS NOT NULL;
 CREATE INDEX idx_process_outcomes_at ON process_outcomes(at);
 CREATE TRIGGER memories_rank_log AFTER UPDATE OF id, collection, robot, status, confidence, source_weight, context, updated_at ON memories WHEN NEW.status = 'active' OR OLD.status = 'active' OR NEW.id IS NOT OLD.id BEGIN INSERT INTO memory_index_log(doc) VALUES (NEW.id); INSERT INTO memory_index_log(doc) SELECT OLD.id WHERE OLD.id IS NOT NEW.id; END;
-CREATE TRIGGER memories_rank_log_insert AFTER INSERT ON memories WHEN EXISTS (SELECT 1 FROM memories_fts_docsize WHERE id = NEW.id) BEGIN INSERT INTO memory_index_log(doc) VALUES (NEW.id); END;
+CREATE TRIGGER memories_rank_log_insert AFTER INSERT ON memories BEGIN INSERT INTO memory_index_log(doc) VALUES (NEW.id); DELETE FROM memory_lengths WHERE id = NEW.id; END;
+CREATE TRIGGER memories_text_log AFTER UPDATE OF content, context ON memories BEGIN DELETE FROM memory_lengths WHERE id = OLD.id OR id = NEW.id; INSERT INTO memory_index_log(doc) VALUES (NEW.id); END;
 CREATE TRIGGER memories_rank_log_delete AFTER DELETE ON memories WHEN OLD.status = 'active' BEGIN INSERT INTO memory_index_log(doc) VALUES (OLD.id); END;

@@ -166,6 +166,7 @@ TABLES.append(VECTORS)
 # definitions — a robot's experience never ages out; memories_fts is derived).
 TABLES.extend(experiences.TABLES)
 TABLES.append(experiences.MEMORIES_FTS_CHANGES)
+TABLES.append(experiences.MEMORY_LENGTHS)
 
 
 def _create(*tables: Table) -> Migration:
@@ -309,12 +310,14 @@ def _one_key_index(conn: sqlite3.Connection) -> None:
 
 
 def _rank_log_triggers(conn: sqlite3.Connection) -> None:
-    """Migrations 17 to 21: `experiences.RANK_LOG_TRIGGERS`, made again as they are now (17's
+    """Migrations 17 to 21 and 24: `experiences.RANK_LOG_TRIGGERS`, made again as they are now (17's
     logged only updates that left a memory active; 18's missed an active memory replaced by a row
     that is not, by an ``INSERT OR REPLACE`` or by an ``UPDATE OR REPLACE`` of an id; 19's did not
     log an update of a context, 20's one of updated_at)."""
-    for name in ("memories_rank_log", "memories_rank_log_insert", "memories_rank_log_delete"):
+    for name in ("memories_rank_log", "memories_rank_log_insert", "memories_rank_log_delete", "memories_text_log"):
         conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+    for stmt in experiences.MEMORY_LENGTHS.ddl:  # the triggers write it: it is there whenever they are
+        conn.execute(stmt)
     for ddl in experiences.RANK_LOG_TRIGGERS:
         conn.execute(ddl)
 
@@ -392,6 +395,15 @@ def _nfc_text_indexes(conn: sqlite3.Connection) -> None:
         rebuild_process_index(conn)
 
 
+def _memory_lengths(conn: sqlite3.Connection) -> None:
+    """Migration 24: each index entry's length in a table of our own (`experiences.MEMORY_LENGTHS`),
+    backfilled from the index, so the keyword cache no longer reads FTS5's private records; and the
+    log's triggers as they are now, which also log every insert and every change of a text (and drop
+    that memory's length, which its writer writes again)."""
+    _rank_log_triggers(conn)  # creates the table too
+    experiences.fill_lengths(conn)
+
+
 def _rank_index(conn: sqlite3.Connection) -> None:
     """Migration 13: idx_memories_rank on files made by the first build of migration 4, which
     lacked it (the step's DDL gained it later, so files created since have it and this is a no-op
@@ -462,6 +474,9 @@ MIGRATIONS: list[Migration] = [
     # 23: outcome history as rows beside the counters (`process_outcomes`), backfilled from the
     # stored outcome logs, and per-group counters of fleet-wide documents
     _outcome_records,
+    # 24: each index entry's length in tokens in a table of our own, read by the keyword cache
+    # instead of FTS5's private records; every insert and change of a text logged
+    _memory_lengths,
 ]
 
 
