@@ -1025,15 +1025,13 @@ def budget(report: Report) -> list[tuple[str, str, bool]]:
     for server, kind, target, what in rows:
         for c in report.cpu:
             if c.server == server or c.server.startswith(server + ","):
-                ratio = c.net_ms(kind) / theirs.net_ms(kind)
                 label = f"{what} ({c.server})" if c.server != server else what
-                out.append(
-                    (
-                        f"server CPU per {label} ≤ {target:g}×",
-                        f"{c.net_ms(kind):.2f} / {theirs.net_ms(kind):.2f} ms = {ratio:.2f}×",
-                        ratio <= target,
-                    )
-                )
+                figures = f"{c.net_ms(kind):.2f} / {theirs.net_ms(kind):.2f} ms"
+                if theirs.net_ms(kind) <= 0:  # a run too short for /proc's clock ticks to see it
+                    out.append((f"server CPU per {label} ≤ {target:g}×", f"{figures}: too few calls to judge", False))
+                    continue
+                ratio = c.net_ms(kind) / theirs.net_ms(kind)
+                out.append((f"server CPU per {label} ≤ {target:g}×", f"{figures} = {ratio:.2f}×", ratio <= target))
     return out
 
 

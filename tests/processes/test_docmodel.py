@@ -122,7 +122,10 @@ def test_every_sort_of_character_renders_as_pythons_yaml_emitter_writes_it() -> 
         assert doc.render() == _python_emitted(doc), [hex(ord(c)) for c in chars]
 
 
-@pytest.mark.skipif(docmodel._CDumper is None, reason="PyYAML was built without libyaml")
+@pytest.mark.skipif(
+    docmodel._CDumper is None,
+    reason="PyYAML was built without libyaml: install a PyYAML wheel built with it (the PyPI wheels are)",
+)
 def test_a_small_frontmatter_is_rendered_by_libyaml_not_by_pythons_emitter(monkeypatch: pytest.MonkeyPatch) -> None:
     doc = parse(MAILROOM)
     emitted: list[yaml.events.Event] = []

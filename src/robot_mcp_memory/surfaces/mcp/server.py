@@ -702,7 +702,8 @@ class LiveSessions:
     started inside the request that opens it, and the server enters its lifespan for the
     session's whole life (until a DELETE, the idle timeout or a crash ends it): `track` wraps the
     transport so that each opening request carries an `Opening`, `lifespan` marks it running
-    and ended, and the answer's ``mcp-session-id`` names it. `live` is `SessionCap`'s view."""
+    and ended, and the answer's ``mcp-session-id`` names it; a successful DELETE ends it at once.
+    `live` is `SessionCap`'s view."""
 
     def __init__(self) -> None:
         self.ids: set[str] = set()
@@ -723,6 +724,9 @@ class LiveSessions:
 
     def track(self, app: ASGIApp) -> ASGIApp:
         async def tracked(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http" and scope.get("method") == "DELETE":
+                await app(scope, receive, self._ending(Headers(scope=scope).get("mcp-session-id"), send))
+                return
             if scope["type"] != "http" or scope.get("method") != "POST" or Headers(scope=scope).get("mcp-session-id"):
                 await app(scope, receive, send)
                 return
@@ -742,6 +746,18 @@ class LiveSessions:
                 _OPENING.reset(token)
 
         return tracked
+
+    def _ending(self, sid: str | None, send: Send) -> Send:
+        """`send` for a DELETE of session `sid`: once the transport answers it with success, the
+        session is over for the cap at once — its server task leaves its lifespan a moment later,
+        and a client that ended one session may open the next as soon as the DELETE returns."""
+
+        async def ending(message: Message) -> None:
+            if message["type"] == "http.response.start" and sid and 200 <= message["status"] < 300:
+                self.ids.discard(sid)
+            await send(message)
+
+        return ending
 
 
 def structured_results(fn: Callable[..., Awaitable[Any]]) -> tuple[Callable[..., Awaitable[Any]], bool]:
