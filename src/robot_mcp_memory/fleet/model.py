@@ -67,3 +67,42 @@ class Snapshot:
     group_settings: Mapping[str, bool | None] = field(default_factory=dict)
     members: Mapping[str, frozenset[str]] = field(default_factory=dict)
     global_self_improve: bool = False
+
+
+class SnapshotMembership:
+    """The membership questions every fleet adapter answers from its current `snapshot`, with no
+    I/O. Each answer reads the snapshot once, so it is one committed write's view even while a
+    newer snapshot is being installed."""
+
+    @property
+    def snapshot(self) -> Snapshot:
+        raise NotImplementedError
+
+    def group_mates(self, robot_id: str) -> frozenset[str]:
+        """The robots in `robot_id`'s group, itself included ({robot_id} when ungrouped or unknown)."""
+        snap = self.snapshot
+        group = snap.robot_groups.get(robot_id)
+        if group is None:
+            return frozenset({robot_id})
+        return snap.members.get(group, frozenset()) | {robot_id}
+
+    def is_registered(self, robot_id: str) -> bool:
+        return robot_id in self.snapshot.robot_groups
+
+    def group_of(self, robot_id: str) -> str | None:
+        return self.snapshot.robot_groups.get(robot_id)
+
+    def group_exists(self, group_id: str) -> bool:
+        return group_id in self.snapshot.group_settings
+
+    def self_improve_for(self, robot_id: str) -> bool:
+        """The robot's group's own setting if it has one, else the global toggle."""
+        snap = self.snapshot
+        group = snap.robot_groups.get(robot_id)
+        own = snap.group_settings.get(group) if group is not None else None
+        return snap.global_self_improve if own is None else own
+
+    def effective_self_improve(self, group_id: str | None) -> bool:
+        snap = self.snapshot
+        own = snap.group_settings.get(group_id) if group_id is not None else None
+        return snap.global_self_improve if own is None else own

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 from psycopg import errors as pg_errors
 
 from robot_mcp_memory.errors import Conflict, InvalidInput, NotFound
-from robot_mcp_memory.fleet.model import MAX_META_BYTES, Group, Robot, Snapshot
+from robot_mcp_memory.fleet.model import MAX_META_BYTES, Group, Robot, Snapshot, SnapshotMembership
 from robot_mcp_memory.storage.clock import now_iso
 from robot_mcp_memory.storage.postgres import Connection, Migration, PostgresStore
 
@@ -321,7 +321,7 @@ def set_global_self_improve(conn: Connection, enabled: bool) -> bool:
 
 
 # ---------------------------------------------------------------------------- the registry
-class PostgresFleet:
+class PostgresFleet(SnapshotMembership):
     """Async façade over the SQL above, plus the membership snapshot (implements `FleetRepository`)."""
 
     def __init__(self, db: PostgresStore, refresh_s: float = REFRESH_S) -> None:
@@ -364,37 +364,10 @@ class PostgresFleet:
                 return True
             return False
 
-    # ------------------------------------------------------------------ membership (no I/O)
+    # ------------------------------------------------- membership (`SnapshotMembership` answers from it)
     @property
     def snapshot(self) -> Snapshot:
         return self._snap
-
-    def group_mates(self, robot_id: str) -> frozenset[str]:
-        snap = self._snap
-        group = snap.robot_groups.get(robot_id)
-        if group is None:
-            return frozenset({robot_id})
-        return snap.members.get(group, frozenset()) | {robot_id}
-
-    def is_registered(self, robot_id: str) -> bool:
-        return robot_id in self._snap.robot_groups
-
-    def group_of(self, robot_id: str) -> str | None:
-        return self._snap.robot_groups.get(robot_id)
-
-    def group_exists(self, group_id: str) -> bool:
-        return group_id in self._snap.group_settings
-
-    def self_improve_for(self, robot_id: str) -> bool:
-        snap = self._snap
-        group = snap.robot_groups.get(robot_id)
-        own = snap.group_settings.get(group) if group is not None else None
-        return snap.global_self_improve if own is None else own
-
-    def effective_self_improve(self, group_id: str | None) -> bool:
-        snap = self._snap
-        own = snap.group_settings.get(group_id) if group_id is not None else None
-        return snap.global_self_improve if own is None else own
 
     # ------------------------------------------------------------------ reads
     async def find_robot(self, robot_id: str) -> Robot | None:

@@ -39,6 +39,7 @@ from robot_mcp_memory.fleet.model import (
     Group,
     Robot,
     Snapshot,
+    SnapshotMembership,
     check_group_id,
     check_robot_id,
 )
@@ -300,7 +301,7 @@ def set_global_self_improve(conn: sqlite3.Connection, enabled: bool) -> bool:
 REFRESH_S = 2.0
 
 
-class FleetRegistry:
+class FleetRegistry(SnapshotMembership):
     """Async façade over the SQL above, plus the membership snapshot (implements `Membership`)."""
 
     def __init__(self, db: SqliteStore, refresh_s: float = REFRESH_S) -> None:
@@ -348,39 +349,10 @@ class FleetRegistry:
                     self._snap = snap
         return version
 
-    # ------------------------------------------------------------------ membership (no I/O)
+    # ------------------------------------------------- membership (`SnapshotMembership` answers from it)
     @property
     def snapshot(self) -> Snapshot:
         return self._snap
-
-    def group_mates(self, robot_id: str) -> frozenset[str]:
-        """The robots in `robot_id`'s group, itself included ({robot_id} when ungrouped or unknown)."""
-        snap = self._snap
-        group = snap.robot_groups.get(robot_id)
-        if group is None:
-            return frozenset({robot_id})
-        return snap.members.get(group, frozenset()) | {robot_id}
-
-    def is_registered(self, robot_id: str) -> bool:
-        return robot_id in self._snap.robot_groups
-
-    def group_of(self, robot_id: str) -> str | None:
-        return self._snap.robot_groups.get(robot_id)
-
-    def group_exists(self, group_id: str) -> bool:
-        return group_id in self._snap.group_settings
-
-    def self_improve_for(self, robot_id: str) -> bool:
-        """The robot's group's own setting if it has one, else the global toggle."""
-        snap = self._snap
-        group = snap.robot_groups.get(robot_id)
-        own = snap.group_settings.get(group) if group is not None else None
-        return snap.global_self_improve if own is None else own
-
-    def effective_self_improve(self, group_id: str | None) -> bool:
-        snap = self._snap
-        own = snap.group_settings.get(group_id) if group_id is not None else None
-        return snap.global_self_improve if own is None else own
 
     # ------------------------------------------------------------------ reads
     async def find_robot(self, robot_id: str) -> Robot | None:
