@@ -1,4 +1,5 @@
-"""The rules of saving a process (spec §5, save_process), backend-neutral and pure.
+"""The rules of saving a process (spec §5, save_process) and of a tenant's view of its counters,
+backend-neutral and pure.
 
 A backend runs `plan_save` inside its write transaction, with `lookup` reading that transaction's
 rows, and then writes the returned document: the decision and the write are one atomic step.
@@ -6,11 +7,12 @@ rows, and then writes the returned document: the decision and the write are one 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from robot_mcp_memory.processes import docmodel
 from robot_mcp_memory.processes.docmodel import ProcessDoc
 from robot_mcp_memory.processes.ports import Saved
+from robot_mcp_memory.tenancy.principal import SHARED
 
 
 def plan_save(
@@ -53,3 +55,24 @@ def _update(existing: ProcessDoc, doc: ProcessDoc, now: str, asked: str) -> Save
         }
     )
     return Saved(stored, "updated", asked)
+
+
+def tenant_view(
+    docs: list[ProcessDoc], others: Mapping[str, tuple[int, int]]
+) -> list[tuple[ProcessDoc, tuple[int, int] | None]]:
+    """Each document as one tenant is shown its counters, with the fleet-wide (successes,
+    failures) beside a fleet-wide document's. `others` holds, per fleet-wide document, what other
+    tenants' robots counted on it: the tenant's view leaves that out (one group's failures never
+    rank it down for another); outcomes of unscoped callers, and those counted before outcomes
+    were attributed, count for every tenant."""
+    out: list[tuple[ProcessDoc, tuple[int, int] | None]] = []
+    for d in docs:
+        if d.robot != SHARED:
+            out.append((d, None))
+            continue
+        s, f = others.get(d.id, (0, 0))
+        view = d.model_copy(
+            update={"success_count": max(d.success_count - s, 0), "failure_count": max(d.failure_count - f, 0)}
+        )
+        out.append((view, (d.success_count, d.failure_count)))
+    return out

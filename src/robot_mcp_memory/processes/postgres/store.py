@@ -307,18 +307,7 @@ def tenant_view(
     """Each document as `tenant` is shown its counters (see the SQLite store's `tenant_view`)."""
     if tenant is None:
         return [(d, None) for d in docs]
-    others = other_tenants_counts(conn, {d.id for d in docs if d.robot == SHARED}, tenant)
-    out: list[tuple[ProcessDoc, tuple[int, int] | None]] = []
-    for d in docs:
-        if d.robot != SHARED:
-            out.append((d, None))
-            continue
-        s, f = others.get(d.id, (0, 0))
-        view = d.model_copy(
-            update={"success_count": max(d.success_count - s, 0), "failure_count": max(d.failure_count - f, 0)}
-        )
-        out.append((view, (d.success_count, d.failure_count)))
-    return out
+    return rules.tenant_view(docs, other_tenants_counts(conn, {d.id for d in docs if d.robot == SHARED}, tenant))
 
 
 def viewed(conn: Connection, docs: list[ProcessDoc], tenant: str | None, *, with_note: bool) -> list[RecordsView]:

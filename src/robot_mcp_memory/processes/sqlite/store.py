@@ -580,18 +580,7 @@ def tenant_view(
     count for every tenant. `tenant` None (an unscoped caller): the stored counters."""
     if tenant is None:
         return [(d, None) for d in docs]
-    others = other_tenants_counts(conn, {d.id for d in docs if d.robot == SHARED}, tenant)
-    out: list[tuple[ProcessDoc, tuple[int, int] | None]] = []
-    for d in docs:
-        if d.robot != SHARED:
-            out.append((d, None))
-            continue
-        s, f = others.get(d.id, (0, 0))
-        view = d.model_copy(
-            update={"success_count": max(d.success_count - s, 0), "failure_count": max(d.failure_count - f, 0)}
-        )
-        out.append((view, (d.success_count, d.failure_count)))
-    return out
+    return rules.tenant_view(docs, other_tenants_counts(conn, {d.id for d in docs if d.robot == SHARED}, tenant))
 
 
 #: How `list_docs` orders: most recently updated first, or most used (outcomes recorded) first.
