@@ -1,5 +1,6 @@
-"""The keyword cache: `memories_fts`'s posting lists in memory, so keyword recall's bm25 costs
-tens of microseconds instead of FTS5's walk over every match (`search.bm25`).
+"""The keyword cache: `memories_fts`'s posting lists in memory, so keyword recall's bm25 is a sum
+over the query words' lists instead of FTS5's walk over every match (`search.bm25`; figures in
+docs/benchmarks.md).
 
 Built on public interfaces only: SQL on `memories_fts`, FTS5's ``fts5vocab``, and tables of our
 own — never FTS5's shadow tables (tests/test_architecture.py checks).
@@ -176,8 +177,8 @@ class _Tokenizer:
 
     def counts(self, docs: Sequence[tuple[int, str, str]]) -> dict[int, dict[str, tuple[int, int]]]:
         """Per document: each token and how often it stands in each of the two columns. One
-        document at a time in the table, read by FTS5's per-column totals (``fts5vocab`` 'col':
-        ~40 µs a document, against ~65 for instances grouped in SQL)."""
+        document at a time in the table, read by FTS5's per-column totals (``fts5vocab`` 'col',
+        cheaper than grouping the 'instance' rows in SQL)."""
         conn = self._conn
         out: dict[int, dict[str, tuple[int, int]]] = {}
         for doc, a_text, b_text in docs:
@@ -220,11 +221,11 @@ class KeywordCache:
         #: Changed memories tracked one by one; past this many, every overlay is folded into its list.
         self.max_changed = max_changed
         #: More changes at once than this, or than 1/64 of the rows if that is more (an import, a
-        #: batch another process wrote), and everything is read again instead: tokenizing each
-        #: costs ~45 µs, reading every length ~1 µs a row (then each word's list once again).
+        #: batch another process wrote), and everything is read again instead: tokenizing one
+        #: changed memory costs far more than reading one row's lengths.
         self.max_batch = max_batch
-        #: Set while a caller reads everything again (~20 ms at 10,000 memories, half of it their
-        #: ranking attributes; more at 100,000): others rank in SQL meanwhile rather than wait.
+        #: Set while a caller reads everything again (it grows with the store): others rank in
+        #: SQL meanwhile rather than wait.
         self._filling = False
         self._weights = tuple(float(w) for w in weights.split(","))
         self._lock = threading.Lock()

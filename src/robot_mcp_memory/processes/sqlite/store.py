@@ -691,8 +691,8 @@ def keyword_leg(
 
 def _doc_counts(conn: sqlite3.Connection, found: list[str]) -> tuple[int, list[int]]:
     """(documents, how many hold each phrase of `found`), counted as bm25 counts them: each
-    phrase quoted alone. A count walks the phrase's list of documents once, without scoring:
-    0.2 ms for a word in all 10,000 documents, where scoring them takes 5 ms."""
+    phrase quoted alone. A count walks the phrase's list of documents once, without scoring,
+    a small share of what scoring them costs."""
     each = "(SELECT count(*) FROM processes_fts WHERE processes_fts MATCH ?)"
     sql = f"SELECT (SELECT count(*) FROM processes), {', '.join([each] * len(found))}"  # noqa: S608 - fixed text
     total, *docs = conn.execute(sql, [fts.any_of([t]) for t in found]).fetchone()
@@ -752,8 +752,7 @@ def select_reliability(
         return {}
     marks = ",".join("?" * len(ids))
     # The robot filter is applied here, not in SQL: given `robot IN (...)` too, the planner
-    # walks idx_processes_robot over every visible row instead of looking up ~100 ids (2.8 ms
-    # instead of 0.35 at 10,000 documents).
+    # walks idx_processes_robot over every visible row instead of looking up ~100 ids.
     rows = conn.execute(f"SELECT id, robot, success_count, failure_count FROM processes WHERE id IN ({marks})", [*ids])  # noqa: S608
     counts = {pid: (robot, s, f) for pid, robot, s, f in rows if visible is None or robot in visible}
     if tenant is not None:

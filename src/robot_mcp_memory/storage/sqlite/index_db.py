@@ -220,7 +220,7 @@ class TextIndexHealth:
 def text_index_health(conn: sqlite3.Connection, deep: bool = True) -> list[TextIndexHealth]:
     """Rows vs entries and (`deep`) FTS5's integrity check, for every index in `TEXT_INDEXES`.
     The deep check needs the read-write connection (it is an ``INSERT`` that writes nothing) and
-    holds the write lock while it reads the whole index (~170 ms at 100,000 memories)."""
+    holds the write lock while it reads the whole index (it grows with the store)."""
     found = []
     for name in TEXT_INDEXES:
         table = schema().table(name)
