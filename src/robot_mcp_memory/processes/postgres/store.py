@@ -24,13 +24,13 @@ Invariants:
 from __future__ import annotations
 
 import builtins
-import json
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 import numpy as np
 
 from robot_mcp_memory.processes import docmodel, rules
+from robot_mcp_memory.processes import rows as process_rows
 from robot_mcp_memory.processes.docmodel import OutcomeEntry, ProcessDoc
 from robot_mcp_memory.processes.ports import NOBODY, Author, Hit, Progress, RecordsView, Saved, SearchMode
 
@@ -114,34 +114,11 @@ def _create(conn: Connection) -> None:
 #: Append-only. Step i brings the processes tables from version i to version i + 1.
 MIGRATIONS: list[Migration] = [_create]
 
-_COLUMNS = (
-    "id, title, task_pattern, tags, robot, created, updated, success_count, failure_count, "
-    "last_used, source_mission_id, extra, body"
-)
 #: SQLite's orders (BINARY collation), whatever the database's locale.
 ORDERS = {
     "updated": 'updated DESC, id COLLATE "C"',
     "used": 'success_count + failure_count DESC, updated DESC, id COLLATE "C"',
 }
-
-
-def _row_to_doc(row: tuple[Any, ...]) -> ProcessDoc:
-    (pid, title, task_pattern, tags, robot, created, updated, s, f, last_used, mission, extra, body) = row
-    return ProcessDoc.model_construct(
-        id=pid,
-        title=title,
-        task_pattern=task_pattern,
-        tags=tuple(json.loads(tags)),
-        robot=robot,
-        created=created,
-        updated=updated,
-        success_count=int(s),
-        failure_count=int(f),
-        last_used=last_used,
-        source_mission_id=mission,
-        extra=json.loads(extra),
-        body=body,
-    )
 
 
 def _visible(visible: Collection[str] | None, column: str = "robot") -> tuple[str, list[Any]]:
@@ -156,8 +133,8 @@ def _tsquery_lexeme(token: str) -> str:
 
 # ---------------------------------------------------------------------------- SQL (connection first)
 def select_one(conn: Connection, pid: str) -> ProcessDoc | None:
-    row = conn.execute(f"SELECT {_COLUMNS} FROM processes WHERE id = %s", (pid,)).fetchone()  # noqa: S608
-    return _row_to_doc(row) if row else None
+    row = conn.execute(f"SELECT {process_rows.COLUMNS} FROM processes WHERE id = %s", (pid,)).fetchone()  # noqa: S608
+    return process_rows.from_row(row) if row else None
 
 
 def _columns_of(doc: ProcessDoc) -> list[str]:
@@ -185,27 +162,13 @@ def _index(conn: Connection, doc: ProcessDoc) -> None:
 
 def upsert(conn: Connection, doc: ProcessDoc) -> None:
     conn.execute(
-        f"INSERT INTO processes({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "  # noqa: S608
+        f"INSERT INTO processes({process_rows.COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "  # noqa: S608
         "ON CONFLICT (id) DO UPDATE SET title = excluded.title, task_pattern = excluded.task_pattern, "
         "tags = excluded.tags, robot = excluded.robot, created = excluded.created, updated = excluded.updated, "
         "success_count = excluded.success_count, failure_count = excluded.failure_count, "
         "last_used = excluded.last_used, source_mission_id = excluded.source_mission_id, "
         "extra = excluded.extra, body = excluded.body",
-        (
-            doc.id,
-            doc.title,
-            doc.task_pattern,
-            json.dumps(list(doc.tags), ensure_ascii=False),
-            doc.robot,
-            doc.created,
-            doc.updated,
-            doc.success_count,
-            doc.failure_count,
-            doc.last_used,
-            doc.source_mission_id,
-            json.dumps(doc.extra, ensure_ascii=False, sort_keys=True),
-            doc.body,
-        ),
+        process_rows.to_row(doc),
     )
     _index(conn, doc)
 
@@ -237,12 +200,12 @@ def save_doc(conn: Connection, schema: str, doc: ProcessDoc, now: str, writable:
 def add_outcome(conn: Connection, pid: str, success: bool, note: str, now: str, by: Author) -> ProcessDoc | None:
     column = "success_count" if success else "failure_count"
     row = conn.execute(
-        f"UPDATE processes SET {column} = {column} + 1, last_used = %s WHERE id = %s RETURNING {_COLUMNS}",  # noqa: S608
+        f"UPDATE processes SET {column} = {column} + 1, last_used = %s WHERE id = %s RETURNING {process_rows.COLUMNS}",  # noqa: S608
         (now, pid),
     ).fetchone()
     if row is None:
         return None
-    doc = _row_to_doc(row)
+    doc = process_rows.from_row(row)
     _insert_outcome(conn, pid, OutcomeEntry(now, success, " ".join(note.split()), by.robot, by.tenant))
     if by.tenant and doc.robot == SHARED:
         conn.execute(
@@ -265,10 +228,10 @@ def list_docs(
     where, params = _visible(visible)
     total = conn.execute(f"SELECT count(*) FROM processes WHERE {where}", params).fetchone()  # noqa: S608
     rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM processes WHERE {where} ORDER BY {ORDERS[order]} LIMIT %s OFFSET %s",  # noqa: S608
+        f"SELECT {process_rows.COLUMNS} FROM processes WHERE {where} ORDER BY {ORDERS[order]} LIMIT %s OFFSET %s",  # noqa: S608
         [*params, limit, offset],
     ).fetchall()
-    return [_row_to_doc(r) for r in rows], int(total[0]) if total else 0
+    return [process_rows.from_row(r) for r in rows], int(total[0]) if total else 0
 
 
 def outcomes_of(conn: Connection, ids: Collection[str], *, with_note: bool = False) -> dict[str, list[OutcomeEntry]]:
@@ -343,7 +306,7 @@ def outcome_days(
 
 
 def reindex_all(conn: Connection) -> int:
-    docs = [_row_to_doc(r) for r in conn.execute(f"SELECT {_COLUMNS} FROM processes")]  # noqa: S608
+    docs = [process_rows.from_row(r) for r in conn.execute(f"SELECT {process_rows.COLUMNS} FROM processes")]  # noqa: S608
     for d in docs:
         _index(conn, d)
     return len(docs)
@@ -434,8 +397,8 @@ def search(
         return -(r * (s + 1.0) / (s + f + 2.0)), pid
 
     best = [row[0] for row in sorted(light, key=rank)[:k]]
-    rows = conn.execute(f"SELECT {_COLUMNS} FROM processes WHERE id = ANY(%s)", (best,))  # noqa: S608
-    by_id = {d.id: d for d in (_row_to_doc(r) for r in rows)}
+    rows = conn.execute(f"SELECT {process_rows.COLUMNS} FROM processes WHERE id = ANY(%s)", (best,))  # noqa: S608
+    by_id = {d.id: d for d in (process_rows.from_row(r) for r in rows)}
     views = tenant_view(conn, [by_id[pid] for pid in best], tenant)
     return [Hit(d, scored[d.id] * d.reliability, scored[d.id], fleet) for d, fleet in views]
 

@@ -15,11 +15,12 @@ import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, TypeVar
+from typing import Literal, NamedTuple, TypeVar
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.errors import Busy
 from robot_mcp_memory.processes import docmodel, rules
+from robot_mcp_memory.processes import rows as process_rows
 from robot_mcp_memory.processes.docmodel import OutcomeEntry, ProcessDoc
 from robot_mcp_memory.processes.ports import NOBODY, Author, Hit, Progress, RecordsView, Saved, SearchMode
 from robot_mcp_memory.processes.ports import ORDERS as ORDER_NAMES
@@ -50,25 +51,6 @@ T = TypeVar("T")
 _log = logs.get("robot_mcp_memory.processes.sqlite.store")
 
 
-def _row_to_doc(row: sqlite3.Row | tuple[Any, ...]) -> ProcessDoc:
-    (pid, title, task_pattern, tags, robot, created, updated, s, f, last_used, mission, extra, body) = row
-    return ProcessDoc.model_construct(
-        id=pid,
-        title=title,
-        task_pattern=task_pattern,
-        tags=tuple(json.loads(tags)),
-        robot=robot,
-        created=created,
-        updated=updated,
-        success_count=s,
-        failure_count=f,
-        last_used=last_used,
-        source_mission_id=mission,
-        extra=json.loads(extra),
-        body=body,
-    )
-
-
 def _visible_clause(visible: Collection[str] | None, column: str = "robot") -> tuple[str, list[str]]:
     if visible is None:
         return "1", []
@@ -81,7 +63,7 @@ def _visible_clause(visible: Collection[str] | None, column: str = "robot") -> t
 # ---------------------------------------------------------------------------- SQL (connection first)
 def select_one(conn: sqlite3.Connection, pid: str) -> ProcessDoc | None:
     row = conn.execute(f"SELECT {_COLUMNS} FROM processes WHERE id = ?", (pid,)).fetchone()  # noqa: S608
-    return _row_to_doc(row) if row else None
+    return process_rows.from_row(row) if row else None
 
 
 def _index(conn: sqlite3.Connection, doc: ProcessDoc) -> None:
@@ -151,21 +133,7 @@ def upsert(conn: sqlite3.Connection, doc: ProcessDoc, *, index: bool = True) -> 
         "success_count=excluded.success_count, failure_count=excluded.failure_count, "
         "last_used=excluded.last_used, source_mission_id=excluded.source_mission_id, "
         "extra=excluded.extra, body=excluded.body",
-        (
-            doc.id,
-            doc.title,
-            doc.task_pattern,
-            json.dumps(list(doc.tags), ensure_ascii=False),
-            doc.robot,
-            doc.created,
-            doc.updated,
-            doc.success_count,
-            doc.failure_count,
-            doc.last_used,
-            doc.source_mission_id,
-            json.dumps(doc.extra, ensure_ascii=False, sort_keys=True),
-            doc.body,
-        ),
+        process_rows.to_row(doc),
     )
     if index:
         _index(conn, doc)
@@ -542,7 +510,7 @@ def _search(
             f"AND {where} ORDER BY m.{score} DESC, p.id LIMIT ?"
         )
         args = [*oargs, scale, expr, pool, *params, k - 1, *params, k]
-    found = [(_row_to_doc(row[:-1]), float(row[-1])) for row in conn.execute(sql, args)]
+    found = [(process_rows.from_row(row[:-1]), float(row[-1])) for row in conn.execute(sql, args)]
     viewed = tenant_view(conn, [d for d, _ in found], tenant)
     return [
         Hit(doc, relevance * doc.reliability, relevance, fleet)
@@ -598,13 +566,13 @@ def list_docs(
         f"SELECT {_COLUMNS} FROM processes WHERE {where} ORDER BY {ORDERS[order]} LIMIT ? OFFSET ?",  # noqa: S608
         [*params, limit, offset],
     ).fetchall()
-    return [_row_to_doc(r) for r in rows], int(total)
+    return [process_rows.from_row(r) for r in rows], int(total)
 
 
 def each_doc(conn: sqlite3.Connection) -> Iterator[ProcessDoc]:
     """Every document, in id order, streamed (not held in memory at once)."""
     for row in conn.execute(f"SELECT {_COLUMNS} FROM processes ORDER BY id"):  # noqa: S608 - our columns
-        yield _row_to_doc(row)
+        yield process_rows.from_row(row)
 
 
 #: A document as a tenant is shown its counters, the fleet-wide ones beside a shared document's
@@ -740,7 +708,7 @@ def select_many(conn: sqlite3.Connection, ids: Collection[str]) -> dict[str, Pro
         return {}
     marks = ",".join("?" * len(ids))
     rows = conn.execute(f"SELECT {_COLUMNS} FROM processes WHERE id IN ({marks})", list(ids))  # noqa: S608
-    return {d.id: d for d in map(_row_to_doc, rows)}
+    return {d.id: d for d in map(process_rows.from_row, rows)}
 
 
 def select_reliability(
@@ -974,7 +942,7 @@ def missing_vectors(conn: sqlite3.Connection, model_id: str, after: str, limit: 
         "WHERE v.ref IS NULL AND p.id > ? ORDER BY p.id LIMIT ?",
         (model_id, after, limit),
     )
-    return [_row_to_doc(r) for r in rows]
+    return [process_rows.from_row(r) for r in rows]
 
 
 def count_missing_vectors(conn: sqlite3.Connection, model_id: str) -> int:
