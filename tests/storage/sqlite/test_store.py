@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -518,116 +517,6 @@ def test_readers_are_read_only(store: SqliteStore) -> None:
         store.read_blocking(lambda c: c.execute("INSERT INTO notes(id, text) VALUES ('r', 'x')"))
     assert caught.value.code == "storage"
     assert notes(store) == []
-
-
-def test_an_awaited_read_runs_on_a_reader_thread_or_with_reads_on_loop_on_the_loops_own(store: SqliteStore) -> None:
-    """The HTTP server keeps its event loop free for other sessions while SQLite works; a stdio
-    server (one client) saves the two thread hops. Either way the read sees committed writes."""
-    store.write_blocking(insert_note("seen"))
-
-    async def where() -> tuple[int, int, list[str]]:
-        got = await store.read(lambda c: (threading.get_ident(), [r[0] for r in c.execute("SELECT id FROM notes")]))
-        return threading.get_ident(), got[0], got[1]
-
-    loop_thread, read_thread, seen = asyncio.run(where())
-    assert read_thread != loop_thread
-    assert seen == ["seen"]
-    store.reads_on_loop = True
-    loop_thread, read_thread, seen = asyncio.run(where())
-    assert read_thread == loop_thread
-    assert seen == ["seen"]
-
-
-def _noting(pid: str, ran: list[tuple[str, int]]) -> Callable[[sqlite3.Connection], int]:
-    """A write of note `pid` that records on which thread it ran and returns that thread."""
-
-    def run(conn: sqlite3.Connection) -> int:
-        insert_note(pid)(conn)
-        ran.append(("write", threading.get_ident()))
-        return threading.get_ident()
-
-    return run
-
-
-def test_an_awaited_write_runs_on_the_writer_thread_or_with_writes_on_loop_on_the_loops_own(
-    store: SqliteStore,
-) -> None:
-    """The HTTP server hands writes to the writer thread; a stdio server (one client) runs one
-    that need not wait on the event loop's thread, saving two thread hops — its `after` too,
-    right after the commit. A `long` write (a reindex) always goes to the writer thread."""
-    ran: list[tuple[str, int]] = []
-
-    async def where(pid: str, long: bool = False) -> tuple[int, int]:
-        after = lambda _r: ran.append(("after", threading.get_ident()))  # noqa: E731
-        return threading.get_ident(), await store.write(_noting(pid, ran), after, long=long)
-
-    loop_thread, write_thread = asyncio.run(where("a"))
-    assert write_thread != loop_thread
-    store.writes_on_loop = True
-    loop_thread, write_thread = asyncio.run(where("b"))
-    assert write_thread == loop_thread
-    assert ran[-2:] == [("write", loop_thread), ("after", loop_thread)]
-    loop_thread, write_thread = asyncio.run(where("c", long=True))
-    assert write_thread != loop_thread
-    assert notes(store) == ["a", "b", "c"]
-
-
-def _loop_serves_while_the_write_waits(
-    store: SqliteStore, wait: Callable[[], Any], release: Callable[[], object]
-) -> None:
-    """Inside `wait` (a context in which a write must wait), a stdio server's awaited write waits
-    off the event loop: another task on the loop runs while it is pending. After `release` it
-    commits, its `after` with it."""
-    served, finished = threading.Event(), threading.Event()
-    outcome: list[Any] = []
-
-    async def client() -> None:
-        after = lambda _r: outcome.append("after")  # noqa: E731
-        write = asyncio.ensure_future(store.write(insert_note("late"), after))
-        await asyncio.sleep(0.01)  # another call the loop serves meanwhile
-        outcome.append(write.done())
-        served.set()
-        await write
-        finished.set()
-
-    store.writes_on_loop = True
-    with wait():
-        loop = threading.Thread(target=lambda: asyncio.run(client()))
-        loop.start()
-        assert served.wait(WAIT), "the event loop was held by the waiting write"
-        assert outcome == [False]  # still waiting
-        release()
-    loop.join(WAIT)
-    assert finished.is_set()
-    assert outcome == [False, "after"]
-    assert notes(store) == ["late"]
-
-
-def test_a_stdio_write_behind_a_busy_writer_waits_off_the_event_loop(store: SqliteStore) -> None:
-    _loop_serves_while_the_write_waits(store, lambda: writer_blocked(store), lambda: None)
-
-
-def test_a_stdio_write_facing_another_processs_write_lock_waits_off_the_event_loop(store: SqliteStore) -> None:
-    """Another process (a training loop's `RobotMemory`, a CLI command) holds index.db's write
-    lock: the write waits on the writer thread (its patience), not on the loop — not even for
-    SQLite's busy wait, here made longer than this test waits for the loop."""
-    store.busy_timeout_ms = 60_000
-    store.on_writer(lambda c: c.execute("PRAGMA busy_timeout=60000"))
-    other = sqlite3.connect(store.path, isolation_level=None, check_same_thread=False)
-
-    @contextmanager
-    def locked() -> Iterator[None]:
-        other.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        finally:
-            if other.in_transaction:
-                other.execute("ROLLBACK")
-
-    try:
-        _loop_serves_while_the_write_waits(store, locked, lambda: other.execute("ROLLBACK"))
-    finally:
-        other.close()
 
 
 def test_a_reader_is_not_blocked_by_a_busy_writer(store: SqliteStore) -> None:
