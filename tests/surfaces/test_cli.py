@@ -1025,7 +1025,7 @@ def test_commands_that_only_read_work_on_a_read_only_data_directory(
     """A snapshot or a read-only mount of a stopped server's data directory: `backup` failed with
     "unable to open database file" (no cause named), and `doctor`, `stats` and `dump` refused it
     as not writable although they only read. Commands that write still refuse it."""
-    from tests.storage.sqlite.test_store import read_only
+    from tests.storage.sqlite.test_opening import read_only
 
     data = tmp_path / "d"
     _learn(data, "the red bin opens at 12 N")
