@@ -36,13 +36,15 @@ class Memory:
     fleet: FleetService
     lessons: ScopedParams
     experiences: ExperienceService
-    #: The processes adapter behind `processes`: operations (dump/load, reindex counts) and tests reach it here.
+    #: The processes adapter behind `processes`: the operations adapter, the dashboard's index counts
+    #: and tests reach it here.
     process_store: ProcessStore
-    #: The fleet and lessons adapters behind `fleet` and `lessons` (operations and tests reach them here).
+    #: The fleet and lessons adapters behind `fleet` and `lessons` (the operations adapter and tests
+    #: reach them here).
     fleet_registry: FleetRegistry
     lesson_store: ParamStore
-    #: The experiences adapter behind `experiences` (its ports: `memories`); operations and tests
-    #: reach the SQLite store (keyword cache, access counts) through `experience_store`.
+    #: The experiences adapter behind `experiences` (its ports: `memories`); tests reach the SQLite
+    #: store (keyword cache, access counts) through `experience_store`.
     experience_store: ExperienceStore
     memories: SqliteMemories
     #: The operations adapter (`operations.ports.OperatorStore`) over these stores: the operator's

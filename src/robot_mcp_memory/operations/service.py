@@ -1,5 +1,6 @@
 """Operator operations shared by the CLI and the dashboard: dump/load, backup, doctor, stats,
-and importing a robotmem database (`import_robotmem`).
+and importing a robotmem database (`import_robotmem`). Each takes an `ports.Installation` and
+reaches storage only through its `OperatorStore` (backup: through `ports.Backups`).
 
 `dump` writes process documents as one markdown file each (``processes/<id>.md``, hand-editable
 and diffable — the spec's answer to "documents are no longer hand-editable") and `load` reads
