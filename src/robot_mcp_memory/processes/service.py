@@ -23,6 +23,7 @@ from robot_mcp_memory.processes import docmodel
 from robot_mcp_memory.processes.docmodel import OutcomeEntry, ProcessDoc
 from robot_mcp_memory.processes.ports import ORDERS, Author, Hit, ProcessRepository, Progress, RecordsView, Saved
 from robot_mcp_memory.search import relevance
+from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.tenancy.policy import Policy
 from robot_mcp_memory.tenancy.principal import SHARED, Principal
 
@@ -95,7 +96,8 @@ class ProcessService:
         if min_score is not None and not 0.0 <= min_score <= 1.0:
             raise InvalidInput("min_score must be between 0 and 1 (a relevance; 0.5 keeps what really matches)")
         visible = self.policy.visible_robots(principal, robot)
-        hits, mode = await self.store.find_hybrid(query, k, visible, self.policy.tenant(principal))
+        parsed = Query.parse(query)  # parsed once: the store and its ranking read only this
+        hits, mode = await self.store.find_hybrid(parsed, k, visible, self.policy.tenant(principal))
         if min_score is not None:
             hits = [h for h in hits if h.relevance >= min_score]
         if not hits:
