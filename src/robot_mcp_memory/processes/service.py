@@ -185,7 +185,7 @@ class ProcessService:
 
     async def outcome_events(self, principal: Principal) -> list[tuple[str, str, bool, str]]:
         """(process id, time, success, recording robot) of the newest outcome records of each
-        document `principal` may see (`store.EVENTS_PER_PROCESS`), oldest first, as its view
+        document `principal` may see (`ranking.EVENTS_PER_PROCESS`), oldest first, as its view
         counts them (the robot: a robot's id, an unscoped caller's kind, '' when not known)."""
         rows = await self.store.outcome_events(self.policy.visible_robots(principal))
         tenant = self.policy.tenant(principal)

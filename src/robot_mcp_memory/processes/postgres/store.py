@@ -10,9 +10,10 @@ Invariants:
 - **Scores are SQLite's.** A document is indexed as FTS5 indexes it (`segment.index_text` on
   title, task pattern, tags and body; FTS5's own ``porter unicode61`` tokens, from
   `search.sqlite.tokens`), and a query is scored by `search.bm25` over those postings — FTS5's
-  arithmetic, with the bm25 column weights of the SQLite store — so relevance is the double
-  ``-bm25()`` gives and the ranking (relevance × Laplace reliability, then id) orders as
-  SQLite's (tests/processes/postgres/test_parity.py). ``lexemes @@ tsquery`` chooses the
+  arithmetic, with the bm25 column weights `ranking.BM25_WEIGHTS` — so relevance is the double
+  ``-bm25()`` gives. `find` is `processes.ranking`'s plan on this backend's `Snapshot`, so it
+  answers as SQLite's keyword mode (calibrated relevance, agreement re-ranking; hits and scores:
+  tests/processes/postgres/test_parity.py). ``lexemes @@ tsquery`` chooses the
   candidates (every document holding all tokens of one phrase); the postings decide phrase
   instances, document frequencies and the weighted frequencies.
 - **Keyword only, for now.** `find_hybrid` answers ``"keyword"``; vectors are not stored yet.

@@ -4,6 +4,11 @@ The row is the source of truth; the markdown is rendered from it on the way out.
 FTS entry are written in one transaction. Searching ranks by FTS5 relevance times Laplace
 reliability — on the *positive* relevance ``-bm25()``, since FTS5's bm25 is negative (smaller is
 better) and multiplying it directly would rank a reliable process lower.
+
+How a find ranks is `processes.ranking`'s plan, not this module's: here are its primitives on
+one read transaction (`Snapshot`, a `ports.SearchSnapshot`) — the SQL of the keyword top-n, with
+its own exactness-preserving plans (the bm25 floor, the rarer-phrase restriction), the vector
+index's top-n, reliability, agreement texts and documents.
 """
 
 from __future__ import annotations
