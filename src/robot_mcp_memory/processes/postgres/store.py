@@ -25,6 +25,7 @@ Invariants:
 from __future__ import annotations
 
 import builtins
+import functools
 import json
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
@@ -369,6 +370,7 @@ class _Scored:
         """How many documents hold each phrase, as FTS5 counts a phrase quoted alone."""
         return [0 if t is None else len(t.ids) for t in self.terms]
 
+    @functools.cached_property
     def relevance(self) -> dict[str, float]:
         """Each match's ``-bm25()`` for the OR of the phrases."""
         terms = [t for t in self.terms if t is not None]
@@ -381,7 +383,7 @@ class _Scored:
 def relevance(conn: Connection, phrases: Phrases) -> dict[str, float]:
     """Each matching document's relevance (``-bm25()`` of the SQLite index for the OR of
     `phrases`), over every document: idf counts every match."""
-    return _Scored(conn, phrases).relevance()
+    return _Scored(conn, phrases).relevance
 
 
 def _instances(
@@ -489,12 +491,12 @@ class Snapshot:
         visible: Collection[str] | None,
         tenant: str | None,
     ) -> list[Hit]:
-        return search(self.conn, phrases, k, visible, tenant, self._of(phrases).relevance())
+        return search(self.conn, phrases, k, visible, tenant, self._of(phrases).relevance)
 
     def keyword_relevant(
         self, phrases: Phrases, counted: PhraseCounts | None, n: int, visible: Collection[str] | None
     ) -> list[tuple[str, float]]:
-        scored = self._of(phrases).relevance()
+        scored = self._of(phrases).relevance
         if not scored or n < 1:
             return []
         if visible is not None:
