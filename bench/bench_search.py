@@ -43,6 +43,7 @@ from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.processes.docmodel import ProcessDoc
+from robot_mcp_memory.processes.sqlite import search as keyword_sql
 from robot_mcp_memory.processes.sqlite import store
 from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.search.sqlite import vectorstore
@@ -218,7 +219,7 @@ async def run_size(size: int, real_up_to: int, n_queries: int, tmp: Path) -> dic
         vec_top = timed(lambda: index.search(qvec[0], 50), 200)
         kw = timed(
             lambda: memory.index.read_blocking(
-                lambda c: store.keyword_candidates(c, Query.parse(qs[1]).phrases, 50, None)
+                lambda c: keyword_sql.keyword_candidates(c, Query.parse(qs[1]).phrases, 50, None)
             ),
             200,
         )

@@ -49,6 +49,7 @@ from robot_mcp_memory.processes import docmodel, ranking
 from robot_mcp_memory.processes.docmodel import ProcessDoc
 from robot_mcp_memory.processes.ports import Hit
 from robot_mcp_memory.processes.ranking import Candidates, Fusion
+from robot_mcp_memory.processes.sqlite import search as keyword_sql
 from robot_mcp_memory.processes.sqlite import store
 from robot_mcp_memory.search import fusion
 from robot_mcp_memory.search.query import Query as SearchQuery
@@ -241,7 +242,7 @@ def _candidates(
     conn: sqlite3.Connection, query: SearchQuery, qvec: Vector, model_id: str, cache: VectorCache
 ) -> Candidates | None:
     """What the production hybrid ranks for `query` (`ranking.hybrid_candidates`), unscoped."""
-    return ranking.hybrid_candidates(store.Snapshot(conn, cache), query, qvec, model_id, None)
+    return ranking.hybrid_candidates(keyword_sql.Snapshot(conn, cache), query, qvec, model_id, None)
 
 
 def _fused(p: Proposals, fuse: Fusion) -> list[str]:

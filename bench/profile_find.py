@@ -40,7 +40,7 @@ from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.processes import docmodel, ranking
-from robot_mcp_memory.processes.sqlite import store
+from robot_mcp_memory.processes.sqlite import search as keyword_sql
 from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.surfaces.mcp.server import build_server
 from robot_mcp_memory.tenancy.principal import ADMIN, Principal
@@ -119,19 +119,19 @@ async def profile(processes: int, calls: int, embedder: str) -> list[tuple[str, 
         out.append(
             (
                 "keyword mode: store.search, k=3",
-                _per_call_ms(lambda i: store.search(conn, parsed[i].phrases, 3, None), calls),
+                _per_call_ms(lambda i: keyword_sql.search(conn, parsed[i].phrases, 3, None), calls),
             )
         )
         out.append(
             (
                 "keyword mode: keyword_search, k=3",
-                _per_call_ms(lambda i: ranking.keyword_search(store.Snapshot(conn), parsed[i], 3, None), calls),
+                _per_call_ms(lambda i: ranking.keyword_search(keyword_sql.Snapshot(conn), parsed[i], 3, None), calls),
             )
         )
         out.append(
             (
                 "hybrid: keyword top 50",
-                _per_call_ms(lambda i: store.keyword_candidates(conn, parsed[i].phrases, 50, None), calls),
+                _per_call_ms(lambda i: keyword_sql.keyword_candidates(conn, parsed[i].phrases, 50, None), calls),
             )
         )
         found = await memory.processes.find(ADMIN, qs[0], 3)

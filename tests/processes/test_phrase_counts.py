@@ -12,7 +12,7 @@ import pytest
 
 from robot_mcp_memory.processes import ranking
 from robot_mcp_memory.processes.sqlite import store as sql
-from robot_mcp_memory.processes.sqlite.store import Snapshot
+from robot_mcp_memory.processes.sqlite.search import Snapshot
 from robot_mcp_memory.search.embedders import HashingEmbedder
 from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.search.sqlite import vectorstore

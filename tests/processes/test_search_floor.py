@@ -1,4 +1,4 @@
-"""`store.search` joins only the matches above a relevance floor (or, for robots that own few
+"""`search.search` joins only the matches above a relevance floor (or, for robots that own few
 documents, runs a plain join); either way it must rank exactly as a plain join over every match
 does (score = -bm25 × (s+1)/(s+f+2), descending, then id)."""
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from robot_mcp_memory.processes import ranking
 from robot_mcp_memory.processes.ports import Hit
-from robot_mcp_memory.processes.sqlite import store as sql
+from robot_mcp_memory.processes.sqlite import search as sql
 from robot_mcp_memory.search import fts
 from tests.processes.tie_corpus import NUMBERS, QUERIES, WORDS, tie_heavy_db
 
@@ -26,7 +26,7 @@ def plain_join(
     expr = fts.match_expression(query)
     if expr is None:
         return []
-    where, params = sql._visible_clause(visible, "p.robot")
+    where, params = sql.visible_clause(visible, "p.robot")
     w = ",".join(str(x) for x in ranking.BM25_WEIGHTS)
     score = f"-bm25(processes_fts, {w}) * (p.success_count + 1.0) / (p.success_count + p.failure_count + 2.0)"
     rows = conn.execute(
@@ -76,7 +76,7 @@ def test_common_words_were_skipped_and_rechecked_on_this_corpus(
     conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The comparison above covers every path: lists the rarer words found alone, lists found
-    once the rarest skipped word chose matches too (`store._by_rarer_phrases`), and misses."""
+    once the rarest skipped word chose matches too (`search._by_rarer_phrases`), and misses."""
     runs: list[list[float]] = []
     inner = sql._search
 

@@ -18,6 +18,7 @@ from robot_mcp_memory.processes.docmodel import ProcessDoc
 from robot_mcp_memory.processes.ports import Hit
 from robot_mcp_memory.processes.postgres import store as pg
 from robot_mcp_memory.processes.postgres.store import PostgresProcesses
+from robot_mcp_memory.processes.sqlite import search as sqlite_search
 from robot_mcp_memory.processes.sqlite import store as sqlite_store
 from robot_mcp_memory.search import fts
 from robot_mcp_memory.search.query import Query
@@ -143,7 +144,7 @@ def test_keyword_search_ranks_alike_on_both_backends(
     both: tuple[SqliteStore, PostgresStore], query: str, visible: frozenset[str] | None
 ) -> None:
     lite, store = both
-    want = lite.read_blocking(lambda c: sqlite_store.search(c, tuple(fts.phrases(query)), 10, visible))
+    want = lite.read_blocking(lambda c: sqlite_search.search(c, tuple(fts.phrases(query)), 10, visible))
     got = store.read_blocking(lambda c: pg.search(c, tuple(fts.phrases(query)), 10, visible))
     assert_same_hits(got, want)
 
@@ -171,7 +172,7 @@ def test_find_answers_alike_on_both_backends(
     q = Query.parse(query)
 
     def on_sqlite(k: int) -> list[Hit]:
-        return lite.read_blocking(lambda c: ranking.keyword_search(sqlite_store.Snapshot(c), q, k, visible, tenant))
+        return lite.read_blocking(lambda c: ranking.keyword_search(sqlite_search.Snapshot(c), q, k, visible, tenant))
 
     def on_postgres(k: int) -> list[Hit]:
         return store.read_blocking(lambda c: ranking.keyword_search(pg.Snapshot(c), q, k, visible, tenant))

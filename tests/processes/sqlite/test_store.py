@@ -14,6 +14,7 @@ from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import NotFound
 from robot_mcp_memory.processes.docmodel import OUTCOME_HEADING
 from robot_mcp_memory.processes.service import ProcessService
+from robot_mcp_memory.processes.sqlite import search as keyword_sql
 from robot_mcp_memory.processes.sqlite import store as sql
 from robot_mcp_memory.processes.sqlite.store import ProcessStore
 from robot_mcp_memory.search.query import Query
@@ -302,7 +303,7 @@ async def test_a_version_finds_that_version_not_the_same_digits_in_another_order
     assert [h.doc.id for h in hits] == ["b-firmware", "a-firmware"]
     assert hits[0].relevance > hits[1].relevance
     listed = memory.index.read_blocking(
-        lambda c: sql.keyword_candidates(c, Query.parse("gripper firmware 1.2.10").phrases, 3, None)
+        lambda c: keyword_sql.keyword_candidates(c, Query.parse("gripper firmware 1.2.10").phrases, 3, None)
     )
     assert [pid for pid, _ in listed] == ["b-firmware", "a-firmware"]  # hybrid search's keyword list
     assert listed[0][1] > listed[1][1]
