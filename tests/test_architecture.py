@@ -17,6 +17,9 @@ The tree (docs/architecture.md draws it)::
 - operations/ (the operator's use cases) imports neither a storage adapter nor the composition
   root: it takes its `ports.Installation`, which `app.Memory` is, and its adapter lives in
   ``operations/sqlite/``.
+- An adapter folder never imports another backend's adapter folder (``postgres/`` nothing of any
+  ``sqlite/``, and the reverse): what both backends share lives outside them (a domain's ports,
+  rules and ranking; search/; storage/clock), but for `SHARED_ADAPTER_MODULES` (FTS5's tokenizer).
 - storage/ and search/ know no domain (but `storage/sqlite/index_db.py`, which composes index.db from
   each domain's tables).
 - Only the MCP adapter imports `mcp`; no module uses a private name of mcp, starlette or uvicorn
@@ -292,6 +295,60 @@ def test_operations_import_neither_an_adapter_nor_the_composition_root() -> None
         "operations/ takes an operations.ports.Installation (app.Memory is one) and reaches storage "
         "through its OperatorStore; the SQLite side lives in operations/sqlite/"
     )
+
+
+def _backend_of(rel: str) -> str | None:
+    """The backend whose adapter folder holds module `rel` (a path), or None."""
+    return next((f for f in ADAPTER_FOLDERS if f in rel.split("/")[:-1]), None)
+
+
+def cross_backend_imports(rel: str, tree: ast.AST) -> Iterator[str]:
+    """``line: module`` for each import by the adapter module `rel` of another backend's adapter folder."""
+    home = _backend_of(rel)
+    if home is None:
+        return
+    for line, name in imported_modules(rel, tree):
+        parts = name.split(".")
+        if parts[0] == PACKAGE and any(f in parts[1:-1] for f in ADAPTER_FOLDERS if f != home):
+            yield f"{line}: {name}"
+
+
+#: Adapter modules every backend may use, with the reason. FTS5's tokenizer as a library (an
+#: in-memory SQLite table, no database file): the PostgreSQL index must hold the very tokens FTS5
+#: counts, or its bm25 would not be FTS5's.
+SHARED_ADAPTER_MODULES: frozenset[str] = frozenset({f"{PACKAGE}.search.sqlite.tokens"})
+
+
+def test_an_adapter_folder_never_imports_another_backends_adapter() -> None:
+    offenders = {
+        rel: found
+        for rel, tree in _modules()
+        if (
+            found := [
+                f
+                for f in cross_backend_imports(rel, tree)
+                if not any(_is_within(f.split(": ", 1)[1], m) for m in SHARED_ADAPTER_MODULES)
+            ]
+        )
+    }
+    assert offenders == {}, "what two backends share belongs outside both adapter folders (ports, rules, ranking)"
+
+
+@pytest.mark.parametrize(
+    ("rel", "source", "flagged"),
+    [
+        ("processes/postgres/store.py", "from robot_mcp_memory.processes.sqlite.store import BM25_WEIGHTS\n", True),
+        ("processes/postgres/store.py", "from robot_mcp_memory.processes.sqlite import store\n", True),
+        ("fleet/sqlite/store.py", "import robot_mcp_memory.storage.postgres.store\n", True),
+        ("processes/postgres/store.py", "from ..sqlite.store import upsert\n", True),
+        ("processes/postgres/store.py", "from robot_mcp_memory.storage.postgres import PostgresStore\n", False),
+        ("processes/postgres/store.py", "from robot_mcp_memory.search.sqlite.tokens import Fts5Tokens\n", True),
+        ("processes/ranking.py", "from robot_mcp_memory.processes.sqlite.store import Snapshot\n", False),
+        ("processes/postgres/store.py", "from robot_mcp_memory.processes.ranking import BM25_WEIGHTS\n", False),
+    ],
+)
+def test_the_cross_backend_detector(rel: str, source: str, flagged: bool) -> None:
+    assert bool(list(cross_backend_imports(rel, ast.parse(source)))) is flagged
 
 
 def test_storage_and_search_know_no_domain() -> None:

@@ -16,8 +16,9 @@ from robot_mcp_memory.fleet.sqlite.store import FleetRegistry
 from robot_mcp_memory.lessons.service import ScopedParams, Thresholds
 from robot_mcp_memory.lessons.sqlite.store import ParamStore
 from robot_mcp_memory.operations.sqlite.store import SqliteBackups, SqliteOperations
+from robot_mcp_memory.processes.ranking import Fusion
 from robot_mcp_memory.processes.service import ProcessService
-from robot_mcp_memory.processes.sqlite.store import Fusion, ProcessStore
+from robot_mcp_memory.processes.sqlite.store import ProcessStore
 from robot_mcp_memory.search.resilient import ResilientEmbedder
 from robot_mcp_memory.storage.sqlite import SqliteStore, StoreMode
 from robot_mcp_memory.storage.sqlite import index_db as db
