@@ -123,7 +123,8 @@ def _ordered(rows: list[_Row], order: Order, spatial: Spatial | None) -> list[_R
         blended = []
         for r in rows:
             near = 0.0 if r.dist2 is None else 1.0 / (1.0 + math.sqrt(r.dist2) / spatial.scale)
-            blend = (1.0 - spatial.weight) * r.score / best + spatial.weight * near
+            # SQLite's expression has the score written out in it: ((1 − weight) × rel × w × half) / best.
+            blend = (1.0 - spatial.weight) * r.rel * r.w * (0.5 + 0.5 * r.confd) / best + spatial.weight * near
             blended.append(_Row(r.id, r.rel, r.w, r.confd, r.dist2, r.updated_at, blend))
         return sorted(blended, key=lambda r: (-(r.blend or 0.0), -r.id))
     return sorted(rows, key=lambda r: (-r.score, -r.updated_at, -r.id))
