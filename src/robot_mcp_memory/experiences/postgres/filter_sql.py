@@ -2,8 +2,8 @@
 ``jsonb`` column, every value bound; only fixed SQL text is interpolated. The rules are the ones
 `experiences.filters` documents, as `experiences/sqlite/filter_sql.py` states them for SQLite:
 
-- A path walks keys in objects only and indexes in arrays only (``-> %s::text`` on an array, or
-  ``-> %s::integer`` on an object, is NULL), as SQLite's ``$."k"`` and ``[i]``.
+- A path walks keys in objects only and indexes in arrays only (`_at`), as SQLite's ``$."k"``
+  and ``[i]``.
 - Equality is by value: numbers by value with true = 1 and false = 0 (integers compared as
   ``numeric``, exactly; a float operand as ``float8``, as SQLite compares a double); strings
   exactly, never a number; null only JSON null; lists by length and element, objects by key count
@@ -64,11 +64,16 @@ def condition(tree: Filter, column: str) -> Condition:
 
 
 def _at(column: str, path: Path) -> Term:
-    """The jsonb value at `path`, NULL where it does not resolve."""
+    """The jsonb value at `path`, NULL where it does not resolve. A key is ``-> text`` (NULL on
+    anything but an object); an index is a strict, silent jsonpath subscript, NULL on anything but
+    an array — ``-> integer`` would read a scalar as an array of one (``5 -> 0`` is 5)."""
     sql = column
     params: list[Any] = []
     for seg in path:
-        sql = f"({sql} -> %s::integer)" if isinstance(seg, int) else f"({sql} -> %s::text)"
+        if isinstance(seg, int):
+            sql = f"jsonb_path_query_first({sql}, 'strict $[$i]', jsonb_build_object('i', %s::integer), true)"
+        else:
+            sql = f"({sql} -> %s::text)"
         params.append(seg)
     return sql, params
 

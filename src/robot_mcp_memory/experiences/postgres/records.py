@@ -11,6 +11,9 @@ Invariants:
 - **A memory's index entry is written with it** (`keywords.write_entry`), in the same transaction.
 - **JSON reads back as written**: context, metadata, data and summaries are stored as the text
   `jsonvalue.dumps` made; ``context_doc`` (jsonb) is only for filtering.
+- **U+0000 is refused, not stored**: PostgreSQL's text and jsonb cannot hold it, so a content, a
+  context, a tag or a reason holding it is `InvalidInput` naming the field (`storable`) before
+  any statement runs — SQLite stores it. JSON-only columns (metadata, data) hold it escaped.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from robot_mcp_memory import jsonvalue
-from robot_mcp_memory.errors import Conflict, NotFound
+from robot_mcp_memory.errors import Conflict, InvalidInput, NotFound
 from robot_mcp_memory.experiences import consolidate
 from robot_mcp_memory.experiences.dedup import Candidate, Duplicate
 from robot_mcp_memory.experiences.model import Experience, NewMemory, Session
@@ -72,8 +75,31 @@ def session_of(row: Sequence[Any]) -> Session:
 
 
 # ---------------------------------------------------------------------------- writes
+def _holds_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(v) for v in value)
+    return False
+
+
+def storable(value: Any, what: str) -> None:
+    """`InvalidInput` when `value` (a text, or JSON) holds U+0000, which PostgreSQL cannot store."""
+    if _holds_nul(value):
+        raise InvalidInput(f"{what} holds the character U+0000, which this store (PostgreSQL) cannot keep; remove it")
+
+
+def _storable_memory(new: NewMemory) -> None:
+    storable(new.content, "the memory's text")
+    storable(new.context, "the context")
+    storable([t for t, _ in new.tags], "a tag")
+
+
 def insert_memory(conn: Connection, new: NewMemory, now: float) -> int:
     """The row, its index entry and its tags, in the caller's transaction."""
+    _storable_memory(new)
     context = _dumps(new.context)
     row = conn.execute(
         "INSERT INTO memories(robot, collection, type, content, category, confidence, context, context_doc, "
@@ -170,6 +196,7 @@ def same_facts_ids(conn: Connection, new: NewMemory) -> list[int]:
 
 
 def forget(conn: Connection, mid: int, reason: str, now: float) -> bool:
+    storable(reason, "the reason")
     cur = conn.execute(
         "UPDATE memories SET status = 'forgotten', forget_reason = %s, updated_at = %s "
         "WHERE id = %s AND status = 'active'",
@@ -194,6 +221,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
 def update(conn: Connection, mid: int, new: NewMemory, now: float, *, keep_user_tags: bool) -> bool:
     """Replace an active memory's content, classification, context and scope; re-index it (the
     rules of the SQLite store's `update`: ``metadata.scope`` is `new`'s, the rest kept)."""
+    _storable_memory(new)
     old = conn.execute(
         "SELECT metadata FROM memories WHERE id = %s AND status = 'active' FOR UPDATE", (mid,)
     ).fetchone()
@@ -373,6 +401,7 @@ __all__ = [
     "select_session",
     "session_of",
     "session_text",
+    "storable",
     "tags_of",
     "touch",
     "update",
