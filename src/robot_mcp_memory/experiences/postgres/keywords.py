@@ -91,49 +91,70 @@ def _like_prefix(token: str) -> str:
 
 def relevance(conn: Connection, match: Sequence[str]) -> dict[int, float]:
     """Each memory holding one of the phrases of `match` (OR-ed) and its relevance,
-    ``-bm25(memories_fts, 1.0, 0.4)`` of the SQLite index holding the same memories."""
+    ``-bm25(memories_fts, 1.0, 0.4)`` of the SQLite index holding the same memories.
+
+    A phrase of one token (most are: `segment.match_phrases` quotes each term) needs only how
+    often its token stands in each column — the positions' count, no positions read; a longer
+    phrase, or a prefix, reads the positions of its tokens and finds its instances."""
     wanted = phrases(match)
     if not wanted:
         return {}
-    exact = sorted({t for p in wanted for t in (p.tokens[:-1] if p.prefix else p.tokens)})
-    prefixes = sorted({_like_prefix(p.tokens[-1]) for p in wanted if p.prefix})
+    single = sorted({p.tokens[0] for p in wanted if len(p.tokens) == 1 and not p.prefix})
+    others = [p for p in wanted if len(p.tokens) > 1 or p.prefix]
+    lengths: dict[int, int] = {}
+    counts: dict[str, dict[int, list[int]]] = {}
+    if single:
+        for term, mid, col, n, doclen in conn.execute(
+            "SELECT p.term, p.memory_id, p.col, cardinality(p.positions), m.doclen FROM memory_postings p "
+            "JOIN memories m ON m.id = p.memory_id WHERE p.term = ANY(%s::text[])",
+            (single,),
+        ):
+            counts.setdefault(term, {}).setdefault(int(mid), [0] * _COLUMNS)[col] = int(n)
+            lengths[int(mid)] = int(doclen)
     postings: dict[tuple[int, str], list[tuple[int, list[int]]]] = {}
     terms_like: dict[str, set[str]] = {}
-    rows = conn.execute(
-        "SELECT memory_id, term, col, positions FROM memory_postings "
-        "WHERE term = ANY(%s::text[]) OR term LIKE ANY(%s::text[])",
-        (exact, prefixes),
-    )
-    for mid, term, col, pos in rows:
-        postings.setdefault((int(mid), term), []).append((int(col), list(pos)))
-    if prefixes:
-        for p in wanted:
+    if others:
+        exact = sorted({t for p in others for t in (p.tokens[:-1] if p.prefix else p.tokens)})
+        prefixes = sorted({_like_prefix(p.tokens[-1]) for p in others if p.prefix})
+        for term, mid, col, pos, doclen in conn.execute(
+            "SELECT p.term, p.memory_id, p.col, p.positions, m.doclen FROM memory_postings p "
+            "JOIN memories m ON m.id = p.memory_id WHERE p.term = ANY(%s::text[]) OR p.term LIKE ANY(%s::text[])",
+            (exact, prefixes),
+        ):
+            postings.setdefault((int(mid), term), []).append((int(col), list(pos)))
+            lengths[int(mid)] = int(doclen)
+        for p in others:
             if p.prefix:
-                head = p.tokens[-1]
-                terms_like[head] = {t for _, t in postings if t.startswith(head)}
-    if not postings:
+                terms_like[p.tokens[-1]] = {t for _, t in postings if t.startswith(p.tokens[-1])}
+    if not lengths:
         return {}
-    docs = sorted({mid for mid, _ in postings})
     stats = conn.execute("SELECT count(*), coalesce(sum(doclen), 0) FROM memories").fetchone()
     n_rows, n_tokens = (int(stats[0]), int(stats[1])) if stats else (0, 0)
-    lengths: dict[int, int] = {
-        int(i): int(n) for i, n in conn.execute("SELECT id, doclen FROM memories WHERE id = ANY(%s)", (docs,))
-    }
-    docs = [d for d in docs if d in lengths]
+    docs = sorted(lengths)
     where = {d: i for i, d in enumerate(docs)}
     doclen = np.array([float(lengths[d]) for d in docs], np.float64)
+    holding: dict[str, list[int]] = {}  # a longer phrase's candidates: the memories holding its first token
+    for mid, term in postings:
+        holding.setdefault(term, []).append(mid)
     terms: list[bm25.Term] = []
     for phrase in wanted:
         ids: list[int] = []
         freqs: list[float] = []
-        for d in docs:  # in increasing position
-            counts = _instances(phrase, postings, d, terms_like)
-            if any(counts):
-                ids.append(where[d])
-                freqs.append(bm25.weighted_frequency(counts, WEIGHTS))
+        if len(phrase.tokens) == 1 and not phrase.prefix:
+            for mid, n in sorted(counts.get(phrase.tokens[0], {}).items()):
+                ids.append(where[mid])
+                freqs.append(bm25.weighted_frequency(tuple(n), WEIGHTS))
+        else:
+            first = phrase.tokens[0]
+            names = terms_like.get(first, set()) if phrase.prefix and len(phrase.tokens) == 1 else {first}
+            for mid in sorted({m for name in names for m in holding.get(name, [])}):
+                found = _instances(phrase, postings, mid, terms_like)
+                if any(found):
+                    ids.append(where[mid])
+                    freqs.append(bm25.weighted_frequency(found, WEIGHTS))
         terms.append(bm25.Term(np.array(ids, np.int64), np.array(freqs, np.float64)))
-    found, scores = bm25.scores(terms, doclen, n_rows, n_tokens)
-    return {docs[int(i)]: float(s) for i, s in zip(found, scores, strict=True)}
+    found_ids, scores = bm25.scores(terms, doclen, n_rows, n_tokens)
+    return {docs[int(i)]: float(s) for i, s in zip(found_ids, scores, strict=True)}
 
 
 def _instances(
