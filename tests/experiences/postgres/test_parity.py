@@ -14,7 +14,7 @@ from bench.experience_corpus import corpus
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences.filters import parse_filter
-from robot_mcp_memory.experiences.model import Spatial
+from robot_mcp_memory.experiences.model import Session, Spatial
 from robot_mcp_memory.experiences.ports import (
     Filters,
     MemoryCatalogue,
@@ -272,27 +272,59 @@ async def test_sessions_recall_and_end_alike(sides: tuple[Side, Side]) -> None:
     assert ended[0][1]  # the session's memories were found
 
 
+async def _sessions(side: Side) -> list[int]:
+    """Three sessions of fixed ids and times, with memories whose outcomes are written four ways;
+    the first ended (scored), the second ended unscored, the third open."""
+    learned: list[int] = []
+    for k, (robot, started) in enumerate((("r1", NOW - 3 * DAY), ("r2", NOW - 2 * DAY), ("r1", NOW - DAY))):
+        s = Session(f"s{k}", robot, "default", {"k": k}, started)
+        await side.repo.transaction(lambda t: t.insert_session(s))  # noqa: B023
+        for j, outcome in enumerate((True, False, 1.0, "yes", None, 0)):
+            ctx = {"task": {"success": outcome}} if outcome is not None else {}
+            text = f"session {k} step {j}: the arm moved the crate {j + 1} times"
+            learned.append((await side.service.learn(Principal.robot(robot), text, ctx, session_id=s.id)).memory_id)
+    for sid, score in (("s0", 0.4), ("s1", None)):
+        await side.repo.transaction(lambda t: t.end_session(sid, score, NOW - DAY / 2, lambda rows: []))  # noqa: B023
+    return learned
+
+
 async def test_the_catalogue_answers_alike(sides: tuple[Side, Side]) -> None:
     lite, pg = sides
     ids = await _fill(lite)
-    await _fill(pg)
-    _age(lite, ids)
-    _age(pg, ids)
+    assert await _fill(pg) == ids
+    in_sessions = await _sessions(lite)
+    assert await _sessions(pg) == in_sessions
+    _age(lite, ids + in_sessions)
+    _age(pg, ids + in_sessions)
     answers = []
     for side in sides:
         cat: MemoryCatalogue = side.repo  # type: ignore[assignment] # both adapters are catalogues too
         page = await cat.page(Filters(None, success=True), 20, 5)
+        failed = await cat.page(Filters(frozenset({"r1"}), success=False, status="all", since=NOW - 90 * DAY), 50, 0)
         answers.append(
             (
                 [m.id for m in page[0]],
                 page[1],
+                failed,
                 await cat.counts_by("collection", None),
                 await cat.counts_by("category", frozenset({"r1"})),
                 await cat.status_counts(None),
+                await cat.status_counts(frozenset({"r2"})),
                 await cat.per_day(None, NOW - 100 * DAY),
                 await cat.robot_days(frozenset({"r1", "r2"}), NOW - 60 * DAY),
-                {k: v[:4] for k, v in (await cat.robot_totals(None)).items()},
+                await cat.robot_totals(None),
+                await cat.sessions(None, "", "", 10, 0),
+                await cat.sessions(frozenset({"r1"}), "default", "r1", 1, 1),
+                await cat.session("s0"),
+                await cat.timeline("s0", 4),
+                await cat.timeline("s2", 10),
+                await cat.session_days(None, NOW - 10 * DAY),
+                await cat.one(ids[6]),
             )
         )
     assert answers[1] == answers[0]
     assert answers[0][1] > 0
+    assert answers[0][2][1] > 0
+    sessions, total = answers[0][10]
+    assert total == 3
+    assert [r.failures for r in sessions] == [2, 2, 2]
