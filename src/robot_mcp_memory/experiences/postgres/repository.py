@@ -8,10 +8,9 @@ index and writes the SQLite adapter's `View` offers, their SQL in `records`, `ra
 Invariants:
 
 - A `View` is used only inside the read or write that made it.
-- **Keyword recall only, for now.** Vectors are not stored on PostgreSQL yet (no ``memory_vectors``
-  table), so `MemoryVectors` is not offered: recall ranks by keywords (bm25, as on SQLite) and
-  filters, and dedup has no semantic stage — as processes' `find_hybrid` answers "keyword".
-  `mask` is None: every filter is read in SQL.
+- Vectors are `vectors.PostgresMemoryVectors` (the `MemoryVectors` seam, given to the service
+  beside this); without it recall ranks by keywords (bm25, as on SQLite) and filters, and dedup
+  has no semantic stage. `mask` is None: every filter is read in SQL.
 - Access counters (`touch`) never delay a read: they are added up in memory and written at most
   every `ACCESS_FLUSH_S` as one transaction on a timer thread (dropped, and logged, if that write
   fails — counters may be lost, never a recall); `close` writes what is pending.
@@ -134,6 +133,13 @@ class View:
 
     def end_session(self, sid: str, outcome_score: float | None, now: float, planner: Planner) -> Ended | None:
         return records.end_session(self.conn, sid, outcome_score, now, planner)
+
+
+def connection_of(at: object) -> Connection:
+    """The connection of a `View` this adapter handed out (for its vector search)."""
+    if not isinstance(at, View):
+        raise TypeError(f"expected a snapshot of the PostgreSQL experience repository, not {type(at).__name__}")
+    return at.conn
 
 
 class AccessCounts:
@@ -285,4 +291,4 @@ class PostgresMemories:
         return await self._read(lambda c: catalogue.session_days(c, visible, since))
 
 
-__all__ = ["ACCESS_FLUSH_S", "AccessCounts", "PostgresMemories", "View"]
+__all__ = ["ACCESS_FLUSH_S", "AccessCounts", "PostgresMemories", "View", "connection_of"]

@@ -6,6 +6,7 @@
   the same context as ``jsonb`` for `context_filter` (`filter_sql`), and ``doclen``, the memory's
   index entry length in tokens (bm25's D).
 - ``memory_tags``, ``sessions``: as in SQLite.
+- ``memory_vectors`` (step 2): each memory's embedding, for hybrid recall (`vectors`).
 - ``memory_postings``: the keyword index, one row per (term, memory, column) with the term's
   positions in that column — the tokens FTS5 holds for the entry (`keywords`). Terms compare
   byte-wise (``COLLATE "C"``), so a prefix query is a range of the primary key.
@@ -87,7 +88,20 @@ def _create(conn: Connection) -> None:
     conn.execute("CREATE INDEX memory_postings_memory ON memory_postings (memory_id)")
 
 
+def _vectors(conn: Connection) -> None:
+    """``memory_vectors``: a memory's embedding (float32 little-endian bytes, `search.vectors.encode`)."""
+    conn.execute(
+        """CREATE TABLE memory_vectors (
+            memory_id BIGINT PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+            model_id TEXT NOT NULL,
+            dim INTEGER NOT NULL,
+            vec BYTEA NOT NULL
+        )"""
+    )
+    conn.execute("CREATE INDEX memory_vectors_model ON memory_vectors (model_id)")
+
+
 #: Append-only. Step i brings the experience tables from version i to version i + 1.
-MIGRATIONS: list[Migration] = [_create]
+MIGRATIONS: list[Migration] = [_create, _vectors]
 
 __all__ = ["COMPONENT", "MIGRATIONS"]
