@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 
+from robot_mcp_memory.storage.postgres import PostgresStore
 from robot_mcp_memory.tenancy.ports import Sessions
+from robot_mcp_memory.tenancy.postgres.sessions import PostgresSessions
 from robot_mcp_memory.tenancy.principal import ADMIN, Principal
 from robot_mcp_memory.tenancy.sessions import SessionStore
 from tests.tenancy.conftest import MakeSessions
@@ -13,8 +15,12 @@ from tests.tenancy.conftest import MakeSessions
 
 def at_rest(store: Sessions) -> tuple[set[bytes], str]:
     """What the store keeps: the keys, and everything (keys included) as text."""
-    assert isinstance(store, SessionStore)
-    return set(store._sessions), repr(store._sessions)
+    if isinstance(store, SessionStore):
+        return set(store._sessions), repr(store._sessions)
+    assert isinstance(store, PostgresSessions)
+    db: PostgresStore = store.db
+    rows = db.read_blocking(lambda c: c.execute("SELECT * FROM web_sessions").fetchall())
+    return {bytes(r[0]) for r in rows}, repr(rows)
 
 
 async def test_sessions_expire_and_are_capped(make_sessions: MakeSessions) -> None:

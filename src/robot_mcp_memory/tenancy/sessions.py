@@ -12,8 +12,9 @@ SameSite=Strict`` cookie. The token itself never reaches a URL, the cookie jar o
   robot token holds at most `per_robot`, its own oldest dropped first, so logging in with one
   over and over cannot log the admin out);
 - `SessionStore` keeps them in this process: a restart logs everyone out, which costs a re-login
-  and nothing else (MCP clients never use them). The contract it implements is
-  `tenancy.ports.Sessions`, so replicas may share a store in a database instead.
+  and nothing else (MCP clients never use them). Replicas behind a load balancer share
+  `tenancy.postgres.sessions.PostgresSessions` instead, which keeps the same rules in the database
+  (the contract is `tenancy.ports.Sessions`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The brake on guessing tokens: failed attempts per client address, for every way a token is
 presented (``POST /api/login`` and ``Authorization: Bearer`` on any endpoint). `AuthThrottle` keeps
-the counts in this process (the embedded default, no I/O); the arithmetic (`recent_failures`,
-`held_for`, `kept_after_failure`) is pure, for any other implementation of `tenancy.ports.Throttle`.
+the counts in this process (the embedded default, no I/O); `tenancy.postgres.throttle` keeps them in
+the database several replicas share, by the same arithmetic (`held_for`, `kept_after_failure`).
 
 The client address is the one the ASGI scope carries: the peer's, or — only when the peer is one of
 ``MEMORY_TRUSTED_PROXIES`` — the one its ``X-Forwarded-For`` names (uvicorn rewrites the scope).
