@@ -150,3 +150,31 @@ async def test_with_the_database_clock_a_held_address_waits_at_most_the_window(p
     assert 290 <= await t.retry_after("10.0.0.8") <= 300
     assert 290 <= await t.attempt("10.0.0.8", "admin") <= 300  # not trusted here before the hold
     assert await t.allows("10.0.0.9")
+
+
+async def test_a_failure_waiting_on_another_replicas_row_lock_does_not_hold_the_event_loop(
+    pg_store: PostgresStore, pg_url: str
+) -> None:
+    import psycopg
+
+    now = [0.0]
+    t = PostgresThrottle(pg_store, max_failures=5, window_s=60, clock=lambda: now[0])
+    assert await t.attempt("10.3.0.1", None) == 0
+    with psycopg.connect(pg_url, autocommit=False) as other_replica:
+        other_replica.execute(f"SET search_path TO {pg_store.schema}")
+        other_replica.execute("SELECT 1 FROM auth_failures WHERE client = '10.3.0.1' FOR UPDATE")
+        # Were the upsert run on the loop, the loop would stop here until this lets go: then the
+        # failure is done before the loop turns again, and the assertion below fails (not a hang).
+        release = threading.Timer(10, other_replica.rollback)
+        release.start()
+        try:
+            waiting = asyncio.ensure_future(t.attempt("10.3.0.1", None))
+            for _ in range(200):  # the loop keeps turning while the upsert waits
+                await asyncio.sleep(0.001)
+            assert not waiting.done()
+            assert await t.attempt("10.3.0.2", None) == 0  # another address is served meanwhile
+        finally:
+            release.cancel()
+        other_replica.rollback()
+    assert await asyncio.wait_for(waiting, timeout=30) == 0
+    assert len(stored_failures(pg_store, "10.3.0.1")) == 2
