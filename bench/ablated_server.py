@@ -3,8 +3,9 @@
     python -m bench.ablated_server --no-keyword-cache
 
 The settings come from the environment, as ``python -m robot_mcp_memory`` reads them; the server is
-the one `surfaces.serve.serve` runs for ``MCP_TRANSPORT=stdio`` (reads and writes on the event
-loop), only with `Memory.open`'s switch of the keyword cache given. For `bench.bench_robotmem_compare`.
+the one `surfaces.serve.serve` runs for ``MCP_TRANSPORT=stdio`` (its store in `StoreMode.BLOCKING`:
+reads and writes on the event loop), only with `Memory.open`'s switch of the keyword cache given.
+For `bench.bench_robotmem_compare`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import anyio
 from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
+from robot_mcp_memory.storage.sqlite import StoreMode
 from robot_mcp_memory.surfaces.mcp.server import build_server
 from robot_mcp_memory.surfaces.serve import run_stdio
 
@@ -29,10 +31,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = Settings.from_env(os.environ)
     logs.configure(settings.log_level)
-    memory = Memory.open(settings, keyword_cache=not args.no_keyword_cache)
+    memory = Memory.open(settings, mode=StoreMode.BLOCKING, keyword_cache=not args.no_keyword_cache)
     try:
         mcp = build_server(memory)
-        memory.index.reads_on_loop = memory.index.writes_on_loop = True
         anyio.run(run_stdio, mcp)
     finally:
         memory.close()

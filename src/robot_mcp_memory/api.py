@@ -13,12 +13,12 @@ robotmem-like and synchronous::
 
 It opens the same ``index.db`` a server would (several processes may share a data directory:
 SQLite's WAL keeps them consistent) and runs the same `ExperienceService` the MCP tools run, over a
-*blocking* store: every call completes on the calling thread — reads on that thread's read-only
-connection, writes run and committed by the calling thread too whenever the store's writer is
-idle (`SqliteStore.write_blocking`) — with no event loop and no thread hop, which is what a loop
-calling ``learn``/``recall`` thousands of times wants. Results
-are the dicts the MCP tools return (`experiences.views`); refusals raise the package's errors
-(`errors.InvalidInput`, `errors.NotFound` …). The instance is thread-safe.
+store opened in its *blocking* mode (`StoreMode.BLOCKING`): every call completes on the calling
+thread — reads on that thread's read-only connection, writes run and committed by the calling
+thread too whenever the store's writer is idle (`SqliteStore.write_blocking`) — with no event
+loop and no thread hop, which is what a loop calling ``learn``/``recall`` thousands of times
+wants. Results are the dicts the MCP tools return (`experiences.views`); refusals raise the
+package's errors (`errors.InvalidInput`, `errors.NotFound` …). The instance is thread-safe.
 
 Calls are unscoped (like stdio): writes are attributed to `robot_id`, reads see every robot's
 memories. Semantic search is off by default here (``embedder="none"``: keyword search, no model
@@ -51,6 +51,7 @@ from robot_mcp_memory.experiences.views import (
     RecallResult,
     UpdateResult,
 )
+from robot_mcp_memory.storage.sqlite import StoreMode
 from robot_mcp_memory.tenancy.principal import LOCAL, Principal
 
 _log = logs.get("robot_mcp_memory.api")
@@ -106,7 +107,7 @@ class RobotMemory:
             where = Path(data_dir).expanduser()
         settings = Settings.from_env({"MEMORY_DATA_DIR": str(where), "ROBOT_ID": robot_id, "MEMORY_EMBEDDER": embedder})
         try:
-            self._memory: Memory | None = Memory.open(settings)
+            self._memory: Memory | None = Memory.open(settings, mode=StoreMode.BLOCKING)
         except BaseException:
             self._remove_scratch()
             raise

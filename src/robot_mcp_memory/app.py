@@ -18,9 +18,9 @@ from robot_mcp_memory.lessons.sqlite.store import ParamStore
 from robot_mcp_memory.processes.service import ProcessService
 from robot_mcp_memory.processes.sqlite.store import Fusion, ProcessStore
 from robot_mcp_memory.search.resilient import ResilientEmbedder
-from robot_mcp_memory.storage.sqlite import SqliteStore
+from robot_mcp_memory.storage.sqlite import SqliteStore, StoreMode
 from robot_mcp_memory.storage.sqlite import index_db as db
-from robot_mcp_memory.storage.sqlite.store import refuse_emptied
+from robot_mcp_memory.storage.sqlite.opening import refuse_emptied
 from robot_mcp_memory.tenancy.policy import Policy
 
 _log = logs.get("robot_mcp_memory.app")
@@ -51,12 +51,17 @@ class Memory:
         cls,
         settings: Settings,
         *,
+        mode: StoreMode = StoreMode.SERVER,
         backfill: bool = True,
         read_only: bool = False,
         keyword_cache: bool = True,
         vector_matrix: bool = True,
     ) -> Memory:
         """Open ``index.db`` (creating or migrating it) and log one ``store_ready`` line.
+
+        `mode` (`StoreMode`, fixed for the store's life): `SERVER` for an event loop serving many
+        sessions (the HTTP transports, ``web``, the default), `BLOCKING` for one caller whose
+        calls come one after another (the Python API, the CLI, a stdio server).
 
         With `backfill` (a server), vectors missing for the model are made in the background once
         it is ready. One-shot commands pass False: a backfill racing `reembed` would do its work
@@ -72,7 +77,11 @@ class Memory:
             if not read_only and path.is_file() and path.stat().st_size == 0:
                 refuse_emptied(path)
         index = db.open_index(
-            settings.index_path, hot_queue_max=settings.hot_queue_max, read_only=read_only, refuse_emptied=False
+            settings.index_path,
+            mode=mode,
+            hot_queue_max=settings.hot_queue_max,
+            read_only=read_only,
+            refuse_emptied=False,
         )
         try:
             # An existing lessons.db is checked now, before anything is logged as ready: a broken

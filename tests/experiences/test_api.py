@@ -11,6 +11,7 @@ import pytest
 from robot_mcp_memory.api import RobotMemory
 from robot_mcp_memory.errors import InvalidInput, NotFound, StorageError
 from robot_mcp_memory.experiences.sqlite.vector_repo import MemoryVectorIndex
+from robot_mcp_memory.storage.sqlite import StoreMode
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "experiences.md"
 
@@ -45,6 +46,20 @@ def test_calls_work_without_an_event_loop_and_from_many_threads(tmp_path: Path) 
         hits = mem.recall("force", n=100, collection="bench")
         assert len(hits) == 80
         assert {h["recorded_by"] for h in hits} == {"ur5-01"}
+
+
+def test_the_store_is_opened_for_a_blocking_caller_and_runs_its_calls_on_the_callers_thread(tmp_path: Path) -> None:
+    """`StoreMode.BLOCKING`: no reader pool, and a learn's transaction runs on the thread that called it."""
+    with RobotMemory(tmp_path, robot_id="ur5-01") as mem:
+        index = mem.memory.index
+        assert index.mode is StoreMode.BLOCKING
+        ran: list[int] = []
+        index.on_writer(lambda c: c.set_trace_callback(lambda sql: ran.append(threading.get_ident())))
+        mem.learn("the gripper slips on wet mugs")
+        mem.recall("gripper")
+        assert ran  # the learn's statements were traced
+        assert set(ran) == {threading.get_ident()}
+        assert not [t for t in threading.enumerate() if t.name.startswith("sqlite-read-index.db")]
 
 
 def test_refusals_raise_the_packages_errors(tmp_path: Path) -> None:

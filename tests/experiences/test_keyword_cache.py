@@ -13,6 +13,7 @@ import asyncio
 import random
 import sqlite3
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -29,6 +30,7 @@ from robot_mcp_memory.experiences.sqlite.filter_sql import compile_filter
 from robot_mcp_memory.experiences.sqlite.keyword_repo import KeywordCache
 from robot_mcp_memory.experiences.sqlite.ranking_repo import Scope
 from robot_mcp_memory.search import bm25, segment
+from robot_mcp_memory.storage.sqlite import StoreMode
 from robot_mcp_memory.storage.sqlite.index_db import rebuild_text_indexes
 from robot_mcp_memory.tenancy.principal import STDIO
 from tests.experiences.conftest import ranking_corpus
@@ -690,18 +692,29 @@ async def test_many_changes_fold_into_the_lists_and_a_big_batch_reads_everything
     assert reloads > 3
 
 
-async def test_a_stdio_server_brings_the_cache_up_to_a_write_while_the_answer_travels(memory: Memory) -> None:
+@pytest.fixture
+def blocking_memory(settings: Settings) -> Iterator[Memory]:
+    """A `Memory` as a stdio server opens it (`StoreMode.BLOCKING`: reads on the event loop)."""
+    m = Memory.open(replace(settings, data_dir=settings.data_dir.with_name("blocking")), mode=StoreMode.BLOCKING)
+    yield m
+    m.close()
+
+
+def _logged(c: sqlite3.Connection) -> int:
+    return int(c.execute("SELECT max(seq) FROM memory_index_log").fetchone()[0])
+
+
+async def test_a_stdio_server_brings_the_cache_up_to_a_write_while_the_answer_travels(
+    blocking_memory: Memory,
+) -> None:
     """Reads on the event loop (stdio: one client): shortly after a write, the cache has read
     the changed memories, so the next recall does not wait for that; a cache never filled stays
-    empty (filling it is a recall's business), and with reads on threads nothing is done."""
+    empty (filling it is a recall's business)."""
+    memory = blocking_memory
     svc = memory.experiences
     cache = _cache_of(memory)
     await svc.learn_many(STDIO, [(f"dunlin {i} at low tide", {}) for i in range(10)])
-
-    def logged(c: sqlite3.Connection) -> int:
-        return int(c.execute("SELECT max(seq) FROM memory_index_log").fetchone()[0])
-
-    memory.index.reads_on_loop = True
+    logged = _logged
     await svc.learn(STDIO, "dunlin flock at high tide")
     await asyncio.sleep(0.05)
     assert cache._seq is None  # never filled: left so
@@ -717,11 +730,21 @@ async def test_a_stdio_server_brings_the_cache_up_to_a_write_while_the_answer_tr
     assert cache._seq != memory.index.read_blocking(logged)
     _check(memory, cache, Scope(None, "default", 0.0, time.time()), ("dunlin", "flock"))
     assert cache._seq == memory.index.read_blocking(logged)
-    memory.index.reads_on_loop = False
+
+
+async def test_a_servers_cache_is_left_to_the_next_recall_after_a_write(memory: Memory) -> None:
+    """Reads on reader threads (`StoreMode.SERVER`): nothing is done after a write; the next
+    recall brings the cache up to it."""
+    svc = memory.experiences
+    cache = _cache_of(memory)
+    await svc.learn_many(STDIO, [(f"dunlin {i} at low tide", {}) for i in range(10)])
+    _check(memory, cache, Scope(None, "default", 0.0, time.time()), ("dunlin",))
+    assert cache._seq == memory.index.read_blocking(_logged)
     await svc.learn(STDIO, "dunlin and knot together")
     await asyncio.sleep(0.05)
-    assert cache._seq != memory.index.read_blocking(logged)
+    assert cache._seq != memory.index.read_blocking(_logged)
     _check(memory, cache, Scope(None, "default", 0.0, time.time()), ("dunlin", "knot"))
+    assert cache._seq == memory.index.read_blocking(_logged)
 
 
 _TOKENIZER = keyword_repo._Tokenizer(storage.MEMORIES_TOKENIZE)

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from robot_mcp_memory.app import Memory
+from robot_mcp_memory.config import Settings
 from robot_mcp_memory.errors import Conflict, Forbidden, InvalidInput, NotFound
 from robot_mcp_memory.experiences.model import MAX_N
 from robot_mcp_memory.experiences.service import ExperienceService
 from robot_mcp_memory.experiences.sqlite import storage
 from robot_mcp_memory.experiences.sqlite.repository import SqliteMemories
 from robot_mcp_memory.experiences.sqlite.storage import ExperienceStore
+from robot_mcp_memory.storage.sqlite import StoreMode
 from robot_mcp_memory.tenancy.principal import ADMIN, STDIO, Principal
 from tests.experiences.conftest import age, put_in_group, shared_writer
 
@@ -157,12 +161,17 @@ async def test_concurrent_updates_each_report_the_content_they_replaced(memory: 
     assert (await svc.get(STDIO, m.memory_id)).content == texts[ran_second]
 
 
-async def test_with_writes_on_loop_a_learn_commits_and_patches_the_vector_index_on_the_loops_thread(
-    memory: Memory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A stdio server (`SqliteStore.writes_on_loop`) runs a learn's transaction and its
-    after-commit patch of the vector index on the event loop's thread, in that order; a server of
-    many clients hands them to another thread. Either way the memory is recalled."""
+@pytest.fixture
+def blocking_memory(settings: Settings) -> Iterator[Memory]:
+    """A `Memory` as a stdio server opens it (`StoreMode.BLOCKING`), beside the `memory` fixture's."""
+    m = Memory.open(replace(settings, data_dir=settings.data_dir.with_name("blocking")), mode=StoreMode.BLOCKING)
+    yield m
+    m.close()
+
+
+async def _learn_where(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """The threads that ran a learn's transaction and its after-commit patch of the vector
+    index, in order; the memories learned are recalled."""
     svc = memory.experiences
     assert svc.vectors is not None
     ran: list[tuple[str, int]] = []
@@ -176,21 +185,26 @@ async def test_with_writes_on_loop_a_learn_commits_and_patches_the_vector_index_
         ran.append(("after", threading.get_ident()))
         written(*args)
 
-    monkeypatch.setattr(storage, "learn", learning)
-    monkeypatch.setattr(svc.vectors, "written", patched)
+    with monkeypatch.context() as patch:
+        patch.setattr(storage, "learn", learning)
+        patch.setattr(svc.vectors, "written", patched)
+        await svc.learn(STDIO, "the red valve sticks when cold")
+    found = await svc.recall(STDIO, "valve sticks")
+    assert [h.memory.content for h in found.hits] == ["the red valve sticks when cold"]
+    return ran
+
+
+async def test_a_learn_commits_and_patches_the_vector_index_on_the_loops_thread_only_over_a_blocking_store(
+    memory: Memory, blocking_memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stdio server (`StoreMode.BLOCKING`) runs a learn's transaction and its after-commit patch
+    of the vector index on the event loop's thread, in that order; a server of many clients
+    (`StoreMode.SERVER`) hands them to another thread. Either way the memory is recalled."""
     loop = threading.get_ident()
-    await svc.learn(STDIO, "the red valve sticks when cold")
+    ran = await _learn_where(memory, monkeypatch)
     assert [what for what, _ in ran] == ["learn", "after"]
     assert all(ident != loop for _, ident in ran)
-    ran.clear()
-    memory.index.writes_on_loop = True
-    await svc.learn(STDIO, "the blue valve sticks when hot")
-    assert ran == [("learn", loop), ("after", loop)]
-    found = await svc.recall(STDIO, "valve sticks")
-    assert sorted(h.memory.content for h in found.hits) == [
-        "the blue valve sticks when hot",
-        "the red valve sticks when cold",
-    ]
+    assert await _learn_where(blocking_memory, monkeypatch) == [("learn", loop), ("after", loop)]
 
 
 async def test_filter_only_recall_works_without_a_query(memory: Memory) -> None:

@@ -19,6 +19,7 @@ from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.errors import StorageError
 from robot_mcp_memory.operations import service as operations
+from robot_mcp_memory.storage.sqlite import StoreMode
 from robot_mcp_memory.storage.sqlite import index_db as db
 from robot_mcp_memory.surfaces import cli
 from robot_mcp_memory.tenancy.principal import ADMIN, LOCAL
@@ -54,6 +55,24 @@ def test_a_dump_loads_back_identically(tmp_path: Path, capsys: pytest.CaptureFix
     assert first == second
     assert "## Outcome log" in first["fetch-package-mailroom.md"].decode()
     assert "loaded 6 processes" in capsys.readouterr().out
+
+
+def test_a_command_opens_its_store_for_one_blocking_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command's calls come one after another: its store runs them on its own thread
+    (`StoreMode.BLOCKING`), read-only opening included."""
+    modes: list[StoreMode] = []
+    real_open = Memory.open
+
+    def recording(settings: Settings, **kwargs: Any) -> Memory:
+        memory = real_open(settings, **kwargs)
+        modes.append(memory.index.mode)
+        return memory
+
+    _fill(tmp_path / "a", 1)
+    monkeypatch.setattr(Memory, "open", recording)
+    assert cli.main(["dump", "--data-dir", str(tmp_path / "a"), str(tmp_path / "dump")]) == 0
+    assert cli.main(["load", "--data-dir", str(tmp_path / "b"), str(tmp_path / "dump")]) == 0
+    assert modes == [StoreMode.BLOCKING, StoreMode.BLOCKING]
 
 
 def test_load_reports_bad_files_and_exits_nonzero_but_keeps_the_good_ones(
@@ -784,13 +803,12 @@ def test_a_stdio_server_reads_on_its_event_loop_and_the_http_surfaces_on_reader_
     opened: list[Memory] = []
     real_open = serve.open_memory
 
-    def recording(settings: Settings, sockets: list[socket.socket]) -> Memory:
-        opened.append(real_open(settings, sockets))
+    def recording(settings: Settings, sockets: list[socket.socket], mode: StoreMode = StoreMode.SERVER) -> Memory:
+        opened.append(real_open(settings, sockets, mode))
         return opened[-1]
 
     async def no_session(*_: object) -> None:
-        assert opened[-1].index.reads_on_loop is True  # while serving stdio
-        assert opened[-1].index.writes_on_loop is True
+        assert opened[-1].index.mode is StoreMode.BLOCKING  # while serving stdio
 
     monkeypatch.setattr(serve, "open_memory", recording)
     monkeypatch.setattr(serve, "run_stdio", no_session)
@@ -799,8 +817,7 @@ def test_a_stdio_server_reads_on_its_event_loop_and_the_http_surfaces_on_reader_
     assert len(opened) == 1
     web = real_open(Settings.from_env(env), [])  # what `web` opens, with MCP_TRANSPORT at its stdio default
     try:
-        assert web.index.reads_on_loop is False
-        assert web.index.writes_on_loop is False
+        assert web.index.mode is StoreMode.SERVER
     finally:
         web.close()
 
@@ -1008,7 +1025,7 @@ def test_commands_that_only_read_work_on_a_read_only_data_directory(
     """A snapshot or a read-only mount of a stopped server's data directory: `backup` failed with
     "unable to open database file" (no cause named), and `doctor`, `stats` and `dump` refused it
     as not writable although they only read. Commands that write still refuse it."""
-    from tests.storage.sqlite.test_store import read_only
+    from tests.storage.sqlite.test_opening import read_only
 
     data = tmp_path / "d"
     _learn(data, "the red bin opens at 12 N")

@@ -42,6 +42,7 @@ from robot_mcp_memory.experiences.sqlite import robotmem_import
 from robot_mcp_memory.experiences.sqlite.vector_repo import MemoryVectorIndex
 from robot_mcp_memory.operations import handover
 from robot_mcp_memory.operations import service as operations
+from robot_mcp_memory.storage.sqlite import StoreMode
 from robot_mcp_memory.tenancy.principal import LOCAL
 from robot_mcp_memory.tenancy.tokens import ROBOT_RE, generate_token, parse_robot_tokens
 
@@ -272,11 +273,12 @@ def _doctor_lines(report: operations.Doctor) -> int:
 
 async def _with_memory(args: argparse.Namespace, settings: Settings) -> int:
     try:
-        memory = Memory.open(settings, backfill=False)  # a command does its own work, in the foreground
+        # A command does its own work, in the foreground, one call after another (`StoreMode`).
+        memory = Memory.open(settings, mode=StoreMode.BLOCKING, backfill=False)
     except StoreNotWritable:
         if args.command not in _ONLY_READS:
             raise
-        memory = Memory.open(settings, backfill=False, read_only=True)
+        memory = Memory.open(settings, mode=StoreMode.BLOCKING, backfill=False, read_only=True)
     try:
         if args.command == "dump":
             dumped = await operations.dump(memory, LOCAL, Path(args.dest), _progress("dump"))

@@ -23,6 +23,7 @@ from robot_mcp_memory.config import Settings
 from robot_mcp_memory.errors import CannotListen
 from robot_mcp_memory.operations import handover
 from robot_mcp_memory.storage.daemon import DaemonThreads
+from robot_mcp_memory.storage.sqlite import StoreMode
 from robot_mcp_memory.surfaces.mcp.server import MemoryMCP, build_server, http_app
 from robot_mcp_memory.surfaces.mcp.stdio import pipe_stdio
 
@@ -370,11 +371,11 @@ async def _stop_on_signals(
     everything.cancel()
 
 
-def open_memory(settings: Settings, sockets: list[socket.socket]) -> Memory:
-    """The data directory's `Memory`, after `sockets` were bound (`listen`); they are closed if
-    it cannot be opened, so a refused start leaves no port held."""
+def open_memory(settings: Settings, sockets: list[socket.socket], mode: StoreMode = StoreMode.SERVER) -> Memory:
+    """The data directory's `Memory` in `mode`, after `sockets` were bound (`listen`); they are
+    closed if it cannot be opened, so a refused start leaves no port held."""
     try:
-        memory = Memory.open(settings)
+        memory = Memory.open(settings, mode=mode)
     except BaseException:
         for sock in sockets:
             sock.close()
@@ -384,15 +385,15 @@ def open_memory(settings: Settings, sockets: list[socket.socket]) -> Memory:
 
 
 def serve(settings: Settings) -> None:
-    sockets = [] if settings.transport == "stdio" else listen(settings.host, settings.port)
-    memory = open_memory(settings, sockets)
+    stdio = settings.transport == "stdio"
+    sockets = [] if stdio else listen(settings.host, settings.port)
+    # stdio has one client, whose calls come one after another: its reads and the writes that
+    # need not wait run on the event loop (`StoreMode.BLOCKING`). Only here — `web` and the HTTP
+    # transports serve many.
+    memory = open_memory(settings, sockets, StoreMode.BLOCKING if stdio else StoreMode.SERVER)
     try:
         mcp = build_server(memory)
-        if settings.transport == "stdio":
-            # One client, whose calls come one after another: reads and writes run on the event
-            # loop (`SqliteStore.reads_on_loop`, `writes_on_loop`). Only here — `web` and the HTTP
-            # transports serve many.
-            memory.index.reads_on_loop = memory.index.writes_on_loop = True
+        if stdio:
             _log.info("serve.stdio", data_dir=str(settings.data_dir))
             anyio.run(run_stdio, mcp)
             _ignore_stop_signals()

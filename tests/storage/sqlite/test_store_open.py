@@ -32,7 +32,7 @@ from robot_mcp_memory.errors import (
 )
 from robot_mcp_memory.storage.sqlite import Kind, Schema, SqliteStore, Table
 from tests.conftest import eventually
-from tests.storage.sqlite.test_store import Steps, _schema, read_only
+from tests.storage.sqlite.test_opening import Steps, _schema, read_only
 
 WAIT = 10.0  # upper bound for any wait; a passing test never gets near it
 CHILD_WAIT = 120.0  # a child process: interpreter start and imports on a loaded 2-core machine

@@ -12,8 +12,8 @@ Tables (declared with their kinds; `db` registers them and migrates them in):
 
 Recall's ranking SQL lives beside this in `ranking_repo` (one ``SELECT`` per ranked list with every
 filter in its ``WHERE``). `ExperienceStore` is the façade: reads on reader threads, writes on the
-writer thread (a stdio server's on its event loop, `SqliteStore.reads_on_loop`/`writes_on_loop`),
-access counters on the hot path.
+writer thread (a store opened in `StoreMode.BLOCKING` — a stdio server's — runs them on the
+awaiting thread when they need not wait), access counters on the hot path.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from robot_mcp_memory.experiences.sqlite.keyword_repo import (
     instances_view,
 )
 from robot_mcp_memory.search import segment
-from robot_mcp_memory.storage.sqlite import Kind, SqliteStore, Table, fts5_table
+from robot_mcp_memory.storage.sqlite import Kind, SqliteStore, StoreMode, Table, fts5_table
 
 T = TypeVar("T")
 
@@ -629,8 +629,9 @@ def rows_of(conn: sqlite3.Connection, ids: Sequence[int], include_data: bool = F
 class ExperienceStore:
     """Façade over the SQL above.
 
-    Async by default: reads on the reader pool, writes on the writer thread (a stdio server's,
-    when they need not wait, on its event loop: `SqliteStore.writes_on_loop`). With
+    Async by default: reads and writes as the store's mode runs them (`StoreMode`: a server's on
+    the reader pool and off the event loop, a blocking store's — a stdio server's — on the
+    awaiting thread when they need not wait). With
     ``blocking=True`` the same coroutines complete without ever suspending — reads run on the
     calling thread's read-only connection and writes commit before they return (run by the
     calling thread itself when the writer is idle, see `SqliteStore.write_blocking`) — so the
@@ -670,11 +671,11 @@ class ExperienceStore:
         """A write, then `after(result)` once it has committed and before the next write begins,
         so the in-memory vector index patched there sees concurrent writes in commit order (two
         updates of one memory finishing out of order left it on the older text). On a worker
-        thread in async mode (or the writer's, or the event loop's in a stdio server: see
-        `SqliteStore.write`): `after` runs even if the awaiting coroutine is cancelled meanwhile."""
+        thread over a server's store (or the writer's; or the awaiting thread over a blocking one:
+        see `SqliteStore.write`): `after` runs even if the awaiting coroutine is cancelled meanwhile."""
         if self.blocking:
             return self.db.write_blocking(fn, after)
-        if self.db.writes_on_loop:  # a stdio server: on the loop when it need not wait (`SqliteStore.write`)
+        if self.db.mode is StoreMode.BLOCKING:  # on the awaiting thread when it need not wait
             result = await self.db.write(fn, after)
         else:
             result = await asyncio.to_thread(self.db.write_blocking, fn, after)
@@ -682,15 +683,19 @@ class ExperienceStore:
         return result
 
     def _refresh_soon(self) -> None:
-        """On a stdio server (one client, reads on the event loop), bring the keyword cache up to
-        the write just made while its answer travels back and the client sends its next call,
-        time the loop would otherwise sit idle: the next recall finds the changed memories
-        tokenized instead of tokenizing them first. `REFRESH_AFTER_S` lets the answer go out
-        first."""
-        if not self.db.reads_on_loop or self._refresh_pending or self.keywords is None:
+        """Over a blocking store (a stdio server: one client, reads on the event loop), bring the
+        keyword cache up to the write just made while its answer travels back and the client
+        sends its next call, time the loop would otherwise sit idle: the next recall finds the
+        changed memories tokenized instead of tokenizing them first. `REFRESH_AFTER_S` lets the
+        answer go out first. Over a server's store the next recall patches it, on a reader thread."""
+        if self.db.mode is not StoreMode.BLOCKING or self._refresh_pending or self.keywords is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # driven without an event loop: no idle time to use
             return
         self._refresh_pending = True
-        asyncio.get_running_loop().call_later(REFRESH_AFTER_S, self._refresh)
+        loop.call_later(REFRESH_AFTER_S, self._refresh)
 
     def _refresh(self) -> None:
         self._refresh_pending = False

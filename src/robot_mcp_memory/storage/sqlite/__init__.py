@@ -1,7 +1,8 @@
 """The storage kit: what the spec takes from the private robot-mcp-kit, written here.
 
 It knows nothing of processes, fleets or memories — only tables, their kinds, one writer
-thread, read-only readers, versioned opening and retention. Shaped so it could be lifted out.
+thread, read-only readers (run as a server's or as one blocking caller's), versioned opening and
+retention. Shaped so it could be lifted out.
 """
 
 from robot_mcp_memory.storage.sqlite.kinds import (
@@ -14,7 +15,8 @@ from robot_mcp_memory.storage.sqlite.kinds import (
     recreate,
     schema_edit,
 )
-from robot_mcp_memory.storage.sqlite.store import Migration, OpenReport, SqliteStore, StoreStats
+from robot_mcp_memory.storage.sqlite.opening import Migration, OpenReport
+from robot_mcp_memory.storage.sqlite.store import SqliteStore, StoreMode, StoreStats
 
 __all__ = [
     "Kind",
@@ -23,6 +25,7 @@ __all__ = [
     "Retention",
     "Schema",
     "SqliteStore",
+    "StoreMode",
     "StoreStats",
     "Table",
     "fts5_problem",

@@ -25,6 +25,7 @@ from robot_mcp_memory.storage.sqlite import (
     Migration,
     Schema,
     SqliteStore,
+    StoreMode,
     Table,
     fts5_problem,
     fts5_table,
@@ -536,18 +537,20 @@ def _rules_recorded(conn: sqlite3.Connection) -> bool:
 def open_index(
     path: Path,
     *,
+    mode: StoreMode = StoreMode.SERVER,
     hot_queue_max: int = 10_000,
     readers: int = 4,
     read_only: bool = False,
     refuse_emptied: bool = True,
 ) -> SqliteStore:
     """Open (creating or migrating) index.db, its facts' dedup keys brought to this build's rules;
-    `read_only`: see `SqliteStore.open`. Raises `SchemaTooNew` / `StoreUnreadable` /
+    `mode`, `read_only`: see `SqliteStore.open`. Raises `SchemaTooNew` / `StoreUnreadable` /
     `StoreNotWritable` / `StoreBusy` / `StoreWriteFailed`."""
     store = SqliteStore.open(
         path,
         schema(),
         MIGRATIONS,
+        mode=mode,
         hot_queue_max=hot_queue_max,
         readers=readers,
         read_only=read_only,

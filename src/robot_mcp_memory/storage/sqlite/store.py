@@ -1,33 +1,58 @@
-"""SqliteStore: one writer thread, read-only readers, versioned open (the Datasette pattern).
+"""SqliteStore: reads and writes on one SQLite file — one writer thread, read-only readers (the
+Datasette pattern). Opening the file (WAL, migrations, the checks that leave a bad file untouched,
+read-only opening, the open report) is `opening`'s; this module runs the work once it is open.
 
 - The only read-write connection is owned by one writer thread. Jobs arrive on a queue as
   ``(fn, future, context)`` and each runs in ``BEGIN IMMEDIATE … COMMIT`` (or ``ROLLBACK`` and the
   exception goes to the future). The caller's contextvars are copied so log fields survive the hop.
   A ``BEGIN IMMEDIATE`` that finds the lock held by another process is tried again for up to
-  `WRITE_PATIENCE_S` (`SqliteStore._begin`): SQLite's own wait polls, and loses to a busy neighbour.
+  `WRITE_PATIENCE_S` (`transaction.begin`).
 - One departure, for callers that block anyway (`write_blocking`: the Python API, worker
   threads): when the writer is idle, the caller runs its transaction itself — on the same
   connection, holding the same lock the writer holds for each job — instead of paying two thread
-  wake-ups to hand it over and back. Transactions stay one at a time on one connection. The event
-  loop touches SQLite only in a stdio server (`reads_on_loop`, `writes_on_loop`: one client), and
-  there only for a write that cannot wait (`_write_now`); any other async `write` queues.
+  wake-ups to hand it over and back. Transactions stay one at a time on one connection.
 - **Definition writes** (`write`, `write_blocking`) are never dropped: the caller waits for the
-  commit, so an acknowledged write is a committed one.
+  commit, so an acknowledged write is a committed one. A write whose awaiting coroutine is
+  cancelled still commits: once accepted it is either already committed (run inline) or queued,
+  and the writer runs a queued job whatever became of its future.
 - **Hot record writes** (`hot`) are fire-and-forget from the caller's thread: bounded by
   `hot_queue_max`; beyond it they are dropped, counted and logged — a counter must never stall
-  the event loop that serves the whole fleet.
-- Readers use their own ``mode=ro`` connections (``PRAGMA query_only``) on a small thread pool;
-  under WAL they never wait for the writer.
-- Opening is versioned: migrations are an append-only list, each applied in its own transaction
-  together with the version bump, chosen from the version read under the write lock (processes
-  started together share one file's creation or upgrade; `_migrate`); a newer file raises
-  `SchemaTooNew` and a file that is not an SQLite database (or fails its integrity check, or
-  belongs to another application) raises `StoreUnreadable`; a file or directory that cannot be
-  written raises `StoreNotWritable`. In every case the file is left untouched. A lock another
-  process kept past the patience raises `StoreBusy`, a disk that refused the upgrade's writes
-  `StoreWriteFailed` (the step rolled back): neither is the file's fault (`_open_failure`).
-- ``read_only=True`` opens without the writer (commands that only read, in a directory they cannot
-  write): see `kit.readonly`.
+  the event loop that serves the whole fleet. They always run on the writer thread.
+- Readers use their own ``mode=ro`` connections (``PRAGMA query_only``), one per thread that
+  reads; under WAL they never wait for the writer.
+
+**Modes.** How the awaited calls (`read`, `write`) run is fixed when the store is opened
+(`SqliteStore.open`'s `mode`, a `StoreMode`), and never changes after:
+
+- `StoreMode.SERVER` — an event loop serving many sessions at once (the HTTP transports, ``web``).
+  The awaiting thread never runs SQLite: an awaited `read` runs on a thread of the reader pool, an
+  awaited `write` on the writer thread, so the loop serves the other sessions meanwhile.
+- `StoreMode.BLOCKING` — one caller whose calls come one after another (the Python API, the CLI,
+  a stdio server's one client): there is nothing for its thread to do meanwhile, and a hop to
+  another thread and back costs two thread wake-ups each way (docs/experiences.md). An awaited
+  `read` runs on the awaiting thread, on that thread's read-only connection (there is no reader
+  pool). An awaited `write` runs there too when it need not wait: the writer idle with nothing
+  queued, and ``BEGIN IMMEDIATE`` taking the database's write lock at once (`_write_now`). One
+  that would wait — behind the writer's job or queue, or for another process's lock — and a
+  `long` one (a reindex, a deep check) go to the writer thread and are awaited, so an event loop
+  still answers its other calls and a stop signal meanwhile.
+
+In both modes `read_blocking` and `write_blocking` run on the caller's thread (the latter when
+the writer is idle, else it queues and waits), for threads that may block: worker threads,
+start-up, the Python API; `on_writer` and `flush` wait for the writer thread.
+
+**Order.** Transactions run one at a time on the read-write connection, under `_writing`, in
+the order they took it. A job's `after` runs on the thread that ran its transaction, right after
+the commit and before any other write begins, so an in-memory mirror patched there (the vector
+index) sees the commits in order. The writer runs its queue — definition and hot writes alike —
+in the order it was filled; an awaited write runs inline only when that queue is empty, so it
+never overtakes a queued one. A `write_blocking` run inline takes the lock as soon as it is free
+and may commit before jobs other threads queued but the writer has not begun; a caller's own
+hot writes are not ordered with its definition writes.
+
+``read_only=True`` opens without the writer connection (commands that only read, in a directory
+they cannot write: see `readonly`): every write is refused. A store opened before a fork refuses
+every call in the child (`_after_fork`); `close` drains the queue (every accepted write commits).
 
 No `sqlite3.Error` escapes this module: it is translated into `StorageError` at the boundary.
 """
@@ -38,13 +63,13 @@ import asyncio
 import concurrent.futures
 import contextlib
 import contextvars
+import enum
 import itertools
 import os
 import queue
 import secrets
 import sqlite3
 import threading
-import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,62 +77,33 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from robot_mcp_memory import logs
-from robot_mcp_memory.errors import (
-    CHECK_THE_STORE,
-    ForeignWal,
-    MigrationFailed,
-    SchemaTooNew,
-    StorageError,
-    StoreBusy,
-    StoreFailed,
-    StoreNotWritable,
-    StoreUnreadable,
-    StoreWriteFailed,
-)
+from robot_mcp_memory.errors import CHECK_THE_STORE, StorageError, StoreFailed
 from robot_mcp_memory.storage.clock import now_iso
-from robot_mcp_memory.storage.sqlite.checkpoint import WRITER_AUTOCHECKPOINT, Checkpointer
-from robot_mcp_memory.storage.sqlite.kinds import Kind, Schema
-from robot_mcp_memory.storage.sqlite.readonly import ReadView, read_view
+from robot_mcp_memory.storage.sqlite.checkpoint import Checkpointer
+from robot_mcp_memory.storage.sqlite.kinds import Schema
+from robot_mcp_memory.storage.sqlite.opening import Migration, Opener, OpenReport
+from robot_mcp_memory.storage.sqlite.readonly import ReadView
+from robot_mcp_memory.storage.sqlite.transaction import (
+    BUSY_TIMEOUT_MS,
+    WRITE_IOERRS,
+    WRITE_PATIENCE_S,
+    begin,
+    rollback,
+    short,
+)
 
 T = TypeVar("T")
-Migration = Callable[[sqlite3.Connection], None]
 
 _log = logs.get("robot_mcp_memory.processes.sqlite.store")
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-#: How long one attempt to take SQLite's write lock waits (its busy handler), in milliseconds.
-BUSY_TIMEOUT_MS = 5_000
-#: How long a write keeps trying for the lock, in seconds, across attempts. Another process on the
-#: same data directory (a training loop's `RobotMemory`, the CLI) may hold it for a big batch, and
-#: SQLite's waiting is polling, not a queue: a waiter that sleeps through each short gap between
-#: that process's transactions loses the race, and after one `BUSY_TIMEOUT_MS` its write failed
-#: with "busy". Nothing of the write has run when `BEGIN IMMEDIATE` fails, so it is simply tried
-#: again until this patience runs out (docs/experiences.md, "Python API").
-WRITE_PATIENCE_S = 30.0
-_META_DDL = "CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 
 
-@dataclass(frozen=True)
-class OpenReport:
-    """What happened when the file was opened; logged once as ``store_ready``."""
+class StoreMode(enum.Enum):
+    """How a store runs its awaited calls, fixed at `SqliteStore.open` (see the module docstring)."""
 
-    path: str
-    from_version: int
-    to_version: int
-    created: bool
-    counts: dict[str, int]
-    undeclared: list[str]
-    pruned: dict[str, int]
-
-    def log_fields(self) -> dict[str, object]:
-        """The fields of the one ``store_ready`` line every store logs at open."""
-        return {
-            "path": self.path,
-            "schema_from": self.from_version,
-            "schema_to": self.to_version,
-            "created": self.created,
-            "rows": self.counts,
-            "pruned": self.pruned,
-        }
+    #: Many sessions on one event loop: an awaited call never runs SQLite on the awaiting thread.
+    SERVER = "server"
+    #: One caller at a time: an awaited call runs on the awaiting thread unless it would wait.
+    BLOCKING = "blocking"
 
 
 @dataclass
@@ -172,20 +168,6 @@ _Future = concurrent.futures.Future[Any] | _Waiter
 _STOP = object()
 
 
-#: I/O errors SQLite reports when the operating system refused to *write* the file: ENOSPC where
-#: SQLite does not see it as SQLITE_FULL, EFBIG (a file-size limit), EROFS/EPERM (the disk or the
-#: file turned read-only under the server), EIO from a failing disk.
-_WRITE_IOERRS = frozenset(
-    {
-        sqlite3.SQLITE_IOERR_WRITE,
-        sqlite3.SQLITE_IOERR_FSYNC,
-        sqlite3.SQLITE_IOERR_DIR_FSYNC,
-        sqlite3.SQLITE_IOERR_TRUNCATE,
-        sqlite3.SQLITE_IOERR_SHMSIZE,
-    }
-)
-
-
 def translate(exc: sqlite3.Error, action: str) -> StoreFailed:
     """Map an sqlite error to a reader-facing `StorageError` (no SQL, no path)."""
     code = getattr(exc, "sqlite_errorcode", None)
@@ -195,7 +177,7 @@ def translate(exc: sqlite3.Error, action: str) -> StoreFailed:
             f"the disk is full: {action} was not stored. Reads still work; "
             "retry once the operator has freed space on the server."
         )
-    if code in _WRITE_IOERRS:
+    if code in WRITE_IOERRS:
         return StoreFailed(
             f"the server could not write its database file (the disk is full, a file-size limit was "
             f"reached, or the disk is read-only or failing): {action} was not stored. Reads still work; "
@@ -236,7 +218,7 @@ if hasattr(os, "register_at_fork"):
 
 
 class SqliteStore:
-    """One SQLite file with one writer thread. Build it with `SqliteStore.open`."""
+    """One SQLite file with one writer thread, in one `StoreMode`. Build it with `SqliteStore.open`."""
 
     def __init__(
         self,
@@ -244,6 +226,7 @@ class SqliteStore:
         schema: Schema,
         migrations: list[Migration],
         *,
+        mode: StoreMode = StoreMode.SERVER,
         hot_queue_max: int = 10_000,
         readers: int = 4,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
@@ -253,6 +236,7 @@ class SqliteStore:
         refuse_emptied: bool = True,
     ) -> None:
         self.path = Path(path)
+        self._mode = mode
         #: Opened for reading only (`open`): no writer connection, no migrations, no checkpoints.
         self.read_only = read_only
         self._view: ReadView | None = None  # how readers open the file when `read_only`
@@ -263,36 +247,36 @@ class SqliteStore:
         self.instance = secrets.token_hex(6)
         self._stamps = itertools.count(1)
         self.schema = schema
-        self.migrations = list(migrations)
-        #: Creates a new file's whole schema at the last version in one step (None: a new file runs
-        #: every migration). Must leave the schema the migrations leave (a test per store checks).
-        self.baseline = baseline
-        #: Whether a 0-byte file is refused when another database beside it holds data
-        #: (`refuse_emptied`); off for a caller that checked the directory before opening any.
-        self.refuse_emptied = refuse_emptied
+        self._opener = Opener(
+            self.path,
+            schema,
+            list(migrations),
+            busy_timeout_ms,
+            write_patience_s,
+            baseline=baseline,
+            refuse_emptied=refuse_emptied,
+        )
         self.hot_queue_max = hot_queue_max
         self.stats = StoreStats()
         self._lock = threading.Lock()
         #: Held by whichever thread is running a write on the read-write connection: the writer
-        #: thread for a queued job, or a blocking caller running its own write (`write_blocking`).
+        #: thread for a queued job, or a caller running its own write (`write_blocking`, `_write_now`).
         self._writing = threading.Lock()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._conn: sqlite3.Connection | None = None
         self._readers_local = threading.local()
         self._reader_conns: list[tuple[threading.Thread, sqlite3.Connection]] = []
-        #: Whether `read` runs on the awaiting (event loop) thread instead of a reader thread: set by
-        #: a stdio server, whose one client's calls come one after another (see `read`).
-        self.reads_on_loop = False
-        #: Whether `write` runs a transaction that cannot wait on the awaiting (event loop)
-        #: thread instead of handing it to the writer thread: set by a stdio server too (see
-        #: `write`).
-        self.writes_on_loop = False
         self._reads = 0  # reads in progress (`read_blocking`), which `close` waits for
         self._reads_idle = threading.Condition(threading.Lock())
         self._forked = False  # this process is a fork of the one that opened the store
         _OPEN.add(self)
-        self._pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=readers, thread_name_prefix=f"sqlite-read-{self.path.name}"
+        #: The threads an awaited `read` runs on: only a server's (a blocking store reads inline).
+        self._pool = (
+            concurrent.futures.ThreadPoolExecutor(
+                max_workers=readers, thread_name_prefix=f"sqlite-read-{self.path.name}"
+            )
+            if mode is StoreMode.SERVER
+            else None
         )
         self._closed = False
         self._accepting = threading.Lock()  # `_closed` and queueing, together (`_enqueue`)
@@ -303,6 +287,11 @@ class SqliteStore:
         self._ready: concurrent.futures.Future[OpenReport] = concurrent.futures.Future()
         self._thread.start()
 
+    @property
+    def mode(self) -> StoreMode:
+        """How awaited calls run (`StoreMode`): chosen at `open`, read-only after."""
+        return self._mode
+
     # ------------------------------------------------------------------ opening
     @classmethod
     def open(
@@ -311,6 +300,7 @@ class SqliteStore:
         schema: Schema,
         migrations: list[Migration],
         *,
+        mode: StoreMode = StoreMode.SERVER,
         hot_queue_max: int = 10_000,
         readers: int = 4,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
@@ -319,14 +309,16 @@ class SqliteStore:
         baseline: Migration | None = None,
         refuse_emptied: bool = True,
     ) -> SqliteStore:
-        """Open `path`, creating or migrating it. With `read_only` (commands that only read, on a
-        directory they cannot write: a snapshot, a read-only mount) nothing is written: the file
-        must exist at the last version, every write is refused, and readers open it as
-        `readonly.read_view` says."""
+        """Open `path`, creating or migrating it (`opening.Opener`), in `mode` (`StoreMode`: a
+        server of many sessions, or one blocking caller). With `read_only` (commands that only
+        read, on a directory they cannot write: a snapshot, a read-only mount) nothing is
+        written: the file must exist at the last version, every write is refused, and readers
+        open it as `readonly.read_view` says. `readers`: the size of a server's reader pool."""
         store = cls(
             path,
             schema,
             migrations,
+            mode=mode,
             hot_queue_max=hot_queue_max,
             readers=readers,
             busy_timeout_ms=busy_timeout_ms,
@@ -339,278 +331,20 @@ class SqliteStore:
             store.report = store._ready.result()
         except BaseException:
             store._thread.join(timeout=5)
-            store._pool.shutdown(wait=False)
+            if store._pool is not None:
+                store._pool.shutdown(wait=False)
             raise
         if not read_only:
             store._checkpointer = Checkpointer(store.path)
         return store
 
-    def _open_rw(self) -> tuple[sqlite3.Connection, OpenReport]:
-        path = self.path
-        spath = str(path)
-        started = time.monotonic()
-        self._check_writable(path)
-        if path.is_dir():  # (an empty one can have a size of 0, which would read as "create it")
-            raise StoreUnreadable(spath, "it is a directory, not a file")
-        new = not (path.exists() and path.stat().st_size > 0)
-        if new and path.exists() and self.refuse_emptied:
-            refuse_emptied(path)
-        _refuse_foreign_wal(path)
-        if not new:
-            seen = self._inspect(path, started)  # ours, whole, not too new: checked before anything writes
-            if seen > len(self.migrations):
-                raise SchemaTooNew(spath, seen, len(self.migrations))
-        conn: sqlite3.Connection | None = None
-        try:
-            conn = sqlite3.connect(spath, isolation_level=None, check_same_thread=False)
-            # A value no other writer of the file produces, for rows that let a reader tell this
-            # store's writes from another process's (`vectorstore`'s freshness stamps).
-            conn.create_function("store_stamp", 0, self._stamp)
-            conn.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
-            self._enter_wal(conn)
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute(f"PRAGMA wal_autocheckpoint={WRITER_AUTOCHECKPOINT}")  # kit/checkpoint.py
-            from_version, version = self._migrate(conn, started)
-            names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-            undeclared = self.schema.undeclared(names)
-            for name in undeclared:
-                _log.warning("store.undeclared_table", table=name, path=spath)
-            pruned: dict[str, int] = {}
-            for t in self.schema.pruned:
-                self._begin(conn)
-                try:
-                    pruned[t.name] = self.schema.prune(conn, t.name)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    self._rollback(conn)
-                    raise
-            counts = {
-                t.name: conn.execute(f"SELECT count(*) FROM {t.name}").fetchone()[0]  # noqa: S608 - declared
-                for t in self.schema.tables
-                if t.kind is not Kind.DERIVED and t.name in names
-            }
-        except BaseException as exc:
-            if conn is not None:
-                conn.close()
-            if isinstance(exc, sqlite3.Error):
-                raise self._open_failure(exc, "creating it" if new else "opening it", started) from exc
-            raise
-        report = OpenReport(
-            path=spath,
-            from_version=from_version,
-            to_version=version,
-            created=from_version == 0,
-            counts=counts,
-            undeclared=undeclared,
-            pruned=pruned,
-        )
-        return conn, report
-
-    def _enter_wal(self, conn: sqlite3.Connection) -> None:
-        """``PRAGMA journal_mode=WAL``, tried again while another process creating the same new
-        file holds its lock. SQLite answers that "busy" at once, without waiting (its busy handler
-        is skipped where waiting could deadlock), so the busy timeout does not cover it: one of
-        several processes started together on an empty data directory failed to open it."""
-        deadline = time.monotonic() + self.write_patience_s
-        while True:
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                return
-            except sqlite3.OperationalError as exc:
-                if not _busy(exc) or time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.01)
-
-    def _migrate(self, conn: sqlite3.Connection, started: float) -> tuple[int, int]:
-        """Bring the file to the last version, one step per transaction: (the version this process
-        found, the version it left). Several processes may open one new or old file at the same
-        moment (a server and training loops started together): each step is chosen from the
-        version read *under the write lock*, so a step never runs twice and the version never goes
-        down — a process that planned its steps from a version read before the lock re-ran steps
-        1-4 over a finished file, wrote version 4 over it, failed at step 5, and left a store no
-        later start could open. A file already at the last version is opened without the lock."""
-        spath = str(self.path)
-        target = len(self.migrations)
-        version = self._version(conn)
-        found: int | None = None
-        while version < target:
-            doing = "creating it" if version == 0 else f"upgrading it from schema version {version} to {target}"
-            waiting = time.monotonic()
-            step_to = version + 1
-            try:
-                # Waits for the lock like any write: another process may be running a long step.
-                self._begin(conn)
-            except sqlite3.Error as exc:
-                raise self._open_failure(exc, doing, waiting) from exc
-            try:
-                version = self._version(conn)  # what the processes that held the lock before left
-                if found is None:
-                    found = version
-                if version >= target:
-                    conn.execute("COMMIT")
-                    break
-                conn.execute(_META_DDL)
-                if version == 0 and self.baseline is not None:
-                    step, step_to = self.baseline, target  # a new file: the whole schema at once
-                else:
-                    step, step_to = self.migrations[version], version + 1
-                step(conn)
-                conn.execute(
-                    "INSERT INTO store_meta(key, value) VALUES('schema_version', ?) "
-                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                    (str(step_to),),
-                )
-                conn.execute("COMMIT")
-            except BaseException as exc:
-                self._rollback(conn)
-                if isinstance(exc, sqlite3.Error):
-                    raise self._open_failure(exc, doing, started, at=version) from exc
-                if isinstance(exc, Exception) and not isinstance(exc, StorageError):
-                    raise MigrationFailed(spath, version, step_to, _short(exc)) from exc
-                raise
-            version = step_to
-        if version > target:  # a newer robot-mcp-memory upgraded it meanwhile
-            raise SchemaTooNew(spath, version, target)
-        return (version if found is None else found), version
-
-    def _version(self, conn: sqlite3.Connection) -> int:
-        """The file's schema version as `conn` sees it now (0: a new file)."""
-        if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='store_meta'").fetchone() is None:
-            return 0
-        row = conn.execute("SELECT value FROM store_meta WHERE key='schema_version'").fetchone()
-        return _parse_version(str(self.path), row)
-
-    def _open_failure(self, exc: sqlite3.Error, doing: str, started: float, at: int | None = None) -> StorageError:
-        """What an SQLite error while opening means for the operator. Only damage to the file gets
-        `StoreUnreadable` (restore a backup, or move it aside): a lock another process held, a
-        full disk or a read-only one leave a good file, and that advice would throw its data away.
-        `started`: when the wait a "busy" ended began; `at`: the version a failed migration step
-        started from (rolled back to)."""
-        spath = str(self.path)
-        code = getattr(exc, "sqlite_errorcode", None) or 0
-        base = code & 0xFF
-        if base in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-            return StoreBusy(spath, doing, time.monotonic() - started)
-        if base == sqlite3.SQLITE_FULL or code in _WRITE_IOERRS:
-            reason = (
-                "the disk is full"
-                if base == sqlite3.SQLITE_FULL
-                else "the disk refused the write (it is full, a file-size limit was reached, or it is failing)"
-            )
-            return StoreWriteFailed(spath, doing, reason, self._room_hint())
-        if base == sqlite3.SQLITE_READONLY:
-            return StoreNotWritable(spath, "the disk or the file is read-only")
-        if at is not None and base not in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
-            return MigrationFailed(spath, at, at + 1, _short(exc))
-        return StoreUnreadable(spath, _short(exc))
-
-    def _room_hint(self) -> str:
-        """How much room an upgrade wants: its steps rewrite rows, and the WAL holds the new pages
-        until they are folded into the file (up to about the file's own size)."""
-        try:
-            mib = self.path.stat().st_size // (1024 * 1024)
-        except OSError:
-            return ""
-        return f" (an upgrade needs about as much free space as {self.path.name} takes: {mib + 1} MiB)" if mib else ""
-
-    def _rollback(self, conn: sqlite3.Connection) -> None:
-        """Roll back what is left of a failed transaction. SQLite has already rolled it back after
-        some errors (a full disk): a ROLLBACK then fails with an error of its own ("no transaction
-        is active"), which must not take the place of the one that says what happened."""
-        if not conn.in_transaction:
-            return
-        try:
-            conn.execute("ROLLBACK")
-        except sqlite3.Error as exc:
-            _log.error("store.rollback_failed", error=_short(exc), path=str(self.path))
-
     def _open_ro(self) -> OpenReport:
-        """Open for reading only: nothing is created, migrated or pruned, so the file must exist at
-        the last version (an older one is upgraded by the first process that can write it)."""
-        path = self.path
-        spath = str(path)
-        started = time.monotonic()
-        if path.is_dir():
-            raise StoreUnreadable(spath, "it is a directory, not a file")
-        if not path.exists() or path.stat().st_size == 0:
-            raise StoreUnreadable(spath, "there is no database in it")
-        _refuse_foreign_wal(path)
-        self._view = read_view(path)
-        version = self._inspect(path, started)
-        target = len(self.migrations)
-        if version > target:
-            raise SchemaTooNew(spath, version, target)
-        if version < target:
-            raise StoreNotWritable(
-                spath,
-                f"it is at schema version {version}, and this robot-mcp-memory reads it only once "
-                f"upgraded to {target}, which writes it: run it once where its directory is writable",
-            )
-        report = self.read_blocking(lambda conn: self._report(conn, version))
-        _log.info("store.opened_read_only", path=spath, immutable=self._view.immutable)
+        """Open for reading only (`Opener.read_only`); the report is read as any read is."""
+        view, version = self._opener.read_only()
+        self._view = view
+        report = self.read_blocking(lambda conn: self._opener.report(conn, version))
+        _log.info("store.opened_read_only", path=str(self.path), immutable=view.immutable)
         return report
-
-    def _report(self, conn: sqlite3.Connection, version: int) -> OpenReport:
-        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        counts = {
-            t.name: conn.execute(f"SELECT count(*) FROM {t.name}").fetchone()[0]  # noqa: S608 - declared
-            for t in self.schema.tables
-            if t.kind is not Kind.DERIVED and t.name in names
-        }
-        return OpenReport(str(self.path), version, version, False, counts, self.schema.undeclared(names), {})
-
-    @staticmethod
-    def _check_writable(path: Path) -> None:
-        """Fail with `StoreNotWritable` before SQLite is involved when the directory (where the
-        ``-wal`` and ``-shm`` files go) or the file cannot be written. Otherwise SQLite reports
-        "unable to open database file", which reads as a broken database — and whose remedy,
-        restoring a backup or starting empty, would be the wrong thing to do to a good file."""
-        for folder in (path.parent, *path.parent.parents):
-            if folder.exists() and not folder.is_dir():  # the data directory given is a file
-                raise StoreNotWritable(str(path), f"{folder} is a file, not a directory")
-        try:
-            # Made here: only this user reads it (memories, lessons); one that exists is left as it is.
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreNotWritable(str(path), f"its directory cannot be created: {exc.strerror}") from exc
-        # os.access honours read-only mounts and immutable files even for root (permission bits
-        # do not stop root; those two do).
-        if not os.access(path.parent, os.W_OK):
-            raise StoreNotWritable(str(path), "its directory is read-only")
-        if path.exists() and not os.access(path, os.W_OK):
-            raise StoreNotWritable(str(path), "the file is read-only")
-
-    def _inspect(self, path: Path, started: float) -> int:
-        """Read-only look at an existing file: is it ours, is it whole, which version is it?"""
-        spath = str(path)
-        try:
-            with path.open("rb") as fh:
-                head = fh.read(16)
-        except OSError as exc:
-            raise StoreUnreadable(spath, f"it cannot be read: {exc.strerror or type(exc).__name__}") from exc
-        if head != _SQLITE_MAGIC:
-            raise StoreUnreadable(spath, "it is not an SQLite database")
-        try:
-            ro = sqlite3.connect(self._reader_uri(), uri=True, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise self._open_failure(exc, "opening it", started) from exc
-        try:
-            ro.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
-            check = ro.execute("PRAGMA quick_check").fetchone()
-            if not check or check[0] != "ok":
-                raise StoreUnreadable(spath, "its integrity check failed")
-            names = {r[0] for r in ro.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if "store_meta" not in names:
-                if {n for n in names if not n.startswith("sqlite_")}:
-                    raise StoreUnreadable(spath, "it belongs to another application (no store_meta table)")
-                return 0
-            row = ro.execute("SELECT value FROM store_meta WHERE key='schema_version'").fetchone()
-            return _parse_version(spath, row)
-        except sqlite3.Error as exc:
-            raise self._open_failure(exc, "opening it", started) from exc
-        finally:
-            ro.close()
 
     # ------------------------------------------------------------------ writer thread
     def _run(self) -> None:
@@ -619,7 +353,7 @@ class SqliteStore:
             if self.read_only:
                 report = self._open_ro()
             else:
-                conn, report = self._open_rw()
+                conn, report = self._opener.read_write(self._stamp)
         except BaseException as exc:
             self._ready.set_exception(exc)
             return
@@ -669,7 +403,7 @@ class SqliteStore:
         try:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.Error as exc:
-            _log.warning("store.checkpoint_failed", error=_short(exc), path=str(self.path))
+            _log.warning("store.checkpoint_failed", error=short(exc), path=str(self.path))
         conn.close()
 
     def _execute(self, conn: sqlite3.Connection, job: _Job, *, begun: bool = False) -> Any:
@@ -683,13 +417,13 @@ class SqliteStore:
                     # second Ctrl-C in a blocking caller's own write): nothing of it was committed.
                     _log.warning("store.stale_transaction_rolled_back", path=str(self.path))
                     conn.execute("ROLLBACK")
-                self._begin(conn)
+                begin(conn, self.write_patience_s, self.path)
             result = job.context.run(job.fn, conn)
             conn.execute("COMMIT")
         except BaseException as exc:
-            self._rollback(conn)
+            rollback(conn, self.path)
             if isinstance(exc, sqlite3.Error):
-                _log.error("store.write_failed", error=_short(exc), hot=job.hot)
+                _log.error("store.write_failed", error=short(exc), hot=job.hot)
                 raise translate(exc, "the write") from exc
             raise
         if job.after is not None:
@@ -701,25 +435,6 @@ class SqliteStore:
 
     def _stamp(self) -> str:
         return f"{self.instance}:{next(self._stamps)}"
-
-    def _begin(self, conn: sqlite3.Connection) -> None:
-        """``BEGIN IMMEDIATE``, tried again while another connection holds the write lock, for up
-        to `write_patience_s` in all (`WRITE_PATIENCE_S`); then the last "busy" is raised."""
-        deadline = time.monotonic() + self.write_patience_s
-        waits = 0
-        while True:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                if not _busy(exc) or time.monotonic() >= deadline:
-                    raise
-                waits += 1
-                _log.warning("store.write_lock_busy", attempt=waits, path=str(self.path))
-                time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))  # busy at once: no spin
-                continue
-            if waits:
-                _log.info("store.write_lock_taken", attempts=waits + 1, path=str(self.path))
-            return
 
     def _job_done(self, job: _Job) -> None:
         with self._lock:
@@ -787,13 +502,12 @@ class SqliteStore:
         write begins (see `_Job.after`). If the awaiting coroutine is cancelled the write still
         commits.
 
-        With `writes_on_loop` (a stdio server) a write that cannot wait runs right here
-        (`_write_now`): the hop to the writer thread and back costs two thread wake-ups on each
-        side, a large share of a small learn over MCP stdio. One that would wait —
-        for the writer's job or queue, or for another process's write lock — and a `long` one (a
-        reindex, a deep check) go to the writer thread as always, so the loop meanwhile answers
-        the client's other calls and a stop signal."""
-        if self.writes_on_loop and not long:
+        A server's write runs on the writer thread. A blocking store runs one that need not wait
+        right here (`_write_now`), saving the hop to the writer thread and back; one that would
+        wait — for the writer's job or queue, or for another process's write lock — and a `long`
+        one (a reindex, a deep check) go to the writer thread as a server's do, so an event loop
+        meanwhile answers its other calls and a stop signal."""
+        if self._mode is StoreMode.BLOCKING and not long:
             done = self._write_now(fn, after)
             if done is not None:
                 result: T = done[0]
@@ -924,7 +638,7 @@ class SqliteStore:
                 self._view.check()  # read without locks: refused if another process changed the file
             return result
         except sqlite3.Error as exc:
-            _log.error("store.read_failed", error=_short(exc))
+            _log.error("store.read_failed", error=short(exc))
             raise translate(exc, "the read") from exc
         finally:
             with self._reads_idle:
@@ -950,16 +664,16 @@ class SqliteStore:
         return StoreFailed("the store is closed; the server is shutting down: retry once it has restarted")
 
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Await a read (`read_blocking`) run on a reader thread, so that the event loop serves
-        other sessions meanwhile; with `reads_on_loop`, run it right here. A hop to a reader and
-        back costs two thread wake-ups on each side, a noticeable share of a recall; a stdio
-        server has one client, whose calls
-        come one after another, so there is nothing for the loop to do meanwhile."""
-        if self.reads_on_loop:
+        """Await a read (`read_blocking`). A server runs it on a reader thread, so that the event
+        loop serves other sessions meanwhile; a blocking store runs it right here, on the
+        awaiting thread's own read-only connection: its one caller's calls come one after
+        another, so there is nothing to do meanwhile that would pay for two thread hops."""
+        pool = self._pool
+        if pool is None:
             return self.read_blocking(fn)
         loop = asyncio.get_running_loop()
         ctx = contextvars.copy_context()
-        return await loop.run_in_executor(self._pool, ctx.run, self.read_blocking, fn)
+        return await loop.run_in_executor(pool, ctx.run, self.read_blocking, fn)
 
     # ------------------------------------------------------------------ lifecycle
     def close(self, timeout: float = 10.0) -> None:
@@ -972,7 +686,8 @@ class SqliteStore:
             return
         # Readers first: the writer's connection must be the last one open, or sqlite leaves the
         # WAL beside the file instead of checkpointing it (a read-only connection cannot).
-        self._pool.shutdown(wait=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
         with self._reads_idle:
             # A read another thread is running keeps its connection (closing it under the read
             # crashed the process); reads that start from now on are refused.
@@ -996,71 +711,4 @@ class SqliteStore:
         self.close()
 
 
-def _busy(exc: sqlite3.Error) -> bool:
-    """Whether `exc` is SQLite's "database is locked": another connection holds the lock."""
-    return (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF == sqlite3.SQLITE_BUSY
-
-
-def _parse_version(path: str, row: tuple[Any, ...] | None) -> int:
-    """The ``schema_version`` row's value as a step count; a file without one is version 0."""
-    try:
-        version = int(row[0]) if row else 0
-    except ValueError as exc:
-        raise StoreUnreadable(path, "its schema version is not a number") from exc
-    if version < 0:  # no migration leads from it: step indexes would count from the end
-        raise StoreUnreadable(path, f"its schema version is negative ({version})")
-    return version
-
-
-def _short(exc: BaseException) -> str:
-    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-
-
-def refuse_emptied(path: Path) -> None:
-    """Refuse a 0-byte `path` where data was expected: another database of the data directory
-    holds data, and no ``-wal`` beside this one does (a new file's first pages may stand
-    only there). A brand-new directory's empty file is created as ever; this one was emptied
-    — an interrupted copy, a truncated restore — and opening it would start an empty store
-    that robots then write into. Nothing is written to it."""
-    wal = path.with_name(path.name + "-wal")
-    if wal.exists() and wal.stat().st_size > 0:
-        return
-    others = sorted(
-        p.name
-        for p in path.parent.glob("*.db")
-        if p != path and p.is_file() and (p.stat().st_size > 0 or _size(p.with_name(p.name + "-wal")) > 0)
-    )
-    if others:
-        raise StoreUnreadable(
-            str(path),
-            f"it is empty (0 bytes) while {', '.join(others)} beside it holds data, so its own data is "
-            "missing (an interrupted copy or a truncated file?). To start it empty on purpose, delete it",
-        )
-
-
-def _refuse_foreign_wal(path: Path) -> None:
-    """Raise `ForeignWal` when `path` is a copy made by ``backup`` and a non-empty ``-wal`` lies
-    beside it. ``backup`` writes its copies in rollback-journal mode (header bytes 18-19 are 1)
-    and a store it opens is switched to WAL for good (2), so a WAL holding frames beside a file
-    in journal mode was written for another file: SQLite replays any WAL whose own checksums
-    hold, onto whatever file it lies beside (a crashed server's state over the restored backup)."""
-    if _size(path.with_name(path.name + "-wal")) == 0:
-        return
-    try:
-        with path.open("rb") as f:
-            header = f.read(20)
-    except OSError:
-        return  # SQLite's own open says what is wrong with the file
-    if header.startswith(b"SQLite format 3\x00") and header[18:20] == b"\x01\x01":
-        raise ForeignWal(str(path))
-
-
-def _size(path: Path) -> int:
-    """The size of `path` in bytes, 0 when there is no such file."""
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-__all__ = ["Migration", "OpenReport", "SqliteStore", "StoreStats", "now_iso", "translate"]
+__all__ = ["Migration", "OpenReport", "SqliteStore", "StoreMode", "StoreStats", "now_iso", "translate"]
