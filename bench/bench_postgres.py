@@ -34,6 +34,7 @@ from robot_mcp_memory.lessons.sqlite.store import ParamStore
 from robot_mcp_memory.processes import docmodel
 from robot_mcp_memory.processes.postgres.store import PostgresProcesses
 from robot_mcp_memory.processes.sqlite.store import ProcessStore
+from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.storage.postgres import PostgresStore
 from robot_mcp_memory.storage.sqlite import index_db
 
@@ -88,7 +89,7 @@ async def run(
         for name, repo, srv in (("sqlite", lite, None), ("postgres", pg, cluster)):
             saves = [partial(repo.save, d) for d in docs]
             out.append((f"save (fill to {args.docs})", name, await timed(saves, srv)))
-            finds = [partial(repo.find, q, 3) for q in queries]
+            finds = [partial(repo.find, Query.parse(q), 3) for q in queries]
             out.append((f"find, keyword, k=3, {args.docs} docs", name, await timed(finds, srv)))
             outcomes = [partial(repo.record_outcome, ids[n % len(ids)], n % 3 != 0) for n in range(args.outcomes)]
             out.append(("record_outcome, no note", name, await timed(outcomes, srv)))

@@ -43,7 +43,9 @@ from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.processes.docmodel import ProcessDoc
+from robot_mcp_memory.processes.sqlite import search as keyword_sql
 from robot_mcp_memory.processes.sqlite import store
+from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.search.sqlite import vectorstore
 from robot_mcp_memory.tenancy.principal import ADMIN
 
@@ -201,7 +203,7 @@ async def run_size(size: int, real_up_to: int, n_queries: int, tmp: Path) -> dic
         kw_only = []
         for q in qs[:100]:  # the keyword-only served path (what runs when the embedder is down)
             t = time.perf_counter()
-            await ps.find(q, 3, None)
+            await ps.find(Query.parse(q), 3, None)
             kw_only.append((time.perf_counter() - t) * 1000)
         scoped = []
         for q in qs[:100]:
@@ -215,7 +217,12 @@ async def run_size(size: int, real_up_to: int, n_queries: int, tmp: Path) -> dic
         index = memory.index.read_blocking(lambda c: ps.vectors.index(c, "process", model_id))
         assert index is not None
         vec_top = timed(lambda: index.search(qvec[0], 50), 200)
-        kw = timed(lambda: memory.index.read_blocking(lambda c: store.keyword_candidates(c, qs[1], 50, None)), 200)
+        kw = timed(
+            lambda: memory.index.read_blocking(
+                lambda c: keyword_sql.keyword_candidates(c, Query.parse(qs[1]).phrases, 50, None)
+            ),
+            200,
+        )
         return {
             "size": size,
             "real_vectors": real,

@@ -10,10 +10,10 @@ the same templates; English and Chinese queries against English and Chinese docu
 `--processes-yaml` the hand-written `eval/processes.yaml` (57 documents, 144 queries).
 
 For every query it collects, once, what each method proposes through the production code
-(`store.hybrid_candidates`: `store.keyword_candidates` and the vector index; `ProcessStore.find`
+(`ranking.hybrid_candidates`: `store.keyword_candidates` and the vector index; `ProcessStore.find`
 for keyword-only), then ranks those candidates several ways: keyword-only (the production keyword
 path, ``-bm25 × reliability``), vector-only (``cosine × reliability``), the production hybrid
-(`store.rank_hybrid` with the default `Fusion`), naive RRF of the bare bm25 and cosine lists (no
+(`ranking.rank_hybrid` with the default `Fusion`), naive RRF of the bare bm25 and cosine lists (no
 reliability), and with `--grid` hybrid under other fusion settings. It runs with neutral counts
 (every process 0/0, so reliability cannot help or hurt) and with seeded random counts, where
 many queries have a hard negative more reliable than their target. It checks that the served
@@ -31,6 +31,7 @@ import functools
 import importlib.util
 import json
 import random
+import sqlite3
 import sys
 import tempfile
 import time
@@ -44,12 +45,16 @@ import yaml
 from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.processes import docmodel
+from robot_mcp_memory.processes import docmodel, ranking
 from robot_mcp_memory.processes.docmodel import ProcessDoc
 from robot_mcp_memory.processes.ports import Hit
+from robot_mcp_memory.processes.ranking import Candidates, Fusion
+from robot_mcp_memory.processes.sqlite import search as keyword_sql
 from robot_mcp_memory.processes.sqlite import store
-from robot_mcp_memory.processes.sqlite.store import Candidates, Fusion
 from robot_mcp_memory.search import fusion
+from robot_mcp_memory.search.query import Query as SearchQuery
+from robot_mcp_memory.search.sqlite.vectorstore import VectorCache
+from robot_mcp_memory.search.vectors import Vector
 from robot_mcp_memory.tenancy.principal import ADMIN
 
 EVAL_DIR = Path(__file__).resolve().parents[1] / "eval"
@@ -233,8 +238,15 @@ def methods(default: Fusion, *, grid: bool = False) -> list[Method]:
     return out
 
 
+def _candidates(
+    conn: sqlite3.Connection, query: SearchQuery, qvec: Vector, model_id: str, cache: VectorCache
+) -> Candidates | None:
+    """What the production hybrid ranks for `query` (`ranking.hybrid_candidates`), unscoped."""
+    return ranking.hybrid_candidates(keyword_sql.Snapshot(conn, cache), query, qvec, model_id, None)
+
+
 def _fused(p: Proposals, fuse: Fusion) -> list[str]:
-    return [h.ref for h in store.rank_hybrid(p.candidates, fuse, TOP)]
+    return [h.ref for h in ranking.rank_hybrid(p.candidates, fuse, TOP)]
 
 
 @dataclass
@@ -276,20 +288,18 @@ async def run_regime(eval_set: EvalSet, regime: str, embedder: str, data_dir: Pa
             emb = ps._embed(q.text)
             assert emb is not None
             model_id, qvec = emb
-            cands = ps.db.read_blocking(
-                functools.partial(
-                    store.hybrid_candidates, query=q.text, qvec=qvec, model_id=model_id, visible=None, cache=ps.vectors
-                )
-            )
+            parsed = SearchQuery.parse(q.text)
+            snapshot = functools.partial(_candidates, query=parsed, qvec=qvec, model_id=model_id, cache=ps.vectors)
+            cands = ps.db.read_blocking(snapshot)
             assert cands is not None
-            proposals = Proposals(cands, await ps.find(q.text, TOP, None), q, ids)
+            proposals = Proposals(cands, await ps.find(parsed, TOP, None), q, ids)
             for m in ms:
                 m.add(eval_set.name, regime, q, m.rank(proposals))
             target = by_id[q.expect]
             if any(by_id[s].reliability > target.reliability for s in siblings[q.family] if s != q.expect):
                 stronger_sibling += 1
             served = await memory.processes.find(ADMIN, q.text, TOP)
-            expected = [h.ref for h in store.rank_hybrid(cands, default, TOP)]
+            expected = [h.ref for h in ranking.rank_hybrid(cands, default, TOP)]
             if served.mode != "hybrid" or [h.doc.id for h in served.hits] != expected:
                 disagreements += 1
         return Run(

@@ -39,8 +39,9 @@ from bench.load_sse import SEED, worst_queries
 from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.processes import docmodel
-from robot_mcp_memory.processes.sqlite import store
+from robot_mcp_memory.processes import docmodel, ranking
+from robot_mcp_memory.processes.sqlite import search as keyword_sql
+from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.surfaces.mcp.server import build_server
 from robot_mcp_memory.tenancy.principal import ADMIN, Principal
 
@@ -114,19 +115,23 @@ async def profile(processes: int, calls: int, embedder: str) -> list[tuple[str, 
                 ("query embedding, repeated (query cache)", _per_call_ms(lambda i: emb.embed_query(repeated[i]), calls))
             )
         qs = distinct()
+        parsed = [Query.parse(q) for q in qs]
         out.append(
-            ("keyword mode: store.search, k=3", _per_call_ms(lambda i: store.search(conn, qs[i], 3, None), calls))
+            (
+                "keyword mode: store.search, k=3",
+                _per_call_ms(lambda i: keyword_sql.search(conn, parsed[i].phrases, 3, None), calls),
+            )
         )
         out.append(
             (
                 "keyword mode: keyword_search, k=3",
-                _per_call_ms(lambda i: store.keyword_search(conn, qs[i], 3, None), calls),
+                _per_call_ms(lambda i: ranking.keyword_search(keyword_sql.Snapshot(conn), parsed[i], 3, None), calls),
             )
         )
         out.append(
             (
                 "hybrid: keyword top 50",
-                _per_call_ms(lambda i: store.keyword_candidates(conn, qs[i], 50, None), calls),
+                _per_call_ms(lambda i: keyword_sql.keyword_candidates(conn, parsed[i].phrases, 50, None), calls),
             )
         )
         found = await memory.processes.find(ADMIN, qs[0], 3)

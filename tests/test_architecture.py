@@ -12,8 +12,14 @@ The tree (docs/architecture.md draws it)::
 - Only storage adapters (a ``sqlite/`` or ``postgres/`` folder; the robotmem importer is one)
   import a database driver and hold SQL that writes; psycopg only in a ``postgres/`` folder.
 - Nothing below the surfaces imports them; only the composition roots and the surfaces do.
-- A domain's service and model never import a storage adapter (they take ports); `ADAPTER_DEBT`
-  lists the modules that still do, and the list may only shrink.
+- A domain's service and model never import a storage adapter (they take ports), and no module
+  outside an adapter or the composition roots does.
+- operations/ (the operator's use cases) imports neither a storage adapter nor the composition
+  root: it takes its `ports.Installation`, which `app.Memory` is, and its adapter lives in
+  ``operations/sqlite/``.
+- An adapter folder never imports another backend's adapter folder (``postgres/`` nothing of any
+  ``sqlite/``, and the reverse): what both backends share lives outside them (a domain's ports,
+  rules and ranking; search/; storage/clock), but for `SHARED_ADAPTER_MODULES` (FTS5's tokenizer).
 - storage/ and search/ know no domain (but `storage/sqlite/index_db.py`, which composes index.db from
   each domain's tables).
 - Only the MCP adapter imports `mcp`; no module uses a private name of mcp, starlette or uvicorn
@@ -63,19 +69,12 @@ DOMAINS: tuple[str, ...] = ("processes", "fleet", "lessons", "experiences")
 SURFACES = "surfaces"
 COMPOSITION_ROOTS: tuple[str, ...] = ("__main__.py",)
 
-#: Modules outside an adapter that still import one: the seams issue 26 has yet to cut. A module
-#: that no longer needs its entry must leave this list (a test checks), so it only shrinks.
-ADAPTER_DEBT: frozenset[str] = frozenset(
-    {
-        # The operator's use cases (dump/load, backup, doctor, hand-over, readiness) still reach
-        # the SQLite files directly: an operations port per backend is the seam left to cut.
-        "operations/service.py",
-        "operations/handover.py",
-        "operations/readiness.py",
-    }
-)
 #: The composition root wires adapters to services: it may import both.
 WIRING: tuple[str, ...] = ("app.py", "api.py", "surfaces/*")
+#: The operator's use cases, and the composition roots they must not import (they are handed an
+#: `operations.ports.Installation`).
+OPERATIONS = "operations"
+ROOTS: tuple[str, ...] = (f"{PACKAGE}.app", f"{PACKAGE}.api")
 
 #: Shared machinery that knows no domain.
 DOMAIN_FREE: tuple[str, ...] = ("storage/*", "search/*")
@@ -272,12 +271,84 @@ def _adapter_importers() -> dict[str, list[str]]:
 
 
 def test_services_depend_on_ports_not_on_storage_adapters() -> None:
-    offenders = {rel: where for rel, where in _adapter_importers().items() if rel not in ADAPTER_DEBT}
+    offenders = _adapter_importers()
     assert offenders == {}, "a service takes its repositories through its domain's ports.py (app.py wires them)"
 
 
-def test_the_adapter_debt_list_only_shrinks() -> None:
-    assert sorted(ADAPTER_DEBT - set(_adapter_importers())) == [], "remove these from ADAPTER_DEBT: they are clean"
+def operations_offences(rel: str, tree: ast.AST) -> Iterator[str]:
+    """What a module of operations/ imports that it must not: the composition roots (anywhere in
+    operations/, its adapter included) and, outside its adapter folders, any storage adapter."""
+    if not rel.startswith(f"{OPERATIONS}/"):
+        return
+    adapter = _matches(rel, STORAGE_MODULES)
+    for line, name in imported_modules(rel, tree):
+        parts = name.split(".")
+        root = any(_is_within(name, r) for r in ROOTS)
+        storage = parts[0] == PACKAGE and any(f in parts[1:] for f in ADAPTER_FOLDERS)
+        if root or (storage and not adapter):
+            yield f"{rel}:{line}: {name}"
+
+
+def test_operations_import_neither_an_adapter_nor_the_composition_root() -> None:
+    offenders = [offence for rel, tree in _modules() for offence in operations_offences(rel, tree)]
+    assert offenders == [], (
+        "operations/ takes an operations.ports.Installation (app.Memory is one) and reaches storage "
+        "through its OperatorStore; the SQLite side lives in operations/sqlite/"
+    )
+
+
+def _backend_of(rel: str) -> str | None:
+    """The backend whose adapter folder holds module `rel` (a path), or None."""
+    return next((f for f in ADAPTER_FOLDERS if f in rel.split("/")[:-1]), None)
+
+
+def cross_backend_imports(rel: str, tree: ast.AST) -> Iterator[str]:
+    """``line: module`` for each import by the adapter module `rel` of another backend's adapter folder."""
+    home = _backend_of(rel)
+    if home is None:
+        return
+    for line, name in imported_modules(rel, tree):
+        parts = name.split(".")
+        if parts[0] == PACKAGE and any(f in parts[1:-1] for f in ADAPTER_FOLDERS if f != home):
+            yield f"{line}: {name}"
+
+
+#: Adapter modules every backend may use, with the reason. FTS5's tokenizer as a library (an
+#: in-memory SQLite table, no database file): the PostgreSQL index must hold the very tokens FTS5
+#: counts, or its bm25 would not be FTS5's.
+SHARED_ADAPTER_MODULES: frozenset[str] = frozenset({f"{PACKAGE}.search.sqlite.tokens"})
+
+
+def test_an_adapter_folder_never_imports_another_backends_adapter() -> None:
+    offenders = {
+        rel: found
+        for rel, tree in _modules()
+        if (
+            found := [
+                f
+                for f in cross_backend_imports(rel, tree)
+                if not any(_is_within(f.split(": ", 1)[1], m) for m in SHARED_ADAPTER_MODULES)
+            ]
+        )
+    }
+    assert offenders == {}, "what two backends share belongs outside both adapter folders (ports, rules, ranking)"
+
+
+@pytest.mark.parametrize(
+    ("rel", "source", "flagged"),
+    [
+        ("processes/postgres/store.py", "from robot_mcp_memory.processes.sqlite.store import BM25_WEIGHTS\n", True),
+        ("processes/postgres/store.py", "from robot_mcp_memory.processes.sqlite import store\n", True),
+        ("fleet/sqlite/store.py", "import robot_mcp_memory.storage.postgres.store\n", True),
+        ("processes/postgres/store.py", "from ..sqlite.store import upsert\n", True),
+        ("processes/postgres/store.py", "from robot_mcp_memory.storage.postgres import PostgresStore\n", False),
+        ("processes/postgres/store.py", "from robot_mcp_memory.search.sqlite.tokens import Fts5Tokens\n", True),
+        ("processes/ranking.py", "from robot_mcp_memory.processes.sqlite.store import Snapshot\n", False),
+        ("processes/postgres/store.py", "from robot_mcp_memory.processes.ranking import BM25_WEIGHTS\n", False),
+    ],
+)
+def test_the_cross_backend_detector(rel: str, source: str, flagged: bool) -> None:
+    assert bool(list(cross_backend_imports(rel, ast.parse(source)))) is flagged
 
 
 def test_storage_and_search_know_no_domain() -> None:
@@ -565,6 +636,34 @@ def test_the_adapter_detector_sees_an_adapter_import(folder: str) -> None:
     tree = ast.parse(f"from robot_mcp_memory.processes.{folder}.store import ProcessStore\n")
     names = [n for _, n in imported_modules("processes/service.py", tree)]
     assert any(any(f in n.split(".") for f in ADAPTER_FOLDERS) for n in names)
+
+
+@pytest.mark.parametrize(
+    ("rel", "source"),
+    [
+        ("operations/service.py", "from robot_mcp_memory.app import Memory\n"),
+        ("operations/handover.py", "from ..app import Memory\n"),
+        ("operations/sqlite/store.py", "import robot_mcp_memory.api\n"),
+        ("operations/service.py", "from robot_mcp_memory.storage.sqlite import maintenance\n"),
+        ("operations/readiness.py", "from robot_mcp_memory.fleet.sqlite.store import check_robot_id\n"),
+        ("operations/service.py", "from .sqlite.store import SqliteOperations\n"),
+    ],
+)
+def test_the_operations_detector_flags_the_root_and_adapters(rel: str, source: str) -> None:
+    assert list(operations_offences(rel, ast.parse(source)))
+
+
+@pytest.mark.parametrize(
+    ("rel", "source"),
+    [
+        ("operations/sqlite/store.py", "from robot_mcp_memory.storage.sqlite import maintenance\n"),
+        ("operations/service.py", "from robot_mcp_memory.operations.ports import Installation\n"),
+        ("operations/handover.py", "from robot_mcp_memory.fleet.model import check_robot_id\n"),
+        ("processes/service.py", "from robot_mcp_memory.app import Memory\n"),  # another rule's business
+    ],
+)
+def test_the_operations_detector_lets_ports_models_and_the_adapter_be(rel: str, source: str) -> None:
+    assert list(operations_offences(rel, ast.parse(source))) == []
 
 
 @pytest.mark.parametrize(

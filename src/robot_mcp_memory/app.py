@@ -15,8 +15,10 @@ from robot_mcp_memory.fleet.service import FleetService
 from robot_mcp_memory.fleet.sqlite.store import FleetRegistry
 from robot_mcp_memory.lessons.service import ScopedParams, Thresholds
 from robot_mcp_memory.lessons.sqlite.store import ParamStore
+from robot_mcp_memory.operations.sqlite.store import SqliteBackups, SqliteOperations
+from robot_mcp_memory.processes.ranking import Fusion
 from robot_mcp_memory.processes.service import ProcessService
-from robot_mcp_memory.processes.sqlite.store import Fusion, ProcessStore
+from robot_mcp_memory.processes.sqlite.store import ProcessStore
 from robot_mcp_memory.search.resilient import ResilientEmbedder
 from robot_mcp_memory.storage.sqlite import SqliteStore, StoreMode
 from robot_mcp_memory.storage.sqlite import index_db as db
@@ -35,15 +37,20 @@ class Memory:
     fleet: FleetService
     lessons: ScopedParams
     experiences: ExperienceService
-    #: The processes adapter behind `processes`: operations (dump/load, reindex counts) and tests reach it here.
+    #: The processes adapter behind `processes`: the operations adapter, the dashboard's index counts
+    #: and tests reach it here.
     process_store: ProcessStore
-    #: The fleet and lessons adapters behind `fleet` and `lessons` (operations and tests reach them here).
+    #: The fleet and lessons adapters behind `fleet` and `lessons` (the operations adapter and tests
+    #: reach them here).
     fleet_registry: FleetRegistry
     lesson_store: ParamStore
-    #: The experiences adapter behind `experiences` (its ports: `memories`); operations and tests
-    #: reach the SQLite store (keyword cache, access counts) through `experience_store`.
+    #: The experiences adapter behind `experiences` (its ports: `memories`); tests reach the SQLite
+    #: store (keyword cache, access counts) through `experience_store`.
     experience_store: ExperienceStore
     memories: SqliteMemories
+    #: The operations adapter (`operations.ports.OperatorStore`) over these stores: the operator's
+    #: use cases (`operations/`) take this `Memory` as their `Installation` and reach storage only there.
+    operations: SqliteOperations
     embedder: ResilientEmbedder | None = None
 
     @classmethod
@@ -104,6 +111,15 @@ class Memory:
         memory_vectors = MemoryVectorIndex(
             index, embedder, settings.fusion_weights, settings.fusion_k, matrix=vector_matrix
         )
+        experiences = ExperienceService(memories, policy, default_robot=settings.robot_id, vectors=memory_vectors)
+        operations = SqliteOperations(
+            index,
+            index_path=settings.index_path,
+            lessons=params,
+            processes=process_store,
+            fleet=registry,
+            experiences=experiences,
+        )
         if backfill:
             embedder.on_ready(process_store.kick_backfill)  # vectors missing for this model get made
             embedder.on_ready(memory_vectors.kick_backfill)
@@ -119,10 +135,17 @@ class Memory:
             lesson_store=params,
             fleet=FleetService(registry, policy),
             lessons=ScopedParams(params, registry, policy, thresholds),
-            experiences=ExperienceService(memories, policy, default_robot=settings.robot_id, vectors=memory_vectors),
+            experiences=experiences,
             experience_store=experience_store,
             memories=memories,
+            operations=operations,
         )
+
+    @staticmethod
+    def backups() -> SqliteBackups:
+        """Online backups of a data directory's databases, made without opening them (`backup`):
+        a copy neither creates nor migrates the files it copies."""
+        return SqliteBackups()
 
     def close(self) -> None:
         self.processes.close()

@@ -25,7 +25,7 @@ from bench.eval_search import (
 )
 
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.processes.sqlite.store import Fusion
+from robot_mcp_memory.processes.ranking import Fusion
 from robot_mcp_memory.search.segment import STOPWORDS
 
 

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.operations import service as operations
-from robot_mcp_memory.processes import docmodel
+from robot_mcp_memory.processes import docmodel, ranking
 from robot_mcp_memory.processes.sqlite import store
+from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.storage.sqlite import index_db as db
 from robot_mcp_memory.tenancy.principal import ADMIN, Principal
 from tests.conftest import Client, doc
@@ -222,10 +223,10 @@ async def test_one_groups_failures_do_not_rank_a_shared_document_down_for_anothe
     assert [h.doc.id for h in found.hits] == [PID, "fetch-parcel-b"]
     assert [h.doc.reliability for h in found.hits] == [docmodel.reliability(1, 0)] * 2
     visible = memory.policy.visible_robots(B1)
-    keyword = await memory.process_store.find("fetch the parcel", 2, visible, "group:grp-b")
+    keyword = await memory.process_store.find(Query.parse("fetch the parcel"), 2, visible, "group:grp-b")
     assert [(h.doc.id, h.fleet) for h in keyword] == [(PID, (1, 41)), ("fetch-parcel-b", None)]
     assert keyword[0].score == keyword[1].score
-    fleet_wide = await memory.process_store.find("fetch the parcel", 2, visible)
+    fleet_wide = await memory.process_store.find(Query.parse("fetch the parcel"), 2, visible)
     assert [h.doc.id for h in fleet_wide] == ["fetch-parcel-b", PID]
     # A sees the shared document with its own group's 0/41, the fleet-wide figure beside it
     (hit,) = (await memory.processes.find(A1, "fetch the parcel", k=2)).hits
@@ -262,11 +263,11 @@ async def test_a_long_history_reads_bounded_and_renders_its_newest_notes(memory:
     await memory.processes.save(ADMIN, doc(PID, "Fetch the parcel", STEPS))
     many = [
         docmodel.OutcomeEntry(f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}Z", i % 2 == 0, f"run {i} " + "n" * 1500)
-        for i in range(store.HISTORY_LIMIT + 200)
+        for i in range(ranking.HISTORY_LIMIT + 200)
     ]
     memory.index.write_blocking(lambda c: store.insert_history(c, PID, many))
     view = await memory.processes.view(ADMIN, PID)
-    assert view.outcomes == many[-store.HISTORY_LIMIT :]
+    assert view.outcomes == many[-ranking.HISTORY_LIMIT :]
     shown = await memory.processes.get(ADMIN, PID)
     assert len(shown.body) <= docmodel.MAX_BODY
     lines = log_lines(shown.render())

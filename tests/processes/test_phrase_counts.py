@@ -10,9 +10,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from robot_mcp_memory.processes import ranking
 from robot_mcp_memory.processes.sqlite import store as sql
-from robot_mcp_memory.search import fts
+from robot_mcp_memory.processes.sqlite.search import Snapshot
 from robot_mcp_memory.search.embedders import HashingEmbedder
+from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.search.sqlite import vectorstore
 from robot_mcp_memory.search.sqlite.vectorstore import VectorCache
 from tests.processes.tie_corpus import tie_heavy_db
@@ -41,9 +43,10 @@ def _counts_run(conn: sqlite3.Connection, run: object) -> int:
 
 @pytest.mark.parametrize("query", ["fetch the red parcel", "deliver the blue parcel to the kitchen door"])
 def test_a_keyword_find_counts_its_phrases_once(conn: sqlite3.Connection, query: str) -> None:
-    assert _counts_run(conn, lambda: sql.keyword_search(conn, query, 3, None)) == 1
+    q = Query.parse(query)
+    assert _counts_run(conn, lambda: ranking.keyword_search(Snapshot(conn), q, 3, None)) == 1
     # A colour the query names makes the agreement pool search more than once: still one count.
-    assert _counts_run(conn, lambda: sql.keyword_search(conn, query, 3, ["rap-1", "shared"])) == 1
+    assert _counts_run(conn, lambda: ranking.keyword_search(Snapshot(conn), q, 3, ["rap-1", "shared"])) == 1
 
 
 def test_the_hybrid_candidates_count_their_phrases_once(conn: sqlite3.Connection) -> None:
@@ -52,21 +55,22 @@ def test_the_hybrid_candidates_count_their_phrases_once(conn: sqlite3.Connection
     docs = list(sql.each_doc(conn))
     for doc, vec in zip(docs, emb.embed([sql.embed_text(d) for d in docs]), strict=True):
         vectorstore.upsert(conn, "process", doc.id, emb.model_id, vec)
-    query = "fetch the red parcel from the mailroom"
-    qvec = emb.embed([query])[0]
-    got: list[sql.Candidates | None] = []
-    runs = _counts_run(
-        conn, lambda: got.append(sql.hybrid_candidates(conn, query, qvec, emb.model_id, None, VectorCache()))
-    )
+    query = Query.parse("fetch the red parcel from the mailroom")
+    qvec = emb.embed([query.text])[0]
+    got: list[ranking.Candidates | None] = []
+    snap = Snapshot(conn, VectorCache())
+    runs = _counts_run(conn, lambda: got.append(ranking.hybrid_candidates(snap, query, qvec, emb.model_id, None)))
     assert got[0] is not None
     assert got[0].keyword  # the keyword leg ran
     assert runs == 1
-    counted = sql.count_phrases(conn, " ".join(fts.content_terms(query)))
-    assert sql.keyword_leg(conn, query, 50, None, counted) == sql.keyword_leg(conn, query, 50, None)
-    assert sql.query_bound(conn, query, counted) == sql.query_bound(conn, query)
+    counted = ranking.count_phrases(snap, query.phrases)
+    assert ranking.keyword_leg(snap, query, 50, None, counted) == ranking.keyword_leg(snap, query, 50, None)
+    assert ranking.query_bound(snap, query, counted) == ranking.query_bound(snap, query)
 
 
 def test_counts_of_other_phrases_are_not_used(conn: sqlite3.Connection) -> None:
-    other = sql.count_phrases(conn, "kitchen door")
-    assert _counts_run(conn, lambda: sql.query_bound(conn, "fetch the red parcel", other)) == 1
-    assert sql.query_bound(conn, "fetch the red parcel", other) == sql.query_bound(conn, "fetch the red parcel")
+    snap = Snapshot(conn)
+    other = ranking.count_phrases(snap, Query.parse("kitchen door").phrases)
+    query = Query.parse("fetch the red parcel")
+    assert _counts_run(conn, lambda: ranking.query_bound(snap, query, other)) == 1
+    assert ranking.query_bound(snap, query, other) == ranking.query_bound(snap, query)

@@ -1,4 +1,4 @@
-"""`store.search` joins only the matches above a relevance floor (or, for robots that own few
+"""`search.search` joins only the matches above a relevance floor (or, for robots that own few
 documents, runs a plain join); either way it must rank exactly as a plain join over every match
 does (score = -bm25 × (s+1)/(s+f+2), descending, then id)."""
 
@@ -11,8 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from robot_mcp_memory.processes import ranking
 from robot_mcp_memory.processes.ports import Hit
-from robot_mcp_memory.processes.sqlite import store as sql
+from robot_mcp_memory.processes.sqlite import search as sql
 from robot_mcp_memory.search import fts
 from tests.processes.tie_corpus import NUMBERS, QUERIES, WORDS, tie_heavy_db
 
@@ -25,8 +26,8 @@ def plain_join(
     expr = fts.match_expression(query)
     if expr is None:
         return []
-    where, params = sql._visible_clause(visible, "p.robot")
-    w = ",".join(str(x) for x in sql.BM25_WEIGHTS)
+    where, params = sql.visible_clause(visible, "p.robot")
+    w = ",".join(str(x) for x in ranking.BM25_WEIGHTS)
     score = f"-bm25(processes_fts, {w}) * (p.success_count + 1.0) / (p.success_count + p.failure_count + 2.0)"
     rows = conn.execute(
         f"SELECT p.id, -bm25(processes_fts, {w}) AS relevance, {score} AS score "  # noqa: S608 - fixed names
@@ -44,7 +45,7 @@ def assert_ranks_like_the_plain_join(
     significant digits: where common words were skipped each phrase was counted twice and the
     score halved back (`fts.restricted_expression`), which can move the last bit of a score and
     so the order of two that are otherwise equal (or which of them is the k-th)."""
-    got = sql.search(conn, query, k, visible)
+    got = sql.search(conn, tuple(fts.phrases(query)), k, visible)
     want = plain_join(conn, query, k, visible)
     exact = {pid: score for pid, _, score in plain_join(conn, query, k + 50, visible)}
     assert len(got) == len(want), query
@@ -75,7 +76,7 @@ def test_common_words_were_skipped_and_rechecked_on_this_corpus(
     conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The comparison above covers every path: lists the rarer words found alone, lists found
-    once the rarest skipped word chose matches too (`store._by_rarer_phrases`), and misses."""
+    once the rarest skipped word chose matches too (`search._by_rarer_phrases`), and misses."""
     runs: list[list[float]] = []
     inner = sql._search
 
@@ -95,14 +96,14 @@ def test_common_words_were_skipped_and_rechecked_on_this_corpus(
         for query in QUERIES:
             for visible in (None, {"rap-1"}, {"rare", "g1"}):
                 runs.append([])
-                sql.search(conn, query, k, visible)
+                sql.search(conn, tuple(fts.phrases(query)), k, visible)
     assert [0.5] in runs  # the rarer words alone
     assert [0.5, 0.5] in runs  # on a second try, with the rarest word skipped before
     assert any(r[-1] == 1.0 and 0.5 in r for r in runs)  # every word, after a miss
 
 
 def test_search_scores_are_relevance_times_reliability(conn: sqlite3.Connection) -> None:
-    hits = sql.search(conn, "fetch the red parcel", 10, None)
+    hits = sql.search(conn, tuple(fts.phrases("fetch the red parcel")), 10, None)
     assert len(hits) == 10
     assert all(h.score == h.relevance * h.doc.reliability for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)

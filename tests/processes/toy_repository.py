@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection
 from robot_mcp_memory.processes import docmodel, rules
 from robot_mcp_memory.processes.docmodel import OutcomeEntry, ProcessDoc
 from robot_mcp_memory.processes.ports import NOBODY, Author, Hit, Progress, RecordsView, Saved, SearchMode
+from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.tenancy.principal import SHARED
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -88,9 +89,9 @@ class ToyProcessRepository:
         return view, (doc.success_count, doc.failure_count)
 
     async def find_hybrid(
-        self, query: str, k: int, visible: Collection[str] | None = None, tenant: str | None = None
+        self, query: Query, k: int, visible: Collection[str] | None = None, tenant: str | None = None
     ) -> tuple[builtins.list[Hit], SearchMode]:
-        asked = _words(query)
+        asked = _words(query.text)
         hits = []
         for stored in self._visible(visible):
             doc, fleet = self._view(stored, tenant)

@@ -13,8 +13,9 @@ import pytest
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.processes.docmodel import reliability
-from robot_mcp_memory.processes.sqlite.store import Candidates, Fusion, rank_hybrid
+from robot_mcp_memory.processes.ranking import Candidates, Fusion, rank_hybrid
 from robot_mcp_memory.search.embedders import HashingEmbedder
+from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.search.relevance import KeywordBound
 from robot_mcp_memory.search.resilient import ResilientEmbedder
 from robot_mcp_memory.tenancy.principal import STDIO, Principal
@@ -84,7 +85,9 @@ async def test_the_robot_filter_applies_before_vector_ranking(memory: Memory) ->
     others = [doc(f"other-{i}", f"Fetch the package from the mailroom {i}", robot="rap-9") for i in range(10)]
     await save_all(memory, *others, doc("mine", "Retrieve the packet from the post room", robot="rap-1"))
     store = memory.process_store
-    hits, mode = await store.find_hybrid("fetch the package from the mailroom", 5, visible={"rap-1", "shared"})
+    hits, mode = await store.find_hybrid(
+        Query.parse("fetch the package from the mailroom"), 5, visible={"rap-1", "shared"}
+    )
     assert mode == "hybrid"
     assert [h.doc.id for h in hits] == ["mine"]
 
@@ -125,7 +128,7 @@ def test_rank_hybrid_skips_candidates_with_no_reliability() -> None:
 
 async def test_hybrid_hits_carry_their_whole_documents(memory: Memory) -> None:
     await save_all(memory, MAILROOM, *DISTRACTORS)
-    hits, mode = await memory.process_store.find_hybrid("fetch the package from the mailroom", 3)
+    hits, mode = await memory.process_store.find_hybrid(Query.parse("fetch the package from the mailroom"), 3)
     assert mode == "hybrid"
     for h in hits:
         assert h.doc == await memory.process_store.get(h.doc.id)

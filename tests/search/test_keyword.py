@@ -12,9 +12,12 @@ from collections.abc import Collection, Iterator
 
 import pytest
 
+from robot_mcp_memory.processes import ranking
 from robot_mcp_memory.processes.docmodel import ProcessDoc
+from robot_mcp_memory.processes.sqlite import search as keyword_sql
 from robot_mcp_memory.processes.sqlite import store as sql
 from robot_mcp_memory.search import fts
+from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.storage.sqlite import index_db as db
 from tests.processes.tie_corpus import QUERIES, tie_heavy_db
 
@@ -26,8 +29,8 @@ def plain_join(
     `keyword_candidates` ran before."""
     expr = fts.match_expression(" ".join(fts.content_terms(query)))
     assert expr is not None
-    where, params = sql._visible_clause(visible, "p.robot")
-    w = ",".join(str(x) for x in sql.BM25_WEIGHTS)
+    where, params = keyword_sql.visible_clause(visible, "p.robot")
+    w = ",".join(str(x) for x in ranking.BM25_WEIGHTS)
     rows = conn.execute(
         f"SELECT p.id, -bm25(processes_fts, {w}) AS relevance "  # noqa: S608 - fixed names
         "FROM processes_fts JOIN processes p ON p.id = processes_fts.id "
@@ -51,7 +54,7 @@ def test_keyword_candidates_rank_exactly_like_a_join_over_every_match(
     conn: sqlite3.Connection, n: int, visible: set[str] | None
 ) -> None:
     for query in QUERIES:
-        got = sql.keyword_candidates(conn, query, n, visible)
+        got = keyword_sql.keyword_candidates(conn, Query.parse(query).phrases, n, visible)
         assert same(got, plain_join(conn, query, n, visible)), query
         if visible is None and query != "zebra":
             assert len(got) == min(n, len(plain_join(conn, query, 10_000, None)))
@@ -70,15 +73,17 @@ def ranking_queries(conn: sqlite3.Connection, query: str, n: int) -> list[str]:
     seen: list[str] = []
     conn.set_trace_callback(seen.append)
     try:
-        sql.keyword_candidates(conn, query, n, None)
+        keyword_sql.keyword_candidates(conn, Query.parse(query).phrases, n, None)
     finally:
         conn.set_trace_callback(None)
     return [s for s in seen if "bm25(" in s]
 
 
 def test_a_query_with_nothing_searchable_has_no_candidates(conn: sqlite3.Connection) -> None:
-    assert sql.keyword_candidates(conn, "?! --", 50, None) == []
-    assert sql.keyword_candidates(conn, "zebra yak", 50, None) == []  # words no document holds
+    assert keyword_sql.keyword_candidates(conn, Query.parse("?! --").phrases, 50, None) == []
+    assert (
+        keyword_sql.keyword_candidates(conn, Query.parse("zebra yak").phrases, 50, None) == []
+    )  # words no document holds
     assert fts.match_expression("?! --") is None
 
 
@@ -105,7 +110,7 @@ def test_a_common_word_stops_choosing_matches_once_rare_ones_fill_the_list() -> 
     ran = ranking_queries(c, "the cup at the reception", 50)
     assert len(ran) == 1
     assert """'("cup") AND (""" in ran[0]  # only "cup" documents were scored
-    got = sql.keyword_candidates(c, "the cup at the reception", 50, None)
+    got = keyword_sql.keyword_candidates(c, Query.parse("the cup at the reception").phrases, 50, None)
     assert len(got) == 50
     assert all(pid.startswith("cup-") for pid, _ in got)  # no tray document holding only "reception"
     # The common word still counts: it breaks the tie among the otherwise equal "cup" documents.
@@ -115,14 +120,14 @@ def test_a_common_word_stops_choosing_matches_once_rare_ones_fill_the_list() -> 
 
 def test_the_cut_keeps_a_rare_words_document_first() -> None:
     c = _store(_corpus())
-    got = sql.keyword_candidates(c, "reception cup 7", 50, None)
+    got = keyword_sql.keyword_candidates(c, Query.parse("reception cup 7").phrases, 50, None)
     assert {got[0][0], got[1][0]} == {"cup-007", "cup-at-reception"}
     assert same(got, plain_join(c, "reception cup 7", 50, None))
 
 
 def test_a_query_made_only_of_common_words_still_finds_documents() -> None:
     c = _store(_corpus())
-    assert len(sql.keyword_candidates(c, "reception ask", 50, None)) == 50
+    assert len(keyword_sql.keyword_candidates(c, Query.parse("reception ask").phrases, 50, None)) == 50
 
 
 def test_a_common_word_chooses_matches_again_when_the_rare_ones_are_too_few() -> None:
@@ -132,7 +137,7 @@ def test_a_common_word_chooses_matches_again_when_the_rare_ones_are_too_few() ->
     ran = ranking_queries(c, "cup reception", 100)
     assert len(ran) == 1
     assert """MATCH '"cup" OR "reception"'""" in ran[0]
-    got = sql.keyword_candidates(c, "cup reception", 100, None)
+    got = keyword_sql.keyword_candidates(c, Query.parse("cup reception").phrases, 100, None)
     assert len(got) == 100
     assert sum(pid.startswith("tray-") for pid, _ in got) == 39
     assert same(got, plain_join(c, "cup reception", 100, None))
@@ -151,6 +156,6 @@ def test_the_rarest_skipped_word_chooses_matches_before_every_word_does() -> Non
     ran = ranking_queries(c, query, 5)
     assert len(ran) == 1
     assert """'("2.9.3" OR "kitchen") AND (""" in ran[0]
-    got = sql.keyword_candidates(c, query, 5, None)
+    got = keyword_sql.keyword_candidates(c, Query.parse(query).phrases, 5, None)
     assert [pid for pid, _ in got[:3]] == ["v293-0", "v293-1", "v293-2"]
     assert same(got, plain_join(c, query, 5, None))

@@ -13,8 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from robot_mcp_memory.processes.docmodel import ProcessDoc
+from robot_mcp_memory.processes.sqlite import search as keyword_sql
 from robot_mcp_memory.processes.sqlite import store as process_store
 from robot_mcp_memory.search import fts, segment
+from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.storage.sqlite import index_db as db
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"  # what memories_fts uses
@@ -92,8 +94,8 @@ def found(c: sqlite3.Connection, query: str) -> set[int]:
 
 def found_processes(c: sqlite3.Connection, query: str) -> set[int]:
     """What find_processes' keyword search (both of its paths) returns for `query`, as text keys."""
-    ranked = {h.doc.id for h in process_store.search(c, query, 10, None)}
-    candidates = {pid for pid, _ in process_store.keyword_candidates(c, query, 10, None)}
+    ranked = {h.doc.id for h in keyword_sql.search(c, tuple(fts.phrases(query)), 10, None)}
+    candidates = {pid for pid, _ in keyword_sql.keyword_candidates(c, Query.parse(query).phrases, 10, None)}
     assert ranked == candidates, query
     return {int(pid.removeprefix("p-")) for pid in ranked}
 

@@ -6,21 +6,18 @@ A document, memory or session saved on an open server (no tokens), or over stdio
 fleet-wide ``shared`` rows only. `hand_over` gives every ``unknown`` row to ``shared`` (every robot
 reads it, only an operator changes it) or to one robot (its group reads it), in one transaction.
 Without `apply` it only counts, so an operator sees what would move first. Lessons never carry
-``unknown`` (`db.PROVENANCE_TABLES`). Admin only: it changes who may read what.
+``unknown`` (a lesson call needs a registered robot). Admin only: it changes who may read what.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from robot_mcp_memory import logs
-from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import InvalidInput, StorageError
-from robot_mcp_memory.experiences.sqlite.vector_repo import MemoryVectorIndex
-from robot_mcp_memory.fleet.sqlite.store import check_robot_id
-from robot_mcp_memory.storage.sqlite import index_db as db
-from robot_mcp_memory.tenancy.principal import SHARED, Principal
+from robot_mcp_memory.fleet.model import check_robot_id
+from robot_mcp_memory.operations.ports import Installation
+from robot_mcp_memory.tenancy.principal import SHARED, UNKNOWN, Principal
 
 _log = logs.get("robot_mcp_memory.handover")
 
@@ -48,7 +45,7 @@ def check_target(to: str) -> str:
     value = to.strip()
     if value == SHARED:
         return value
-    if value.lower() == db.UNKNOWN_ROBOT:
+    if value.lower() == UNKNOWN:
         raise InvalidInput("hand 'unknown' rows to 'shared' (every robot reads them) or to a robot id such as 'rap-1'")
     try:
         return check_robot_id(value)
@@ -56,14 +53,14 @@ def check_target(to: str) -> str:
         raise InvalidInput(f"{exc.detail}; or 'shared' for the whole fleet") from exc
 
 
-def log_hint(memory: Memory) -> None:
+def log_hint(memory: Installation) -> None:
     """At startup with robot tokens on: a warning naming how many rows no robot token can see,
     and the command that hands them over. Silent when there are none, or without robot tokens
     (an unscoped caller sees ``unknown`` rows)."""
     if not memory.settings.robot_tokens:
         return
     try:
-        counts = memory.index.read_blocking(db.count_unknown)
+        counts = memory.operations.count_unknown_blocking()
     except StorageError:  # a hint only: a store that cannot be read says so on every call and /readyz
         return
     if any(counts.values()):
@@ -76,31 +73,17 @@ def log_hint(memory: Memory) -> None:
         )
 
 
-async def count_unknown(memory: Memory) -> dict[str, int]:
+async def count_unknown(memory: Installation) -> dict[str, int]:
     """Rows per table carrying robot ``unknown`` (no principal: for the startup hint)."""
-    return await memory.index.read(db.count_unknown)
+    return await memory.operations.count_unknown()
 
 
-async def hand_over(memory: Memory, principal: Principal, to: str, *, apply: bool) -> Handover:
+async def hand_over(memory: Installation, principal: Principal, to: str, *, apply: bool) -> Handover:
     """Count (``apply=False``) or hand over every ``unknown`` row to `to`."""
     memory.policy.require_admin(principal, "handing over documents without provenance")
     target = check_target(to)
     if apply:
-        counts = await memory.index.write(
-            lambda conn: db.hand_over_unknown(conn, target), after=_forget_vectors(memory)
-        )
+        counts = await memory.operations.hand_over_unknown(target)
     else:
         counts = await count_unknown(memory)
     return Handover(target, apply, counts["processes"], counts["memories"], counts["sessions"])
-
-
-def _forget_vectors(memory: Memory) -> Callable[[dict[str, int]], None]:
-    """After the commit: this process's vector caches, whose partitions (robots) just changed."""
-
-    def forget(_: dict[str, int]) -> None:
-        memory.process_store.vectors.invalidate()
-        vectors = memory.experiences.vectors
-        if isinstance(vectors, MemoryVectorIndex):
-            vectors.cache.invalidate()
-
-    return forget

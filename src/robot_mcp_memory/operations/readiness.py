@@ -4,7 +4,7 @@
 damaged database, so a supervisor does not restart a server into the same file in a loop.
 Readiness reads each store for real: through one of the server's own readers (what the tools
 use) and on a connection of its own (what the file holds now, past any page cache), with an
-integrity check on a small file (`maintenance.probe`). A store that cannot serve fails readiness
+integrity check on a small file (`ports.OperatorStore.probe`). A store that cannot serve fails readiness
 and the answer names it and the next step. The embedder is reported but never fails it: without
 it search is keyword-only, which still serves.
 
@@ -14,13 +14,9 @@ name only — never a path, SQL or an exception's text.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
-from pathlib import Path
 
-from robot_mcp_memory.app import Memory
-from robot_mcp_memory.errors import MemoryError_
-from robot_mcp_memory.storage.sqlite import maintenance
+from robot_mcp_memory.operations.ports import Installation
 
 #: What an operator does when a store cannot serve (docs/operations.md, "When the database is damaged").
 NEXT_STEP = (
@@ -49,29 +45,14 @@ class Readiness:
         return None if self.ok else NEXT_STEP
 
 
-async def readiness(memory: Memory) -> Readiness:
-    settings = memory.settings
-    checks = [await _index(memory)]
-    if settings.lessons_path.exists():  # opened lazily: no file until a lesson is recorded
-        checks.append(await _file("lessons.db", settings.lessons_path))
+async def readiness(memory: Installation) -> Readiness:
+    stores = await memory.operations.probe()
+    checks = [Check(s.name, s.problem is None, "reads" if s.problem is None else s.problem) for s in stores]
     checks.append(_embedder(memory))
     return Readiness(tuple(checks))
 
 
-async def _index(memory: Memory) -> Check:
-    try:
-        await memory.index.read(maintenance.read_each_table)
-    except MemoryError_:
-        return Check("index.db", False, "the server's readers cannot read it (not a database, or a damaged page)")
-    return await _file("index.db", memory.settings.index_path)
-
-
-async def _file(name: str, path: Path) -> Check:
-    problem = await asyncio.to_thread(maintenance.probe, path)
-    return Check(name, problem is None, "reads" if problem is None else problem)
-
-
-def _embedder(memory: Memory) -> Check:
+def _embedder(memory: Installation) -> Check:
     emb = memory.embedder
     mode = "off" if emb is None else emb.mode
     if mode == "unavailable":

@@ -1,5 +1,6 @@
 """Operator operations shared by the CLI and the dashboard: dump/load, backup, doctor, stats,
-and importing a robotmem database (`import_robotmem`).
+and importing a robotmem database (`import_robotmem`). Each takes an `ports.Installation` and
+reaches storage only through its `OperatorStore` (backup: through `ports.Backups`).
 
 `dump` writes process documents as one markdown file each (``processes/<id>.md``, hand-editable
 and diffable — the spec's answer to "documents are no longer hand-editable") and `load` reads
@@ -10,19 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import json
 import os
 import shlex
 import shutil
 import stat
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import (
     Conflict,
     InvalidInput,
@@ -31,16 +28,13 @@ from robot_mcp_memory.errors import (
     StoreNotWritable,
     StoreUnreadable,
 )
-from robot_mcp_memory.experiences.sqlite import index_repo, robotmem_import, vector_repo
+from robot_mcp_memory.experiences.robotmem import ImportReport
+from robot_mcp_memory.operations.archive import ARCHIVE
+from robot_mcp_memory.operations.ports import Backups, Installation, Progress
 from robot_mcp_memory.processes import docmodel
-from robot_mcp_memory.processes.sqlite.store import restore_rows
 from robot_mcp_memory.storage import files
-from robot_mcp_memory.storage.sqlite import SqliteStore, archive, maintenance
-from robot_mcp_memory.storage.sqlite import index_db as db
+from robot_mcp_memory.storage.clock import now_iso
 from robot_mcp_memory.tenancy.principal import Principal
-
-Progress = Callable[[int, int], None]
-
 
 #: What a dump or a load moves besides processes, as an operator names it: (one, many, the
 #: archive files counted). Tags, settings and the like travel too, inside these.
@@ -80,62 +74,7 @@ class LoadReport:
         return moved(self.processes, self.archived)
 
 
-#: Not in the archive: processes travel as markdown, the schema version is the file's own.
-_NOT_ARCHIVED = ("processes", "store_meta")
-ARCHIVE = "archive"
-LESSONS_PREFIX = "lessons."
-
-
-#: The columns holding JSON, by table: an object (or null where the column may be), or any value.
-_JSON_OBJECTS = {
-    "memories": ("context", "metadata"),
-    "sessions": ("context", "summary"),
-    "fleet_robots": ("meta",),
-    "lessons": ("params",),
-}
-_JSON_VALUES = {"memories": ("data",)}
-#: The times every reader can show (ISO 8601 needs a year from 1 to 9999), in seconds since 1970.
-_TIMES = (-62_135_596_800.0, 253_402_300_799.0)
-
-
-def _loadable(table: str, row: Mapping[str, Any]) -> str | None:
-    """Why an archive row cannot be loaded beyond what its columns' types say: a JSON column that
-    is not JSON (or not an object where every reader expects one) would make each list and page
-    showing the row fail, and the index rebuild with them."""
-    if table == "memories" and "content" in row and not isinstance(row["content"], str):
-        return "has content that is not text (a JSON string)"
-    if table in ("memories", "sessions"):
-        for col, value in row.items():
-            if col.endswith("_at") and isinstance(value, int | float) and not _TIMES[0] <= value <= _TIMES[1]:
-                return f"has {col} {value!r}, which is not a time (seconds since 1970, years 1 to 9999)"
-    for col in (*_JSON_OBJECTS.get(table, ()), *_JSON_VALUES.get(table, ())):
-        value = row.get(col)
-        if value is None:
-            continue
-        if not isinstance(value, str):
-            return f"has {col} that is not JSON text (a string holding JSON)"
-        try:
-            parsed = json.loads(value)
-        except (ValueError, RecursionError):
-            return f"has {col} that is not JSON"
-        if col in _JSON_OBJECTS.get(table, ()) and not isinstance(parsed, dict):
-            return f"has {col} that is not a JSON object"
-    return None
-
-
-def _derive(table: str, row: Mapping[str, Any]) -> dict[str, Any]:
-    """An archive row as it is stored: a memory's dedup keys are recomputed from its text
-    (`index_repo.with_dedup_keys`), never taken from the archive."""
-    return index_repo.with_dedup_keys(row) if table == "memories" else dict(row)
-
-
-#: Columns naming a row without a foreign key (a memory is kept when its session or its successor
-#: is not, so none is declared): a loaded row must name one the archive or the store holds — an
-#: archive mixing two dumps' files had memories in sessions that exist nowhere.
-_LINKS = {"memories": (("session_id", "sessions", "id"), ("superseded_by", "memories", "id"))}
-
-
-async def dump(memory: Memory, principal: Principal, dest: Path, progress: Progress | None = None) -> DumpReport:
+async def dump(memory: Installation, principal: Principal, dest: Path, progress: Progress | None = None) -> DumpReport:
     """Write ``processes/<id>.md`` and ``archive/*.jsonl`` into `dest`. The processes and the other
     tables of index.db come from one snapshot (one read transaction), lessons.db from its own.
     Each file is replaced whole (never written through a symlink); the files an earlier dump wrote
@@ -161,7 +100,7 @@ async def dump(memory: Memory, principal: Principal, dest: Path, progress: Progr
         return await _dump(memory, dest, out, folder, progress)
 
 
-async def _dump(memory: Memory, dest: Path, out: Path, folder: Path, progress: Progress | None) -> DumpReport:
+async def _dump(memory: Installation, dest: Path, out: Path, folder: Path, progress: Progress | None) -> DumpReport:
     """`dump`'s writing, under the directory's lock."""
     unfinished = dest / UNFINISHED_DUMP
     await asyncio.to_thread(files.replace_text, unfinished, _UNFINISHED_NOTE.format(started=_now()))
@@ -176,14 +115,7 @@ async def _dump(memory: Memory, dest: Path, out: Path, folder: Path, progress: P
         if progress:
             progress(n, total)
 
-    tables = archive.archivable(memory.index, _NOT_ARCHIVED)
-    report.processes, report.archived = await memory.process_store.snapshot(each, archive.exporter(tables, folder))
-    lessons = await memory.lesson_store.readable()
-    if lessons is not None:
-        got = await asyncio.to_thread(
-            archive.export_tables, lessons, archive.archivable(lessons, _NOT_ARCHIVED), folder, LESSONS_PREFIX
-        )
-        report.archived.update({LESSONS_PREFIX + k: v for k, v in got.items()})
+    report.processes, report.archived = await memory.operations.export(each, folder)
     written.update(folder / f"{name}.jsonl" for name in report.archived)
     report.removed = await asyncio.to_thread(_remove_stale, dest, written)
     await asyncio.to_thread(unfinished.unlink, missing_ok=True)  # the last step: every file is this dump's now
@@ -241,7 +173,7 @@ def _remove_stale(dest: Path, written: set[Path]) -> list[str]:
     return removed
 
 
-async def load(memory: Memory, principal: Principal, src: Path, progress: Progress | None = None) -> LoadReport:
+async def load(memory: Installation, principal: Principal, src: Path, progress: Progress | None = None) -> LoadReport:
     """Load ``processes/*.md`` from a dump directory (or a directory of .md files) as-is, and
     the dump's ``archive/`` (fleet, memories, sessions, tags, lessons) when it has one — all of
     index.db in one transaction, the search index rebuilt in it too: a load stopped at any point
@@ -250,7 +182,7 @@ async def load(memory: Memory, principal: Principal, src: Path, progress: Progre
     lessons.db is another file, and no transaction spans two: its rows are loaded in a
     transaction left open until index.db's has committed, so a refusal in either leaves both as
     they were. Only a stop between the two commits leaves index.db loaded without the lessons; it
-    is recorded in index.db (`archive.UNFINISHED`, reported by `doctor`) until a load finishes.
+    is recorded in index.db (reported by `doctor`) until a load finishes (`ports.OperatorStore.restore`).
 
     What a load does to the rows already there (a merge; see `kit.archive`): an archive row
     replaces the row of the same key, rows the archive does not carry are kept. Documents that
@@ -270,27 +202,7 @@ async def load(memory: Memory, principal: Principal, src: Path, progress: Progre
         if stop.is_set():
             raise KeyboardInterrupt
 
-    tables = archive.archivable(memory.index, _NOT_ARCHIVED)
-    index_archive = (
-        None
-        if archived is None
-        else archive.loader(
-            tables,
-            archived,
-            check=_loadable,
-            derive=_derive,
-            before=vector_repo.drop_loaded_vectors,
-            links=_LINKS,
-            interrupt=interrupt,
-        )
-    )
-    lessons: tuple[SqliteStore, Callable[[Any], dict[str, int]]] | None = None  # lessons.db, its job
-    if archived is not None and any(archived.glob(f"{LESSONS_PREFIX}*.jsonl")):
-        store = await memory.lesson_store.writable()
-        lesson_tables = archive.archivable(store, _NOT_ARCHIVED)
-        lessons = (store, archive.loader(lesson_tables, archived, LESSONS_PREFIX, _loadable, interrupt=interrupt))
     paths = sorted(folder.glob("*.md"))
-    history_archived = archived is not None and (archived / f"{db.PROCESS_OUTCOMES.name}.jsonl").is_file()
 
     def documents() -> Iterator[docmodel.ProcessDoc]:
         """The documents to load, parsed one at a time (inside the transaction: never all in memory)."""
@@ -318,44 +230,7 @@ async def load(memory: Memory, principal: Principal, src: Path, progress: Progre
                 doc = doc.model_copy(update={"created": doc.created or now, "updated": now})
             yield doc
 
-    def index_job(conn: Any) -> tuple[int, dict[str, int]]:
-        # A dump with outcome records carries each document's history there; an older one (or a
-        # folder of documents) in the documents' outcome logs.
-        processes = restore_rows(conn, documents(), log_is_history=not history_archived)
-        counts = {} if index_archive is None else index_archive(conn)
-        if {"memories", "memory_tags"} & set(counts):  # the memory index, from the rows as loaded
-            index_repo.rebuild_memory_index(conn, interrupt)
-        interrupt()
-        if lessons is not None:
-            archive.mark_unfinished(conn, str(src.resolve()))  # `doctor` may run from anywhere
-        return processes, counts
-
-    def run() -> tuple[int, dict[str, int]]:
-        if lessons is None:
-            return memory.index.write_blocking(index_job)
-        store, lessons_job = lessons
-        committed = False
-
-        def both(conn: Any) -> tuple[int, dict[str, int]]:
-            nonlocal committed
-            got = lessons_job(conn)
-            processes, counts = memory.index.write_blocking(index_job)  # index.db commits here
-            committed = True
-            return processes, {**counts, **{LESSONS_PREFIX + k: v for k, v in got.items()}}
-
-        try:
-            done = store.write_blocking(both)
-        except StorageError as exc:
-            if committed:
-                raise StorageError(
-                    f"index.db was loaded, but lessons.db was not: {exc.detail} Run the same load again "
-                    "once that is fixed (`doctor` reports the unfinished load until then)"
-                ) from exc
-            raise
-        memory.index.write_blocking(archive.mark_finished)
-        return done
-
-    loading = asyncio.ensure_future(asyncio.to_thread(run))
+    loading = asyncio.ensure_future(memory.operations.restore(documents(), archived, source=src, interrupt=interrupt))
     try:
         report.processes, report.archived = await asyncio.shield(loading)
     except asyncio.CancelledError:  # stop the transaction (it rolls back), then say so
@@ -363,11 +238,6 @@ async def load(memory: Memory, principal: Principal, src: Path, progress: Progre
         with contextlib.suppress(BaseException):
             await loading
         raise
-    finally:  # whatever committed: caches read again, vectors of what was replaced made again
-        memory.process_store.restored()
-        if isinstance(memory.experiences.vectors, vector_repo.MemoryVectorIndex):
-            memory.experiences.vectors.cache.invalidate(vector_repo.DOMAIN)
-    await memory.fleet_registry.reload()
     return report
 
 
@@ -416,18 +286,17 @@ def _read_document(path: Path) -> str:
 
 
 def _now() -> str:
-    from robot_mcp_memory.storage.sqlite.store import now_iso
-
     return now_iso()
 
 
-def backup(memory_dir: Path, dest: Path, progress: Progress | None = None) -> list[Path]:
-    """Online, consistent copies of index.db (and lessons.db when it exists) into `dest`.
+def backup(backups: Backups, memory_dir: Path, dest: Path, progress: Progress | None = None) -> list[Path]:
+    """Online, consistent copies of the databases of `memory_dir` (`backups.databases`: index.db,
+    and lessons.db when it exists) into `dest`.
 
     Every target is checked before anything is written (an existing file is never overwritten);
     the copies are made under temporary names and renamed into place together at the end. A
     failed or interrupted run removes what it wrote, and the directories it created."""
-    sources = [memory_dir / name for name in ("index.db", "lessons.db") if (memory_dir / name).exists()]
+    sources = backups.databases(memory_dir)
     if not sources:
         raise InvalidInput(f"no database in {memory_dir}; check MEMORY_DATA_DIR")
     if dest.exists() and not dest.is_dir():
@@ -444,7 +313,7 @@ def backup(memory_dir: Path, dest: Path, progress: Progress | None = None) -> li
         for src, target in zip(sources, targets, strict=True):
             tmp = files.temp_beside(target)
             staged.append((tmp, target))
-            maintenance.backup(src, tmp, progress)
+            backups.copy(src, tmp, progress)
         for tmp, target in staged:
             os.replace(tmp, target)
             placed.append(target)
@@ -464,34 +333,31 @@ class Doctor:
     lines: list[tuple[str, str, bool]]  # (check, detail, ok)
 
 
-#: The doctor's name for each full-text index (`db.TEXT_INDEXES`).
-_INDEX_CHECKS = {"processes_fts": "process index", "memories_fts": "memory index"}
 REINDEX = "run robot-mcp-memory reindex"
 
 
-async def doctor(memory: Memory, full: bool = False, deep_index_check: bool | None = None) -> Doctor:
-    """Health checks. `full`: SQLite's full integrity_check instead of quick_check. FTS5's own
-    check of each full-text index (`deep_index_check`, default: with `full`) holds the write lock
-    while it reads the index, so a serving process runs it only when asked; the CLI always does."""
+async def doctor(memory: Installation, full: bool = False, deep_index_check: bool | None = None) -> Doctor:
+    """Health checks. `full`: the full integrity check instead of the quick one. Each full-text
+    index's own check (`deep_index_check`, default: with `full`) may hold the write lock while it
+    reads the index, so a serving process runs it only when asked; the CLI always does."""
+    store = memory.operations
     deep = full if deep_index_check is None else deep_index_check
-    # FTS5's own check is an INSERT: a store opened read-only (a read-only directory) cannot run it.
-    skipped = deep and memory.index.read_only
+    # An index's own check writes (FTS5's is an INSERT): a store opened read-only cannot run it.
+    skipped = deep and store.read_only
     deep = deep and not skipped
     lines: list[tuple[str, str, bool]] = []
-    h = maintenance.health(memory.settings.index_path, full=full)
+    h = store.health(full=full)
     lines.append(("integrity", "ok" if not h.integrity else "; ".join(h.integrity[:5]), not h.integrity))
-    supported = len(db.MIGRATIONS)
+    supported = h.schema_supported
     lines.append(("schema", f"version {h.schema_version} (this server: {supported})", h.schema_version == supported))
-    # FTS5's integrity check is a write-shaped statement: it runs on the writer's connection.
-    health = functools.partial(db.text_index_health, deep=deep)
-    for ix in await (memory.index.write(health, long=True) if deep else memory.index.read(health)):
+    for ix in await store.text_indexes(deep=deep):
         detail = f"{ix.rows} rows, {ix.entries} index entries"
         if ix.problem is not None:
             detail += f"; the index is damaged ({ix.problem})"
         elif skipped:
             detail += " (FTS5's own check skipped: the directory is read-only)"
-        lines.append((_INDEX_CHECKS.get(ix.table, ix.table), detail if ix.ok else f"{detail}: {REINDEX}", ix.ok))
-    unfinished = await memory.index.read(archive.unfinished)
+        lines.append((ix.name, detail if ix.ok else f"{detail}: {REINDEX}", ix.ok))
+    unfinished = await store.unfinished_load()
     if unfinished is not None:  # stopped between index.db's commit and lessons.db's (`load`)
         lines.append(
             (
@@ -502,8 +368,8 @@ async def doctor(memory: Memory, full: bool = False, deep_index_check: bool | No
                 False,
             )
         )
-    lines.append(("size", f"index.db {h.size_bytes} bytes, WAL {h.wal_bytes} bytes", True))
-    lines.append(_disk(memory.settings.data_dir, read_only=memory.index.read_only))
+    lines.append(("size", f"{h.name} {h.size_bytes} bytes, WAL {h.wal_bytes} bytes", True))
+    lines.append(_disk(memory.settings.data_dir, read_only=store.read_only))
     return Doctor(ok=all(ok for _, _, ok in lines), lines=lines)
 
 
@@ -529,36 +395,34 @@ def doctor_unopenable(data_dir: Path, exc: StoreUnreadable | SchemaTooNew | Stor
     return Doctor(ok=False, lines=lines)
 
 
-async def reindex(memory: Memory, principal: Principal) -> dict[str, int]:
+async def reindex(memory: Installation, principal: Principal) -> dict[str, int]:
     """Rebuild every full-text index of index.db from its rows, in one transaction: entries made, by index."""
     memory.policy.require_admin(principal, "reindex")
-    return await memory.index.write(db.rebuild_text_indexes, long=True)  # never on the event loop
+    return await memory.operations.rebuild_text_indexes()
 
 
-async def stats(memory: Memory, *, serving: bool = True) -> dict[str, int]:
+async def stats(memory: Installation, *, serving: bool = True) -> dict[str, int]:
     """Rows per table of index.db, and ``lessons`` (the rows of lessons.db); for a `serving`
     process also the hot writes it dropped (a command run beside the server has its own counter,
     always 0: it said nothing about the server's)."""
-    counts = maintenance.count_rows(memory.settings.index_path, [t.name for t in db.TABLES])
-    lessons_db = memory.settings.lessons_path  # lessons live in their own file, made by the first one
-    counts["lessons"] = maintenance.count_rows(lessons_db, ["lessons"]).get("lessons", 0) if lessons_db.exists() else 0
+    counts = memory.operations.row_counts()
     if serving:
-        counts["hot_writes_dropped"] = memory.index.stats.hot_dropped
+        counts["hot_writes_dropped"] = memory.operations.hot_writes_dropped
     return counts
 
 
 async def import_robotmem(
-    memory: Memory,
+    memory: Installation,
     principal: Principal,
     path: Path,
     *,
     robot: str | None = None,
     collection_prefix: str = "",
     progress: Progress | None = None,
-) -> robotmem_import.ImportReport:
+) -> ImportReport:
     """Bring a robotmem ``memory.db`` across (memories, perceptions, sessions, tags); idempotent.
     Fleet administration: writes are attributed to `robot` (default ``ROBOT_ID``)."""
     memory.policy.require_admin(principal, "importing a robotmem database")
-    return await robotmem_import.import_robotmem(
-        memory.experiences, path, robot=robot, collection_prefix=collection_prefix, progress=progress
+    return await memory.operations.import_robotmem(
+        path, robot=robot, collection_prefix=collection_prefix, progress=progress
     )

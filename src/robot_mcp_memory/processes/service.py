@@ -23,6 +23,7 @@ from robot_mcp_memory.processes import docmodel
 from robot_mcp_memory.processes.docmodel import OutcomeEntry, ProcessDoc
 from robot_mcp_memory.processes.ports import ORDERS, Author, Hit, ProcessRepository, Progress, RecordsView, Saved
 from robot_mcp_memory.search import relevance
+from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.tenancy.policy import Policy
 from robot_mcp_memory.tenancy.principal import SHARED, Principal
 
@@ -95,7 +96,8 @@ class ProcessService:
         if min_score is not None and not 0.0 <= min_score <= 1.0:
             raise InvalidInput("min_score must be between 0 and 1 (a relevance; 0.5 keeps what really matches)")
         visible = self.policy.visible_robots(principal, robot)
-        hits, mode = await self.store.find_hybrid(query, k, visible, self.policy.tenant(principal))
+        parsed = Query.parse(query)  # parsed once: the store and its ranking read only this
+        hits, mode = await self.store.find_hybrid(parsed, k, visible, self.policy.tenant(principal))
         if min_score is not None:
             hits = [h for h in hits if h.relevance >= min_score]
         if not hits:
@@ -183,7 +185,7 @@ class ProcessService:
 
     async def outcome_events(self, principal: Principal) -> list[tuple[str, str, bool, str]]:
         """(process id, time, success, recording robot) of the newest outcome records of each
-        document `principal` may see (`store.EVENTS_PER_PROCESS`), oldest first, as its view
+        document `principal` may see (`ranking.EVENTS_PER_PROCESS`), oldest first, as its view
         counts them (the robot: a robot's id, an unscoped caller's kind, '' when not known)."""
         rows = await self.store.outcome_events(self.policy.visible_robots(principal))
         tenant = self.policy.tenant(principal)

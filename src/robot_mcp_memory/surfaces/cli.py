@@ -225,7 +225,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if command == "backup":
         with _terminate_as_interrupt():  # a stopped backup removes what it wrote, as on Ctrl-C
-            written = operations.backup(settings.data_dir, Path(args.dest), _progress("backup"))
+            written = operations.backup(Memory.backups(), settings.data_dir, Path(args.dest), _progress("backup"))
         _out("\n".join(str(p) for p in written))
         return 0
     if command == "import-robotmem":

@@ -35,3 +35,6 @@ ADMIN = Principal("admin")
 OPEN = Principal("open")
 LOCAL = Principal("local")
 SHARED = "shared"
+#: The robot a row carries when nothing said whose it is (``ROBOT_ID`` unset, an open server):
+#: no robot token reads it until an operator hands it over (`operations.handover`).
+UNKNOWN = "unknown"

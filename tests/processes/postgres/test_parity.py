@@ -1,21 +1,28 @@
 """Cross-backend parity of keyword search: the same corpus and queries give the same ids, order
-and scores on SQLite (FTS5's ``bm25()``) and PostgreSQL (`search.bm25` over FTS5's own tokens)."""
+and scores on SQLite (FTS5's ``bm25()``) and PostgreSQL (`search.bm25` over FTS5's own tokens) —
+the raw keyword top and `find`'s answer, which `processes.ranking` plans on either backend's
+snapshot (calibrated relevance, content words, agreement re-ranking)."""
 
 from __future__ import annotations
 
 import random
 import uuid
 from collections.abc import Iterator
+from functools import partial
 
 import psycopg
 import pytest
 
+from robot_mcp_memory.processes import ranking
 from robot_mcp_memory.processes.docmodel import ProcessDoc
+from robot_mcp_memory.processes.ports import Hit
 from robot_mcp_memory.processes.postgres import store as pg
 from robot_mcp_memory.processes.postgres.store import PostgresProcesses
+from robot_mcp_memory.processes.sqlite import search as sqlite_search
 from robot_mcp_memory.processes.sqlite import store as sqlite_store
 from robot_mcp_memory.search import fts
-from robot_mcp_memory.storage.postgres import PostgresStore
+from robot_mcp_memory.search.query import Query
+from robot_mcp_memory.storage.postgres import Connection, PostgresStore
 from robot_mcp_memory.storage.sqlite import SqliteStore, index_db
 
 pytestmark = pytest.mark.postgres
@@ -53,6 +60,12 @@ QUERIES = (
     "dock",
     "delivered",
     "a of to",
+    # Slots the agreement re-ranking reads: a colour, a side, a count, on/off.
+    "fetch the red parcel",
+    "deliver the blue parcel to the kitchen door",
+    "turn left at the red door",
+    "charge two batteries at the dock",
+    "turn off the elevator",
 )
 
 
@@ -109,7 +122,7 @@ def both(tmp_path_factory: pytest.TempPathFactory, pg_url: str) -> Iterator[tupl
 def test_relevance_is_fts5s_bm25_to_the_last_bit(both: tuple[SqliteStore, PostgresStore], query: str) -> None:
     lite, store = both
     expr = fts.any_of(fts.phrases(query))
-    weights = ", ".join(str(w) for w in sqlite_store.BM25_WEIGHTS)
+    weights = ", ".join(str(w) for w in ranking.BM25_WEIGHTS)
     want = dict(
         lite.read_blocking(
             lambda c: c.execute(
@@ -120,7 +133,7 @@ def test_relevance_is_fts5s_bm25_to_the_last_bit(both: tuple[SqliteStore, Postgr
         if expr
         else {}
     )
-    got = store.read_blocking(lambda c: pg.relevance(c, query))
+    got = store.read_blocking(lambda c: pg.relevance(c, tuple(fts.phrases(query))))
     assert got == want
     assert want or query in ("zebra",), "a query of the corpus's words matches"
 
@@ -131,11 +144,64 @@ def test_keyword_search_ranks_alike_on_both_backends(
     both: tuple[SqliteStore, PostgresStore], query: str, visible: frozenset[str] | None
 ) -> None:
     lite, store = both
-    want = lite.read_blocking(lambda c: sqlite_store.search(c, query, 10, visible))
-    got = store.read_blocking(lambda c: pg.search(c, query, 10, visible))
+    want = lite.read_blocking(lambda c: sqlite_search.search(c, tuple(fts.phrases(query)), 10, visible))
+    got = store.read_blocking(lambda c: pg.search(c, tuple(fts.phrases(query)), 10, visible))
+    assert_same_hits(got, want)
+
+
+def assert_same_hits(got: list[Hit], want: list[Hit]) -> None:
+    """Same ids in the same order, same relevances and scores. SQLite's search may count a
+    common phrase twice and halve back (its floor path), which can move a score's last bit;
+    the plain bm25 above is compared exactly."""
     assert [h.doc.id for h in got] == [h.doc.id for h in want]
-    # SQLite's search may count a common phrase twice and halve back (its floor path), which can
-    # move a score's last bit; the plain bm25 above is compared exactly.
     for g, w in zip(got, want, strict=True):
         assert g.relevance == pytest.approx(w.relevance, rel=1e-12)
         assert g.score == pytest.approx(w.score, rel=1e-12)
+        assert g.fleet == w.fleet
+
+
+@pytest.mark.parametrize("tenant", [None, "group:g1"])
+@pytest.mark.parametrize("visible", [None, frozenset({"rap-1", "shared"})])
+@pytest.mark.parametrize("query", QUERIES)
+def test_find_answers_alike_on_both_backends(
+    both: tuple[SqliteStore, PostgresStore], query: str, visible: frozenset[str] | None, tenant: str | None
+) -> None:
+    """`find` in keyword mode — calibrated relevance over the content words, agreement-aware —
+    gives the same hits and scores: one plan (`ranking.keyword_search`) on either snapshot."""
+    lite, store = both
+    q = Query.parse(query)
+
+    def on_sqlite(k: int) -> list[Hit]:
+        return lite.read_blocking(lambda c: ranking.keyword_search(sqlite_search.Snapshot(c), q, k, visible, tenant))
+
+    def on_postgres(k: int) -> list[Hit]:
+        return store.read_blocking(lambda c: ranking.keyword_search(pg.Snapshot(c), q, k, visible, tenant))
+
+    for k in (1, 3, 10):
+        want, got = on_sqlite(k), on_postgres(k)
+        assert_same_hits(got, want)
+        assert all(0.0 <= h.relevance <= 1.0 for h in got)
+    assert want or not q.searchable or query == "zebra", "a query of the corpus's words is answered"
+
+
+def test_the_agreement_re_ranking_changes_answers_of_this_corpus(both: tuple[SqliteStore, PostgresStore]) -> None:
+    """The comparison above covers documents the query's slots demote: for some queries the
+    agreement-aware top differs from the raw keyword top (order or scores)."""
+    _, store = both
+    changed = []
+    for q in map(Query.parse, QUERIES):
+        if not q.slots:
+            continue
+        agreed = store.read_blocking(partial(_agreeing, q))
+        plain = store.read_blocking(partial(_plain, q))
+        if [(h.doc.id, h.score) for h in agreed] != [(h.doc.id, h.score) for h in plain]:
+            changed.append(q.text)
+    assert changed
+
+
+def _agreeing(q: Query, c: Connection) -> list[Hit]:
+    return ranking.agreeing_search(pg.Snapshot(c), q, 3, None)
+
+
+def _plain(q: Query, c: Connection) -> list[Hit]:
+    return pg.search(c, q.phrases, 3, None)

@@ -14,8 +14,10 @@ from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import NotFound
 from robot_mcp_memory.processes.docmodel import OUTCOME_HEADING
 from robot_mcp_memory.processes.service import ProcessService
+from robot_mcp_memory.processes.sqlite import search as keyword_sql
 from robot_mcp_memory.processes.sqlite import store as sql
 from robot_mcp_memory.processes.sqlite.store import ProcessStore
+from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.tenancy.principal import ADMIN
 from tests.conftest import MAILROOM, doc
 
@@ -71,7 +73,7 @@ def counts(memory: Memory) -> tuple[int, int]:
 async def test_phrasing_variants_find_the_mailroom_process_first(
     library: ProcessService, store: ProcessStore, query: str
 ) -> None:
-    hits = await store.find(query, 3)
+    hits = await store.find(Query.parse(query), 3)
     assert hits[0].doc.id == MAILROOM_ID
     found = await library.find(ADMIN, query, k=3)
     assert found.hits[0].doc.id == MAILROOM_ID
@@ -87,7 +89,7 @@ async def test_at_equal_relevance_a_reliable_process_ranks_above_a_flaky_one(
     await processes.save(ADMIN, doc("a-flaky", "Polish the brass handles", body, success_count=0, failure_count=5))
     await processes.save(ADMIN, doc("b-reliable", "Polish the brass handles", body, success_count=5, failure_count=0))
 
-    hits = await store.find("polish the brass door handles", 5)
+    hits = await store.find(Query.parse("polish the brass door handles"), 5)
 
     assert [h.doc.id for h in hits[:2]] == ["b-reliable", "a-flaky"]
     reliable, flaky = hits[0], hits[1]
@@ -114,7 +116,7 @@ async def test_at_equal_relevance_a_reliable_process_ranks_above_a_flaky_one(
     ],
 )
 async def test_queries_with_fts_syntax_never_fail(library: ProcessService, store: ProcessStore, query: str) -> None:
-    hits = await store.find(query, 3)
+    hits = await store.find(Query.parse(query), 3)
     found = await library.find(ADMIN, query, k=3)
     if "parcel" in query or "mail" in query:
         assert hits[0].doc.id == MAILROOM_ID
@@ -135,7 +137,7 @@ async def test_record_outcome_updates_the_counters_and_survives_a_reindex(
     stored = await library.get(ADMIN, MAILROOM_ID)
     assert (stored.success_count, stored.failure_count) == (4, 2)
     assert stored.last_used != "2026-06-12T16:20:00Z"
-    hits = await memory.process_store.find("parcel mailroom", 1)
+    hits = await memory.process_store.find(Query.parse("parcel mailroom"), 1)
     assert (hits[0].doc.success_count, hits[0].doc.failure_count) == (4, 2)
 
 
@@ -218,7 +220,9 @@ async def test_row_and_index_counts_agree_after_save_update_and_delete(
     assert counts(memory) == (5, 5)
     await processes.reindex(ADMIN)
     assert counts(memory) == (5, 5)
-    found = {h.doc.id for h in await memory.process_store.find("charging dock battery parcel mailroom", 10)}
+    found = {
+        h.doc.id for h in await memory.process_store.find(Query.parse("charging dock battery parcel mailroom"), 10)
+    }
     assert found.isdisjoint({MAILROOM_ID, "return-to-dock"})
 
 
@@ -295,13 +299,15 @@ async def test_a_version_finds_that_version_not_the_same_digits_in_another_order
     body = "## Steps\n1. flash the gripper controller\n2. power cycle the arm\n"
     await processes.save(ADMIN, doc("a-firmware", "Update the gripper firmware to 1.10.2", body))
     await processes.save(ADMIN, doc("b-firmware", "Update the gripper firmware to 1.2.10", body))
-    hits = await store.find("gripper firmware 1.2.10", 3)  # keyword search alone
+    hits = await store.find(Query.parse("gripper firmware 1.2.10"), 3)  # keyword search alone
     assert [h.doc.id for h in hits] == ["b-firmware", "a-firmware"]
     assert hits[0].relevance > hits[1].relevance
-    listed = memory.index.read_blocking(lambda c: sql.keyword_candidates(c, "gripper firmware 1.2.10", 3, None))
+    listed = memory.index.read_blocking(
+        lambda c: keyword_sql.keyword_candidates(c, Query.parse("gripper firmware 1.2.10").phrases, 3, None)
+    )
     assert [pid for pid, _ in listed] == ["b-firmware", "a-firmware"]  # hybrid search's keyword list
     assert listed[0][1] > listed[1][1]
-    only = await store.find("1.2.10", 3)
+    only = await store.find(Query.parse("1.2.10"), 3)
     assert [h.doc.id for h in only] == ["b-firmware"]
 
 
@@ -311,5 +317,5 @@ async def test_a_chinese_word_inside_a_title_or_body_is_found(processes: Process
     await processes.save(ADMIN, "---\nid: cjk-process\ntitle: 把包裹从收发室取来\n---\n\n1. 去收发室\n")
     await processes.save(ADMIN, "---\nid: other\ntitle: Water the plants\n---\n\n1. go\n")
     for query in ("收发室", "包裹", "把包裹从收发室取来"):
-        hits = await store.find(query, 3)  # the keyword list alone
+        hits = await store.find(Query.parse(query), 3)  # the keyword list alone
         assert [h.doc.id for h in hits] == ["cjk-process"], query

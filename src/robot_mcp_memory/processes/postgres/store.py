@@ -10,9 +10,10 @@ Invariants:
 - **Scores are SQLite's.** A document is indexed as FTS5 indexes it (`segment.index_text` on
   title, task pattern, tags and body; FTS5's own ``porter unicode61`` tokens, from
   `search.sqlite.tokens`), and a query is scored by `search.bm25` over those postings — FTS5's
-  arithmetic, with the bm25 column weights of the SQLite store — so relevance is the double
-  ``-bm25()`` gives and the ranking (relevance × Laplace reliability, then id) orders as
-  SQLite's (tests/processes/postgres/test_parity.py). ``lexemes @@ tsquery`` chooses the
+  arithmetic, with the bm25 column weights `ranking.BM25_WEIGHTS` — so relevance is the double
+  ``-bm25()`` gives. `find` is `processes.ranking`'s plan on this backend's `Snapshot`, so it
+  answers as SQLite's keyword mode (calibrated relevance, agreement re-ranking; hits and scores:
+  tests/processes/postgres/test_parity.py). ``lexemes @@ tsquery`` chooses the
   candidates (every document holding all tokens of one phrase); the postings decide phrase
   instances, document frequencies and the weighted frequencies.
 - **Keyword only, for now.** `find_hybrid` answers ``"keyword"``; vectors are not stored yet.
@@ -24,23 +25,35 @@ Invariants:
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Collection, Iterable
+import functools
+import json
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from robot_mcp_memory.processes import docmodel, rules
+from robot_mcp_memory.processes import docmodel, ranking, rules
 from robot_mcp_memory.processes import rows as process_rows
 from robot_mcp_memory.processes.docmodel import OutcomeEntry, ProcessDoc
-from robot_mcp_memory.processes.ports import NOBODY, Author, Hit, Progress, RecordsView, Saved, SearchMode
-
-# One source of truth for what the ranking and the reads' bounds are, until they move to a
-# backend-neutral module: the bm25 column weights of (id, title, task_pattern, tags, body), how many
-# outcome records a read returns, how many of each process's newest records `outcome_events` reads.
-from robot_mcp_memory.processes.sqlite.store import BM25_WEIGHTS, EVENTS_PER_PROCESS, HISTORY_LIMIT
-from robot_mcp_memory.search import bm25, fts
+from robot_mcp_memory.processes.ports import (
+    NO_PHRASES,
+    NOBODY,
+    Author,
+    Hit,
+    PhraseCounts,
+    Phrases,
+    Progress,
+    RecordsView,
+    Saved,
+    SearchMode,
+    TenantViewed,
+)
+from robot_mcp_memory.processes.ranking import BM25_WEIGHTS, EVENTS_PER_PROCESS, HISTORY_LIMIT, LINE_COST
+from robot_mcp_memory.search import bm25
+from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.search.segment import index_text
 from robot_mcp_memory.search.sqlite.tokens import Fts5Tokens
+from robot_mcp_memory.search.vectors import Vector
 from robot_mcp_memory.storage.clock import now_iso
 from robot_mcp_memory.storage.postgres import Connection, Migration, PostgresStore
 from robot_mcp_memory.tenancy.principal import SHARED
@@ -49,8 +62,6 @@ COMPONENT = "processes"
 #: The SQLite index's tokenizer (``processes_fts``): the tokens must be the very ones it counts.
 TOKENIZE = "porter unicode61"
 _INDEXED = 4  # title, task_pattern, tags, body
-#: The least a rendered log line costs besides its note (as the SQLite store bounds a read).
-_LINE_COST = 33
 
 _TOKENS = Fts5Tokens(TOKENIZE, _INDEXED)
 
@@ -246,7 +257,7 @@ def outcomes_of(conn: Connection, ids: Collection[str], *, with_note: bool = Fal
         "SELECT *, row_number() OVER w AS k, sum(length(note) + %s) OVER w AS size FROM process_outcomes "
         f"WHERE process_id = ANY(%s){noted} WINDOW w AS (PARTITION BY process_id ORDER BY n DESC)) AS o "
         f"WHERE {bound} ORDER BY process_id, n",
-        [_LINE_COST, sorted(ids), docmodel.MAX_BODY if with_note else HISTORY_LIMIT],
+        [LINE_COST, sorted(ids), docmodel.MAX_BODY if with_note else HISTORY_LIMIT],
     )
     for pid, at, success, note, robot, tenant in rows:
         out[pid].append(OutcomeEntry(at, bool(success), note, robot, tenant))
@@ -312,44 +323,67 @@ def reindex_all(conn: Connection) -> int:
     return len(docs)
 
 
-# ---------------------------------------------------------------------------- keyword ranking
-def relevance(conn: Connection, query: str) -> dict[str, float]:
-    """Each matching document's relevance (``-bm25()`` of the SQLite index for the OR of the
-    query's phrases, `fts.phrases`), over every document: idf counts every match."""
-    phrases = [_TOKENS.tokens(p) for p in fts.phrases(query)]
-    phrases = [p for p in phrases if p]
-    if not phrases:
-        return {}
-    wanted = sorted({t for p in phrases for t in p})
-    tsquery = " | ".join("(" + " & ".join(_tsquery_lexeme(t) for t in dict.fromkeys(p)) + ")" for p in phrases)
-    stats = conn.execute("SELECT count(*), coalesce(sum(doclen), 0) FROM processes").fetchone()
-    rows, tokens = (int(stats[0]), int(stats[1])) if stats else (0, 0)
-    docs: dict[str, int] = {}
-    lengths: list[float] = []
-    for pid, doclen in conn.execute("SELECT id, doclen FROM processes WHERE lexemes @@ %s::tsquery", (tsquery,)):
-        docs[pid] = len(lengths)
-        lengths.append(float(doclen))
-    if not docs:
-        return {}
-    postings: dict[tuple[str, str], list[tuple[int, list[int]]]] = {}
-    for pid, term, col, positions in conn.execute(
-        "SELECT process_id, term, col, positions FROM process_postings WHERE process_id = ANY(%s) AND term = ANY(%s)",
-        (list(docs), wanted),
-    ):
-        postings.setdefault((pid, term), []).append((int(col), list(positions)))
-    terms: list[bm25.Term] = []
-    for phrase in phrases:
-        ids: list[int] = []
-        freqs: list[float] = []
-        for pid, d in docs.items():  # in increasing d
-            counts = _instances(phrase, postings, pid)
-            if any(counts):
-                ids.append(d)
-                freqs.append(bm25.weighted_frequency((0, *counts), BM25_WEIGHTS))
-        terms.append(bm25.Term(np.array(ids, np.int64), np.array(freqs, np.float64)))
-    found, scores = bm25.scores(terms, np.array(lengths, np.float64), rows, tokens)
-    names = list(docs)
-    return {names[int(i)]: float(s) for i, s in zip(found, scores, strict=True)}
+# ---------------------------------------------------------------------------- keyword primitives
+class _Scored:
+    """The phrases' postings among their matches: each phrase's bm25 term, in query order, with
+    the matches' lengths and the index's row and token counts (FTS5's averages record)."""
+
+    def __init__(self, conn: Connection, phrases: Phrases) -> None:
+        tokenized = [_TOKENS.tokens(p) for p in phrases]
+        stats = conn.execute("SELECT count(*), coalesce(sum(doclen), 0) FROM processes").fetchone()
+        self.rows, self.tokens = (int(stats[0]), int(stats[1])) if stats else (0, 0)
+        self.names: list[str] = []
+        self.lengths: list[float] = []
+        #: Each phrase's term (None: a phrase with no token, which matches nothing).
+        self.terms: list[bm25.Term | None] = [None] * len(tokenized)
+        wanted = sorted({t for p in tokenized for t in p})
+        held = [p for p in tokenized if p]
+        if not held:
+            return
+        tsquery = " | ".join("(" + " & ".join(_tsquery_lexeme(t) for t in dict.fromkeys(p)) + ")" for p in held)
+        docs: dict[str, int] = {}
+        for pid, doclen in conn.execute("SELECT id, doclen FROM processes WHERE lexemes @@ %s::tsquery", (tsquery,)):
+            docs[pid] = len(self.lengths)
+            self.lengths.append(float(doclen))
+        self.names = list(docs)
+        postings: dict[tuple[str, str], list[tuple[int, list[int]]]] = {}
+        if docs:
+            for pid, term, col, positions in conn.execute(
+                "SELECT process_id, term, col, positions FROM process_postings "
+                "WHERE process_id = ANY(%s) AND term = ANY(%s)",
+                (self.names, wanted),
+            ):
+                postings.setdefault((pid, term), []).append((int(col), list(positions)))
+        for i, phrase in enumerate(tokenized):
+            if not phrase:
+                continue
+            ids: list[int] = []
+            freqs: list[float] = []
+            for pid, d in docs.items():  # in increasing d
+                counts = _instances(phrase, postings, pid)
+                if any(counts):
+                    ids.append(d)
+                    freqs.append(bm25.weighted_frequency((0, *counts), BM25_WEIGHTS))
+            self.terms[i] = bm25.Term(np.array(ids, np.int64), np.array(freqs, np.float64))
+
+    def counts(self) -> list[int]:
+        """How many documents hold each phrase, as FTS5 counts a phrase quoted alone."""
+        return [0 if t is None else len(t.ids) for t in self.terms]
+
+    @functools.cached_property
+    def relevance(self) -> dict[str, float]:
+        """Each match's ``-bm25()`` for the OR of the phrases."""
+        terms = [t for t in self.terms if t is not None]
+        if not self.names or not terms:
+            return {}
+        found, scores = bm25.scores(terms, np.array(self.lengths, np.float64), self.rows, self.tokens)
+        return {self.names[int(i)]: float(s) for i, s in zip(found, scores, strict=True)}
+
+
+def relevance(conn: Connection, phrases: Phrases) -> dict[str, float]:
+    """Each matching document's relevance (``-bm25()`` of the SQLite index for the OR of
+    `phrases`), over every document: idf counts every match."""
+    return _Scored(conn, phrases).relevance
 
 
 def _instances(
@@ -372,35 +406,132 @@ def _instances(
     return tuple(counts)
 
 
-def search(
-    conn: Connection, query: str, k: int, visible: Collection[str] | None, tenant: str | None = None
-) -> list[Hit]:
-    """The `k` best visible matches by relevance × reliability (then id), as SQLite's `search`."""
-    scored = relevance(conn, query)
-    if not scored or k < 1:
-        return []
+def _counters(
+    conn: Connection, ids: Collection[str], visible: Collection[str] | None, tenant: str | None
+) -> dict[str, tuple[int, int]]:
+    """(successes, failures) of each of `ids` that exists and is visible, as `tenant` sees them."""
+    if not ids:
+        return {}
     where, params = _visible(visible)
-    # Rank on the counters alone; only the k best rows are read whole.
     light = conn.execute(
         f"SELECT id, robot, success_count, failure_count FROM processes WHERE id = ANY(%s) AND {where}",  # noqa: S608
-        [list(scored), *params],
+        [sorted(ids), *params],
     ).fetchall()
     others = (
         other_tenants_counts(conn, {pid for pid, robot, _, _ in light if robot == SHARED}, tenant) if tenant else {}
     )
-
-    def rank(row: tuple[Any, ...]) -> tuple[float, str]:
-        pid, _robot, s, f = row
+    out = {}
+    for pid, _robot, s, f in light:
         o_s, o_f = others.get(pid, (0, 0))
-        s, f = max(int(s) - o_s, 0), max(int(f) - o_f, 0)
-        r = scored[pid]
-        return -(r * (s + 1.0) / (s + f + 2.0)), pid
+        out[pid] = (max(int(s) - o_s, 0), max(int(f) - o_f, 0))
+    return out
 
-    best = [row[0] for row in sorted(light, key=rank)[:k]]
-    rows = conn.execute(f"SELECT {process_rows.COLUMNS} FROM processes WHERE id = ANY(%s)", (best,))  # noqa: S608
-    by_id = {d.id: d for d in (process_rows.from_row(r) for r in rows)}
-    views = tenant_view(conn, [by_id[pid] for pid in best], tenant)
+
+def search(
+    conn: Connection,
+    phrases: Phrases,
+    k: int,
+    visible: Collection[str] | None,
+    tenant: str | None = None,
+    scored: dict[str, float] | None = None,
+) -> list[Hit]:
+    """The `k` best visible matches of the OR of `phrases` by relevance × reliability (then
+    id), as SQLite's `search` (`SearchSnapshot.keyword_top`); `scored`: their relevance, when
+    the caller has it."""
+    if scored is None:
+        scored = relevance(conn, phrases)
+    if not scored or k < 1:
+        return []
+    # Rank on the counters alone; only the k best rows are read whole.
+    counters = _counters(conn, scored, visible, tenant)
+
+    def rank(pid: str) -> tuple[float, str]:
+        s, f = counters[pid]
+        return -(scored[pid] * (s + 1.0) / (s + f + 2.0)), pid
+
+    best = sorted(counters, key=rank)[:k]
+    views = documents(conn, best, tenant)
     return [Hit(d, scored[d.id] * d.reliability, scored[d.id], fleet) for d, fleet in views]
+
+
+def documents(conn: Connection, ids: Sequence[str], tenant: str | None) -> list[TenantViewed]:
+    """The documents `ids`, in that order, as `tenant` is shown them."""
+    if not ids:
+        return []
+    rows = conn.execute(f"SELECT {process_rows.COLUMNS} FROM processes WHERE id = ANY(%s)", (list(ids),))  # noqa: S608
+    by_id = {d.id: d for d in (process_rows.from_row(r) for r in rows)}
+    return tenant_view(conn, [by_id[pid] for pid in ids], tenant)
+
+
+class Snapshot:
+    """`ports.SearchSnapshot` on one read transaction: the keyword primitives over the postings
+    (each phrase list scored once per snapshot), and no vectors (none are stored yet)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self._scored: dict[tuple[str, ...], _Scored] = {}
+
+    def _of(self, phrases: Phrases) -> _Scored:
+        key = phrases
+        if key not in self._scored:
+            self._scored[key] = _Scored(self.conn, key)
+        return self._scored[key]
+
+    def phrase_counts(self, phrases: Phrases) -> PhraseCounts:
+        if not phrases:
+            return NO_PHRASES
+        scored = self._of(phrases)
+        return PhraseCounts(phrases, scored.rows, tuple(scored.counts()))
+
+    def keyword_top(
+        self,
+        phrases: Phrases,
+        counted: PhraseCounts | None,
+        k: int,
+        visible: Collection[str] | None,
+        tenant: str | None,
+    ) -> list[Hit]:
+        return search(self.conn, phrases, k, visible, tenant, self._of(phrases).relevance)
+
+    def keyword_relevant(
+        self, phrases: Phrases, counted: PhraseCounts | None, n: int, visible: Collection[str] | None
+    ) -> list[tuple[str, float]]:
+        scored = self._of(phrases).relevance
+        if not scored or n < 1:
+            return []
+        if visible is not None:
+            where, params = _visible(visible)
+            rows = self.conn.execute(
+                f"SELECT id FROM processes WHERE id = ANY(%s) AND {where}",  # noqa: S608
+                [sorted(scored), *params],
+            )
+            shown = {pid for (pid,) in rows}
+            scored = {pid: r for pid, r in scored.items() if pid in shown}
+        return sorted(scored.items(), key=lambda p: (-p[1], p[0]))[:n]
+
+    def vector_top(
+        self, qvec: Vector, model_id: str, n: int, visible: Collection[str] | None
+    ) -> list[tuple[str, float]] | None:
+        return None  # no vectors on this backend yet
+
+    def vector_among(self, qvec: Vector, model_id: str, ids: Sequence[str]) -> dict[str, float]:
+        return {}
+
+    def reliability(
+        self, ids: Collection[str], visible: Collection[str] | None, tenant: str | None
+    ) -> dict[str, float]:
+        return {pid: docmodel.reliability(s, f) for pid, (s, f) in _counters(self.conn, ids, visible, tenant).items()}
+
+    def agreement_texts(self, ids: Collection[str]) -> dict[str, str]:
+        if not ids:
+            return {}
+        rows = self.conn.execute(
+            "SELECT id, title, task_pattern, tags FROM processes WHERE id = ANY(%s)", (sorted(ids),)
+        )
+        return {pid: ranking.agreement_text_of(t, p, json.loads(tags)) for pid, t, p, tags in rows}
+
+    def documents(self, ids: Sequence[str], tenant: str | None) -> list[TenantViewed]:
+        return documents(self.conn, ids, tenant)
 
 
 # ---------------------------------------------------------------------------- the repository
@@ -431,12 +562,13 @@ class PostgresProcesses:
         return await self.db.read(lambda c: list_docs(c, limit, offset, visible, order))
 
     async def find(
-        self, query: str, k: int, visible: Collection[str] | None = None, tenant: str | None = None
+        self, query: Query, k: int, visible: Collection[str] | None = None, tenant: str | None = None
     ) -> builtins.list[Hit]:
-        return await self.db.read(lambda c: search(c, query, k, visible, tenant))
+        """The keyword answer (`ranking.keyword_search`), as SQLite's, in one read snapshot."""
+        return await self.db.read(lambda c: ranking.keyword_search(Snapshot(c), query, k, visible, tenant))
 
     async def find_hybrid(
-        self, query: str, k: int, visible: Collection[str] | None = None, tenant: str | None = None
+        self, query: Query, k: int, visible: Collection[str] | None = None, tenant: str | None = None
     ) -> tuple[builtins.list[Hit], SearchMode]:
         return await self.find(query, k, visible, tenant), "keyword"
 

@@ -4,30 +4,41 @@ The row is the source of truth; the markdown is rendered from it on the way out.
 FTS entry are written in one transaction. Searching ranks by FTS5 relevance times Laplace
 reliability — on the *positive* relevance ``-bm25()``, since FTS5's bm25 is negative (smaller is
 better) and multiplying it directly would rank a reliable process lower.
+
+How a find ranks is `processes.ranking`'s plan, not this module's: its primitives on one read
+transaction (`search.Snapshot`, a `ports.SearchSnapshot`: the keyword SQL with its
+exactness-preserving plans, the vector index's top-n, reliability, agreement texts, documents)
+are in `processes.sqlite.search`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import heapq
-import json
 import sqlite3
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Literal, NamedTuple, TypeVar
+from collections.abc import Callable, Collection, Iterable, Iterator
+from typing import TypeVar
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.errors import Busy
-from robot_mcp_memory.processes import docmodel, rules
+from robot_mcp_memory.processes import docmodel, ranking, rules
 from robot_mcp_memory.processes import rows as process_rows
 from robot_mcp_memory.processes.docmodel import OutcomeEntry, ProcessDoc
-from robot_mcp_memory.processes.ports import NOBODY, Author, Hit, Progress, RecordsView, Saved, SearchMode
+from robot_mcp_memory.processes.ports import (
+    NOBODY,
+    Author,
+    Hit,
+    Progress,
+    RecordsView,
+    Saved,
+    SearchMode,
+)
 from robot_mcp_memory.processes.ports import ORDERS as ORDER_NAMES
-from robot_mcp_memory.search import agreement, fts, fusion, relevance
-from robot_mcp_memory.search.relevance import KeywordBound
+from robot_mcp_memory.processes.ranking import EVENTS_PER_PROCESS, HISTORY_LIMIT, LINE_COST, Fusion
+from robot_mcp_memory.processes.sqlite.search import Snapshot, tenant_view, visible_clause
+from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.search.resilient import ResilientEmbedder
-from robot_mcp_memory.search.segment import index_text, tokens
+from robot_mcp_memory.search.segment import index_text
 from robot_mcp_memory.search.sqlite import vectorstore
 from robot_mcp_memory.search.sqlite.vectorstore import Backfiller, VectorCache
 from robot_mcp_memory.search.vectors import Vector
@@ -36,28 +47,15 @@ from robot_mcp_memory.storage.sqlite import index_db as db
 from robot_mcp_memory.storage.sqlite.store import now_iso
 from robot_mcp_memory.tenancy.principal import SHARED
 
-#: bm25 column weights for (id, title, task_pattern, tags, body).
-BM25_WEIGHTS = (0.0, 4.0, 2.0, 2.0, 1.0)
 _COLUMNS = (
     "id, title, task_pattern, tags, robot, created, updated, success_count, failure_count, "
     "last_used, source_mission_id, extra, body"
 )
 
-#: How many candidates each list (keyword, vector) contributes to fusion.
-CANDIDATES = 50
 BACKFILL_BATCH = vectorstore.BACKFILL_BATCH
 T = TypeVar("T")
 
 _log = logs.get("robot_mcp_memory.processes.sqlite.store")
-
-
-def _visible_clause(visible: Collection[str] | None, column: str = "robot") -> tuple[str, list[str]]:
-    if visible is None:
-        return "1", []
-    if not visible:
-        return "0", []
-    marks = ",".join("?" * len(visible))
-    return f"{column} IN ({marks})", sorted(visible)
 
 
 # ---------------------------------------------------------------------------- SQL (connection first)
@@ -181,13 +179,6 @@ def add_outcome(
     return doc
 
 
-#: How many outcome records of one document a read returns at most (the newest): the REST history.
-HISTORY_LIMIT = 1000
-#: The least a rendered log line costs besides its note ("- <20-character time> success: " and
-#: its newline): records within MAX_BODY at this cost include every line that can fit.
-_LINE_COST = 33
-
-
 def outcomes_of(
     conn: sqlite3.Connection, ids: Collection[str], *, with_note: bool = False
 ) -> dict[str, list[OutcomeEntry]]:
@@ -205,28 +196,11 @@ def outcomes_of(
         "SELECT *, row_number() OVER w AS k, sum(length(note) + ?) OVER w AS size FROM process_outcomes "
         f"WHERE process_id IN ({marks}){noted} WINDOW w AS (PARTITION BY process_id ORDER BY n DESC)) "
         f"WHERE {bound} ORDER BY process_id, n",
-        [_LINE_COST, *ids, docmodel.MAX_BODY if with_note else HISTORY_LIMIT],
+        [LINE_COST, *ids, docmodel.MAX_BODY if with_note else HISTORY_LIMIT],
     )
     for pid, at, success, note, robot, tenant in rows:
         out[pid].append(OutcomeEntry(at, bool(success), note, robot, tenant))
     return out
-
-
-def other_tenants_counts(conn: sqlite3.Connection, ids: Collection[str], tenant: str) -> dict[str, tuple[int, int]]:
-    """(successes, failures) that tenants other than `tenant` counted on each of `ids` (absent: none)."""
-    if not ids:
-        return {}
-    marks = ",".join("?" * len(ids))
-    rows = conn.execute(
-        "SELECT process_id, sum(success_count), sum(failure_count) FROM process_tenant_counts "  # noqa: S608 - fixed names
-        f"WHERE process_id IN ({marks}) AND tenant <> ? GROUP BY process_id",
-        [*ids, tenant],
-    )
-    return {pid: (int(s), int(f)) for pid, s, f in rows}
-
-
-#: How many of each process's newest outcome records `outcome_events` reads (trends compare halves).
-EVENTS_PER_PROCESS = 200
 
 
 def outcome_events(
@@ -234,7 +208,7 @@ def outcome_events(
 ) -> list[tuple[str, str, bool, str, str, str]]:
     """(process id, time, success, its owner, the recording tenant, the recording robot) of each
     visible document's newest `per_process` outcome records, oldest first within a process."""
-    where, params = _visible_clause(visible, "p.robot")
+    where, params = visible_clause(visible, "p.robot")
     rows = conn.execute(
         "SELECT o.process_id, o.at, o.success, p.robot, o.tenant, o.robot FROM process_outcomes o "  # noqa: S608 - fixed names
         f"JOIN processes p ON p.id = o.process_id WHERE {where} AND o.n > ("
@@ -250,7 +224,7 @@ def outcome_days(
 ) -> list[tuple[str, bool, str, str, str, int]]:
     """(day, success, process id, its owner, the recording tenant, how many) over the outcome
     records since `since` (UTC ``YYYY-MM-DD``) of the visible robots' documents."""
-    where, params = _visible_clause(visible, "p.robot")
+    where, params = visible_clause(visible, "p.robot")
     rows = conn.execute(
         "SELECT substr(o.at, 1, 10) AS day, o.success, o.process_id, p.robot, o.tenant, count(*) "  # noqa: S608 - fixed names
         f"FROM process_outcomes o JOIN processes p ON p.id = o.process_id WHERE o.at >= ? AND {where} "
@@ -271,286 +245,6 @@ def rebuild_index(conn: sqlite3.Connection) -> int:
     return db.rebuild_process_index(conn)
 
 
-def _few_visible(conn: sqlite3.Connection, where: str, params: list[str], pool: int, k: int) -> bool:
-    """Whether the visible robots own so small a share of the documents that fewer than 4k of them
-    are expected among the `pool` most relevant matches, where a relevance floor would seldom exist."""
-    mine, total = conn.execute(
-        f"SELECT (SELECT count(*) FROM processes p WHERE {where}), (SELECT count(*) FROM processes)",  # noqa: S608 - fixed names
-        params,
-    ).fetchone()
-    return bool(mine * pool < 4 * k * total)
-
-
-def search(
-    conn: sqlite3.Connection,
-    query: str,
-    k: int,
-    visible: Collection[str] | None,
-    tenant: str | None = None,
-    counted: Counted | None = None,
-) -> list[Hit]:
-    """The `k` best visible matches by relevance × reliability (then id), relevance being ``-bm25``:
-    what `find` answers when it runs keyword-only.
-
-    As in `keyword_candidates`, the commonest words (``the`` above all) are first left out of
-    choosing matches when together they can add less to a score than the rarest word alone
-    (`fts.skippable`); they still count in every score. Reliability is below 1, so a document
-    holding only those words scores below their bound: when the `k`-th best score found is above
-    it, the list is exact; otherwise the rarest of them chooses matches again, and so on
-    (`_by_rarer_phrases`), down to every word. Same rows, same order as a
-    plain join, up to scores that agree to 12 significant digits: counting each phrase twice and
-    halving back can move a score's last bit (tests/processes/test_search_floor.py).
-
-    With a `tenant`, a fleet-wide document ranks by that tenant's view of its counters
-    (`tenant_view`): other groups' outcomes do not move it. `counted`: the phrases' counts, when
-    the caller has them already (`count_phrases`; counted again unless they are this query's)."""
-    found = fts.phrases(query)
-    if not found:
-        return []
-    if len(found) > 1 and k >= 1:
-        total, docs = _counts_of(conn, found, counted)
-        held = [(t, d) for t, d in zip(found, docs, strict=True) if d > 0]
-        found = [t for t, _ in held]
-
-        def exact(expr: str, bound: float) -> list[Hit] | None:
-            hits = _search(conn, expr, k, visible, scale=0.5, tenant=tenant)
-            return hits if len(hits) == k and hits[-1].score > bound else None
-
-        found_by_rarer = _by_rarer_phrases(held, total, k, exact)
-        if found_by_rarer is not None:
-            return found_by_rarer
-    every = fts.any_of(found)
-    return _search(conn, every, k, visible, tenant=tenant) if every is not None else []
-
-
-def keyword_search(
-    conn: sqlite3.Connection, query: str, k: int, visible: Collection[str] | None, tenant: str | None = None
-) -> list[Hit]:
-    """What `find` answers keyword-only: `search` over the query's content words (function words
-    dropped unless nothing else is left, as the hybrid keyword list drops them: in a small store
-    "the" weighed as much as "mop" and brought in every document), with relevance calibrated to
-    [0, 1] (`query_bound`, `search.relevance`) and score = relevance × reliability. The
-    calibration is one factor for the whole query, so the order is `agreeing_search`'s."""
-    text = " ".join(fts.content_terms(query))
-    counted = count_phrases(conn, text)  # what the bound and every search below need, counted once
-    bound = query_bound(conn, query, counted)
-    out = []
-    # Slots are read from the whole query: "off", "up" and "left" are function words to bm25.
-    for h in agreeing_search(conn, text, k, visible, tenant, slots_of=query, counted=counted):
-        rel = bound.relevance(h.relevance)
-        out.append(Hit(h.doc, rel * h.doc.reliability, rel, h.fleet))
-    return out
-
-
-def query_bound(conn: sqlite3.Connection, query: str, counted: Counted | None = None) -> KeywordBound:
-    """What calibrates the keyword relevance of `query` (`relevance.keyword_bound`): the phrases
-    its content words are searched by, with how many documents hold each (`counted`, when the
-    caller has counted them: `count_phrases` of the content words)."""
-    words = fts.content_terms(query)
-    found = fts.phrases(" ".join(words))
-    if not found:
-        return relevance.NO_MATCH
-    total, docs = _counts_of(conn, found, counted)
-    return relevance.keyword_bound(zip(found, docs, strict=True), total, words)
-
-
-class Counted(NamedTuple):
-    """A text's phrases (`fts.phrases`) with how many of the `total` documents hold each, read
-    in the snapshot of the search that uses them: the bound, the keyword list and every search
-    of one find share one count."""
-
-    phrases: list[str]
-    total: int
-    docs: list[int]
-
-
-def count_phrases(conn: sqlite3.Connection, text: str) -> Counted:
-    found = fts.phrases(text)
-    if not found:
-        return Counted([], 0, [])
-    total, docs = _doc_counts(conn, found)
-    return Counted(found, total, docs)
-
-
-def _counts_of(conn: sqlite3.Connection, found: list[str], counted: Counted | None) -> tuple[int, list[int]]:
-    """(documents, how many hold each of `found`): from `counted` when it counted these very
-    phrases, else read."""
-    if counted is not None and counted.phrases == found:
-        return counted.total, counted.docs
-    return _doc_counts(conn, found)
-
-
-#: How many of `search`'s best matches the keyword-only agreement re-ranking looks at, at most
-#: (or 4k when more): past it a query whose every match contradicts it (a colour and a room
-#: number no one document holds) would load ever more documents for nothing.
-AGREEMENT_POOL = 20
-
-
-def agreeing_search(
-    conn: sqlite3.Connection,
-    query: str,
-    k: int,
-    visible: Collection[str] | None,
-    tenant: str | None = None,
-    *,
-    slots_of: str | None = None,
-    counted: Counted | None = None,
-) -> list[Hit]:
-    """`search` with query-term agreement: the `k` best by relevance × agreement × reliability,
-    where a document contradicting the query's colour, direction, count… (`agreement.factor`)
-    has its relevance demoted. What `find` answers when it runs keyword-only.
-
-    The factor is at most 1, so a document outside `search`'s top `n` (scores at most the
-    `n`-th, s) cannot beat a fetched one scoring above s after its factor: when the `k`-th
-    best adjusted score is above s (or fewer than `n` matched), the list is exact — at once
-    when none of `search`'s own top `k` contradicts the query. Otherwise `n` grows once, to
-    ``max(4k, AGREEMENT_POOL)``, and the best of those are returned, exact or not (as hybrid
-    ranks only its 50 keyword candidates): past that pool a document could only pass if
-    nearly every one ahead of it contradicted the query. A query naming no slot is `search`
-    itself. The slots are those `slots_of` names (default: `query`); `counted` as in `search`."""
-    wanted = agreement.slots(tokens(query if slots_of is None else slots_of))
-    if not wanted or k < 1:
-        return search(conn, query, k, visible, tenant, counted)
-    n, most = k, max(4 * k, AGREEMENT_POOL)
-    while True:
-        hits = search(conn, query, n, visible, tenant, counted)
-        factors = [agreement.factor(wanted, agreement.slots(tokens(agreement_text(h.doc)))) for h in hits]
-        if all(f == 1.0 for f in factors[:k]):
-            return hits[:k]  # nothing ahead is demoted, so nothing behind can pass it
-        agreed = sorted(
-            (Hit(h.doc, h.score * f, h.relevance * f, h.fleet) for h, f in zip(hits, factors, strict=True)),
-            key=lambda h: (-h.score, h.doc.id),
-        )
-        if len(hits) < n or agreed[k - 1].score > hits[-1].score or n >= most:
-            return agreed[:k]
-        n = most
-
-
-def agreement_text(doc: ProcessDoc) -> str:
-    """What a document is checked against the query's slots by: what it is for (title, task
-    pattern, tags, as `embed_text`), not its steps, whose incidental "turn left at the corridor"
-    says nothing of what the process does."""
-    return " ".join((doc.title, doc.task_pattern, *doc.tags))
-
-
-def _by_rarer_phrases(
-    held: list[tuple[str, int]], total: int, k: int, exact: Callable[[str, float], list[T] | None]
-) -> list[T] | None:
-    """The `k` best the rarer phrases find alone, or None when every phrase must choose matches.
-
-    `held` pairs each phrase with how many of the `total` documents hold it. The commonest are
-    left out of choosing matches (`fts.skippable`); `exact(expression, bound)` runs the
-    restricted expression and returns its list when that is exact (`k` long, its last score
-    above `bound`: more than the phrases left out can add to any score), else None. On a miss
-    the rarest phrase left out chooses matches too, then the next — as recall does
-    (`ranking_repo._ranked_numbers`) — while it is held by fewer than half the documents: from
-    there the restricted query scores nearly every match, and the plain one costs no more.
-    Phrases held by fewer than `k` documents together are not tried alone: a sure miss. A query
-    with a version ("2.9.3": 23 of 10,000 documents) and a place word (660) went straight to
-    the plain query when the version alone fell short; a version searched as its digits ("2",
-    "9", "3", each in thousands) never had that happen."""
-    held_by = dict(held)
-    rest, _ = fts.skippable([t for t, _ in held], [d for _, d in held], total)
-    while rest:  # commonest first
-        essential = [t for t, _ in held if t not in rest]
-        if sum(held_by[t] for t in essential) >= k:
-            found = exact(fts.restricted_expression(essential, rest), fts.bound_of((held_by[t] for t in rest), total))
-            if found is not None:
-                return found
-        *rest, promoted = rest
-        if 2 * held_by[promoted] >= total:
-            break
-    return None
-
-
-def _search(
-    conn: sqlite3.Connection,
-    expr: str,
-    k: int,
-    visible: Collection[str] | None,
-    scale: float = 1.0,
-    tenant: str | None = None,
-) -> list[Hit]:
-    """`search` for one FTS5 expression (relevance = ``-bm25`` × `scale`).
-
-    A query with a common word matches nearly every document, so the plan matters (measured in
-    docs/benchmarks.md). By default bm25 runs once per match (m) and only matches at or above a
-    floor are joined to their rows: reliability is below 1, so score <= relevance, and the k-th
-    best visible score among the `pool` most relevant matches is a floor that no top-k document's
-    relevance is below (with no floor, or one <= 0, every match is joined). When the visible
-    robots own few documents, a plain join is cheaper: bm25 then runs only for visible matches.
-    Both rank exactly alike (tests/processes/test_search_floor.py)."""
-    where, params = _visible_clause(visible, "p.robot")
-    w = ",".join(str(x) for x in BM25_WEIGHTS)
-    columns = ", ".join("p." + c.strip() for c in _COLUMNS.split(","))
-    succ, fail, others, join, oargs = _tenant_counts_sql(tenant)
-    score = f"relevance * ({succ} + 1.0) / ({succ} + {fail} + 2.0)"
-    pool = max(200, 20 * k)
-    if visible is not None and _few_visible(conn, where, params, pool, k):
-        sql = (
-            f"{'WITH ' + others + ' ' if others else ''}"  # noqa: S608 - fixed names
-            f"SELECT {columns}, -bm25(processes_fts, {w}) * ? AS relevance "
-            f"FROM processes_fts JOIN processes p ON p.id = processes_fts.id{join} "
-            f"WHERE processes_fts MATCH ? AND {where} ORDER BY {score} DESC, p.id LIMIT ?"
-        )
-        args: list[object] = [*oargs, scale, expr, *params, k]
-    else:
-        # CROSS JOIN pins the loop order (m, then its row): left to the planner, a robot filter
-        # makes it drive from idx_processes_robot and probe m for every visible row.
-        rows = "CROSS JOIN processes_fts f ON f.rowid = m.fts_rowid CROSS JOIN processes p ON p.id = f.id" + join
-        sql = (
-            f"WITH {others + ', ' if others else ''}"  # noqa: S608 - fixed names
-            f"m AS MATERIALIZED (SELECT rowid AS fts_rowid, -bm25(processes_fts, {w}) * ? AS relevance "
-            "FROM processes_fts WHERE processes_fts MATCH ?), "
-            "pool AS (SELECT fts_rowid, relevance FROM m ORDER BY relevance DESC LIMIT ?), "
-            f"floor AS (SELECT m.{score} AS score FROM pool m {rows} WHERE {where} "
-            "ORDER BY score DESC LIMIT 1 OFFSET ?) "
-            f"SELECT {columns}, m.relevance FROM m {rows} "
-            "WHERE (m.relevance >= (SELECT score FROM floor) OR coalesce((SELECT score FROM floor), 0) <= 0) "
-            f"AND {where} ORDER BY m.{score} DESC, p.id LIMIT ?"
-        )
-        args = [*oargs, scale, expr, pool, *params, k - 1, *params, k]
-    found = [(process_rows.from_row(row[:-1]), float(row[-1])) for row in conn.execute(sql, args)]
-    viewed = tenant_view(conn, [d for d, _ in found], tenant)
-    return [
-        Hit(doc, relevance * doc.reliability, relevance, fleet)
-        for (doc, fleet), (_, relevance) in zip(viewed, found, strict=True)
-    ]
-
-
-def _tenant_counts_sql(tenant: str | None) -> tuple[str, str, str, str, list[object]]:
-    """(successes, failures, a CTE, a join, its arguments): the counters a ranking query uses —
-    with a `tenant`, those of `tenant_view` (a shared document's counters without what other
-    tenants counted on it)."""
-    if tenant is None:
-        return "p.success_count", "p.failure_count", "", "", []
-    others = (
-        "others AS MATERIALIZED (SELECT process_id, sum(success_count) AS s, sum(failure_count) AS f "
-        "FROM process_tenant_counts WHERE tenant <> ? GROUP BY process_id)"
-    )
-    join = f" LEFT JOIN others o ON o.process_id = p.id AND p.robot = '{SHARED}'"
-    return (
-        "max(p.success_count - coalesce(o.s, 0), 0)",
-        "max(p.failure_count - coalesce(o.f, 0), 0)",
-        others,
-        join,
-        [tenant],
-    )
-
-
-def tenant_view(
-    conn: sqlite3.Connection, docs: list[ProcessDoc], tenant: str | None
-) -> list[tuple[ProcessDoc, tuple[int, int] | None]]:
-    """Each document as `tenant` is shown its counters, with the fleet-wide (successes,
-    failures) beside a fleet-wide document's. A tenant's view of a shared document leaves out
-    what other tenants' robots counted on it (one group's failures never rank it down for
-    another); outcomes of unscoped callers, and those counted before outcomes were attributed,
-    count for every tenant. `tenant` None (an unscoped caller): the stored counters."""
-    if tenant is None:
-        return [(d, None) for d in docs]
-    return rules.tenant_view(docs, other_tenants_counts(conn, {d.id for d in docs if d.robot == SHARED}, tenant))
-
-
 #: How `list_docs` orders: most recently updated first, or most used (outcomes recorded) first.
 #: SQL for each order the port names.
 ORDERS = {"updated": "updated DESC, id", "used": "success_count + failure_count DESC, updated DESC, id"}
@@ -560,7 +254,7 @@ assert tuple(ORDERS) == ORDER_NAMES
 def list_docs(
     conn: sqlite3.Connection, limit: int, offset: int, visible: Collection[str] | None, order: str = "updated"
 ) -> tuple[list[ProcessDoc], int]:
-    where, params = _visible_clause(visible)
+    where, params = visible_clause(visible)
     total = conn.execute(f"SELECT count(*) FROM processes WHERE {where}", params).fetchone()[0]  # noqa: S608
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM processes WHERE {where} ORDER BY {ORDERS[order]} LIMIT ? OFFSET ?",  # noqa: S608
@@ -609,329 +303,6 @@ def embed_text(doc: ProcessDoc) -> str:
     dilute a sentence embedding (measured in docs/search.md). Outcome notes never change it."""
     parts = [doc.title, doc.task_pattern, " ".join(doc.tags)]
     return ". ".join(p.strip() for p in parts if p.strip())
-
-
-def keyword_candidates(
-    conn: sqlite3.Connection, query: str, n: int, visible: Collection[str] | None
-) -> list[tuple[str, float]]:
-    """(id, relevance) of the `n` best visible keyword matches by relevance alone (``-bm25``,
-    higher is better; then id); reliability is applied by the ranking, not here
-    (`keyword_leg`, without the bound)."""
-    return keyword_leg(conn, query, n, visible)[0]
-
-
-def keyword_leg(
-    conn: sqlite3.Connection, query: str, n: int, visible: Collection[str] | None, counted: Counted | None = None
-) -> tuple[list[tuple[str, float]], float]:
-    """(`keyword_candidates`, the query's bound): the bound is more than any document's
-    relevance can be (`fts.most_added` summed over the query's phrases, those no document
-    holds included), so relevance / bound in [0, 1) says how much of the query a match holds.
-
-    FTS5 computes bm25 for every match, and a query's common words match much of the store. So
-    the commonest words that together can add less to a score than its rarest word alone
-    (`fts.skippable`) are first left out of choosing matches (`fts.restricted_expression`: they
-    still count in the scores). When the `n`-th best score found is above what a document
-    holding only those words could reach, the list is exact; otherwise the rarest of them
-    chooses matches again, and so on (`_by_rarer_phrases`), down to every word. Phrases no
-    document holds are left out altogether: they match nothing and add nothing, but bm25 would
-    still loop over them. `counted`: as in `query_bound`."""
-    found = fts.phrases(" ".join(fts.content_terms(query)))
-    if not found or n < 1:
-        return [], 0.0
-    total, docs = _counts_of(conn, found, counted)
-    bound = sum(fts.most_added(d, total) for d in docs)
-    if len(found) > 1:
-        held = [(t, d) for t, d in zip(found, docs, strict=True) if d > 0]
-        found = [t for t, _ in held]
-
-        def exact(expr: str, bound: float) -> list[tuple[str, float]] | None:
-            rows = conn.execute(*_keyword_sql(expr, n, visible, scale=0.5)).fetchall()
-            return [(r[0], float(r[1])) for r in rows] if len(rows) == n and rows[-1][1] > bound else None
-
-        found_by_rarer = _by_rarer_phrases(held, total, n, exact)
-        if found_by_rarer is not None:
-            return found_by_rarer, bound
-    every = fts.any_of(found)
-    if every is None:
-        return [], bound
-    return [(r[0], float(r[1])) for r in conn.execute(*_keyword_sql(every, n, visible))], bound
-
-
-def _doc_counts(conn: sqlite3.Connection, found: list[str]) -> tuple[int, list[int]]:
-    """(documents, how many hold each phrase of `found`), counted as bm25 counts them: each
-    phrase quoted alone. A count walks the phrase's list of documents once, without scoring,
-    a small share of what scoring them costs."""
-    each = "(SELECT count(*) FROM processes_fts WHERE processes_fts MATCH ?)"
-    sql = f"SELECT (SELECT count(*) FROM processes), {', '.join([each] * len(found))}"  # noqa: S608 - fixed text
-    total, *docs = conn.execute(sql, [fts.any_of([t]) for t in found]).fetchone()
-    return int(total), [int(d) for d in docs]
-
-
-def _keyword_sql(expr: str, n: int, visible: Collection[str] | None, scale: float = 1.0) -> tuple[str, list[object]]:
-    """The top-`n` query behind `keyword_candidates`.
-
-    bm25 runs once per match over FTS5 rowids only (m). Reading a match's `id` costs a lookup in
-    FTS5's content table, and its robot a second one in `processes`: done for every match, those
-    lookups cost more than bm25 itself (measured in docs/benchmarks.md). So only the matches at or
-    above a floor are joined: the `n`-th best visible relevance among the `pool` most relevant
-    matches. At least `n` visible matches reach it, so every top-`n` one does; without a floor
-    (fewer than `n` visible in the pool) every match is joined, as before. Unscoped, the pool is
-    the first `n` matches; scoped, four times that, so a robot owning a quarter of the documents
-    still finds its floor there. Same rows, same order as a plain join (tests/search/test_keyword.py)."""
-    where, params = _visible_clause(visible, "p.robot")
-    w = ",".join(str(x) for x in BM25_WEIGHTS)
-    # CROSS JOIN pins the loop order (m, then its id, then its row): the floor test, which needs
-    # only m, then runs before either lookup.
-    rows = "CROSS JOIN processes_fts f ON f.rowid = m.fts_rowid"
-    if visible is None:
-        floor = "SELECT relevance FROM m ORDER BY relevance DESC LIMIT 1 OFFSET ?"
-        floor_args: list[object] = [n - 1]
-    else:
-        rows += " CROSS JOIN processes p ON p.id = f.id"
-        floor = (
-            "SELECT m.relevance FROM (SELECT fts_rowid, relevance FROM m ORDER BY relevance DESC LIMIT ?) m "  # noqa: S608 - fixed names
-            f"{rows} WHERE {where} ORDER BY m.relevance DESC LIMIT 1 OFFSET ?"
-        )
-        floor_args = [4 * n, *params, n - 1]
-    sql = (
-        f"WITH m AS MATERIALIZED (SELECT rowid AS fts_rowid, -bm25(processes_fts, {w}) * ? AS relevance "  # noqa: S608 - fixed names
-        f"FROM processes_fts WHERE processes_fts MATCH ?), floor AS ({floor}) "
-        f"SELECT f.id, m.relevance FROM m {rows} "
-        f"WHERE m.relevance >= coalesce((SELECT relevance FROM floor), m.relevance) AND {where} "
-        "ORDER BY m.relevance DESC, f.id LIMIT ?"
-    )
-    return sql, [scale, expr, *floor_args, *params, n]
-
-
-def select_many(conn: sqlite3.Connection, ids: Collection[str]) -> dict[str, ProcessDoc]:
-    if not ids:
-        return {}
-    marks = ",".join("?" * len(ids))
-    rows = conn.execute(f"SELECT {_COLUMNS} FROM processes WHERE id IN ({marks})", list(ids))  # noqa: S608
-    return {d.id: d for d in map(process_rows.from_row, rows)}
-
-
-def select_reliability(
-    conn: sqlite3.Connection, ids: Collection[str], visible: Collection[str] | None, tenant: str | None = None
-) -> dict[str, float]:
-    """Reliability of each of `ids` that exists and is visible: all the ranking needs of a
-    candidate. Whole documents (JSON fields, body) are loaded for the final top k only."""
-    if not ids:
-        return {}
-    marks = ",".join("?" * len(ids))
-    # The robot filter is applied here, not in SQL: given `robot IN (...)` too, the planner
-    # walks idx_processes_robot over every visible row instead of looking up ~100 ids.
-    rows = conn.execute(f"SELECT id, robot, success_count, failure_count FROM processes WHERE id IN ({marks})", [*ids])  # noqa: S608
-    counts = {pid: (robot, s, f) for pid, robot, s, f in rows if visible is None or robot in visible}
-    if tenant is not None:
-        others = other_tenants_counts(conn, [p for p, (robot, _, _) in counts.items() if robot == SHARED], tenant)
-        for pid, (os_, of) in others.items():
-            robot, s, f = counts[pid]
-            counts[pid] = (robot, max(s - os_, 0), max(f - of, 0))
-    return {pid: docmodel.reliability(s, f) for pid, (_, s, f) in counts.items()}
-
-
-ReliabilityAt = Literal["within", "after"]
-FusionOrder = Literal["score", "rrf"]
-
-
-@dataclass(frozen=True)
-class Fusion:
-    """How hybrid results are ranked (defaults measured by bench/eval_search.py, docs/search.md).
-
-    `order` says what decides the order: ``score`` (the default), the calibrated relevance
-    (`search.relevance`: keyword and vector relevance in [0, 1] averaged with `weights`) ×
-    reliability, the spec's rule on a relevance that means the same in keyword mode; or ``rrf``,
-    weighted reciprocal-rank fusion of the two lists, kept for comparison.
-
-    Under ``rrf``, `reliability` says where the Laplace reliability enters: ``within`` each list
-    (keyword by ``-bm25 × reliability``, vector by ``cosine × reliability``, then RRF), or
-    ``after`` the fusion (RRF × reliability). RRF scores of neighbouring ranks differ by ~1.6 %
-    at k=60, so ``after`` lets any reliability gap outrank relevance; ``within`` keeps the spec's
-    "relevance × reliability" inside each method, where relevance still has its spread."""
-
-    weights: tuple[float, float] = (1.0, 1.0)  # keyword, vector
-    k: int = fusion.DEFAULT_K
-    candidates: int = CANDIDATES
-    reliability: ReliabilityAt = "within"
-    order: FusionOrder = "score"
-    #: Whether a candidate contradicting the query's slots (`agreement`) is demoted, within
-    #: each list and after the fusion.
-    agreement: bool = True
-    #: Whether a keyword candidate's share of the fusion is scaled by how much of the query it
-    #: holds (relevance / `Candidates.keyword_bound`): one shared common word ("play" of "play
-    #: basketball") is a rank in the keyword list but little evidence.
-    coverage: bool = True
-    #: Whether a vector candidate's share is scaled by its cosine over the best one's. Measured,
-    #: not the default: with keyword:vector 2:1 it ranked better on eval/ (docs/search.md), but
-    #: reliability then only reorders candidates of nearly equal relevance.
-    closeness: bool = False
-
-
-@dataclass(frozen=True)
-class Candidates:
-    """What each method proposes for one query, before ranking: (id, relevance) lists, each
-    best first and already limited to the visible robots, and the reliability of each visible
-    candidate (a candidate missing from it is not ranked); `bound` calibrates the keyword
-    relevances, `cosine` holds the cosine of keyword candidates the vector list lacks (below
-    `fusion.MIN_COSINE`, or beyond its length)."""
-
-    keyword: list[tuple[str, float]]
-    vector: list[tuple[str, float]]
-    reliability: dict[str, float]
-    bound: KeywordBound = relevance.NO_MATCH
-    cosine: dict[str, float] = field(default_factory=dict)
-    #: The `agreement.factor` of each candidate that contradicts the query (absent: 1.0).
-    agreement: dict[str, float] = field(default_factory=dict)
-    #: More than any keyword relevance can be (`keyword_leg`); 0.0: unknown.
-    keyword_bound: float = 0.0
-
-
-@dataclass(frozen=True)
-class Ranked:
-    """One ranked candidate, before its document is loaded (`Hit` without the document)."""
-
-    ref: str
-    score: float
-    relevance: float
-
-
-def hybrid_candidates(
-    conn: sqlite3.Connection,
-    query: str,
-    qvec: Vector,
-    model_id: str,
-    visible: Collection[str] | None,
-    cache: VectorCache,
-    n: int = CANDIDATES,
-    tenant: str | None = None,
-) -> Candidates | None:
-    """Keyword top-`n` and cosine top-`n` (the robot filter applied before ranking, in both),
-    in one read snapshot. None when no vector of this model exists yet."""
-    index = cache.index(conn, "process", model_id)
-    if index is None or index.dim != qvec.shape[0]:  # no vector of this model (of this size) yet
-        return None
-    counted = count_phrases(conn, " ".join(fts.content_terms(query)))  # for the list and the bound alike
-    keyword, bound = keyword_leg(conn, query, n, visible, counted)
-    vector = [(ref, cos) for ref, cos in index.search(qvec, n, visible) if cos >= fusion.MIN_COSINE]
-    # Filtered by robot again: the index's partitions may trail a robot change by one write.
-    reliability = select_reliability(conn, {r for r, _ in keyword} | {r for r, _ in vector}, visible, tenant)
-    proposed = {r for r, _ in vector}
-    lacking = [r for r, _ in keyword if r not in proposed]
-    cosine = dict(index.search_among(qvec, len(lacking), lacking)) if lacking else {}
-    return Candidates(
-        keyword,
-        vector,
-        reliability,
-        query_bound(conn, query, counted),
-        cosine,
-        select_agreement(conn, query, reliability),
-        bound,
-    )
-
-
-def select_agreement(conn: sqlite3.Connection, query: str, ids: Collection[str]) -> dict[str, float]:
-    """The `agreement.factor` of each of `ids` whose title, task pattern or tags contradict a
-    slot `query` names (`agreement_text`); the others are left out. No read when the query
-    names no slot."""
-    wanted = agreement.slots(tokens(query))
-    if not wanted or not ids:
-        return {}
-    marks = ",".join("?" * len(ids))
-    rows = conn.execute(f"SELECT id, title, task_pattern, tags FROM processes WHERE id IN ({marks})", [*ids])  # noqa: S608
-    out: dict[str, float] = {}
-    for pid, title, pattern, tags in rows:
-        f = agreement.factor(wanted, agreement.slots(tokens(" ".join((title, pattern, *json.loads(tags))))))
-        if f < 1.0:
-            out[pid] = f
-    return out
-
-
-def rank_hybrid(c: Candidates, fuse: Fusion, k: int) -> list[Ranked]:
-    """The `k` best candidates as `fuse.order` says: by calibrated relevance × reliability
-    (`rank_calibrated`), or by weighted RRF of the two lists with reliability applied as
-    `fuse.reliability` says, relevance then being the fused score scaled so 1.0 means "first in
-    both lists". Higher is better."""
-    if fuse.order == "score":
-        return rank_calibrated(c, fuse.weights, k, c.agreement if fuse.agreement else {})
-    rel = c.reliability
-    agree = c.agreement if fuse.agreement else {}
-
-    def order(pairs: list[tuple[str, float]]) -> list[str]:
-        pairs = [(r, v) for r, v in pairs if r in rel]
-        if fuse.reliability == "within":
-            pairs.sort(key=lambda p: (-max(p[1], 0.0) * agree.get(p[0], 1.0) * rel[p[0]], p[0]))
-        return [r for r, _ in pairs]
-
-    coverage = None
-    if fuse.coverage and c.keyword_bound > 0:
-        coverage = {r: min(max(v, 0.0) / c.keyword_bound, 1.0) for r, v in c.keyword}
-    closeness = None
-    if fuse.closeness and c.vector:
-        top_cos = max(max(v, 0.0) for _, v in c.vector)
-        closeness = {r: max(v, 0.0) / top_cos for r, v in c.vector} if top_cos > 0 else None
-    fused = fusion.rrf([order(c.keyword), order(c.vector)], fuse.weights, fuse.k, [coverage, closeness])
-    top = fusion.best_possible(fuse.weights, fuse.k) or 1.0
-    after = fuse.reliability == "after"
-
-    def score(ref: str) -> float:
-        s = fused[ref] / top * agree.get(ref, 1.0)
-        return s * rel[ref] if after else s
-
-    # Only the k best of ~100 candidates become objects.
-    best = heapq.nsmallest(k, fused, key=lambda ref: (-score(ref), -rel[ref], ref))
-    return [Ranked(ref, score(ref), fused[ref] / top * agree.get(ref, 1.0)) for ref in best]
-
-
-def calibrated(c: Candidates, weights: tuple[float, float]) -> dict[str, float]:
-    """Each visible candidate's hybrid relevance in [0, 1] (`relevance.hybrid`)."""
-    keyword = {ref: c.bound.relevance(raw) for ref, raw in c.keyword}
-    cosine = {**c.cosine, **dict(c.vector)}
-    return {
-        ref: relevance.hybrid(keyword.get(ref, 0.0), relevance.vector(cosine.get(ref, 0.0)), weights)
-        for ref in keyword.keys() | cosine.keys()
-        if ref in c.reliability
-    }
-
-
-def rank_calibrated(
-    c: Candidates, weights: tuple[float, float], k: int, agree: Mapping[str, float] | None = None
-) -> list[Ranked]:
-    """The `k` best by calibrated relevance × agreement × reliability, then relevance, then id:
-    a candidate contradicting a slot the query names (`agree`, `Candidates.agreement`) has its
-    relevance demoted. A candidate of relevance 0 (a keyword list's cosine below the floor, with
-    a zero keyword weight) is not a match."""
-    rel = calibrated(c, weights)
-    if agree:
-        rel = {ref: r * agree.get(ref, 1.0) for ref, r in rel.items()}
-    best = heapq.nsmallest(
-        k,
-        (ref for ref, r in rel.items() if r > 0),
-        key=lambda ref: (-rel[ref] * c.reliability[ref], -rel[ref], ref),
-    )
-    return [Ranked(ref, rel[ref] * c.reliability[ref], rel[ref]) for ref in best]
-
-
-def hybrid_search(
-    conn: sqlite3.Connection,
-    query: str,
-    qvec: Vector,
-    model_id: str,
-    visible: Collection[str] | None,
-    cache: VectorCache,
-    fuse: Fusion,
-    k: int,
-    tenant: str | None = None,
-) -> list[Hit] | None:
-    """The `k` best hybrid hits, ranked and loaded in one read snapshot (None: no vectors of
-    this model yet). Only the `k` winners are loaded as documents."""
-    cands = hybrid_candidates(conn, query, qvec, model_id, visible, cache, fuse.candidates, tenant)
-    if cands is None:
-        return None
-    ranked = rank_hybrid(cands, fuse, k)
-    docs = select_many(conn, [r.ref for r in ranked])
-    viewed = tenant_view(conn, [docs[r.ref] for r in ranked], tenant)
-    return [Hit(doc, r.score, r.relevance, fleet) for r, (doc, fleet) in zip(ranked, viewed, strict=True)]
 
 
 def missing_vectors(conn: sqlite3.Connection, model_id: str, after: str, limit: int) -> list[ProcessDoc]:
@@ -1037,16 +408,16 @@ class ProcessStore:
         return saved
 
     async def find_hybrid(
-        self, query: str, k: int, visible: Collection[str] | None = None, tenant: str | None = None
+        self, query: Query, k: int, visible: Collection[str] | None = None, tenant: str | None = None
     ) -> tuple[list[Hit], SearchMode]:
         """Hybrid search when a query vector and stored vectors exist; keyword-only otherwise.
         The mode says which one actually ran."""
-        embedded = await self._embed_query(query) if fts.terms(query) else None
+        embedded = await self._embed_query(query.text) if query.searchable else None
         if embedded is not None:
             model_id, qvec = embedded
-            fuse = self.fuse
+            fuse, cache = self.fuse, self.vectors
             hits = await self.db.read(
-                lambda c: hybrid_search(c, query, qvec, model_id, visible, self.vectors, fuse, k, tenant)
+                lambda c: ranking.hybrid_search(Snapshot(c, cache), query, qvec, model_id, visible, fuse, k, tenant)
             )
             if hits is not None:
                 return hits, "hybrid"
@@ -1095,9 +466,10 @@ class ProcessStore:
         return await self.db.read(job)
 
     async def find(
-        self, query: str, k: int, visible: Collection[str] | None = None, tenant: str | None = None
+        self, query: Query, k: int, visible: Collection[str] | None = None, tenant: str | None = None
     ) -> list[Hit]:
-        return await self.db.read(lambda c: keyword_search(c, query, k, visible, tenant))
+        """The keyword answer (`ranking.keyword_search`), in one read snapshot."""
+        return await self.db.read(lambda c: ranking.keyword_search(Snapshot(c), query, k, visible, tenant))
 
     async def viewed(
         self, docs: list[ProcessDoc], tenant: str | None

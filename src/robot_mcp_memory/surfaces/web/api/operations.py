@@ -10,8 +10,6 @@ from robot_mcp_memory.app import Memory
 from robot_mcp_memory.lessons.service import MAX_LIMIT as LESSON_MAX_LIMIT
 from robot_mcp_memory.operations import handover
 from robot_mcp_memory.operations import service as operations
-from robot_mcp_memory.storage.sqlite import index_db as db
-from robot_mcp_memory.storage.sqlite import maintenance
 from robot_mcp_memory.surfaces.web.context import WebContext
 from robot_mcp_memory.surfaces.web.models import Args, Body, Check, Doctor, Embedder, LessonOut, LessonPage, Stats
 from robot_mcp_memory.surfaces.web.routing import Api, Call, NoArgs, NoBody
@@ -96,12 +94,12 @@ def register(api: Api, ctx: WebContext) -> None:
         memory.policy.require_admin(call.principal, "doctor")
         report = await operations.doctor(memory, full=call.args.full)
         rows, indexed = await memory.process_store.index_counts()
-        health = maintenance.health(memory.settings.index_path)
+        health = memory.operations.health()
         return Doctor(
             ok=report.ok,
             checks=[Check(check=c, detail=d, ok=ok) for c, d, ok in report.lines],
             schema_version=health.schema_version,
-            schema_supported=len(db.MIGRATIONS),
+            schema_supported=health.schema_supported,
             process_rows=rows,
             process_index_entries=indexed,
             db_size_bytes=health.size_bytes,

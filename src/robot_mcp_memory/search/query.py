@@ -1,0 +1,44 @@
+"""A search query, parsed once where a find starts: every part of the find (the calibration
+bound, the keyword list, the agreement re-ranking, each backend's primitives) reads these
+fields and none of them reads the text again.
+
+- `content`: the query's content words (`fts.content_terms`: function words dropped unless
+  nothing else is left). An empty `content` means nothing is searchable.
+- `phrases`: what the keyword leg ORs (`fts.phrases` of the content words): the words, adjacent
+  ASCII pairs joined, dotted numbers written with and without their unit
+  (`segment.number_variants`), the bigram phrases of Han-only runs.
+- `slots`: the agreement slots the whole text names (`agreement.slots` of its `segment.tokens`):
+  "off", "up" and "left" are function words to bm25 but name a value here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from robot_mcp_memory.search import agreement, fts
+from robot_mcp_memory.search.agreement import Slots
+from robot_mcp_memory.search.segment import tokens
+
+
+@dataclass(frozen=True)
+class Query:
+    """One query's text and what it was parsed into (see the module docstring)."""
+
+    text: str
+    content: tuple[str, ...]
+    phrases: tuple[str, ...]
+    slots: Slots
+
+    @classmethod
+    def parse(cls, text: str) -> Query:
+        content = tuple(fts.content_terms(text))
+        phrases = tuple(fts.phrases(" ".join(content))) if content else ()
+        return cls(text, content, phrases, agreement.slots(tokens(text)))
+
+    @property
+    def searchable(self) -> bool:
+        """Whether the text holds a word to search for (else only a vector could find anything)."""
+        return bool(self.content)
+
+
+__all__ = ["Query"]
