@@ -22,6 +22,9 @@ from robot_mcp_memory.storage.postgres import PostgresStore
 from robot_mcp_memory.surfaces.mcp.server import MemoryMCP, build_server
 from tests.pgcluster import Cluster, ClusterUnavailable
 
+#: A test that starts a process without the `e2e` marker fails (tests/spawn_guard.py).
+pytest_plugins = ("tests.spawn_guard",)
+
 logs.configure("debug")
 
 
@@ -195,15 +198,19 @@ PG_DATABASE = "robot_memory_test"
 def pg_cluster() -> Iterator[Cluster]:
     """A throwaway cluster for the whole session (started on first use, stopped at the end, also
     on failure). No server is a failure that says how to get one, never a skip."""
+    from tests import spawn_guard  # loaded as a plugin (pytest_plugins above), so imported here
+
     try:
-        cluster = Cluster.create()
-        cluster.start()
+        with spawn_guard.infrastructure():
+            cluster = Cluster.create()
+            cluster.start()
     except ClusterUnavailable as exc:
         pytest.fail(str(exc), pytrace=False)
     try:
         yield cluster
     finally:
-        cluster.stop()
+        with spawn_guard.infrastructure():
+            cluster.stop()
 
 
 @pytest.fixture(scope="session")
