@@ -62,7 +62,7 @@ _import_everything_on_the_main_thread()
 # The gate's profile: no deadline (hypothesis' default, 200 ms an example, is a wall-clock
 # assertion) and derandomized — every property and fuzz test draws the same examples on every run,
 # so the gate is deterministic. `pytest --hypothesis-profile=explore` draws new examples (and more of
-# them) to look for what the fixed ones miss: docs/operations.md, "Running the tests".
+# them) to look for what the fixed ones miss: README.md and docs/architecture.md, "Tests".
 hypothesis.settings.register_profile("robot-mcp-memory", deadline=None, derandomize=True, database=None)
 hypothesis.settings.register_profile("explore", deadline=None, max_examples=500)
 hypothesis.settings.load_profile("robot-mcp-memory")
