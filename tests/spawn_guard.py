@@ -16,6 +16,7 @@ Loaded by tests/conftest.py; tests/test_spawn_guard.py runs it on a test file of
 from __future__ import annotations
 
 import contextlib
+import platform
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -57,6 +58,10 @@ def infrastructure() -> Iterator[None]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # The standard library's one lazy process: `platform.processor()` runs ``uname -p`` the first
+    # time an interpreter asks, then caches it. Asked here, no test is charged with it, whichever
+    # test of a worker would have asked first.
+    platform.processor()
     if not _hooked:
         sys.addaudithook(_audit)
         _hooked.append(True)
