@@ -22,6 +22,9 @@ from robot_mcp_memory.storage.postgres import PostgresStore
 from robot_mcp_memory.surfaces.mcp.server import MemoryMCP, build_server
 from tests.pgcluster import Cluster, ClusterUnavailable
 
+#: A test that starts a process without the `e2e` marker fails (tests/spawn_guard.py).
+pytest_plugins = ("tests.spawn_guard",)
+
 logs.configure("debug")
 
 
@@ -59,7 +62,7 @@ _import_everything_on_the_main_thread()
 # The gate's profile: no deadline (hypothesis' default, 200 ms an example, is a wall-clock
 # assertion) and derandomized — every property and fuzz test draws the same examples on every run,
 # so the gate is deterministic. `pytest --hypothesis-profile=explore` draws new examples (and more of
-# them) to look for what the fixed ones miss: docs/operations.md, "Running the tests".
+# them) to look for what the fixed ones miss: README.md and docs/architecture.md, "Tests".
 hypothesis.settings.register_profile("robot-mcp-memory", deadline=None, derandomize=True, database=None)
 hypothesis.settings.register_profile("explore", deadline=None, max_examples=500)
 hypothesis.settings.load_profile("robot-mcp-memory")
@@ -195,15 +198,19 @@ PG_DATABASE = "robot_memory_test"
 def pg_cluster() -> Iterator[Cluster]:
     """A throwaway cluster for the whole session (started on first use, stopped at the end, also
     on failure). No server is a failure that says how to get one, never a skip."""
+    from tests import spawn_guard  # loaded as a plugin (pytest_plugins above), so imported here
+
     try:
-        cluster = Cluster.create()
-        cluster.start()
+        with spawn_guard.infrastructure():
+            cluster = Cluster.create()
+            cluster.start()
     except ClusterUnavailable as exc:
         pytest.fail(str(exc), pytrace=False)
     try:
         yield cluster
     finally:
-        cluster.stop()
+        with spawn_guard.infrastructure():
+            cluster.stop()
 
 
 @pytest.fixture(scope="session")

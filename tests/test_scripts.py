@@ -18,6 +18,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+pytestmark = pytest.mark.e2e  # runs scripts/bootstrap under bash
+
 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:

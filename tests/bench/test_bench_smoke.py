@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from bench.bench_processes import make_documents, make_queries, render, run_benchmark
 
 from robot_mcp_memory.processes import docmodel
@@ -23,6 +24,7 @@ def test_the_synthetic_corpus_is_valid_and_fixed_by_its_seed() -> None:
     assert make_queries(5, seed=1) == make_queries(5, seed=1)
 
 
+@pytest.mark.e2e  # its report runs git (the revision) and uname -p (platform.processor)
 async def test_the_processes_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
     report = await run_benchmark(tmp_path / "data", sizes=(10, 30), n_queries=5, outcomes=4, mcp_saves=3)
 

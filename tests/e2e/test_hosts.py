@@ -13,6 +13,8 @@ import pytest
 
 from tests.e2e.harness import ServerProcess, initialize_request
 
+pytestmark = pytest.mark.e2e  # starts the real server
+
 
 @pytest.fixture
 async def proxied(tmp_path: Path) -> AsyncIterator[ServerProcess]:

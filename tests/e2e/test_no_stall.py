@@ -77,7 +77,7 @@ async def test_hostile_documents_do_not_stall_other_tenants_or_the_health_probe(
     try:
         # Also bounds closing the sessions, which against a stalled server would wait for
         # the SDK's read timeouts.
-        with anyio.fail_after(RUN_BOUND_S + 30):
+        with anyio.fail_after(RUN_BOUND_S + 30, reason=f"the sessions did not close {RUN_BOUND_S + 30:.0f} s in"):
             await _traffic(server)
     finally:
         await server.stop()
@@ -136,7 +136,8 @@ async def _traffic(server: ServerProcess) -> None:
                 assert page.status_code == 200, page.text
                 rendered.append(len(page.json()["html"]))
 
-        with anyio.fail_after(RUN_BOUND_S):
+        stalled = f"the traffic of {TRAFFIC_S:.0f} s had not ended {RUN_BOUND_S:.0f} s in: a request stalled the server"
+        with anyio.fail_after(RUN_BOUND_S, reason=stalled):
             async with anyio.create_task_group() as tasks:
                 for work in (probe, find, save_hostile, read_hoard, render_bomb):
                     tasks.start_soon(work)

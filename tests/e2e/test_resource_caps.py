@@ -15,6 +15,8 @@ from robot_mcp_memory.surfaces.mcp.server import MAX_PER_ROBOT
 from robot_mcp_memory.surfaces.serve import HEADERS_TIMEOUT_S
 from tests.e2e.harness import ServerProcess, initialize_request, running
 
+pytestmark = pytest.mark.e2e  # starts the real server
+
 ADMIN = "admin-token-0123456789"
 ROBOT = "tok-rap-1-abcdefgh"
 ACCEPT = "application/json, text/event-stream"

@@ -30,6 +30,9 @@ RSS_BOUND = 250 * 1024 * 1024
 #: What it may grow by once the accepted calls have run, while the client keeps posting (noise).
 PLATEAU = 32 * 1024 * 1024
 WAIT = 60.0  # bound on every wait; a passing test never gets near it
+#: How long to wait, once the answers wait unread, for the server to cut the stream before
+#: declaring it never will: the write-stall deadline, then the bound on every wait.
+CUT_BOUND = WRITE_STALL_S + WAIT
 
 
 def rss(pid: int) -> int:
@@ -116,7 +119,8 @@ async def test_a_client_that_never_reads_its_sse_stream_is_refused_then_cut_and_
                         tg.start_soon(call, True)
                 assert 503 in statuses[round_from:], (len(statuses), rss(server.pid) - before)
                 accepted = statuses.count(202)
-                with anyio.fail_after(WAIT):
+                unrun = f"the server did not run the {accepted} accepted calls in {WAIT:.0f} s"
+                with anyio.fail_after(WAIT, reason=unrun):
                     while server.stderr().count('"tool": "get_process"') < 8 + accepted:  # noqa: ASYNC110 - the log is the signal
                         await anyio.sleep(0.1)
                 if 202 not in statuses[round_from:]:
@@ -133,10 +137,14 @@ async def test_a_client_that_never_reads_its_sse_stream_is_refused_then_cut_and_
             assert after - held < PLATEAU
             assert after - before < RSS_BOUND
 
-            with anyio.fail_after(WRITE_STALL_S + WAIT):
+            stalled = (
+                f"the server did not cut, in {CUT_BOUND:.0f} s, the SSE stream of a client that reads nothing "
+                f"(no serve.reader_stalled in its log): the write-stall deadline ({WRITE_STALL_S:.0f} s) is not kept"
+            )
+            with anyio.fail_after(CUT_BOUND, reason=stalled):
                 while "serve.reader_stalled" not in server.stderr():  # noqa: ASYNC110 - the log is the signal
                     await anyio.sleep(0.2)
-            assert await anyio.to_thread.run_sync(cut, sock)
+            assert await anyio.to_thread.run_sync(cut, sock), f"logged as cut, yet the stream was open {WAIT:.0f} s on"
             # The session is gone with its stream: nothing is held for it any more.
             assert (await http.post(url, json={"jsonrpc": "2.0", "method": "ping", "id": 1})).status_code == 404
     assert (await anyio.to_thread.run_sync(lambda: httpx.get(server.url("/healthz")))).status_code == 200

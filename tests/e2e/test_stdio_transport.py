@@ -18,9 +18,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from robot_mcp_memory.surfaces.mcp import stdio
 from robot_mcp_memory.surfaces.mcp.stdio import MAX_LINE
 from tests.e2e.harness import child_env, initialize_request, server_command
+
+pytestmark = pytest.mark.e2e  # starts the server over stdio
 
 INIT = initialize_request("raw")
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}

@@ -1019,6 +1019,7 @@ def test_a_disk_that_refuses_the_upgrade_is_exit_74_naming_the_disk_not_a_broken
     assert cli.main(["doctor", "--data-dir", str(data)]) == 0  # with room, the same file upgrades
 
 
+@pytest.mark.e2e  # runs chattr (as root) to make a directory read-only
 def test_commands_that_only_read_work_on_a_read_only_data_directory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -260,6 +260,7 @@ def read_only_dir(tmp_path: Path) -> Iterator[Path]:
         yield d
 
 
+@pytest.mark.e2e  # runs chattr (as root) to make a directory read-only
 def test_a_read_only_directory_raises_store_not_writable_naming_the_path_not_store_unreadable(
     read_only_dir: Path,
 ) -> None:
@@ -278,6 +279,7 @@ def test_a_read_only_directory_raises_store_not_writable_naming_the_path_not_sto
     assert sorted(p.name for p in read_only_dir.iterdir()) == ["index.db"]
 
 
+@pytest.mark.e2e  # runs chattr (as root) to make a directory read-only
 def test_a_data_directory_that_cannot_be_created_raises_store_not_writable(read_only_dir: Path) -> None:
     with pytest.raises(StoreNotWritable):
         open_store(read_only_dir / "data" / "index.db")

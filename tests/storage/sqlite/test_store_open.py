@@ -355,6 +355,7 @@ def _notes(store: SqliteStore) -> list[str]:
     return store.read_blocking(lambda c: [r[0] for r in c.execute("SELECT id FROM notes ORDER BY id")])
 
 
+@pytest.mark.e2e  # runs chattr (as root) to make a directory read-only
 def test_a_store_in_a_read_only_directory_opens_read_only_reads_it_and_refuses_writes(tmp_path: Path) -> None:
     """A read-only connection creates ``-shm`` beside a WAL-mode file, which a read-only directory
     refuses ("unable to open database file", no cause named): a stopped store (no WAL) is read
@@ -381,6 +382,7 @@ def test_a_store_in_a_read_only_directory_opens_read_only_reads_it_and_refuses_w
     assert sha256(d / "index.db") == before
 
 
+@pytest.mark.e2e  # runs chattr (as root) to make a directory read-only
 def test_a_read_only_store_reads_the_commits_still_in_the_wal_of_a_running_writer(tmp_path: Path) -> None:
     """``-shm`` is there (a server has the file open through a writable path, or was killed): the
     commits not yet copied into the file are read too."""
@@ -408,6 +410,7 @@ def _commit_in_the_wal(d: Path) -> Iterator[None]:
         writer.close()
 
 
+@pytest.mark.e2e  # runs chattr (as root) to make a directory read-only
 def test_a_wal_without_its_shm_in_a_read_only_directory_is_refused_saying_what_to_do(tmp_path: Path) -> None:
     """Its commits cannot be read without creating ``-shm``; reading the file alone would miss
     them without a word."""
@@ -423,6 +426,7 @@ def test_a_wal_without_its_shm_in_a_read_only_directory_is_refused_saying_what_t
     assert "writable directory" in caught.value.detail
 
 
+@pytest.mark.e2e  # runs chattr (as root) to make a directory read-only
 def test_a_read_only_store_at_an_older_version_says_it_must_be_upgraded_where_it_can_be_written(
     tmp_path: Path,
 ) -> None:
@@ -434,6 +438,7 @@ def test_a_read_only_store_at_an_older_version_says_it_must_be_upgraded_where_it
     assert "schema version 1" in caught.value.detail
 
 
+@pytest.mark.e2e  # runs chattr (as root) to make a directory read-only
 def test_a_file_read_without_locks_that_changed_meanwhile_is_refused(tmp_path: Path) -> None:
     """An immutable file is read without locks: a process writing it through another, writable
     path could change it under the read, which is then not one state of the file."""

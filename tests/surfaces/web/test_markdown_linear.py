@@ -45,6 +45,7 @@ RENDER_CPU_BOUND_S = 20.0
 
 
 @pytest.mark.parametrize("index", range(len(HOSTILE_DOCUMENTS)))
+@pytest.mark.e2e  # starts a child interpreter
 def test_hostile_documents_render_without_stalling(index: int) -> None:
     # The child's own CPU time around the render alone: neither its start-up nor a loaded
     # machine's other processes count against the bound.
