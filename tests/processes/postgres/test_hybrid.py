@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterator
+from functools import partial
 
 import psycopg
 import pytest
@@ -169,6 +170,30 @@ async def test_an_edit_on_one_replica_moves_the_vector_the_other_ranks_by(
     assert "fetch-package-mailroom" not in [h.doc.id for h in (await two.find_hybrid(q, 3))[0]]
     await one.save(MAILROOM)  # the same id, the mailroom text now
     assert [h.doc.id for h in (await two.find_hybrid(q, 3))[0]] == ["fetch-package-mailroom"]
+
+
+async def test_saves_from_two_replicas_at_once_all_reach_both_caches(
+    replicas: tuple[PostgresProcesses, PostgresProcesses],
+) -> None:
+    """Interleaved vector writes from both replicas while both keep finding: afterwards each
+    replica's index holds exactly the stored vectors (none skipped by a feed read in between)."""
+    one, two = replicas
+    await one.save(ProcessDoc(id="mop-hall", title="Mop the hall", body="## Steps\n1. mop\n", robot="shared"))
+    await _warm(one, two)
+    q = Query.parse("mop hall")
+
+    def doc(i: int) -> ProcessDoc:
+        return ProcessDoc(id=f"mop-{i:02d}", title=f"Mop hall {i}", body="## Steps\n1. mop\n", robot=f"rap-{i % 3}")
+
+    await asyncio.gather(
+        *(repo.save(doc(i)) for i in range(24) for repo in [(one, two)[i % 2]]),
+        *(repo.find_hybrid(q, 3) for _ in range(6) for repo in (one, two)),
+    )
+    for repo in (one, two):
+        index = repo.db.read_blocking(partial(repo.vectors.index, domain=DOMAIN, model_id="hashing-v1-256"))
+        assert index is not None
+        assert len(index) == 25
+    assert (await one.vector_status())["stored"] == {"hashing-v1-256": 25}
 
 
 # ---------------------------------------------------------------------------- the backfill

@@ -23,9 +23,10 @@ Invariants:
   READ) and applies, with one indexed query, the rows whose ``seq`` is above the highest it has
   applied. So a find on any replica ranks by every vector committed before its snapshot was
   taken, whichever replica wrote it — nothing committed earlier is missed, for any time. It may
-  also rank by a few committed after (another find of this replica applied them first): a vector
-  of a row its snapshot does not hold finds no row and is dropped by the plan; a row removed
-  since loses its vector rank a little early.
+  also rank by a few committed after (another find of this replica, on a newer snapshot, applied
+  them first): a vector of a row its snapshot does not hold finds no row and is dropped by the
+  plan (after taking a place among the nearest it was asked for), and a row removed since loses
+  its vector rank a little early.
 - **Tombstones stay.** One row per (domain, ref) ever vectorised; a ref saved again reuses it.
 """
 
