@@ -12,15 +12,18 @@ from functools import partial
 import psycopg
 import pytest
 
+from robot_mcp_memory.processes import ranking
 from robot_mcp_memory.processes.docmodel import ProcessDoc
 from robot_mcp_memory.processes.ports import Hit
+from robot_mcp_memory.processes.postgres import store as pg
 from robot_mcp_memory.processes.postgres.store import DOMAIN, VECTOR_SOURCE, PostgresProcesses, Snapshot, missing_rows
 from robot_mcp_memory.processes.sqlite.store import ProcessStore
 from robot_mcp_memory.search.embedders import HashingEmbedder
 from robot_mcp_memory.search.postgres import vectorstore
 from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.search.resilient import ResilientEmbedder
-from robot_mcp_memory.storage.postgres import PostgresStore
+from robot_mcp_memory.search.vectors import Vector
+from robot_mcp_memory.storage.postgres import Connection, PostgresStore
 from robot_mcp_memory.storage.sqlite import index_db
 from tests.processes.postgres.test_parity import QUERIES, corpus
 
@@ -194,6 +197,41 @@ async def test_saves_from_two_replicas_at_once_all_reach_both_caches(
         assert index is not None
         assert len(index) == 25
     assert (await one.vector_status())["stored"] == {"hashing-v1-256": 25}
+
+
+async def test_a_find_on_an_older_snapshot_drops_vectors_its_cache_took_from_a_newer_one(
+    replicas: tuple[PostgresProcesses, PostgresProcesses],
+) -> None:
+    """Two finds of one replica: the first's snapshot predates a save another replica made, the
+    second applies that save's vector to the shared cache before the first ranks. The first
+    answers from its snapshot (the new document is not there) and does not fail."""
+    one, two = replicas
+    await one.save(ProcessDoc(id="mop-hall", title="Mop the hall", body="## Steps\n1. mop\n", robot="shared"))
+    await _warm(one, two)
+    emb = two.embedder
+    assert emb is not None
+    model_id, qvec = emb.embed_query(BY_VECTOR_ONLY) or ("", None)
+    assert qvec is not None
+    q = Query.parse(BY_VECTOR_ONLY)
+
+    def older(c: Connection) -> list[Hit] | None:
+        c.execute("SELECT count(*) FROM processes")  # the snapshot is taken here
+        saving = partial(_save_with_vector, schema=one.db.schema, doc=MAILROOM, model_id=model_id, vec=qvec)
+        one.db.write_blocking(saving)  # another replica, committed after that snapshot
+        newer = two.db.read_blocking(partial(two.vectors.index, domain=DOMAIN, model_id=model_id))
+        assert newer is not None
+        assert "fetch-package-mailroom" in newer._row
+        return ranking.hybrid_search(Snapshot(c, two.vectors), q, qvec, model_id, None, two.fuse, 3)
+
+    hits = await asyncio.to_thread(two.db.read_blocking, older)
+    assert hits is not None
+    assert "fetch-package-mailroom" not in [h.doc.id for h in hits]
+    assert [h.doc.id for h in (await two.find_hybrid(q, 3))[0]] == ["fetch-package-mailroom"]
+
+
+def _save_with_vector(conn: Connection, schema: str, doc: ProcessDoc, model_id: str, vec: Vector) -> None:
+    saved = pg.save_doc(conn, schema, doc, "2026-01-01T00:00:00Z", lambda _o: True)
+    pg.saved_vector(conn, saved.doc, (model_id, vec))
 
 
 # ---------------------------------------------------------------------------- the backfill
