@@ -1,14 +1,17 @@
-"""ExperienceService's rules, run against every `MemoryRepository`: the SQLite adapter and a toy
-in-memory one (`toy_memories`, with its own evaluator of the filter tree). The same tests pass on
-both, so the service and its recall plan depend on the ports alone."""
+"""ExperienceService's rules, run against every `MemoryRepository`: the SQLite adapter, the
+PostgreSQL one and a toy in-memory one (`toy_memories`, with its own evaluator of the filter tree).
+The same tests pass on all, so the service and its recall plan depend on the ports alone."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import pytest
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.errors import Forbidden, InvalidInput, NotFound
 from robot_mcp_memory.experiences.ports import MemoryRepository
+from robot_mcp_memory.experiences.postgres.repository import PostgresMemories
 from robot_mcp_memory.experiences.service import ExperienceService
 from robot_mcp_memory.tenancy.policy import Policy
 from robot_mcp_memory.tenancy.principal import STDIO, Principal
@@ -25,9 +28,17 @@ class StaticMembership:
         return None
 
 
-@pytest.fixture(params=["sqlite", "toy"])
-def repository(request: pytest.FixtureRequest, memory: Memory) -> MemoryRepository:
-    return memory.memories if request.param == "sqlite" else ToyMemories()
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres), "toy"])
+def repository(request: pytest.FixtureRequest) -> Iterator[MemoryRepository]:
+    if request.param == "sqlite":
+        memory: Memory = request.getfixturevalue("memory")
+        yield memory.memories
+    elif request.param == "postgres":
+        pg = PostgresMemories(request.getfixturevalue("pg_store"))
+        yield pg
+        pg.close()
+    else:
+        yield ToyMemories()
 
 
 @pytest.fixture

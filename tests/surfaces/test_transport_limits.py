@@ -247,6 +247,7 @@ async def test_an_sse_session_that_owes_its_client_too_many_answers_is_refused_u
         tg.cancel_scope.cancel()
     assert guard.owed == {}
     assert guard.robot_of == {}
+    assert guard.robot_owed == {}
 
 
 async def test_a_streamable_http_session_is_live_while_its_server_runs_and_not_after_a_delete(memory: Memory) -> None:

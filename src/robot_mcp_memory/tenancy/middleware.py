@@ -22,7 +22,7 @@ cookie-authenticated request that changes state (any method but GET/HEAD/OPTIONS
 session's CSRF token in ``X-CSRF-Token``, or it is refused with 403 before the app runs. A bearer
 request needs no CSRF token: a browser never attaches one on its own.
 
-**Guessing** (given an `AuthThrottle`): every wrong bearer token counts against the client
+**Guessing** (given a `Throttle`): every wrong bearer token counts against the client
 address the scope carries, on every path; once the address is held, its bearer requests are
 answered 429 (JSON, ``Retry-After``) before any route runs — except a token already trusted from
 that address (see `throttle`), which still gets in.
@@ -42,8 +42,8 @@ from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from robot_mcp_memory import logs
+from robot_mcp_memory.tenancy.ports import Throttle
 from robot_mcp_memory.tenancy.principal import OPEN, Principal
-from robot_mcp_memory.tenancy.throttle import AuthThrottle
 from robot_mcp_memory.tenancy.tokens import TokenAuth
 
 _log = logs.get("robot_mcp_memory.tenancy.middleware")
@@ -75,7 +75,7 @@ class CookieSession(Protocol):
 
 
 class SessionLookup(Protocol):
-    def lookup(self, session_id: str) -> CookieSession | None: ...
+    async def lookup(self, session_id: str) -> CookieSession | None: ...
 
 
 def client_id(principal: Principal) -> str:
@@ -141,7 +141,7 @@ class TenantAuthMiddleware:
         public_prefixes: Iterable[str] = (),
         sessions: SessionLookup | None = None,
         cookie_paths: Callable[[str], bool] | None = None,
-        throttle: AuthThrottle | None = None,
+        throttle: Throttle | None = None,
     ) -> None:
         self.app = app
         self.auth = auth
@@ -166,7 +166,7 @@ class TenantAuthMiddleware:
         principal = self.auth.resolve(token) if token is not None else None
         if token is not None and self.throttle is not None:
             client = client_address(scope)
-            wait = self.throttle.attempt(client, client_id(principal) if principal is not None else None)
+            wait = await self.throttle.attempt(client, client_id(principal) if principal is not None else None)
             if wait:
                 if self._public(scope.get("path", "")):  # served as to anyone, as with a wrong token
                     await self.app(scope, receive, send)
@@ -192,7 +192,7 @@ class TenantAuthMiddleware:
         if self.sessions is None or self.cookie_paths is None or not self.cookie_paths(path):
             return False
         session_id = session_cookie(scope)
-        session = self.sessions.lookup(session_id) if session_id else None
+        session = await self.sessions.lookup(session_id) if session_id else None
         if session is None or session_id is None:
             return False
         if scope.get("method", "GET") not in SAFE_METHODS:

@@ -11,8 +11,10 @@ SameSite=Strict`` cookie. The token itself never reaches a URL, the cookie jar o
 - sessions expire (`ttl_s`, absolute) and are capped (`max_sessions`, oldest dropped first; a
   robot token holds at most `per_robot`, its own oldest dropped first, so logging in with one
   over and over cannot log the admin out);
-- they live in this process only: a restart logs everyone out, which costs a re-login and
-  nothing else (MCP clients never use them).
+- `SessionStore` keeps them in this process: a restart logs everyone out, which costs a re-login
+  and nothing else (MCP clients never use them). Replicas behind a load balancer share
+  `tenancy.postgres.sessions.PostgresSessions` instead, which keeps the same rules in the database
+  (the contract is `tenancy.ports.Sessions`).
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from robot_mcp_memory.tenancy.ports import WebSession
 from robot_mcp_memory.tenancy.principal import Principal
 
 DEFAULT_TTL_S = 12 * 60 * 60
@@ -33,19 +35,19 @@ MAX_SESSIONS = 10_000
 MAX_PER_ROBOT = 20
 
 
-@dataclass(frozen=True)
-class WebSession:
-    principal: Principal
-    csrf_token: str
-    expires_at: float
-
-
-def _key(session_id: str) -> bytes:
+def session_key(session_id: str) -> bytes:
+    """What a session is stored under: the SHA-256 of its id (never the id)."""
     return hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).digest()
 
 
+def new_secret() -> str:
+    """A session id or CSRF token: 32 random bytes, base64url."""
+    return secrets.token_urlsafe(32)
+
+
 class SessionStore:
-    """Thread-safe; satisfies `tenancy.SessionLookup`."""
+    """Thread-safe; implements `tenancy.ports.Sessions` in this process. Its coroutines never
+    suspend: the work is a few dict operations under a lock, done where it is awaited."""
 
     def __init__(
         self,
@@ -65,24 +67,25 @@ class SessionStore:
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def create(self, principal: Principal) -> tuple[str, WebSession]:
+    async def create(self, principal: Principal) -> tuple[str, WebSession]:
         """A new session for `principal`: (cookie value, session)."""
-        session_id = secrets.token_urlsafe(32)
-        session = WebSession(principal, secrets.token_urlsafe(32), self.clock() + self.ttl_s)
+        session_id = new_secret()
+        session = WebSession(principal, new_secret(), self.clock() + self.ttl_s)
         with self._lock:
             self._prune()
-            if principal.scoped:
-                own = [k for k, v in self._sessions.items() if v.principal.label == principal.label]
+            if principal.robot_id is not None:
+                robot = principal.robot_id
+                own = [k for k, v in self._sessions.items() if v.principal.robot_id == robot]
                 for key in own[: max(0, len(own) - self.per_robot + 1)]:  # oldest first
                     del self._sessions[key]
             while len(self._sessions) >= self.max_sessions:
                 self._sessions.popitem(last=False)
-            self._sessions[_key(session_id)] = session
+            self._sessions[session_key(session_id)] = session
         return session_id, session
 
-    def lookup(self, session_id: str) -> WebSession | None:
+    async def lookup(self, session_id: str) -> WebSession | None:
         """The live session with this id, or None (unknown or expired)."""
-        key = _key(session_id)
+        key = session_key(session_id)
         with self._lock:
             session = self._sessions.get(key)
             if session is None:
@@ -92,11 +95,19 @@ class SessionStore:
                 return None
             return session
 
-    def end(self, session_id: str) -> bool:
+    async def end(self, session_id: str) -> bool:
         with self._lock:
-            return self._sessions.pop(_key(session_id), None) is not None
+            return self._sessions.pop(session_key(session_id), None) is not None
+
+    async def count(self) -> int:
+        with self._lock:
+            self._prune()
+            return len(self._sessions)
 
     def _prune(self) -> None:
         now = self.clock()
         for key in [k for k, s in self._sessions.items() if s.expires_at <= now]:
             del self._sessions[key]
+
+
+__all__ = ["DEFAULT_TTL_S", "MAX_PER_ROBOT", "MAX_SESSIONS", "SessionStore", "WebSession", "new_secret", "session_key"]

@@ -1,5 +1,7 @@
 """The brake on guessing tokens: failed attempts per client address, for every way a token is
-presented (``POST /api/login`` and ``Authorization: Bearer`` on any endpoint). Pure (no I/O).
+presented (``POST /api/login`` and ``Authorization: Bearer`` on any endpoint). `AuthThrottle` keeps
+the counts in this process (the embedded default, no I/O); `tenancy.postgres.throttle` keeps them in
+the database several replicas share, by the same arithmetic (`held_for`, `kept_after_failure`).
 
 The client address is the one the ASGI scope carries: the peer's, or — only when the peer is one of
 ``MEMORY_TRUSTED_PROXIES`` — the one its ``X-Forwarded-For`` names (uvicorn rewrites the scope).
@@ -30,7 +32,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 
 MAX_FAILURES = 10
 WINDOW_S = 300.0
@@ -40,8 +42,30 @@ TRUST_S = 24 * 60 * 60.0
 MAX_CLIENTS = 10_000
 
 
+def recent_failures(times: Iterable[float], now: float, window_s: float) -> list[float]:
+    """The failures among `times` still inside the window at `now`, oldest first."""
+    return sorted(t for t in times if now - t < window_s)
+
+
+def held_for(recent: Sequence[float], now: float, max_failures: int, window_s: float) -> int:
+    """Whole seconds an address with these `recent` failures (oldest first) is held at `now`:
+    0 below `max_failures`, else until the oldest of its last `max_failures` leaves the window
+    (at least 1, so a held answer never says "retry in 0 seconds")."""
+    if len(recent) < max_failures:
+        return 0
+    frees = recent[len(recent) - max_failures] + window_s
+    return max(1, math.ceil(frees - now))
+
+
+def kept_after_failure(recent: Sequence[float], now: float, max_failures: int) -> list[float]:
+    """The failures remembered once one more at `now` is counted: the latest `max_failures`."""
+    return sorted([*recent, now])[-max_failures:]
+
+
 class AuthThrottle:
-    """Thread-safe. `attempt` is the whole protocol; `allows`/`retry_after` only read."""
+    """Thread-safe; implements `tenancy.ports.Throttle`. `attempt` is the whole protocol;
+    `allows`/`retry_after` only read. Its coroutines never suspend: the work is a few dict
+    operations under a lock, done where it is awaited."""
 
     def __init__(
         self,
@@ -63,7 +87,7 @@ class AuthThrottle:
         self._trusted: OrderedDict[tuple[str, str], float] = OrderedDict()
         self._lock = threading.Lock()
 
-    def attempt(self, client: str, who: str | None) -> int:
+    async def attempt(self, client: str, who: str | None) -> int:
         """One presented token from `client`: `who` names the principal it resolved to, or None
         for a wrong token. Returns the seconds the attempt must wait (answer 429), or 0: it goes
         on — a success when `who` is set (the pair is trusted from now on), else a failure that
@@ -75,8 +99,7 @@ class AuthThrottle:
             if wait and not (who is not None and self._trusted_now((client, who), now)):
                 return wait
             if who is None:
-                kept = [*self._recent(client, now), now][-self.max_failures :]
-                self._failures[client] = kept
+                self._failures[client] = kept_after_failure(self._recent(client, now), now, self.max_failures)
                 self._failures.move_to_end(client)
                 while len(self._failures) > self.max_clients:
                     self._failures.popitem(last=False)
@@ -87,17 +110,17 @@ class AuthThrottle:
                     self._trusted.popitem(last=False)
             return 0
 
-    def allows(self, client: str) -> bool:
+    async def allows(self, client: str) -> bool:
         """Whether `client` is not held (any token may try)."""
-        return self.retry_after(client) == 0
+        return await self.retry_after(client) == 0
 
-    def retry_after(self, client: str) -> int:
+    async def retry_after(self, client: str) -> int:
         """Whole seconds until `client` is no longer held (0 when it is not)."""
         with self._lock:
             return self._wait(counted_as(client), self.clock())
 
     def _recent(self, client: str, now: float) -> list[float]:
-        kept = [t for t in self._failures.get(client, ()) if now - t < self.window_s]
+        kept = recent_failures(self._failures.get(client, ()), now, self.window_s)
         if kept:
             self._failures[client] = kept
         else:
@@ -105,11 +128,7 @@ class AuthThrottle:
         return kept
 
     def _wait(self, client: str, now: float) -> int:
-        recent = self._recent(client, now)
-        if len(recent) < self.max_failures:
-            return 0
-        frees = recent[len(recent) - self.max_failures] + self.window_s
-        return max(1, math.ceil(frees - now))
+        return held_for(self._recent(client, now), now, self.max_failures, self.window_s)
 
     def _trusted_now(self, pair: tuple[str, str], now: float) -> bool:
         until = self._trusted.get(pair)

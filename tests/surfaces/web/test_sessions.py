@@ -1,4 +1,5 @@
-"""Browser login: the session cookie, its CSRF token, logout, expiry — and where it is not accepted."""
+"""Browser login over HTTP: the session cookie, its CSRF token, logout, the login throttle — and where
+the cookie is not accepted. The stores' own rules are tests/tenancy/test_sessions.py and test_throttle.py."""
 
 from __future__ import annotations
 
@@ -8,9 +9,6 @@ import httpx
 import pytest
 
 from robot_mcp_memory.tenancy.middleware import CSRF_BODY
-from robot_mcp_memory.tenancy.principal import ADMIN as ADMIN_PRINCIPAL
-from robot_mcp_memory.tenancy.principal import Principal
-from robot_mcp_memory.tenancy.sessions import SessionStore
 from tests.surfaces.web.conftest import ADMIN, TOKENS, Connect, doc
 
 
@@ -157,45 +155,6 @@ async def test_with_no_tokens_a_form_post_cannot_change_anything(open_app: Conne
     assert r.status_code == 415
 
 
-def test_sessions_expire_and_are_capped() -> None:
-    now = [1000.0]
-    store = SessionStore(ttl_s=60, max_sessions=2, clock=lambda: now[0])
-    first, _ = store.create(ADMIN_PRINCIPAL)
-    assert store.lookup(first) is not None
-    now[0] += 59.999
-    assert store.lookup(first) is not None
-    now[0] = 1060.0  # the ttl is absolute: at exactly ttl_s the session is over
-    assert store.lookup(first) is None
-    a, _ = store.create(Principal.robot("a"))
-    b, _ = store.create(Principal.robot("b"))
-    c, _ = store.create(Principal.robot("c"))
-    assert store.lookup(a) is None  # the oldest went first
-    assert store.lookup(b) is not None
-    assert store.lookup(c) is not None
-    assert len(store) == 2
-
-
-def test_one_robot_logging_in_over_and_over_drops_only_its_own_oldest_sessions() -> None:
-    """A robot token logging in 10,000 times logged the admin out (found by review)."""
-    store = SessionStore(max_sessions=10, per_robot=3)
-    admin, _ = store.create(ADMIN_PRINCIPAL)
-    other, _ = store.create(Principal.robot("b"))
-    robot = [store.create(Principal.robot("a"))[0] for _ in range(50)]
-    assert store.lookup(admin) is not None
-    assert store.lookup(other) is not None
-    assert [store.lookup(s) is not None for s in robot[-4:]] == [False, True, True, True]
-    assert len(store) == 5
-
-
-def test_sessions_are_stored_by_digest_not_by_id() -> None:
-    store = SessionStore()
-    sid, session = store.create(ADMIN_PRINCIPAL)
-    assert sid not in repr(store._sessions)
-    assert session.csrf_token != sid
-    assert store.end(sid) is True
-    assert store.end(sid) is False
-
-
 async def test_repeated_failed_logins_from_one_address_are_slowed_down(secured: Connect) -> None:
     async with secured() as c:
         for _ in range(10):
@@ -204,53 +163,3 @@ async def test_repeated_failed_logins_from_one_address_are_slowed_down(secured: 
     assert r.status_code == 429
     assert 240 <= int(r.headers["retry-after"]) <= 300  # when the window lets it in again, not a guess
     assert r.json()["error"] == "too_many_requests"
-
-
-def test_the_throttle_forgets_old_failures_and_a_success_does_not_clear_them() -> None:
-    from robot_mcp_memory.tenancy.throttle import AuthThrottle
-
-    now = [0.0]
-    t = AuthThrottle(max_failures=2, window_s=10, clock=lambda: now[0])
-    assert t.attempt("a", None) == 0
-    now[0] = 3
-    assert t.attempt("a", None) == 0
-    assert not t.allows("a")
-    assert t.retry_after("a") == 7  # the first failure leaves the window at 10
-    assert t.attempt("a", None) == 7  # held: refused, and not counted
-    assert t.allows("b")
-    assert t.retry_after("b") == 0
-    now[0] = 10
-    assert t.allows("a")
-    now[0] = 11
-    assert t.attempt("a", "robot:a1") == 0  # a success ...
-    assert t.attempt("a", None) == 0
-    assert not t.allows("a")  # ... left the failure before it counted
-
-
-def test_a_held_address_still_admits_a_token_trusted_there_and_nothing_else() -> None:
-    from robot_mcp_memory.tenancy.throttle import AuthThrottle
-
-    now = [0.0]
-    t = AuthThrottle(max_failures=2, window_s=10, trust_s=100, clock=lambda: now[0])
-    assert t.attempt("a", "admin") == 0  # the admin got in from a before the guessing
-    assert t.attempt("a", None) == t.attempt("a", None) == 0
-    now[0] = 4
-    assert t.attempt("a", "admin") == 0  # held, but trusted here
-    assert t.attempt("a", "robot:a1") == t.attempt("a", None) == 6  # a right guess looks like a wrong one
-    assert t.attempt("b", "robot:a1") == 0  # another address is not held by a's guesses
-    now[0] = 105  # trust ends trust_s after the last use (4)
-    assert t.attempt("a", None) == t.attempt("a", None) == 0
-    assert t.attempt("a", "admin") == 10
-
-
-def test_an_ipv6_host_cannot_rotate_through_its_64_for_more_guesses() -> None:
-    from robot_mcp_memory.tenancy.throttle import AuthThrottle
-
-    t = AuthThrottle(max_failures=2, window_s=10, clock=lambda: 0.0)
-    assert t.attempt("2001:db8:1:2::1", None) == 0
-    assert t.attempt("2001:db8:1:2:ffff:0:0:7", None) == 0
-    assert not t.allows("2001:db8:1:2::9")  # the same /64
-    assert t.allows("2001:db8:1:3::1")  # the next /64 is someone else
-    assert t.attempt("::ffff:192.0.2.1", None) == t.attempt("192.0.2.1", None) == 0
-    assert not t.allows("192.0.2.1")  # an IPv4-mapped address is that IPv4 address
-    assert t.allows("192.0.2.2")

@@ -31,6 +31,7 @@ from robot_mcp_memory import jsonvalue
 from robot_mcp_memory.errors import Conflict, NotFound, StorageError
 from robot_mcp_memory.experiences import consolidate
 from robot_mcp_memory.experiences.dedup import Candidate, Duplicate
+from robot_mcp_memory.experiences.indexing import BM25_WEIGHTS, MAX_CONTEXT_TEXT, MEMORIES_TOKENIZE, context_text
 from robot_mcp_memory.experiences.model import (
     Experience,
     NewMemory,
@@ -149,7 +150,6 @@ SESSIONS = Table(
     ),
 )
 #: memories_fts's tokenizer (the keyword cache tokenizes with it too).
-MEMORIES_TOKENIZE = "porter unicode61 remove_diacritics 2"
 MEMORIES_FTS = fts5_table("memories_fts", source="memories", columns="content, context", tokenize=MEMORIES_TOKENIZE)
 #: The change log of memories_fts: (seq, doc) for each write of a memory's index entry, doc NULL
 #: when the whole index was rebuilt. The in-memory keyword cache (`keyword_repo`) reads what was
@@ -214,9 +214,6 @@ TABLES: tuple[Table, ...] = (MEMORIES, MEMORY_TAGS, SESSIONS, MEMORIES_FTS)
 REFRESH_AFTER_S = 0.0005
 #: Access counts wait at most this long before they are written (one transaction for the lot).
 ACCESS_FLUSH_S = 0.25
-#: bm25 column weights for (content, context text).
-BM25_WEIGHTS = "1.0, 0.4"
-MAX_CONTEXT_TEXT = 8_000
 
 _COLS = (
     "m.id, m.robot, m.collection, m.type, m.content, m.category, m.confidence, m.context, m.perception_type, "
@@ -254,27 +251,6 @@ def _row(row: Sequence[Any], data: Any = None, tags: tuple[str, ...] = ()) -> Ex
 
 #: Compact JSON of a stored value (a learn writes two or three): `jsonvalue.dumps`.
 _dumps = jsonvalue.dumps
-
-
-def context_text(context: Mapping[str, Any], tags: Iterable[str] = ()) -> str:
-    """The searchable text of a context: its string values (task names, places, robot types,
-    notes) and the user's tags. Keys and numbers are left out: every memory has ``grip_force``,
-    so indexing it would make that word match everything; numbers are what `context_filter` is for."""
-    parts: list[str] = []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, dict):  # plain JSON (`jsonvalue.check`): no abstract-class check per leaf
-            for v in value.values():
-                walk(v)
-        elif isinstance(value, list):
-            for v in value:
-                walk(v)
-        elif isinstance(value, str):
-            parts.append(value)
-
-    walk(context)
-    parts.extend(tags)
-    return segment.index_text(" ".join(parts)[:MAX_CONTEXT_TEXT])
 
 
 # ---------------------------------------------------------------------------- writes (connection first)
@@ -781,8 +757,11 @@ async def gather_reads(store: ExperienceStore, *fns: Callable[[sqlite3.Connectio
 
 __all__ = [
     "ACCESS_FLUSH_S",
+    "BM25_WEIGHTS",
+    "MAX_CONTEXT_TEXT",
     "MEMORIES",
     "MEMORIES_FTS",
+    "MEMORIES_TOKENIZE",
     "MEMORY_TAGS",
     "RANK_LOG_TRIGGERS",
     "SESSIONS",

@@ -193,9 +193,25 @@ class SseBacklog:
         self.post = post
         self.owed: dict[str, int] = {}  # session id (hex) → answers owed, for each open stream
         self.robot_of: dict[str, str] = {}  # session id → the scoped robot that opened it
+        #: robot → the sum of `owed` over the sessions it opened, kept as `owed` changes (no zeros),
+        #: so a POST reads it without walking every open stream
+        self.robot_owed: dict[str, int] = {}
 
     def robot_owes(self, robot: str) -> int:
-        return sum(n for sid, n in self.owed.items() if self.robot_of.get(sid) == robot)
+        return self.robot_owed.get(robot, 0)
+
+    def _owe(self, session: str, change: int) -> None:
+        """`session` owes `change` more answers (fewer when negative, never below none)."""
+        before = self.owed[session]
+        after = max(0, before + change)
+        self.owed[session] = after
+        robot = self.robot_of.get(session)
+        if robot is not None and after != before:
+            total = self.robot_owed.get(robot, 0) + after - before
+            if total:
+                self.robot_owed[robot] = total
+            else:
+                self.robot_owed.pop(robot, None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope.get("method") == "GET" and scope.get("path") == self.stream:
@@ -223,12 +239,13 @@ class SseBacklog:
             if body and session is not None and session in self.owed:
                 answered = len(_SSE_ANSWER.findall(body))
                 if answered:
-                    self.owed[session] = max(0, self.owed[session] - answered)
+                    self._owe(session, -answered)
 
         try:
             await self.app(scope, receive, counting)
         finally:
-            if session is not None:
+            if session is not None and session in self.owed:
+                self._owe(session, -self.owed[session])
                 self.owed.pop(session, None)
                 self.robot_of.pop(session, None)
 
@@ -262,7 +279,7 @@ class SseBacklog:
                 and session in self.owed
                 and message_id(b"".join(body), of_request=True) is not None
             ):
-                self.owed[session] += 1
+                self._owe(session, 1)
             await send(message)
 
         await self.app(scope, reading, noting)
@@ -341,11 +358,13 @@ class McpHosts:
         # /metrics too: a page that rebinds its name to this server must not read its counters.
         # /healthz stays open to any name (a probe by address); it says only ok / not ok.
         if path in ("/sse", "/mcp", "/metrics") or path.startswith(("/messages/", "/mcp/")):
-            if not self.hosts.allows(Headers(scope=scope).get("host")):
+            host = Headers(scope=scope).get("host")
+            if not self.hosts.allows(host):
                 await misdirected()(scope, receive, send)
                 return
-            headers = [(k, v.lower()) if k == b"host" else (k, v) for k, v in scope["headers"]]
-            scope = {**scope, "headers": headers}
+            if host is not None and host != host.lower():  # else the scope already says it so
+                headers = [(k, v.lower()) if k == b"host" else (k, v) for k, v in scope["headers"]]
+                scope = {**scope, "headers": headers}
         await self.app(scope, receive, send)
 
 
@@ -1085,13 +1104,17 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
             tasks.cancel_scope.cancel()
 
     auth = TokenAuth(memory.settings.admin_token, memory.settings.robot_tokens)
-    web = build_web(memory, auth)  # REST API + dashboard, ahead of the MCP transports
+    web = build_web(memory, auth)  # REST API + dashboard
+    # The transports first: Starlette tries the routes in order, and every MCP message (each SSE
+    # POST, each /mcp POST) would otherwise be matched against every REST route before its own.
+    # Their paths (/mcp, /sse, /messages/…) are exact or a prefix no other route shares, so
+    # which route answers a path is the same in either order.
     routes = [
+        *transport_routes(mcp),
         Route("/healthz", health, methods=["GET"]),
         readyz_route(memory),
         Route("/metrics", metrics, methods=["GET"]),
         *web.routes,
-        *transport_routes(mcp),
     ]
     app = SessionCap(
         SseCap(

@@ -175,11 +175,17 @@ def _id_int(digits: str) -> int:
 
 def message_id(body: bytes, *, of_request: bool = False) -> str | int | None:
     """The id of the JSON-RPC message in `body` (with `of_request`, only a request's), read as
-    leniently as Python's json allows — the body did not validate — or None."""
+    leniently as Python's json allows — the body did not validate — or None. pydantic's parser
+    reads first: whatever it accepts, Python's json reads as the same value, at a fraction of the
+    cost (an SSE POST's id is read here on every call); what it refuses (bytes that are not
+    UTF-8, a lone surrogate, an integer of thousands of digits, deep nesting) Python's reads."""
     try:
-        raw = json.loads(body.decode("utf-8", errors="replace"), parse_int=_id_int)
-    except (ValueError, RecursionError):
-        return None
+        raw = pydantic_core.from_json(body)
+    except ValueError:
+        try:
+            raw = json.loads(body.decode("utf-8", errors="replace"), parse_int=_id_int)
+        except (ValueError, RecursionError):
+            return None
     if not isinstance(raw, dict) or (of_request and "method" not in raw):
         return None
     return _answerable(raw.get("id"))

@@ -4,7 +4,8 @@ the MCP tools. Only this package imports Starlette routing.
 `build_web(memory, auth)` returns the routes (mounted by `server.http_app` ahead of the MCP
 transports, or served alone by the ``web`` command) and what the tenancy middleware needs to
 know: which paths are public, which may authenticate with the session cookie, and the session
-store behind that cookie.
+store behind that cookie. The session store and the throttle are this process's unless given
+(replicas pass the ones they share: `tenancy/postgres/`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from robot_mcp_memory.surfaces.web.context import WebContext
 from robot_mcp_memory.surfaces.web.hosts import HostGuard
 from robot_mcp_memory.surfaces.web.routing import Api, misdirected
 from robot_mcp_memory.tenancy.middleware import TenantAuthMiddleware
+from robot_mcp_memory.tenancy.ports import Sessions, Throttle
 from robot_mcp_memory.tenancy.sessions import SessionStore
 from robot_mcp_memory.tenancy.throttle import AuthThrottle
 from robot_mcp_memory.tenancy.tokens import TokenAuth
@@ -71,9 +73,9 @@ class SecurityHeaders:
 @dataclass
 class Web:
     routes: list[BaseRoute]
-    sessions: SessionStore
+    sessions: Sessions
     api: Api
-    throttle: AuthThrottle
+    throttle: Throttle
     public_paths: set[str] = field(default_factory=set)
     public_prefixes: tuple[str, ...] = ("/static/",)
 
@@ -98,8 +100,15 @@ class Web:
         )
 
 
-def build_web(memory: Memory, auth: TokenAuth, sessions: SessionStore | None = None) -> Web:
-    ctx = WebContext(memory, auth, sessions or SessionStore())
+def build_web(
+    memory: Memory, auth: TokenAuth, sessions: Sessions | None = None, throttle: Throttle | None = None
+) -> Web:
+    ctx = WebContext(
+        memory,
+        auth,
+        sessions if sessions is not None else SessionStore(),  # an empty store is falsy (len 0): test for None
+        throttle if throttle is not None else AuthThrottle(),
+    )
     hosts = HostGuard(memory.settings.allowed_hosts)
     api = Api(hosts)
     session.register(api, ctx)

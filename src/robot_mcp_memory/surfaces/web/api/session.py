@@ -62,7 +62,7 @@ def register(api: Api, ctx: WebContext) -> None:
             return info(call.principal, False, None)
         client = client_address(call.request.scope)
         principal = ctx.auth.resolve(call.body.token)
-        wait = throttle.attempt(client, client_id(principal) if principal is not None else None)
+        wait = await throttle.attempt(client, client_id(principal) if principal is not None else None)
         if wait:
             _log.warning("web.login_throttled", client=client)
             raise TooManyRequests(
@@ -71,7 +71,7 @@ def register(api: Api, ctx: WebContext) -> None:
         if principal is None:
             _log.info("web.login_refused", client=client)
             raise Unauthorized("that token is not valid here; paste the admin token or a robot token")
-        session_id, session = ctx.sessions.create(principal)
+        session_id, session = await ctx.sessions.create(principal)
         secure = call.request.url.scheme == "https"
         call.headers.append(("set-cookie", _cookie(session_id, int(ctx.sessions.ttl_s), secure)))
         _log.info("web.login", tenant=principal.label)
@@ -83,7 +83,7 @@ def register(api: Api, ctx: WebContext) -> None:
     async def logout(call: Call[NoArgs, NoBody]) -> LoggedOut:
         """End the browser session (if this request used one) and clear its cookie."""
         session_id = call.request.scope.get(SESSION_ID_KEY)
-        ended = ctx.sessions.end(session_id) if isinstance(session_id, str) else False
+        ended = await ctx.sessions.end(session_id) if isinstance(session_id, str) else False
         call.headers.append(("set-cookie", _cookie("", 0, call.request.url.scheme == "https")))
         return LoggedOut(logged_out=ended)
 
@@ -95,6 +95,6 @@ def register(api: Api, ctx: WebContext) -> None:
         csrf = None
         if via_cookie:
             sid = call.request.scope.get(SESSION_ID_KEY)
-            live = ctx.sessions.lookup(sid) if isinstance(sid, str) else None
+            live = await ctx.sessions.lookup(sid) if isinstance(sid, str) else None
             csrf = live.csrf_token if live is not None else None
         return info(call.principal, via_cookie, csrf)
