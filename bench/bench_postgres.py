@@ -5,11 +5,12 @@
 Starts a throwaway PostgreSQL cluster (tests/pgcluster.py: the image's binaries, fsync off), fills
 a fresh schema and a fresh ``index.db`` with the same synthetic process documents
 (`bench_processes.make_documents`), and times through each repository (no MCP, no service):
-``save`` while filling, keyword ``find`` (k = 3), ``record_outcome`` without a note, and
-``lessons.record``. For each it reports wall p50 (the machine is shared: read the CPU columns),
-this process's CPU per call, and — PostgreSQL only — the CPU the cluster's server processes spent
-per call, read from ``/proc/<pid>/stat`` before and after. SQLite runs inside this process, so its
-whole cost is in the client column.
+``save`` while filling, keyword ``find`` (k = 3), hybrid ``find_hybrid`` (k = 3; the hashing
+embedder, vectors filled by ``reembed`` after the saves, so the save figures stay keyword-only),
+``record_outcome`` without a note, and ``lessons.record``. For each it reports wall p50 (the
+machine is shared: read the CPU columns), this process's CPU per call, and — PostgreSQL only —
+the CPU the cluster's server processes spent per call, read from ``/proc/<pid>/stat`` before and
+after. SQLite runs inside this process, so its whole cost is in the client column.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ from robot_mcp_memory.lessons.sqlite.store import ParamStore
 from robot_mcp_memory.processes import docmodel
 from robot_mcp_memory.processes.postgres.store import PostgresProcesses
 from robot_mcp_memory.processes.sqlite.store import ProcessStore
+from robot_mcp_memory.search.embedders import HashingEmbedder
 from robot_mcp_memory.search.query import Query
+from robot_mcp_memory.search.resilient import ResilientEmbedder
 from robot_mcp_memory.storage.postgres import PostgresStore
 from robot_mcp_memory.storage.sqlite import index_db
 
@@ -91,6 +94,14 @@ async def run(
             out.append((f"save (fill to {args.docs})", name, await timed(saves, srv)))
             finds = [partial(repo.find, Query.parse(q), 3) for q in queries]
             out.append((f"find, keyword, k=3, {args.docs} docs", name, await timed(finds, srv)))
+            repo.embedder = ResilientEmbedder(HashingEmbedder(), background=False)
+            repo.embedder.start()
+            await repo.reembed()
+            for q in queries:  # query vectors made once, outside the timing, on both backends alike
+                repo.embedder.embed_query(q)
+            hybrid = [partial(repo.find_hybrid, Query.parse(q), 3) for q in queries]
+            out.append((f"find_hybrid, hashing embedder, k=3, {args.docs} docs", name, await timed(hybrid, srv)))
+            repo.embedder = None
             outcomes = [partial(repo.record_outcome, ids[n % len(ids)], n % 3 != 0) for n in range(args.outcomes)]
             out.append(("record_outcome, no note", name, await timed(outcomes, srv)))
         for name, store, srv in (("sqlite", lite_lessons, None), ("postgres", pg_lessons, cluster)):

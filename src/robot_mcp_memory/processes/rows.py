@@ -51,3 +51,11 @@ def from_row(row: Sequence[Any]) -> ProcessDoc:
         extra=json.loads(extra),
         body=body,
     )
+
+
+def embed_text(doc: ProcessDoc) -> str:
+    """What a process is embedded as: what it is for (title, task pattern, tags), not its steps.
+    Queries are instructions, and so are these fields; the step lists full of API calls only
+    dilute a sentence embedding (measured in docs/search.md). Outcome notes never change it."""
+    parts = [doc.title, doc.task_pattern, " ".join(doc.tags)]
+    return ". ".join(p.strip() for p in parts if p.strip())

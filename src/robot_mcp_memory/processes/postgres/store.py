@@ -16,7 +16,13 @@ Invariants:
   tests/processes/postgres/test_parity.py). ``lexemes @@ tsquery`` chooses the
   candidates (every document holding all tokens of one phrase); the postings decide phrase
   instances, document frequencies and the weighted frequencies.
-- **Keyword only, for now.** `find_hybrid` answers ``"keyword"``; vectors are not stored yet.
+- **Hybrid as on SQLite.** A save embeds `rows.embed_text` before its transaction and writes the
+  vector (or removes the stale one) in it, as does a delete; `find_hybrid` is `ranking`'s hybrid
+  plan with the vectors from this replica's `vectorstore.VectorCache`, brought up to the read
+  snapshot from the vectors' change feed (`search.postgres.vectorstore`: a find on any replica
+  ranks by every vector committed before its snapshot). With no query vector or no stored vector
+  of the model it answers in keyword mode and says so. Rows saved while the embedder was off are
+  embedded by the backfill (`reembed`, or in the background once it is back).
 - **Saves are serialized** under a transaction-level advisory lock, so `rules.plan_save` decides
   (update, or fork to a free id) on rows no other replica changes meanwhile; outcome counters move
   in SQL (``count = count + 1``), each with its record in the same transaction.
@@ -24,9 +30,11 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import functools
 import json
+import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
@@ -48,17 +56,23 @@ from robot_mcp_memory.processes.ports import (
     SearchMode,
     TenantViewed,
 )
-from robot_mcp_memory.processes.ranking import BM25_WEIGHTS, EVENTS_PER_PROCESS, HISTORY_LIMIT, LINE_COST
+from robot_mcp_memory.processes.ranking import BM25_WEIGHTS, EVENTS_PER_PROCESS, HISTORY_LIMIT, LINE_COST, Fusion
+from robot_mcp_memory.processes.rows import embed_text
 from robot_mcp_memory.search import bm25
+from robot_mcp_memory.search.postgres import vectorstore
+from robot_mcp_memory.search.postgres.vectorstore import VectorCache
 from robot_mcp_memory.search.query import Query
+from robot_mcp_memory.search.resilient import ResilientEmbedder
 from robot_mcp_memory.search.segment import index_text
 from robot_mcp_memory.search.sqlite.tokens import Fts5Tokens
-from robot_mcp_memory.search.vectors import Vector
+from robot_mcp_memory.search.vectors import ExactIndex, Vector
 from robot_mcp_memory.storage.clock import now_iso
 from robot_mcp_memory.storage.postgres import Connection, Migration, PostgresStore
 from robot_mcp_memory.tenancy.principal import SHARED
 
 COMPONENT = "processes"
+#: The processes' domain in the shared ``vectors`` table.
+DOMAIN = "process"
 #: The SQLite index's tokenizer (``processes_fts``): the tokens must be the very ones it counts.
 TOKENIZE = "porter unicode61"
 _INDEXED = 4  # title, task_pattern, tags, body
@@ -323,6 +337,49 @@ def reindex_all(conn: Connection) -> int:
     return len(docs)
 
 
+# ---------------------------------------------------------------------------- vectors (SQL side)
+def missing_rows(conn: Connection, model_id: str, after: str, limit: int) -> list[vectorstore.Row]:
+    """(id, robot, `embed_text`) of the processes past `after` (in id order) with no vector of `model_id`."""
+    rows = conn.execute(
+        "SELECT p.id, p.robot, p.title, p.task_pattern, p.tags FROM processes p "
+        "LEFT JOIN vectors v ON v.domain = %s AND v.ref = p.id AND v.model_id = %s AND v.vec IS NOT NULL "
+        'WHERE v.ref IS NULL AND p.id > %s COLLATE "C" ORDER BY p.id COLLATE "C" LIMIT %s',
+        (DOMAIN, model_id, after, limit),
+    )
+    return [(pid, robot, _embed_text_of(title, pattern, tags)) for pid, robot, title, pattern, tags in rows]
+
+
+def count_missing(conn: Connection, model_id: str) -> int:
+    row = conn.execute(
+        "SELECT count(*) FROM processes p LEFT JOIN vectors v "
+        "ON v.domain = %s AND v.ref = p.id AND v.model_id = %s AND v.vec IS NOT NULL WHERE v.ref IS NULL",
+        (DOMAIN, model_id),
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def current_row(conn: Connection, pid: str) -> vectorstore.Row | None:
+    row = conn.execute("SELECT id, robot, title, task_pattern, tags FROM processes WHERE id = %s", (pid,)).fetchone()
+    return None if row is None else (row[0], row[1], _embed_text_of(row[2], row[3], row[4]))
+
+
+def _embed_text_of(title: str, pattern: str, tags: str) -> str:
+    return embed_text(ProcessDoc.model_construct(title=title, task_pattern=pattern, tags=tuple(json.loads(tags))))
+
+
+#: How the backfill (`vectorstore.fill_missing`) reads processes.
+VECTOR_SOURCE = vectorstore.Source(DOMAIN, missing_rows, count_missing, current_row)
+
+
+def saved_vector(conn: Connection, doc: ProcessDoc, embedded: tuple[str, Vector] | None) -> None:
+    """The vector of `doc` as just saved, in the save's transaction: `embedded`, or none (the
+    old one is stale now; the backfill makes a new one)."""
+    if embedded is None:
+        vectorstore.delete(conn, DOMAIN, doc.id)
+    else:
+        vectorstore.upsert(conn, DOMAIN, doc.id, doc.robot, embedded[0], embedded[1])
+
+
 # ---------------------------------------------------------------------------- keyword primitives
 class _Scored:
     """The phrases' postings among their matches: each phrase's bm25 term, in query order, with
@@ -465,11 +522,14 @@ def documents(conn: Connection, ids: Sequence[str], tenant: str | None) -> list[
 
 class Snapshot:
     """`ports.SearchSnapshot` on one read transaction: the keyword primitives over the postings
-    (each phrase list scored once per snapshot), and no vectors (none are stored yet)."""
+    (each phrase list scored once per snapshot), and the vectors of `cache`'s index of a model,
+    brought up to this snapshot once (none without a cache)."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, cache: VectorCache | None = None) -> None:
         self.conn = conn
+        self.cache = cache
         self._scored: dict[tuple[str, ...], _Scored] = {}
+        self._indexes: dict[str, ExactIndex | None] = {}
 
     def _of(self, phrases: Phrases) -> _Scored:
         key = phrases
@@ -509,13 +569,21 @@ class Snapshot:
             scored = {pid: r for pid, r in scored.items() if pid in shown}
         return sorted(scored.items(), key=lambda p: (-p[1], p[0]))[:n]
 
+    def _index(self, model_id: str, dim: int) -> ExactIndex | None:
+        if model_id not in self._indexes:
+            self._indexes[model_id] = None if self.cache is None else self.cache.index(self.conn, DOMAIN, model_id)
+        index = self._indexes[model_id]
+        return index if index is not None and index.dim == dim else None
+
     def vector_top(
         self, qvec: Vector, model_id: str, n: int, visible: Collection[str] | None
     ) -> list[tuple[str, float]] | None:
-        return None  # no vectors on this backend yet
+        index = self._index(model_id, qvec.shape[0])
+        return None if index is None else index.search(qvec, n, visible)
 
     def vector_among(self, qvec: Vector, model_id: str, ids: Sequence[str]) -> dict[str, float]:
-        return {}
+        index = self._index(model_id, qvec.shape[0])
+        return {} if index is None or not ids else dict(index.search_among(qvec, len(ids), ids))
 
     def reliability(
         self, ids: Collection[str], visible: Collection[str] | None, tenant: str | None
@@ -536,25 +604,88 @@ class Snapshot:
 
 # ---------------------------------------------------------------------------- the repository
 class PostgresProcesses:
-    """The processes tables on a `PostgresStore` (implements `ProcessRepository`, keyword mode)."""
+    """The processes tables on a `PostgresStore` (implements `ProcessRepository`); hybrid search
+    with an `embedder`, keyword-only without one."""
 
-    def __init__(self, db: PostgresStore) -> None:
+    def __init__(
+        self, db: PostgresStore, embedder: ResilientEmbedder | None = None, fuse: Fusion | None = None
+    ) -> None:
         self.db = db
+        self.embedder = embedder
+        self.fuse = fuse or Fusion()
+        vectorstore.migrate(db)  # before the processes' tables: the missing-vector joins read it
         db.migrate(COMPONENT, MIGRATIONS)
+        self.vectors = VectorCache()
+        self.backfiller = vectorstore.backfiller(db, lambda: self.embedder, self.vectors, VECTOR_SOURCE)
+
+    # ------------------------------------------------------------------ vectors
+    def _embed(self, text: str) -> tuple[str, Vector] | None:
+        """(model_id, vector) for `text`, or None when the embedder is off or unavailable."""
+        if self.embedder is None:
+            return None
+        out = self.embedder.embed([text])
+        model_id = self.embedder.model_id
+        return None if out is None or model_id is None else (model_id, out[0])
+
+    async def _embed_off_loop(self, text: str) -> tuple[str, Vector] | None:
+        """`_embed` on a worker thread, or None at once when the embedder would not try."""
+        if self.embedder is None or not self.embedder.would_embed():
+            return None
+        return await asyncio.to_thread(self._embed, text)
+
+    async def _embed_query(self, query: str) -> tuple[str, Vector] | None:
+        """(model_id, vector) of a query: a repeated one from the embedder's cache, a new one on a
+        worker thread, None at once when the embedder would not try."""
+        emb = self.embedder
+        if emb is None or not emb.would_embed():
+            return None
+        return emb.cached_query(query) or await asyncio.to_thread(emb.embed_query, query)
+
+    def kick_backfill(self) -> None:
+        """Fill missing vectors in the background (single-flight); safe to call from any thread."""
+        if self.embedder is not None:
+            self.backfiller.kick()
+
+    def backfill_blocking(
+        self, progress: Progress | None = None, *, stop: threading.Event | None = None, force: bool = False
+    ) -> int:
+        """Embed every process that has no vector of the current model (all of them with
+        `force`), in batches of short transactions; how many were written. Raises
+        `EmbedderUnavailable` when the model is not ready or fails midway."""
+        return vectorstore.fill_missing(self.db, self.embedder, VECTOR_SOURCE, progress, stop=stop, force=force)
+
+    def close(self) -> None:
+        self.backfiller.stop()
 
     async def get(self, pid: str) -> ProcessDoc | None:
         return await self.db.read(lambda c: select_one(c, pid))
 
     async def save(self, doc: ProcessDoc, writable: Callable[[str], bool] = lambda _o: True) -> Saved:
         now = now_iso()
-        return await self.db.write(lambda c: save_doc(c, self.db.schema, doc, now, writable))
+        # Embed before the transaction: the saves' lock is never held while a model runs.
+        embedded = await self._embed_off_loop(embed_text(doc))
+
+        def job(c: Connection) -> Saved:
+            saved = save_doc(c, self.db.schema, doc, now, writable)
+            saved_vector(c, saved.doc, embedded)
+            return saved
+
+        saved = await self.db.write(job)
+        if embedded is None and self.embedder is not None and self.embedder.mode != "off":
+            self.kick_backfill()
+        return saved
 
     async def record_outcome(self, pid: str, success: bool, note: str = "", by: Author = NOBODY) -> ProcessDoc | None:
         now = now_iso()
         return await self.db.write(lambda c: add_outcome(c, pid, success, note, now, by))
 
     async def delete(self, pid: str) -> bool:
-        return await self.db.write(lambda c: delete_doc(c, pid))
+        def job(c: Connection) -> bool:
+            gone = delete_doc(c, pid)  # the row first, then the feed lock: the order a save takes them
+            vectorstore.delete(c, DOMAIN, pid)
+            return gone
+
+        return await self.db.write(job)
 
     async def list(
         self, limit: int = 50, offset: int = 0, visible: Collection[str] | None = None, order: str = "updated"
@@ -570,6 +701,17 @@ class PostgresProcesses:
     async def find_hybrid(
         self, query: Query, k: int, visible: Collection[str] | None = None, tenant: str | None = None
     ) -> tuple[builtins.list[Hit], SearchMode]:
+        """Hybrid search (`ranking.hybrid_search`) when a query vector and stored vectors of its
+        model exist; keyword-only otherwise. The mode says which one ran."""
+        embedded = await self._embed_query(query.text) if query.searchable else None
+        if embedded is not None:
+            model_id, qvec = embedded
+            fuse, cache = self.fuse, self.vectors
+            hits = await self.db.read(
+                lambda c: ranking.hybrid_search(Snapshot(c, cache), query, qvec, model_id, visible, fuse, k, tenant)
+            )
+            if hits is not None:
+                return hits, "hybrid"
         return await self.find(query, k, visible, tenant), "keyword"
 
     async def viewed(
@@ -605,10 +747,16 @@ class PostgresProcesses:
         return await self.db.read(lambda c: outcome_events(c, visible))
 
     async def reembed(self, progress: Progress | None = None, *, force: bool = False) -> int:
-        return 0  # no vectors on this backend yet
+        """Embed what lacks a vector of the current model (after a model change: everything);
+        `force` re-embeds every process. `progress(done, total)` is called per batch."""
+        return await asyncio.to_thread(lambda: self.backfill_blocking(progress, force=force))
 
     async def vector_status(self) -> dict[str, object]:
-        return {"mode": "off", "stored": {}, "missing": None}
+        emb = self.embedder
+        model_id = emb.model_id if emb is not None else None
+        stored = await self.db.read(lambda c: vectorstore.counts(c, DOMAIN))
+        missing = await self.db.read(lambda c: count_missing(c, model_id)) if model_id else None
+        return {**(emb.status() if emb else {"mode": "off"}), "stored": stored, "missing": missing}
 
     async def reindex(self) -> int:
         return await self.db.write(reindex_all)

@@ -35,6 +35,7 @@ from robot_mcp_memory.processes.ports import (
 )
 from robot_mcp_memory.processes.ports import ORDERS as ORDER_NAMES
 from robot_mcp_memory.processes.ranking import EVENTS_PER_PROCESS, HISTORY_LIMIT, LINE_COST, Fusion
+from robot_mcp_memory.processes.rows import embed_text as embed_text  # re-exported: benches and tests read it here
 from robot_mcp_memory.processes.sqlite.search import Snapshot, tenant_view, visible_clause
 from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.search.resilient import ResilientEmbedder
@@ -297,14 +298,6 @@ def count_index(conn: sqlite3.Connection) -> int:
 
 
 # ---------------------------------------------------------------------------- hybrid search (SQL side)
-def embed_text(doc: ProcessDoc) -> str:
-    """What a process is embedded as: what it is for (title, task pattern, tags), not its steps.
-    Queries are instructions, and so are these fields; the step lists full of API calls only
-    dilute a sentence embedding (measured in docs/search.md). Outcome notes never change it."""
-    parts = [doc.title, doc.task_pattern, " ".join(doc.tags)]
-    return ". ".join(p.strip() for p in parts if p.strip())
-
-
 def missing_vectors(conn: sqlite3.Connection, model_id: str, after: str, limit: int) -> list[ProcessDoc]:
     """Processes (ordered by id, past `after`) with no vector of `model_id`."""
     rows = conn.execute(
