@@ -147,6 +147,73 @@ def test_a_small_frontmatter_is_rendered_by_libyaml_not_by_pythons_emitter(monke
     assert emitted  # past the bound, the Python emitter writes it: libyaml folds long lines otherwise
 
 
+def _no_yaml(*_args: object, **_kwargs: object) -> str:
+    raise AssertionError("rendered with PyYAML, not from the cache")
+
+
+def test_a_document_rendered_before_renders_from_the_cache_and_a_changed_one_afresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    doc = parse(MAILROOM)
+    rendered = doc.render()
+    monkeypatch.setattr(yaml, "dump", _no_yaml)
+    assert doc.render() == rendered
+    assert doc.model_copy(update={"body": "other steps\n"}).render().startswith(rendered.split("\n\n")[0])
+    for changed in ({"success_count": doc.success_count + 1}, {"updated": "2026-12-02T00:00:00Z"}, {"extra": {"k": 1}}):
+        with pytest.raises(AssertionError, match="not from the cache"):
+            doc.model_copy(update=changed).render()
+
+
+def test_frontmatters_that_differ_only_in_a_values_type_or_key_order_render_apart() -> None:
+    doc = parse(MAILROOM)
+    values: list[Any] = [
+        1,
+        1.0,
+        True,
+        "1",
+        [1],
+        None,
+        "None",
+        "true",
+        0,
+        False,
+        -0.0,
+        0.0,
+        {"a": 1, "b": 2},
+        {"b": 2, "a": 1},
+    ]
+    for value in values:
+        variant = doc.model_copy(update={"extra": {"x": value}})
+        assert variant.render() == _python_emitted(variant), value
+    for value in values:  # again, the cache now holding every one of them
+        variant = doc.model_copy(update={"extra": {"x": value}})
+        assert variant.render() == _python_emitted(variant), value
+
+
+class _Word(str):
+    """A str subclass: its ``repr`` is a plain string's, which a cache key must not trust."""
+
+
+def test_a_frontmatter_holding_anything_but_builtin_values_is_not_cached() -> None:
+    doc = parse(MAILROOM).model_copy(update={"extra": {"x": ["plain", {"k": 2.5}]}})
+    assert docmodel._builtin_only(doc.frontmatter())
+    odd = doc.model_copy(update={"extra": {"x": ["plain", {"k": _Word("w")}]}})
+    assert not docmodel._builtin_only(odd.frontmatter())
+    before = len(docmodel._RENDERED)
+    with pytest.raises(yaml.representer.RepresenterError):
+        odd.render()  # SafeDumper refuses the subclass, as it did before the cache
+    assert len(docmodel._RENDERED) == before
+
+
+def test_the_render_cache_keeps_the_most_recently_used_entries_up_to_its_size() -> None:
+    cache = docmodel.RenderedFrontmatter(size=2)
+    cache.put("a", "A")
+    cache.put("b", "B")
+    assert cache.get("a") == "A"  # "a" is now the most recently used
+    cache.put("c", "C")
+    assert (cache.get("a"), cache.get("b"), cache.get("c"), len(cache)) == ("A", None, "C", 2)
+
+
 def test_the_spec_mailroom_example_parses_and_renders_stably() -> None:
     doc = parse(MAILROOM)
 

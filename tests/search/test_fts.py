@@ -139,6 +139,15 @@ def test_terms_are_distinct_case_insensitively_and_keep_their_order() -> None:
     assert fts.terms("Robot robot ROBOT arm Arm") == ["Robot", "arm"]
 
 
+def test_terms_of_a_text_asked_again_are_the_same_and_a_list_of_the_callers_own() -> None:
+    first = fts.terms("fetch the parcel from the mailroom")
+    first.append("changed by the caller")
+    again = fts.terms("fetch the parcel from the mailroom")
+    assert again == ["fetch", "the", "parcel", "from", "mailroom"]
+    assert again is not fts.terms("fetch the parcel from the mailroom")
+    assert fts.terms("Fetch the parcel from the mailroom")[0] == "Fetch"  # another text, its own terms
+
+
 def test_terms_are_capped() -> None:
     words = [f"w{i}" for i in range(fts.MAX_TERMS + 10)]
     assert fts.terms(" ".join(words)) == words[: fts.MAX_TERMS]

@@ -15,8 +15,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import threading
 import unicodedata
 import zlib
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,6 +161,66 @@ def _c_emittable(data: dict[str, Any]) -> bool:
     return True
 
 
+class RenderedFrontmatter:
+    """The YAML of the frontmatters rendered last, keyed by ``repr`` of the frontmatter dict
+    (`ProcessDoc.frontmatter`), at most `size` of them, the least recently used going first.
+
+    Only a frontmatter of builtin strings, numbers, booleans, None, lists and dicts of them
+    (`_builtin_only`: what parsing and the stored rows give) is cached, and the ``repr`` of such a
+    value is the value exactly: its types (``1``, ``1.0``, ``True``, ``'1'`` apart), every
+    character, and each dict's key order, which the dump keeps. Two frontmatters with one
+    ``repr`` therefore render to one text, and a document changed in any field (its counts,
+    ``updated``, an extra key) is a new key: an entry is never stale, only unused.
+
+    The pure-Python representer PyYAML runs even under libyaml's emitter is most of a small
+    document's render, and a fleet's robots are shown the same few documents again and again.
+    Thread-safe: documents render on the event loop and on the documents lane."""
+
+    def __init__(self, size: int = 2048) -> None:
+        self.size = size
+        self._texts: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            text = self._texts.get(key)
+            if text is not None:
+                self._texts.move_to_end(key)
+            return text
+
+    def put(self, key: str, text: str) -> None:
+        with self._lock:
+            self._texts[key] = text
+            self._texts.move_to_end(key)
+            while len(self._texts) > self.size:
+                self._texts.popitem(last=False)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._texts)
+
+
+_RENDERED = RenderedFrontmatter()
+_BUILTIN_SCALARS = (str, int, float, bool, type(None))
+
+
+def _builtin_only(data: dict[str, Any]) -> bool:
+    """Whether `data` holds nothing but builtin scalars, lists and dicts (exact types, not
+    subclasses, whose ``repr`` may hide what they are)."""
+    stack: list[Any] = [data]
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind is dict:
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif kind is list:
+            stack.extend(value)
+        elif kind not in _BUILTIN_SCALARS:
+            return False
+    return True
+
+
 def _lf(text: str) -> str:
     """Every line ending as LF: CRLF and a lone CR are line endings in markdown as in YAML."""
     return text.replace("\r\n", "\n").replace("\r", "\n")
@@ -246,16 +308,21 @@ class ProcessDoc(BaseModel):
     def render(self) -> str:
         """The markdown document: ``---`` YAML frontmatter ``---`` then the body."""
         data = self.frontmatter()
-        # The same text either way (`_c_emittable`); libyaml's emitter in a fraction of the time.
-        fast = _CDumper is not None and _c_emittable(data)
-        fm = yaml.dump(
-            data,
-            Dumper=_CDumper if fast else _Dumper,
-            sort_keys=False,
-            allow_unicode=True,
-            default_flow_style=None,
-            width=10_000,
-        )
+        key = repr(data)
+        fm = _RENDERED.get(key)
+        if fm is None:
+            # The same text either way (`_c_emittable`); libyaml's emitter in a fraction of the time.
+            fast = _CDumper is not None and _c_emittable(data)
+            fm = yaml.dump(
+                data,
+                Dumper=_CDumper if fast else _Dumper,
+                sort_keys=False,
+                allow_unicode=True,
+                default_flow_style=None,
+                width=10_000,
+            )
+            if fast and _builtin_only(data):  # bounded by `C_EMITTER_CHARS`, so the cache's size is too
+                _RENDERED.put(key, fm)
         body = self.body
         return f"---\n{fm}---\n\n{body}" if body else f"---\n{fm}---\n"
 

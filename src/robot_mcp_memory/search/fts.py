@@ -20,6 +20,7 @@ matches much of the store while adding little to any score.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -40,6 +41,11 @@ MAX_TERMS = 32
 BM25_K1 = 1.2
 
 
+#: Texts whose terms `terms` remembers: one find tokenises its query several times over (the
+#: mode check, the keyword leg, its phrase counts, the bound), and a fleet repeats its queries.
+TERMS_CACHE = 512
+
+
 def terms(text: str) -> list[str]:
     """Distinct word tokens of `text` (compared case-insensitively), in order: the first
     `MAX_TERMS` content words and the first `MAX_TERMS` function words among them (a long
@@ -48,7 +54,15 @@ def terms(text: str) -> list[str]:
 
     Tokens keep their case: FTS5 folds case itself, with the same tables for the query as for the
     indexed text. Lower-casing here with Python's newer Unicode tables would miss letters that
-    sqlite's unicode61 (Unicode 6.1) does not fold, such as Georgian Mtavruli or Greek Yot."""
+    sqlite's unicode61 (Unicode 6.1) does not fold, such as Georgian Mtavruli or Greek Yot.
+
+    A pure function of `text`, remembered for the last `TERMS_CACHE` texts; each call returns a
+    list of its own."""
+    return list(_terms(text))
+
+
+@functools.lru_cache(maxsize=TERMS_CACHE)
+def _terms(text: str) -> tuple[str, ...]:
     seen: dict[str, str] = {}
     content = function = 0
     # CJK runs become words as the index stores them (`segment.index_text`): "把包裹从收发室取来"
@@ -69,7 +83,7 @@ def terms(text: str) -> list[str]:
         seen[key] = tok
         if content == function == MAX_TERMS:
             break
-    return list(seen.values())
+    return tuple(seen.values())
 
 
 def content_terms(text: str) -> list[str]:
