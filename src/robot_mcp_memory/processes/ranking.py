@@ -151,7 +151,8 @@ class Fusion:
     """How hybrid results are ranked (defaults measured by bench/eval_search.py, docs/search.md).
 
     `order` says what decides the order: ``score`` (the default), the calibrated relevance
-    (`search.relevance`: keyword and vector relevance in [0, 1] averaged with `weights`) ×
+    (`search.relevance`: keyword and vector relevance in [0, 1] averaged with `weights`, each
+    scaled by its list's evidence for the query when `evidence`) ×
     reliability, the spec's rule on a relevance that means the same in keyword mode; or ``rrf``,
     weighted reciprocal-rank fusion of the two lists, kept for comparison.
 
