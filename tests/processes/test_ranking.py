@@ -1,8 +1,9 @@
 """The hybrid find plan's weights follow each list's evidence for the query (`ranking.evidence`):
 a Chinese instruction against English documents is proposed by keyword only Chinese documents
 sharing a word or two with it, and that list must not outweigh the vector list's nearest
-document. Through `find_processes` with the real default model, on documents of our own
-evaluation (eval/generate.py), and on hand-made candidates."""
+document; and find_processes' own default weights (keyword 1 : vector 1.5) are not recall's.
+Through `find_processes` with the real default model, on documents of our own evaluation
+(eval/generate.py), and on hand-made candidates."""
 
 from __future__ import annotations
 
@@ -54,15 +55,24 @@ CORPUS = [
 ]
 
 
-@pytest.fixture
-async def memory(tmp_path: Path) -> AsyncIterator[Memory]:
+async def _opened(tmp_path: Path, **env: str) -> Memory:
     # The default model, loaded once per test process and shared (`USEEmbedder._shared`).
-    m = Memory.open(Settings.from_env({"MEMORY_DATA_DIR": str(tmp_path / "data"), "ROBOT_ID": "tester"}))
+    m = Memory.open(Settings.from_env({"MEMORY_DATA_DIR": str(tmp_path / "data"), "ROBOT_ID": "tester", **env}))
     try:
         assert m.embedder is not None
         assert m.embedder.wait_ready(120), m.embedder.status()
         for text in CORPUS:
             await m.processes.save(STDIO, text)
+    except BaseException:
+        m.close()
+        raise
+    return m
+
+
+@pytest.fixture
+async def memory(tmp_path: Path) -> AsyncIterator[Memory]:
+    m = await _opened(tmp_path)
+    try:
         yield m
     finally:
         m.close()
@@ -83,6 +93,24 @@ async def test_a_chinese_instruction_finds_its_english_document_over_a_chinese_o
     assert found.mode == "hybrid"
     assert found.hits[0].doc.id == expect
     assert all(0.0 <= h.relevance <= 1.0 for h in found.hits)
+
+
+QUERY_TWO = "在托盘上摞两个红色的方块"  # pile two red cubes on the tray
+
+
+async def test_find_processes_weighs_the_vector_list_more_than_experience_recall_does(tmp_path: Path) -> None:
+    # The processes' own default weights (MEMORY_PROCESS_FUSION_WEIGHTS unset, keyword 1 :
+    # vector 1.5) find the English target; recall's 1:1, given to find_processes, do not.
+    memory = await _opened(tmp_path / "default")
+    try:
+        assert (await memory.processes.find(STDIO, QUERY_TWO, k=3)).hits[0].doc.id == "stack-two-red-tray"
+    finally:
+        memory.close()
+    memory = await _opened(tmp_path / "even", MEMORY_PROCESS_FUSION_WEIGHTS="keyword:1,vector:1")
+    try:
+        assert (await memory.processes.find(STDIO, QUERY_TWO, k=3)).hits[0].doc.id != "stack-two-red-tray"
+    finally:
+        memory.close()
 
 
 # ---------------------------------------------------------------------------- on hand-made candidates
