@@ -199,7 +199,11 @@ GRID: dict[str, Fusion] = {
     ),
     "hybrid 1:1 rel-within k60, coverage and agreement": Fusion((1.0, 1.0), 60, order="rrf"),
     "hybrid 2:1 rel-within k60, closeness": Fusion((2.0, 1.0), 60, closeness=True, order="rrf"),
+    "hybrid calibrated 1:1 (experience recall's weights)": Fusion((1.0, 1.0), 60),
+    "hybrid calibrated 1:1, weights not scaled by evidence": Fusion((1.0, 1.0), 60, evidence=False),
     "hybrid 1:2 calibrated × reliability": Fusion((1.0, 2.0), 60, order="score"),
+    "hybrid calibrated 1:2, weights not scaled by evidence": Fusion((1.0, 2.0), 60, evidence=False),
+    "hybrid calibrated 1:1.5, weights not scaled by evidence": Fusion((1.0, 1.5), 60, evidence=False),
     "hybrid 1:2 rel-within k60": Fusion((1.0, 2.0), 60, reliability="within", order="rrf"),
     "hybrid 1:3 rel-within k60": Fusion((1.0, 3.0), 60, reliability="within", order="rrf"),
     "hybrid 2:1 rel-within k60": Fusion((2.0, 1.0), 60, reliability="within", order="rrf"),
@@ -281,7 +285,7 @@ async def run_regime(eval_set: EvalSet, regime: str, embedder: str, data_dir: Pa
             siblings.setdefault(q.family, [])
             if q.expect not in siblings[q.family]:
                 siblings[q.family].append(q.expect)
-        default = Fusion(settings.fusion_weights, settings.fusion_k)
+        default = Fusion(settings.process_fusion_weights, settings.fusion_k)
         stronger_sibling = disagreements = 0
         began = time.perf_counter()
         for q in eval_set.queries:
@@ -487,7 +491,7 @@ async def main_async(args: argparse.Namespace, command: str) -> tuple[str, list[
     if args.dev_yaml:
         sets.append(EvalSet("processes_dev.yaml", *load_set(DEV)))
     defaults = Settings.from_env({})
-    ms = methods(Fusion(defaults.fusion_weights, defaults.fusion_k), grid=args.grid)
+    ms = methods(Fusion(defaults.process_fusion_weights, defaults.fusion_k), grid=args.grid)
     with tempfile.TemporaryDirectory() as tmp:
         runs = await evaluate(sets, ms, embedder=args.embedder, regimes=args.regimes.split(","), data_dir=Path(tmp))
     return report(ms, runs, command), ms, runs

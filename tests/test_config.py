@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from robot_mcp_memory.config import ENV_VARS, Settings
+from robot_mcp_memory.config import DEFAULT_FUSION_WEIGHTS, DEFAULT_PROCESS_FUSION_WEIGHTS, ENV_VARS, Settings
 from robot_mcp_memory.errors import ConfigError
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -71,6 +71,8 @@ def test_every_environment_variable_is_documented_in_the_readme() -> None:
     [
         # both weights 0: accepted, and then every search came back empty, labelled "hybrid"
         ({"MEMORY_FUSION_WEIGHTS": "keyword:0,vector:0"}, "MEMORY_FUSION_WEIGHTS"),
+        ({"MEMORY_PROCESS_FUSION_WEIGHTS": "keyword:0,vector:0"}, "MEMORY_PROCESS_FUSION_WEIGHTS"),
+        ({"MEMORY_PROCESS_FUSION_WEIGHTS": "keyword=1"}, "MEMORY_PROCESS_FUSION_WEIGHTS"),
         # a URL: accepted, and then every request to that name got 421
         ({"MEMORY_ALLOWED_HOSTS": "memory-host, https://memory.fleet.example/"}, "MEMORY_ALLOWED_HOSTS"),
         ({"MEMORY_ALLOWED_HOSTS": "memory host"}, "MEMORY_ALLOWED_HOSTS"),
@@ -92,6 +94,18 @@ def test_allowed_hosts_take_names_ports_wildcards_and_addresses() -> None:
     hosts = "memory-host,memory-host:9103,other:*,10.0.0.2,[::1]:9103,Name.Example"
     assert len(Settings.from_env({"MEMORY_ALLOWED_HOSTS": hosts}).allowed_hosts) == 6
     assert Settings.from_env({"MEMORY_FUSION_WEIGHTS": "keyword:0,vector:1"}).fusion_weights == (0.0, 1.0)
+
+
+def test_find_processes_has_weights_of_its_own_unless_the_shared_setting_is_set() -> None:
+    unset = Settings.from_env({})
+    assert unset.fusion_weights == DEFAULT_FUSION_WEIGHTS == (1.0, 1.0)  # experience recall
+    assert unset.process_fusion_weights == DEFAULT_PROCESS_FUSION_WEIGHTS != DEFAULT_FUSION_WEIGHTS
+    # Set before the processes' own setting existed, MEMORY_FUSION_WEIGHTS still governs both.
+    shared = Settings.from_env({"MEMORY_FUSION_WEIGHTS": "keyword:3,vector:1"})
+    assert shared.fusion_weights == shared.process_fusion_weights == (3.0, 1.0)
+    both = Settings.from_env({"MEMORY_FUSION_WEIGHTS": "keyword:3", "MEMORY_PROCESS_FUSION_WEIGHTS": "vector:4"})
+    assert both.fusion_weights == (3.0, 1.0)
+    assert both.process_fusion_weights == (DEFAULT_PROCESS_FUSION_WEIGHTS[0], 4.0)
 
 
 def test_forwarded_headers_are_believed_only_from_the_trusted_proxies() -> None:

@@ -105,7 +105,7 @@ class Memory:
         thresholds = Thresholds(settings.lesson_min_successes, settings.lesson_min_reliability)
         # Semantic search: the model loads in the background; until then search is keyword-only.
         embedder = ResilientEmbedder.from_settings(settings)
-        process_store = ProcessStore(index, embedder, Fusion(settings.fusion_weights, settings.fusion_k))
+        process_store = ProcessStore(index, embedder, Fusion(settings.process_fusion_weights, settings.fusion_k))
         experience_store = ExperienceStore(index, keyword_cache=keyword_cache)
         memories = SqliteMemories(experience_store)
         memory_vectors = MemoryVectorIndex(

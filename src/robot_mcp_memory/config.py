@@ -52,15 +52,21 @@ ENV_VARS: dict[str, str] = {
     "MEMORY_EMBED_TIMEOUT": "seconds to wait for an HTTP embedding server before searching keyword-only (default 10)",
     "MEMORY_FUSION_K": "reciprocal-rank-fusion constant k (default 60)",
     "MEMORY_FUSION_WEIGHTS": "weights of the keyword and vector lists in fusion (default 'keyword:1,vector:1', "
-    "chosen by the evaluation in docs/search.md)",
+    "chosen by the evaluation in docs/search.md); also find_processes' unless MEMORY_PROCESS_FUSION_WEIGHTS is set",
+    "MEMORY_PROCESS_FUSION_WEIGHTS": "find_processes' keyword and vector weights (default MEMORY_FUSION_WEIGHTS "
+    "when that is set, else 'keyword:1,vector:1.5', chosen by the evaluation in docs/search.md)",
 }
 
 _ROBOT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 EmbedderName = Literal["use", "fastembed", "ollama", "openai", "hashing", "none"]
 EMBEDDERS: tuple[EmbedderName, ...] = ("use", "fastembed", "ollama", "openai", "hashing", "none")
-#: (keyword, vector) fusion weights; chosen by eval/ (docs/search.md).
+#: (keyword, vector) fusion weights of experience recall, and of find_processes when
+#: MEMORY_FUSION_WEIGHTS is set; chosen by bench/eval_recall.py (docs/search.md).
 DEFAULT_FUSION_WEIGHTS = (1.0, 1.0)
+#: find_processes' (keyword, vector) weights when neither weight setting is set; chosen by
+#: bench/eval_search.py (docs/search.md).
+DEFAULT_PROCESS_FUSION_WEIGHTS = (1.0, 1.5)
 #: One MEMORY_ALLOWED_HOSTS entry: a DNS name or IPv4 address, or a bracketed IPv6 address, with
 #: an optional ``:port`` or ``:*``.
 _ALLOWED_HOST = re.compile(r"^(?:[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252})|\[[0-9A-Fa-f:.]+\])(?::(?:[0-9]{1,5}|\*))?\Z")
@@ -90,6 +96,7 @@ class Settings:
     embed_timeout: float = 10.0
     fusion_k: int = 60
     fusion_weights: tuple[float, float] = DEFAULT_FUSION_WEIGHTS
+    process_fusion_weights: tuple[float, float] = DEFAULT_PROCESS_FUSION_WEIGHTS
 
     @property
     def auth_enabled(self) -> bool:
@@ -249,8 +256,23 @@ def _search_settings(get: Callable[[str], str | None], problems: list[str]) -> d
     out["embed_api_key"] = key
     out["embed_timeout"] = _float(get("MEMORY_EMBED_TIMEOUT"), "MEMORY_EMBED_TIMEOUT", 10.0, 0.1, 600.0, problems)
     out["fusion_k"] = _int(get("MEMORY_FUSION_K"), "MEMORY_FUSION_K", 60, 1, 10_000, problems)
-    weights = dict(zip(("keyword", "vector"), DEFAULT_FUSION_WEIGHTS, strict=True))
-    for part in (get("MEMORY_FUSION_WEIGHTS") or "").split(","):
+    shared = get("MEMORY_FUSION_WEIGHTS")
+    out["fusion_weights"] = _weights(shared, "MEMORY_FUSION_WEIGHTS", DEFAULT_FUSION_WEIGHTS, problems)
+    processes = get("MEMORY_PROCESS_FUSION_WEIGHTS")
+    if processes is not None:
+        out["process_fusion_weights"] = _weights(
+            processes, "MEMORY_PROCESS_FUSION_WEIGHTS", DEFAULT_PROCESS_FUSION_WEIGHTS, problems
+        )
+    elif shared is not None:  # set before there was a processes' own: it keeps governing both
+        out["process_fusion_weights"] = out["fusion_weights"]
+    return out
+
+
+def _weights(raw: str | None, name: str, default: tuple[float, float], problems: list[str]) -> tuple[float, float]:
+    """`keyword:<w>,vector:<w>` (either part may be left out: its default stays), each weight
+    from 0 to 100 and not both 0."""
+    weights = dict(zip(("keyword", "vector"), default, strict=True))
+    for part in (raw or "").split(","):
         if not part.strip():
             continue
         label, _, value = part.partition(":")
@@ -260,13 +282,12 @@ def _search_settings(get: Callable[[str], str | None], problems: list[str]) -> d
         except ValueError:
             weight = -1.0
         if label not in weights or not 0.0 <= weight <= 100.0:
-            problems.append("MEMORY_FUSION_WEIGHTS must look like 'keyword:1,vector:1' with weights from 0 to 100")
+            problems.append(f"{name} must look like 'keyword:1,vector:1' with weights from 0 to 100")
             break
         weights[label] = weight
     if not any(weights.values()):  # both 0: fusion would rank nothing, and every search came back empty
-        problems.append("MEMORY_FUSION_WEIGHTS needs a weight above 0 for keyword or vector")
-    out["fusion_weights"] = (weights["keyword"], weights["vector"])
-    return out
+        problems.append(f"{name} needs a weight above 0 for keyword or vector")
+    return weights["keyword"], weights["vector"]
 
 
 def server_store(environ: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:

@@ -140,6 +140,11 @@ async def test_memory_uses_the_configured_fusion(tmp_path: Path) -> None:
         assert memory.process_store.fuse.weights == (0.0, 1.0)
     finally:
         memory.close()
+    memory = open_memory(tmp_path, MEMORY_EMBEDDER="hashing", MEMORY_PROCESS_FUSION_WEIGHTS="keyword:2,vector:3")
+    try:
+        assert memory.process_store.fuse.weights == (2.0, 3.0)
+    finally:
+        memory.close()
 
 
 # ---------------------------------------------------------------------------- vectors follow their rows

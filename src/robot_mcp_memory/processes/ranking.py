@@ -151,7 +151,8 @@ class Fusion:
     """How hybrid results are ranked (defaults measured by bench/eval_search.py, docs/search.md).
 
     `order` says what decides the order: ``score`` (the default), the calibrated relevance
-    (`search.relevance`: keyword and vector relevance in [0, 1] averaged with `weights`) ×
+    (`search.relevance`: keyword and vector relevance in [0, 1] averaged with `weights`, each
+    scaled by its list's evidence for the query when `evidence`) ×
     reliability, the spec's rule on a relevance that means the same in keyword mode; or ``rrf``,
     weighted reciprocal-rank fusion of the two lists, kept for comparison.
 
@@ -177,6 +178,10 @@ class Fusion:
     #: not the default: with keyword:vector 2:1 it ranked better on eval/ (docs/search.md), but
     #: reliability then only reorders candidates of nearly equal relevance.
     closeness: bool = False
+    #: Whether, in the calibrated order, each list's weight is scaled by the evidence it carries
+    #: for this query (`evidence_weights`): a Chinese query against English documents proposes,
+    #: by keyword, only documents sharing a common character, and that list then weighs little.
+    evidence: bool = True
 
 
 @dataclass(frozen=True)
@@ -278,7 +283,8 @@ def rank_hybrid(c: Candidates, fuse: Fusion, k: int) -> list[Ranked]:
     `fuse.reliability` says, relevance then being the fused score scaled so 1.0 means "first in
     both lists". Higher is better."""
     if fuse.order == "score":
-        return rank_calibrated(c, fuse.weights, k, c.agreement if fuse.agreement else {})
+        weights = evidence_weights(c, fuse.weights) if fuse.evidence else fuse.weights
+        return rank_calibrated(c, weights, k, c.agreement if fuse.agreement else {})
     rel = c.reliability
     agree = c.agreement if fuse.agreement else {}
 
@@ -306,6 +312,27 @@ def rank_hybrid(c: Candidates, fuse: Fusion, k: int) -> list[Ranked]:
     # Only the k best of ~100 candidates become objects.
     best = heapq.nsmallest(k, fused, key=lambda ref: (-score(ref), -rel[ref], ref))
     return [Ranked(ref, score(ref), fused[ref] / top * agree.get(ref, 1.0)) for ref in best]
+
+
+def evidence(c: Candidates) -> tuple[float, float]:
+    """How much each list (keyword, vector) says about this query, in [0, 1]: the calibrated
+    relevance of the best candidate it proposes. Keyword: how much of the query its best match
+    holds (a shared common word or character is a small part of it); vector: how close its
+    nearest document is. 0 for a list that proposes nothing."""
+    keyword = max((c.bound.relevance(raw) for _, raw in c.keyword), default=0.0)
+    vector = max((relevance.vector(cos) for _, cos in c.vector), default=0.0)
+    return keyword, vector
+
+
+def evidence_weights(c: Candidates, weights: tuple[float, float]) -> tuple[float, float]:
+    """The (keyword, vector) `weights` each scaled by its list's `evidence` for this query.
+
+    One pair for the whole query, so every candidate's hybrid relevance is still the same
+    weighted average of two relevances in [0, 1] (in [0, 1] itself, an exact match high in
+    both staying high), and an unchanged ratio of evidence leaves the weights' ratio as set:
+    a list that proposes nothing drops out, and the other's relevance is the hybrid one."""
+    ek, ev = evidence(c)
+    return weights[0] * ek, weights[1] * ev
 
 
 def calibrated(c: Candidates, weights: tuple[float, float]) -> dict[str, float]:
@@ -370,6 +397,8 @@ __all__ = [
     "agreeing_search",
     "agreement_text",
     "calibrated",
+    "evidence",
+    "evidence_weights",
     "hybrid_candidates",
     "hybrid_search",
     "keyword_search",

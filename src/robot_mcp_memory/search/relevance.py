@@ -16,12 +16,14 @@ fused rank scores say nothing about how well anything matched (1.0 for whatever 
   pattern and tags 2, the body 1), a document holding one of four words ~0.2.
 - **Vector**: cosine mapped linearly from `MIN_COSINE` (0: below it a candidate is noise and
   not proposed) to 1.
-- **Hybrid**: the two averaged with the fusion weights (`MEMORY_FUSION_WEIGHTS`; 0 for a
-  candidate a list does not hold). An exact match is high in both, so it stays high; a
+- **Hybrid**: the two averaged with the fusion weights (0 for a candidate a list does not
+  hold; `find_processes` scales each weight by its list's evidence for the query first,
+  `processes.ranking.evidence_weights`). An exact match is high in both, so it stays high; a
   document neither finds is low in both modes; a paraphrase that shares no word with the
-  document (a Chinese instruction for an English title) rests on its cosine alone, so it
-  reaches at most half. Measured on eval/processes.yaml against RRF (docs/search.md), ranking
-  by this relevance × reliability put more targets first with both neutral and random counts.
+  document (a Chinese instruction for an English title) rests on its cosine, weighed against
+  a keyword list that holds little of the query. Measured on eval/ (docs/search.md), ranking
+  by this relevance × reliability put more targets first than RRF with both neutral and
+  random counts.
 
 A document's `score` is its relevance × reliability, as the spec says.
 """
