@@ -56,7 +56,7 @@ _log = logs.get("robot_mcp_memory.app")
 #: What the operator's commands answer on PostgreSQL until its `OperatorStore` lands.
 NOT_ON_POSTGRES = (
     "{what} is not available on PostgreSQL yet: on a MEMORY_DATABASE_URL installation use PostgreSQL's own "
-    "tools (pg_dump, pg_restore, VACUUM, REINDEX) for now"
+    "tools (pg_dump, pg_restore) for now"
 )
 
 
