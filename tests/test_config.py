@@ -121,3 +121,54 @@ def test_forwarded_headers_are_believed_only_from_the_trusted_proxies() -> None:
     proxied = uvicorn_config(app, Settings.from_env({"MEMORY_TRUSTED_PROXIES": "10.0.0.5, 10.1.0.0/16,::1"}))
     assert proxied.proxy_headers is True
     assert proxied.forwarded_allow_ips == ["10.0.0.5", "10.1.0.0/16", "::1"]
+
+
+def test_without_a_database_url_the_store_is_the_embedded_sqlite_one() -> None:
+    s = Settings.from_env({"MEMORY_DATA_DIR": "/srv/memory"})
+    assert s.database_url is None
+    assert not s.postgres
+    assert not s.stateless_http
+    assert s.index_path == Path("/srv/memory/index.db")
+
+
+@pytest.mark.parametrize("scheme", ["postgresql", "postgres", "PostgreSQL"])
+def test_a_postgresql_url_selects_postgresql_and_stateless_http(scheme: str) -> None:
+    url = f"{scheme}://fleet:pw@db.lab:5432/memory"
+    s = Settings.from_env({"MEMORY_DATABASE_URL": f"  {url} "})
+    assert s.database_url == url
+    assert s.postgres
+    assert s.stateless_http  # replicas: any of them answers any request
+    assert s.database_pool_size == 8
+
+
+def test_stateless_http_is_a_setting_of_its_own() -> None:
+    url = "postgresql://db.lab/memory"
+    assert not Settings.from_env({"MEMORY_DATABASE_URL": url, "MCP_STATELESS_HTTP": "false"}).stateless_http
+    assert Settings.from_env({"MCP_STATELESS_HTTP": "true"}).stateless_http
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env({"MCP_STATELESS_HTTP": "sometimes"})
+    assert info.value.problems[0].startswith("MCP_STATELESS_HTTP")
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["mysql://fleet:hunter2secret@db/memory", "sqlite:///hunter2secret.db", "db.lab:5432 password=hunter2secret"],
+)
+def test_a_database_url_that_is_not_postgresql_is_refused_without_echoing_it(url: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env({"MEMORY_DATABASE_URL": url})
+    assert len(info.value.problems) == 1
+    assert info.value.problems[0].startswith("MEMORY_DATABASE_URL")
+    assert "hunter2secret" not in info.value.detail
+
+
+def test_the_database_url_stays_out_of_the_settings_repr() -> None:
+    s = Settings.from_env({"MEMORY_DATABASE_URL": "postgresql://fleet:hunter2secret@db/memory"})
+    assert "hunter2secret" not in repr(s)
+
+
+def test_the_pool_size_is_bounded() -> None:
+    assert Settings.from_env({"MEMORY_DATABASE_POOL_SIZE": "20"}).database_pool_size == 20
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env({"MEMORY_DATABASE_POOL_SIZE": "0"})
+    assert info.value.problems[0].startswith("MEMORY_DATABASE_POOL_SIZE")

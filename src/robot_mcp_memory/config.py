@@ -27,6 +27,11 @@ ENV_VARS: dict[str, str] = {
     "MCP_HOST": "interface to bind for sse (default 127.0.0.1; 0.0.0.0 for a fleet)",
     "MCP_PORT": "port for sse (default 9103)",
     "MEMORY_DATA_DIR": "directory holding index.db (and lessons.db) (default data/)",
+    "MEMORY_DATABASE_URL": "PostgreSQL to keep everything in instead of MEMORY_DATA_DIR's SQLite files, "
+    "'postgresql://user:password@host:5432/db' (secret: never logged; default unset: embedded SQLite)",
+    "MEMORY_DATABASE_POOL_SIZE": "most connections this process holds to MEMORY_DATABASE_URL (default 8)",
+    "MCP_STATELESS_HTTP": "true or false: Streamable HTTP without server-side sessions, answered as JSON, so any "
+    "replica can answer any request (default true with MEMORY_DATABASE_URL, else false)",
     "ROBOT_ID": "provenance written into saved documents over stdio (default unknown)",
     "MEMORY_TOKEN": "admin (unscoped) bearer token for the HTTP transports",
     "MEMORY_ROBOT_TOKENS": "per-robot tokens, 'rap-1:tokA,rap-2:tokB'",
@@ -59,6 +64,10 @@ ENV_VARS: dict[str, str] = {
 
 _ROBOT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 _LOG_LEVELS = ("debug", "info", "warning", "error")
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+#: What MEMORY_DATABASE_URL may start with: libpq's two URI schemes.
+_POSTGRES_URL = re.compile(r"^postgres(?:ql)?://", re.IGNORECASE)
 EmbedderName = Literal["use", "fastembed", "ollama", "openai", "hashing", "none"]
 EMBEDDERS: tuple[EmbedderName, ...] = ("use", "fastembed", "ollama", "openai", "hashing", "none")
 #: (keyword, vector) fusion weights of experience recall, and of find_processes when
@@ -97,6 +106,15 @@ class Settings:
     fusion_k: int = 60
     fusion_weights: tuple[float, float] = DEFAULT_FUSION_WEIGHTS
     process_fusion_weights: tuple[float, float] = DEFAULT_PROCESS_FUSION_WEIGHTS
+    #: A ``postgresql://`` URL: every store lives in that database (None: SQLite under `data_dir`).
+    database_url: str | None = field(default=None, repr=False)
+    database_pool_size: int = 8
+    #: Streamable HTTP keeps no session between requests and answers JSON (replicas behind a balancer).
+    stateless_http: bool = False
+
+    @property
+    def postgres(self) -> bool:
+        return self.database_url is not None
 
     @property
     def auth_enabled(self) -> bool:
@@ -179,6 +197,15 @@ class Settings:
             )
 
         search = _search_settings(get, problems)
+        database_url = get("MEMORY_DATABASE_URL")
+        if database_url is not None and not _POSTGRES_URL.match(database_url):
+            # The value is not echoed: a URL carries the password.
+            problems.append(
+                "MEMORY_DATABASE_URL must be a PostgreSQL URL starting with postgresql:// or postgres:// "
+                "(unset it to keep the embedded SQLite store under MEMORY_DATA_DIR)"
+            )
+        pool_size = _int(get("MEMORY_DATABASE_POOL_SIZE"), "MEMORY_DATABASE_POOL_SIZE", 8, 1, 1000, problems)
+        stateless = _bool(get("MCP_STATELESS_HTTP"), "MCP_STATELESS_HTTP", database_url is not None, problems)
 
         if problems:
             raise ConfigError(problems)
@@ -197,6 +224,9 @@ class Settings:
             loop_lag_warn_ms=lag_warn,
             lesson_min_successes=min_successes,
             lesson_min_reliability=min_reliability,
+            database_url=database_url,
+            database_pool_size=pool_size,
+            stateless_http=stateless,
             **search,
         )
 
@@ -207,6 +237,18 @@ def _network(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _bool(raw: str | None, name: str, default: bool, problems: list[str]) -> bool:
+    if raw is None:
+        return default
+    value = raw.lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    problems.append(f"{name} must be true or false, got {raw!r}")
+    return default
 
 
 def _int(raw: str | None, name: str, default: int, lo: int, hi: int, problems: list[str]) -> int:

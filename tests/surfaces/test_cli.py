@@ -1108,3 +1108,21 @@ def test_a_bad_port_flag_is_named_by_the_flag_and_a_bad_variable_by_the_variable
     monkeypatch.setenv("MCP_PORT", "70000")
     assert cli.main(["serve"]) == cli.EXIT_CONFIG
     assert "MCP_PORT must be between 1 and 65535" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["stats"], ["doctor"], ["dump", "out"], ["load", "src"], ["backup", "out"], ["hand-over", "--to", "shared"]],
+)
+def test_sqlite_only_commands_say_they_are_not_available_on_postgresql_before_opening_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    # An address nothing listens on: the command must answer without trying to connect.
+    monkeypatch.setenv("MEMORY_DATABASE_URL", "postgresql://fleet:hunter2secret@127.0.0.1:1/memory")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main([argv[0], "--data-dir", str(tmp_path / "data"), *argv[1:]]) == cli.EXIT_FAILED
+    err = capsys.readouterr().err
+    assert "not available on PostgreSQL yet" in err
+    assert "Traceback" not in err
+    assert "hunter2secret" not in err
+    assert not (tmp_path / "data").exists()

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from robot_mcp_memory import __version__, logs
-from robot_mcp_memory.app import Memory
+from robot_mcp_memory.app import NOT_ON_POSTGRES, Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.errors import (
     CannotListen,
@@ -223,6 +223,9 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
         serve_web(settings)
         return 0
+    if settings.postgres and command in _SQLITE_ONLY:
+        sys.stderr.write(f"robot-mcp-memory: {NOT_ON_POSTGRES.format(what=command)}\n")
+        return EXIT_FAILED
     if command == "backup":
         with _terminate_as_interrupt():  # a stopped backup removes what it wrote, as on Ctrl-C
             written = operations.backup(Memory.backups(), settings.data_dir, Path(args.dest), _progress("backup"))
@@ -255,6 +258,9 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 #: Commands that only read or rework what a database holds: on a directory without one they say
 #: so instead of creating an empty database (``load`` and ``import-robotmem`` fill a new one).
 _READS_A_DATABASE = frozenset({"doctor", "dump", "stats", "reindex", "reembed", "hand-over"})
+#: The operator's commands that work on the SQLite files; with MEMORY_DATABASE_URL they say they are not
+#: available there yet, before opening anything.
+_SQLITE_ONLY = frozenset({"backup", "dump", "load", "doctor", "stats", "reindex", "hand-over", "import-robotmem"})
 #: Commands that only read: on a data directory they cannot write (a snapshot, a read-only mount)
 #: they open the database read-only instead of refusing it.
 _ONLY_READS = frozenset({"doctor", "dump", "stats"})

@@ -45,6 +45,7 @@ from robot_mcp_memory import __version__, logs
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.looplag import LoopLag
 from robot_mcp_memory.metrics import Metrics
+from robot_mcp_memory.storage.sqlite import SqliteStore
 from robot_mcp_memory.surfaces.mcp.oversized import INVALID_REQUEST, REFUSED, OversizedRequests, RefusedBody, replayed
 from robot_mcp_memory.surfaces.mcp.stdio import message_id, number_problem
 from robot_mcp_memory.surfaces.mcp.tools import experiences, fleet, lessons, processes
@@ -1030,6 +1031,10 @@ def build_server(memory: Memory) -> MemoryMCP:
         max_request_body_size=MAX_REQUEST_BODY,
         max_sessions=MAX_SESSIONS,
         session_idle_timeout=SESSION_IDLE_TIMEOUT_S,
+        # Stateless: each POST to /mcp is answered on its own (as JSON), so behind a balancer any
+        # replica answers any request; the bearer token is still resolved on every request.
+        stateless_http=s.stateless_http,
+        json_response=s.stateless_http,
     )
     processes.register(mcp, memory, principal_of)
     fleet.register(mcp, memory, principal_of)
@@ -1069,6 +1074,20 @@ def transport_routes(mcp: MemoryMCP) -> list[Route | Mount]:
     ]
 
 
+def _sqlite_gauges(mcp: MemoryMCP, index: SqliteStore) -> None:
+    stats = index.stats
+    mcp.metrics.gauge("memory_hot_queue_depth", "hot record writes waiting", lambda: [((), stats.hot_pending)])
+    mcp.metrics.gauge("memory_hot_writes_dropped_total", "hot writes dropped", lambda: [((), stats.hot_dropped)])
+    mcp.metrics.gauge("memory_writes_total", "definition writes committed", lambda: [((), stats.writes_done)])
+    report = index.report
+    if report is not None:
+        mcp.metrics.gauge(
+            "memory_rows_at_start",
+            "rows per table at startup",
+            lambda: [((("table", t),), float(n)) for t, n in report.counts.items()],
+        )
+
+
 def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
     """SSE + Streamable HTTP (+ health) on one app. The parent's lifespan runs the Streamable
     HTTP session manager (a mounted sub-app's lifespan never runs)."""
@@ -1076,17 +1095,8 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
     async def health(_: Request) -> Response:
         return JSONResponse({"status": "ok", "version": __version__})
 
-    stats = memory.index.stats
-    mcp.metrics.gauge("memory_hot_queue_depth", "hot record writes waiting", lambda: [((), stats.hot_pending)])
-    mcp.metrics.gauge("memory_hot_writes_dropped_total", "hot writes dropped", lambda: [((), stats.hot_dropped)])
-    mcp.metrics.gauge("memory_writes_total", "definition writes committed", lambda: [((), stats.writes_done)])
-    report = memory.index.report
-    if report is not None:
-        mcp.metrics.gauge(
-            "memory_rows_at_start",
-            "rows per table at startup",
-            lambda: [((("table", t),), float(n)) for t, n in report.counts.items()],
-        )
+    if memory.sqlite is not None:  # SQLite's writer queue; PostgreSQL writes are transactions on a pool
+        _sqlite_gauges(mcp, memory.sqlite.index)
 
     async def metrics(request: Request) -> Response:
         principal = request.scope.get("principal")
@@ -1104,7 +1114,7 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
             tasks.cancel_scope.cancel()
 
     auth = TokenAuth(memory.settings.admin_token, memory.settings.robot_tokens)
-    web = build_web(memory, auth)  # REST API + dashboard
+    web = build_web(memory, auth, memory.sessions, memory.throttle)  # REST API + dashboard
     # The transports first: Starlette tries the routes in order, and every MCP message (each SSE
     # POST, each /mcp POST) would otherwise be matched against every REST route before its own.
     # Their paths (/mcp, /sse, /messages/…) are exact or a prefix no other route shares, so

@@ -26,7 +26,7 @@ _log = logs.get("robot_mcp_memory.surfaces.web")
 def web_app(memory: Memory) -> ASGIApp:
     """REST + dashboard + /healthz, wrapped in the tenancy middleware."""
     auth = TokenAuth(memory.settings.admin_token, memory.settings.robot_tokens)
-    web = build_web(memory, auth)
+    web = build_web(memory, auth, memory.sessions, memory.throttle)
 
     async def health(_: Request) -> Response:
         return JSONResponse({"status": "ok", "version": __version__})

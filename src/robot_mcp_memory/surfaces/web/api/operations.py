@@ -70,7 +70,7 @@ def register(api: Api, ctx: WebContext) -> None:
         p = call.principal
         _, processes = await memory.processes.list(p, 1, 0)
         overview = await memory.fleet.overview(p)
-        visible_lessons = not p.scoped or memory.fleet_registry.is_registered(p.robot_id or "")
+        visible_lessons = not p.scoped or memory.fleet_repo.is_registered(p.robot_id or "")
         lessons = await memory.lessons.list(p, "", 1, 0) if visible_lessons else None
         tables = await operations.stats(memory) if not p.scoped else None
         return Stats(

@@ -256,7 +256,7 @@ class RobotReporter:
         count: Counter[str] = Counter()
         newest: dict[str, str] = {}
         seen = 0
-        if principal.robot_id is not None and not self.memory.fleet_registry.is_registered(principal.robot_id):
+        if principal.robot_id is not None and not self.memory.fleet_repo.is_registered(principal.robot_id):
             return count, newest  # an unregistered robot reads no lessons (the service says not_found)
         while seen < SCAN:
             page = await self.memory.lessons.list(principal, "", LESSON_LIMIT, seen)

@@ -36,7 +36,7 @@ def register(api: Api, ctx: WebContext) -> None:
     throttle = ctx.login_throttle
 
     def info(principal: Principal, cookie: bool, csrf: str | None) -> SessionInfo:
-        group = ctx.memory.fleet_registry.group_of(principal.robot_id) if principal.robot_id else None
+        group = ctx.memory.fleet_repo.group_of(principal.robot_id) if principal.robot_id else None
         return SessionInfo(
             auth_enabled=ctx.auth.enabled,
             via=principal.via,
