@@ -209,3 +209,51 @@ async def test_the_robotmem_import_and_backups_on_postgresql_say_what_to_do_inst
     with pytest.raises(InvalidInput):
         operations.backup(PostgresBackups(), tmp_path, tmp_path / "backup")
     assert not (tmp_path / "backup").exists()
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+async def test_a_sqlite_dump_loaded_into_postgresql_dumps_back_byte_identical(
+    memory: Memory, pg_installations: PgFactory, tmp_path: Path
+) -> None:
+    """Both backends write the same archive: the files are the language a move speaks."""
+    await _seed(memory, tmp_path)
+    await operations.dump(memory, ADMIN, tmp_path / "from-sqlite")
+    target = pg_installations()
+    await operations.load(target, ADMIN, tmp_path / "from-sqlite")
+    await operations.dump(target, ADMIN, tmp_path / "from-postgres")
+    assert _files(tmp_path / "from-postgres") == _files(tmp_path / "from-sqlite")
+
+
+async def test_the_deep_index_check_finds_postings_that_differ_from_the_text_and_reindex_mends_them(
+    memory: Memory, pg_installations: PgFactory
+) -> None:
+    await operations.import_robotmem(memory, ADMIN, ROBOTMEM)
+    target = pg_installations()
+    await copy.copy_installation(memory.operations, target.operations, label="index.db")
+    target.execute(
+        "UPDATE memory_postings SET term = 'zzzz' WHERE (term, memory_id, col) = "
+        "(SELECT term, memory_id, col FROM memory_postings WHERE memory_id = 1 AND col = 0 LIMIT 1)"
+    )
+    assert (await operations.doctor(target)).ok  # lengths still agree: only the deep check reads the text
+    deep = await operations.doctor(target, full=True)
+    assert [check for check, _, ok in deep.lines if not ok] == ["memory index"]
+    assert (await operations.reindex(target, ADMIN))["memory index"] == _count(target, "memories")
+    assert (await operations.doctor(target, full=True)).ok
+
+
+def _count(target: PgInstallation, table: str) -> int:
+    return target.operations.row_counts()[table]
+
+
+async def test_the_doctor_reports_a_memory_whose_session_does_not_exist(
+    memory: Memory, pg_installations: PgFactory
+) -> None:
+    await operations.import_robotmem(memory, ADMIN, ROBOTMEM)
+    target = pg_installations()
+    await copy.copy_installation(memory.operations, target.operations, label="index.db")
+    target.execute("UPDATE memories SET session_id = 'gone' WHERE id = 1")
+    report = await operations.doctor(target)
+    assert [check for check, _, ok in report.lines if not ok] == ["integrity"]
