@@ -276,16 +276,19 @@ def load_tables(conn: Connection, src: Path, interrupt: Callable[[], None]) -> d
             conn.execute("DELETE FROM memory_vectors WHERE memory_id = ANY(%s)", (sorted(memory_ids),))
         if table.name == "memory_tags" and memory_ids:  # the archive carries the owners: their tags are its
             conn.execute("DELETE FROM memory_tags WHERE memory_id = ANY(%s)", (sorted(memory_ids),))
-        statements: dict[tuple[str, ...], str] = {}
+        # Runs of lines naming the same columns, in file order: a key repeated later still wins.
+        batches: list[tuple[tuple[str, ...], list[list[Any]]]] = []
+        for row in checked:
+            params = [_value(table.columns[c], row[c]) for c in row]
+            if table.name == "memories":
+                context = parse_json(row.get("context", "{}"))
+                params.append(json.dumps(context if isinstance(context, dict) else {}))
+            if not batches or batches[-1][0] != tuple(row):
+                batches.append((tuple(row), []))
+            batches[-1][1].append(params)
         with conn.cursor() as cur:
-            for row in checked:
-                names = tuple(row)
-                sql = statements.setdefault(names, _upsert(table, names))
-                params = [_value(table.columns[c], row[c]) for c in names]
-                if table.name == "memories":
-                    context = parse_json(row.get("context", "{}"))
-                    params.append(json.dumps(context if isinstance(context, dict) else {}))
-                cur.execute(sql, params)
+            for names, batch in batches:
+                cur.executemany(_upsert(table, names), batch)
         if table.name == "memories":
             indexed |= memory_ids
         if table.name == "memory_tags":

@@ -23,6 +23,7 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -133,9 +134,9 @@ class PostgresOperations:
 
         try:
             return await self.db.write(job)
-        finally:
+        finally:  # whatever committed: this process's fleet snapshot read again
             if self._reload is not None:
-                self._reload()
+                await asyncio.to_thread(self._reload)
 
     # ------------------------------------------------------------------ doctor, reindex, stats
     @property
