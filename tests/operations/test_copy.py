@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from robot_mcp_memory.app import Memory
+from robot_mcp_memory.config import Settings
 from robot_mcp_memory.errors import Conflict, InvalidInput, StorageError
 from robot_mcp_memory.experiences.service import ExperienceService
 from robot_mcp_memory.operations import copy
@@ -257,3 +258,20 @@ async def test_the_doctor_reports_a_memory_whose_session_does_not_exist(
     target.execute("UPDATE memories SET session_id = 'gone' WHERE id = 1")
     report = await operations.doctor(target)
     assert [check for check, _, ok in report.lines if not ok] == ["integrity"]
+
+
+async def test_a_copy_back_from_postgresql_into_a_fresh_sqlite_directory_is_verified_too(
+    memory: Memory, pg_installations: PgFactory, tmp_path: Path
+) -> None:
+    await _seed(memory, tmp_path)
+    middle = pg_installations()
+    there = await copy.copy_installation(memory.operations, middle.operations, label="index.db")
+    back = Memory.open(Settings.from_env({"MEMORY_DATA_DIR": str(tmp_path / "back"), "ROBOT_ID": "tester"}))
+    try:
+        again = await copy.copy_installation(middle.operations, back.operations, label="PostgreSQL schema")
+        assert again.counts() == there.counts()
+        await operations.dump(memory, ADMIN, tmp_path / "first")
+        await operations.dump(back, ADMIN, tmp_path / "round-trip")
+        assert _files(tmp_path / "round-trip") == _files(tmp_path / "first")
+    finally:
+        back.close()
