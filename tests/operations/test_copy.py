@@ -270,6 +270,7 @@ async def test_a_copy_back_from_postgresql_into_a_fresh_sqlite_directory_is_veri
     try:
         again = await copy.copy_installation(middle.operations, back.operations, label="PostgreSQL schema")
         assert again.counts() == there.counts()
+        assert await back.operations.unfinished_load() is None  # verified: the label is gone
         await operations.dump(memory, ADMIN, tmp_path / "first")
         await operations.dump(back, ADMIN, tmp_path / "round-trip")
         assert _files(tmp_path / "round-trip") == _files(tmp_path / "first")
