@@ -276,3 +276,32 @@ async def test_a_copy_back_from_postgresql_into_a_fresh_sqlite_directory_is_veri
         assert _files(tmp_path / "round-trip") == _files(tmp_path / "first")
     finally:
         back.close()
+
+
+class _Stop(Exception):
+    """What an operator's stop raises inside a restore."""
+
+
+async def test_a_restore_stopped_midway_on_postgresql_leaves_the_schema_as_it_was(
+    memory: Memory, pg_installations: PgFactory, tmp_path: Path
+) -> None:
+    await _seed(memory, tmp_path)
+    await operations.dump(memory, ADMIN, tmp_path / "d")
+    target = pg_installations()
+    await target.fleet.register_robot("rap-9", None, None)
+    before = target.operations.row_counts()
+    calls = 0
+
+    def interrupt() -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 3:  # after the documents, inside the archive's tables
+            raise _Stop
+
+    docs: list[ProcessDoc] = []
+    await memory.operations.export(lambda d, n, t: docs.append(d), tmp_path / "scratch")
+    with pytest.raises(_Stop):
+        await target.operations.restore(docs, tmp_path / "d" / "archive", source=tmp_path / "d", interrupt=interrupt)
+    assert calls == 3
+    assert target.operations.row_counts() == before
+    assert target.documents() == {}
