@@ -12,7 +12,7 @@ import pytest
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.errors import StorageError, StoreFailed
+from robot_mcp_memory.errors import StorageError
 from robot_mcp_memory.experiences.postgres.repository import PostgresMemories
 from robot_mcp_memory.fleet.postgres.store import PostgresFleet
 from robot_mcp_memory.lessons.postgres.store import PostgresLessons
@@ -63,19 +63,16 @@ async def test_a_database_url_wires_every_domain_to_postgresql(pg_memory: Memory
 
 
 @pytest.mark.postgres
-async def test_operator_commands_say_they_are_not_available_on_postgresql_and_readyz_asks_the_database(
-    pg_memory: Memory,
-) -> None:
-    with pytest.raises(StoreFailed, match="not available on PostgreSQL yet"):
-        await operations.stats(pg_memory)
-    with pytest.raises(StoreFailed, match="not available on PostgreSQL yet"):
-        await operations.reindex(pg_memory, ADMIN)
-    with pytest.raises(StoreFailed, match="not available on PostgreSQL yet"):
-        await handover.hand_over(pg_memory, ADMIN, "shared", apply=False)
-    handover.log_hint(pg_memory)  # the startup hint stays silent rather than stopping the start
+async def test_operator_commands_run_on_postgresql_and_readyz_asks_the_database(pg_memory: Memory) -> None:
+    await pg_memory.processes.save(ADMIN, MAILROOM)
+    counts = await operations.stats(pg_memory)
+    assert counts  # the operations adapter is PostgreSQL's, not a refusal
+    await operations.reindex(pg_memory, ADMIN)
+    await handover.hand_over(pg_memory, ADMIN, "shared", apply=False)
+    handover.log_hint(pg_memory)
     ready = await readiness.readiness(pg_memory)
     assert ready.ok
-    assert ready.checks[0].name.startswith("PostgreSQL schema t_")
+    assert ready.checks[0].name == "postgresql"
     with pytest.raises(StorageError):
         _ = pg_memory.process_store  # SQLite's adapter by its class: there is none
 

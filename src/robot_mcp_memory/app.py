@@ -3,16 +3,14 @@ REST/dashboard, CLI, Python API) builds one `Memory` and talks only to its servi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.errors import MemoryError_, StorageError, StoreFailed
+from robot_mcp_memory.errors import StorageError
 from robot_mcp_memory.experiences.postgres.repository import PostgresMemories
 from robot_mcp_memory.experiences.postgres.vectors import PostgresMemoryVectors
-from robot_mcp_memory.experiences.robotmem import ImportReport
 from robot_mcp_memory.experiences.service import ExperienceService
 from robot_mcp_memory.experiences.sqlite.repository import SqliteMemories
 from robot_mcp_memory.experiences.sqlite.storage import ExperienceStore
@@ -26,15 +24,10 @@ from robot_mcp_memory.lessons.postgres.store import PostgresLessons
 from robot_mcp_memory.lessons.service import ScopedParams, Thresholds
 from robot_mcp_memory.lessons.sqlite.store import ParamStore
 from robot_mcp_memory.operations.ports import (
-    EachDocument,
-    IndexHealth,
     OperatorStore,
-    Progress,
-    StoreHealth,
-    StoreProbe,
 )
+from robot_mcp_memory.operations.postgres.store import PostgresOperations
 from robot_mcp_memory.operations.sqlite.store import SqliteBackups, SqliteOperations
-from robot_mcp_memory.processes.docmodel import ProcessDoc
 from robot_mcp_memory.processes.ports import ProcessRepository
 from robot_mcp_memory.processes.postgres.store import PostgresProcesses
 from robot_mcp_memory.processes.ranking import Fusion
@@ -55,8 +48,8 @@ _log = logs.get("robot_mcp_memory.app")
 
 #: What the operator's commands answer on PostgreSQL until its `OperatorStore` lands.
 NOT_ON_POSTGRES = (
-    "{what} is not available on PostgreSQL yet: on a MEMORY_DATABASE_URL installation use PostgreSQL's own "
-    "tools (pg_dump, pg_restore) for now"
+    "{what} works on the SQLite files only: on a MEMORY_DATABASE_URL installation use PostgreSQL's own "
+    "tools (pg_dump, pg_restore) to back up, and import a robotmem file into SQLite, then copy it"
 )
 
 
@@ -283,7 +276,7 @@ class Memory:
             fleet_repo=fleet,
             lesson_repo=lessons,
             memories=memories,
-            operations=PendingOperations(store),
+            operations=PostgresOperations(store, reload=fleet.refresh),
             postgres=store,
             sessions=sessions,
             throttle=throttle,
@@ -317,74 +310,3 @@ class Memory:
         stores.fleet_registry.close()
         stores.experience_store.access.flush()  # pending access counts, before the writer drains
         stores.index.close()
-
-
-class PendingOperations:
-    """The `OperatorStore` of a PostgreSQL installation until PostgreSQL's own adapter lands:
-    `/readyz` asks the database, and every other operator command says it is not available
-    (`StoreFailed`, which the CLI and the REST API answer as its message, never a traceback)."""
-
-    def __init__(self, store: PostgresStore) -> None:
-        self.store = store
-
-    @staticmethod
-    def _refuse(what: str) -> StoreFailed:
-        return StoreFailed(NOT_ON_POSTGRES.format(what=what))  # a `StoreFailed`'s detail reaches REST callers
-
-    async def probe(self) -> list[StoreProbe]:
-        name = f"PostgreSQL schema {self.store.schema}"
-        try:
-            await self.store.read(lambda _conn: None)  # a pooled connection answers a transaction
-        except MemoryError_:
-            return [StoreProbe(name, "the database cannot be reached (the log has the reason)")]
-        return [StoreProbe(name, None)]
-
-    @property
-    def read_only(self) -> bool:
-        return False
-
-    @property
-    def hot_writes_dropped(self) -> int:
-        return 0  # no hot queue: every write is a transaction on the pool
-
-    async def export(self, each: EachDocument, folder: Path) -> tuple[int, dict[str, int]]:
-        raise self._refuse("dump")
-
-    async def restore(
-        self,
-        documents: Iterable[ProcessDoc],
-        archive_dir: Path | None,
-        *,
-        source: Path,
-        interrupt: Callable[[], None],
-    ) -> tuple[int, dict[str, int]]:
-        raise self._refuse("load")
-
-    def health(self, *, full: bool = False) -> StoreHealth:
-        raise self._refuse("doctor")
-
-    async def text_indexes(self, *, deep: bool) -> list[IndexHealth]:
-        raise self._refuse("doctor")
-
-    async def rebuild_text_indexes(self) -> dict[str, int]:
-        raise self._refuse("reindex")
-
-    async def unfinished_load(self) -> str | None:
-        raise self._refuse("doctor")
-
-    def row_counts(self) -> dict[str, int]:
-        raise self._refuse("stats")
-
-    async def count_unknown(self) -> dict[str, int]:
-        raise self._refuse("hand-over")
-
-    def count_unknown_blocking(self) -> dict[str, int]:
-        raise self._refuse("hand-over")
-
-    async def hand_over_unknown(self, to: str) -> dict[str, int]:
-        raise self._refuse("hand-over")
-
-    async def import_robotmem(
-        self, path: Path, *, robot: str | None, collection_prefix: str, progress: Progress | None
-    ) -> ImportReport:
-        raise self._refuse("import-robotmem")

@@ -96,6 +96,12 @@ class ToyOperatorStore:
     async def unfinished_load(self) -> str | None:
         return self.unfinished
 
+    async def mark_unfinished(self, what: str) -> None:
+        self.unfinished = what
+
+    async def mark_finished(self) -> None:
+        self.unfinished = None
+
     def row_counts(self) -> dict[str, int]:
         return {"processes": len(self.documents), NOTES: len(self.notes), "lessons": 0}
 

@@ -1112,9 +1112,9 @@ def test_a_bad_port_flag_is_named_by_the_flag_and_a_bad_variable_by_the_variable
 
 @pytest.mark.parametrize(
     "argv",
-    [["stats"], ["doctor"], ["dump", "out"], ["load", "src"], ["backup", "out"], ["hand-over", "--to", "shared"]],
+    [["backup", "out"], ["import-robotmem", "memory.db"]],
 )
-def test_sqlite_only_commands_say_they_are_not_available_on_postgresql_before_opening_anything(
+def test_sqlite_only_commands_say_what_to_do_on_postgresql_before_opening_anything(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:
     # An address nothing listens on: the command must answer without trying to connect.
@@ -1122,7 +1122,8 @@ def test_sqlite_only_commands_say_they_are_not_available_on_postgresql_before_op
     monkeypatch.chdir(tmp_path)
     assert cli.main([argv[0], "--data-dir", str(tmp_path / "data"), *argv[1:]]) == cli.EXIT_FAILED
     err = capsys.readouterr().err
-    assert "not available on PostgreSQL yet" in err
+    assert "works on the SQLite files only" in err
+    assert "pg_dump" in err
     assert "Traceback" not in err
     assert "hunter2secret" not in err
     assert not (tmp_path / "data").exists()

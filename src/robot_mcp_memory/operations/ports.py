@@ -1,10 +1,12 @@
 """The operations port: what the operator's use cases (`service`, `handover`, `readiness`) need
 from storage, named for what the operator does, and the values that cross it. A backend
-implements `OperatorStore` (the SQLite one is `operations.sqlite.store`) and `Backups`; `app.py`
+implements `OperatorStore` (`operations.sqlite.store`, `operations.postgres.store`) and `Backups`; `app.py`
 wires them, and the use cases never see a connection, a file format or a table.
 
 Contract of an `OperatorStore`:
 
+- `mark_unfinished` labels the store as holding a load that did not finish (a copy whose
+  verification failed: `copy.copy_installation`) until `mark_finished`.
 - `export` hands every process document to `each` and writes every other archived row (one
   ``<name>.jsonl`` per table into `folder`) from one consistent snapshot of the store while
   writers go on; the lessons, kept apart, from a snapshot of their own. It returns the documents
@@ -92,6 +94,13 @@ class Archives(Protocol):
         """(documents written, rows loaded per archive file); `documents` is iterated inside the
         transaction, `interrupt` called throughout it, `source` recorded while unfinished."""
         ...
+
+    async def mark_unfinished(self, what: str) -> None:
+        """Record that a load (or a copy) of `what` has not finished: `unfinished_load` names it
+        (and `doctor` fails) until `mark_finished`."""
+        ...
+
+    async def mark_finished(self) -> None: ...
 
 
 class Checkup(Protocol):

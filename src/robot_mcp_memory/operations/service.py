@@ -405,7 +405,7 @@ async def stats(memory: Installation, *, serving: bool = True) -> dict[str, int]
     """Rows per table of index.db, and ``lessons`` (the rows of lessons.db); for a `serving`
     process also the hot writes it dropped (a command run beside the server has its own counter,
     always 0: it said nothing about the server's)."""
-    counts = memory.operations.row_counts()
+    counts = await asyncio.to_thread(memory.operations.row_counts)  # a count per table: off the loop
     if serving:
         counts["hot_writes_dropped"] = memory.operations.hot_writes_dropped
     return counts

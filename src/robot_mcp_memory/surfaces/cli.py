@@ -258,9 +258,9 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 #: Commands that only read or rework what a database holds: on a directory without one they say
 #: so instead of creating an empty database (``load`` and ``import-robotmem`` fill a new one).
 _READS_A_DATABASE = frozenset({"doctor", "dump", "stats", "reindex", "reembed", "hand-over"})
-#: The operator's commands that work on the SQLite files; with MEMORY_DATABASE_URL they say they are not
-#: available there yet, before opening anything.
-_SQLITE_ONLY = frozenset({"backup", "dump", "load", "doctor", "stats", "reindex", "hand-over", "import-robotmem"})
+#: The operator's commands that work on the SQLite files alone (a file copy; an import that writes
+#: SQLite): with MEMORY_DATABASE_URL they say what to do instead, before opening anything.
+_SQLITE_ONLY = frozenset({"backup", "import-robotmem"})
 #: Commands that only read: on a data directory they cannot write (a snapshot, a read-only mount)
 #: they open the database read-only instead of refusing it.
 _ONLY_READS = frozenset({"doctor", "dump", "stats"})

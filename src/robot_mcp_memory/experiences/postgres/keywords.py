@@ -50,12 +50,19 @@ def entry(content: str, context: dict[str, object], user_tags: Sequence[str]) ->
     return segment.index_text(content), context_text(context, user_tags)
 
 
-def write_entry(conn: Connection, mid: int, texts: tuple[str, str]) -> None:
-    """Replace memory `mid`'s postings and length with those of `texts`, in the caller's transaction."""
+def postings_of(texts: tuple[str, str]) -> tuple[dict[tuple[str, int], list[int]], int]:
+    """The postings of an index entry — each (term, column)'s positions — and its length in
+    tokens: what `write_entry` stores, and what a health check compares the stored ones with."""
     [found] = _TOKENS.instances([list(texts)])
     positions: dict[tuple[str, int], list[int]] = {}
     for col, offset, token in found:
         positions.setdefault((token, col), []).append(offset)
+    return positions, len(found)
+
+
+def write_entry(conn: Connection, mid: int, texts: tuple[str, str]) -> None:
+    """Replace memory `mid`'s postings and length with those of `texts`, in the caller's transaction."""
+    positions, length = postings_of(texts)
     conn.execute("DELETE FROM memory_postings WHERE memory_id = %s", (mid,))
     if positions:
         keys = list(positions)
@@ -69,7 +76,7 @@ def write_entry(conn: Connection, mid: int, texts: tuple[str, str]) -> None:
                 ["{" + ",".join(map(str, positions[k])) + "}" for k in keys],
             ),
         )
-    conn.execute("UPDATE memories SET doclen = %s WHERE id = %s", (len(found), mid))
+    conn.execute("UPDATE memories SET doclen = %s WHERE id = %s", (length, mid))
 
 
 def phrases(match: Sequence[str]) -> list[Phrase]:

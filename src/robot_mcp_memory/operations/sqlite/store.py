@@ -192,6 +192,12 @@ class SqliteOperations:
     async def unfinished_load(self) -> str | None:
         return await self.index.read(archive.unfinished)
 
+    async def mark_unfinished(self, what: str) -> None:
+        await self.index.write(lambda conn: archive.mark_unfinished(conn, what))
+
+    async def mark_finished(self) -> None:
+        await self.index.write(archive.mark_finished)
+
     def row_counts(self) -> dict[str, int]:
         counts = maintenance.count_rows(self.index_path, [t.name for t in db.TABLES])
         lessons_db = self.lessons.path  # lessons live in their own file, made by the first one

@@ -166,12 +166,19 @@ def _columns_of(doc: ProcessDoc) -> list[str]:
     return [index_text(t) for t in (doc.title, doc.task_pattern, " ".join(doc.tags), doc.body)]
 
 
-def _index(conn: Connection, doc: ProcessDoc) -> None:
-    """Replace the document's postings, lexemes and length (the caller holds the transaction)."""
+def postings_of(doc: ProcessDoc) -> tuple[dict[tuple[str, int], list[int]], int]:
+    """The postings the document's text makes — each (term, column)'s positions — and its length
+    in tokens: what `_index` stores, and what a health check compares the stored ones with."""
     [found] = _TOKENS.instances([_columns_of(doc)])
     positions: dict[tuple[str, int], list[int]] = {}
     for col, offset, term in found:
         positions.setdefault((term, col), []).append(offset)
+    return positions, len(found)
+
+
+def _index(conn: Connection, doc: ProcessDoc) -> None:
+    """Replace the document's postings, lexemes and length (the caller holds the transaction)."""
+    positions, length = postings_of(doc)
     conn.execute("DELETE FROM process_postings WHERE process_id = %s", (doc.id,))
     with conn.cursor() as cur:
         cur.executemany(
@@ -181,7 +188,7 @@ def _index(conn: Connection, doc: ProcessDoc) -> None:
     lexemes = sorted({term for term, _ in positions})
     conn.execute(
         "UPDATE processes SET lexemes = array_to_tsvector(%s::text[]), doclen = %s WHERE id = %s",
-        (lexemes, len(found), doc.id),
+        (lexemes, length, doc.id),
     )
 
 
@@ -762,4 +769,4 @@ class PostgresProcesses:
         return await self.db.write(reindex_all)
 
 
-__all__ = ["COMPONENT", "MIGRATIONS", "PostgresProcesses", "relevance", "search"]
+__all__ = ["COMPONENT", "MIGRATIONS", "PostgresProcesses", "postings_of", "relevance", "search"]

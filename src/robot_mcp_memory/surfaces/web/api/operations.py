@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -93,8 +94,11 @@ def register(api: Api, ctx: WebContext) -> None:
         Operator information: unscoped callers only."""
         memory.policy.require_admin(call.principal, "doctor")
         report = await operations.doctor(memory, full=call.args.full)
-        rows, indexed = await memory.process_store.index_counts()
-        health = memory.operations.health()
+        # Through the operations port, on either backend: the process index's rows and entries.
+        indexes = await memory.operations.text_indexes(deep=False)
+        process = next((ix for ix in indexes if ix.name == "process index"), None)
+        rows, indexed = (process.rows, process.entries) if process is not None else (0, 0)
+        health = await asyncio.to_thread(memory.operations.health)  # reads files or the database
         return Doctor(
             ok=report.ok,
             checks=[Check(check=c, detail=d, ok=ok) for c, d, ok in report.lines],
