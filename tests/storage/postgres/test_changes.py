@@ -7,6 +7,7 @@ import random
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
@@ -70,18 +71,35 @@ class Race:
     by_snapshot: list[Counter[str]] = field(default_factory=list)
     by_sequence: list[Counter[str]] = field(default_factory=list)
     polls: int = 0
+    pruned: int = 0
+    errors: list[BaseException] = field(default_factory=list)
 
 
-def _race(store: PostgresStore, seed: int) -> Race:
+def _race(store: PostgresStore, seed: int, *, prune: bool = False) -> Race:
     """`WRITERS` threads each run `TRANSACTIONS` transactions that record one or two entries, then
     pause (seeded, random) before committing — one in seven rolls back instead; `READERS` readers
     with a snapshot cursor and as many with a sequence cursor poll all along, and once more after
-    the writers are done."""
+    the writers are done. With `prune`, the snapshot readers acknowledge each batch and a pruner
+    deletes what they have all passed, all along."""
     race = Race()
     lock = threading.Lock()
     done = threading.Event()
-    start = threading.Barrier(WRITERS + 2 * READERS)
+    start = threading.Barrier(WRITERS + 2 * READERS + (1 if prune else 0))
     start_cursor = store.read_blocking(FEED.start)
+    for r in range(READERS if prune else 0):
+        _ack(store, f"reader-{r}", start_cursor)
+
+    def reported(fn: Callable[..., None]) -> Callable[..., None]:
+        def run(*args: object) -> None:
+            try:
+                fn(*args)
+            except BaseException as exc:
+                with lock:
+                    race.errors.append(exc)
+                start.abort()  # the others stop waiting for this thread
+                done.set()
+
+        return run
 
     def writer(n: int) -> None:
         rng = random.Random(seed * 100 + n)
@@ -106,7 +124,7 @@ def _race(store: PostgresStore, seed: int) -> Race:
                 with lock:
                     race.committed.update(refs)
 
-    def snapshot_reader(seen: Counter[str]) -> None:
+    def snapshot_reader(r: int, seen: Counter[str]) -> None:
         cursor = start_cursor
         start.wait(30)
         while True:
@@ -114,10 +132,18 @@ def _race(store: PostgresStore, seed: int) -> Race:
             batch = _read(store, cursor)
             seen.update(e.ref for e in batch.entries)
             cursor = batch.cursor
+            if prune:
+                _ack(store, f"reader-{r}", cursor)
             with lock:
                 race.polls += 1
             if finished:
                 return
+
+    def pruner() -> None:
+        start.wait(30)
+        while not done.is_set():
+            race.pruned += _prune(store, DAY)[0]
+            done.wait(0.02)  # the pruner's cadence
 
     def sequence_reader(seen: Counter[str]) -> None:
         last = 0
@@ -132,9 +158,10 @@ def _race(store: PostgresStore, seed: int) -> Race:
 
     race.by_snapshot = [Counter() for _ in range(READERS)]
     race.by_sequence = [Counter() for _ in range(READERS)]
-    writers = [threading.Thread(target=writer, args=(n,)) for n in range(WRITERS)]
-    readers = [threading.Thread(target=snapshot_reader, args=(s,)) for s in race.by_snapshot]
-    readers += [threading.Thread(target=sequence_reader, args=(s,)) for s in race.by_sequence]
+    writers = [threading.Thread(target=reported(writer), args=(n,)) for n in range(WRITERS)]
+    readers = [threading.Thread(target=reported(snapshot_reader), args=rs) for rs in enumerate(race.by_snapshot)]
+    readers += [threading.Thread(target=reported(sequence_reader), args=(s,)) for s in race.by_sequence]
+    readers += [threading.Thread(target=reported(pruner))] if prune else []
     for t in writers + readers:
         t.start()
     for t in writers:
@@ -143,6 +170,7 @@ def _race(store: PostgresStore, seed: int) -> Race:
     for t in readers:
         t.join(120)
     assert not any(t.is_alive() for t in writers + readers)
+    assert race.errors == []
     return race
 
 
@@ -161,6 +189,16 @@ def test_every_committed_entry_reaches_every_reader_exactly_once_under_concurren
         assert set(seen) == race.committed
 
 
+def test_pruning_while_they_write_and_read_loses_nothing_a_registered_reader_needs(
+    feed_store: PostgresStore,
+) -> None:
+    race = _race(feed_store, seed=28, prune=True)
+    assert race.pruned > 0, "the pruner deleted entries while the race ran"
+    for seen in race.by_snapshot:
+        assert set(seen) == race.committed, "no reader was told to reload, and none missed an entry"
+        assert max(seen.values()) == 1
+
+
 def test_a_sequence_cursor_would_miss_entries_under_the_same_schedule(feed_store: PostgresStore) -> None:
     race = _race(feed_store, seed=27)
     missed = [len(race.committed - set(seen)) for seen in race.by_sequence]
@@ -170,8 +208,10 @@ def test_a_sequence_cursor_would_miss_entries_under_the_same_schedule(feed_store
         assert max(seen.values()) == 1
 
 
-def _hold_open(store: PostgresStore, ref: str) -> tuple[threading.Thread, threading.Event, threading.Event]:
-    """A writer that records `ref` and keeps its transaction open until told to commit."""
+@contextmanager
+def _held_open(store: PostgresStore, ref: str) -> Iterator[Callable[[], None]]:
+    """A writer that records `ref` and keeps its transaction open until the yielded function (or
+    the end of the block) commits it."""
     recorded, commit = threading.Event(), threading.Event()
 
     def work(c: Connection) -> None:
@@ -179,21 +219,26 @@ def _hold_open(store: PostgresStore, ref: str) -> tuple[threading.Thread, thread
         recorded.set()
         assert commit.wait(30)
 
+    def committed() -> None:
+        commit.set()
+        thread.join(30)
+
     thread = threading.Thread(target=store.write_blocking, args=(work,))
     thread.start()
-    assert recorded.wait(30)
-    return thread, recorded, commit
+    try:
+        assert recorded.wait(30)
+        yield committed
+    finally:
+        committed()
 
 
 def test_an_entry_in_progress_at_a_read_is_returned_by_the_read_after_its_commit(feed_store: PostgresStore) -> None:
     cursor = feed_store.read_blocking(FEED.start)
-    thread, _, commit = _hold_open(feed_store, "early")  # draws the lower sequence value, commits last
-    feed_store.write_blocking(lambda c: FEED.record(c, "late", "put"))
-
-    first = _read(feed_store, cursor)
-    last_id = feed_store.read_blocking(lambda c: _by_sequence(c, 0))[-1][0]
-    commit.set()
-    thread.join(30)
+    with _held_open(feed_store, "early") as commit:  # draws the lower sequence value, commits last
+        feed_store.write_blocking(lambda c: FEED.record(c, "late", "put"))
+        first = _read(feed_store, cursor)
+        last_id = feed_store.read_blocking(lambda c: _by_sequence(c, 0))[-1][0]
+        commit()
     second = _read(feed_store, first.cursor)
     third = _read(feed_store, second.cursor)
 
@@ -291,16 +336,14 @@ def test_a_reader_behind_the_prune_horizon_is_told_to_reload_and_then_misses_not
 
 def test_a_reload_cursor_reads_on_while_an_older_transaction_is_still_open(feed_store: PostgresStore) -> None:
     behind = feed_store.read_blocking(FEED.start)
-    thread, _, commit = _hold_open(feed_store, "long")
-    _write(feed_store, "a")
-    assert _prune(feed_store, timedelta(0)) == (1, 0)
-    told = feed_store.read_blocking(lambda c: FEED.since(behind, c))
-    assert isinstance(told, Reload)
-    assert told.cursor.xip, "the long transaction holds the snapshot's xmin below what was pruned"
-    again = _read(feed_store, told.cursor)
-    assert again.entries == (), "the prune it has seen does not make it reload again"
-    commit.set()
-    thread.join(30)
+    with _held_open(feed_store, "long"):
+        _write(feed_store, "a")
+        assert _prune(feed_store, timedelta(0)) == (1, 0)
+        told = feed_store.read_blocking(lambda c: FEED.since(behind, c))
+        assert isinstance(told, Reload)
+        assert told.cursor.xip, "the long transaction holds the snapshot's xmin below what was pruned"
+        again = _read(feed_store, told.cursor)
+        assert again.entries == (), "the prune it has seen does not make it reload again"
     assert [e.ref for e in _read(feed_store, again.cursor).entries] == ["long"]
 
 
