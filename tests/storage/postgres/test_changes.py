@@ -427,3 +427,19 @@ def test_entries_need_an_op_and_names_without_nul(feed_store: PostgresStore) -> 
             feed_store.write_blocking(fn)
     with pytest.raises(InvalidInput):
         ChangeFeed("")
+
+
+def test_a_read_and_its_cursor_describe_the_callers_snapshot_not_the_latest_commit(feed_store: PostgresStore) -> None:
+    before = feed_store.read_blocking(FEED.start)
+
+    def read(c: Connection) -> tuple[Cursor, Batch | Reload, int]:
+        opened = FEED.start(c)
+        _write(feed_store, "meanwhile")  # commits on another connection while this snapshot is open
+        row = c.execute("SELECT count(*) FROM change_log").fetchone()
+        assert row is not None
+        return opened, FEED.since(before, c), int(row[0])
+
+    opened, result, count = feed_store.read_blocking(read)
+    assert result == Batch((), opened)
+    assert count == 0
+    assert [e.ref for e in _read(feed_store, opened).entries] == ["meanwhile"]

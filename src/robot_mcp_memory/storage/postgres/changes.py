@@ -65,6 +65,7 @@ from datetime import timedelta
 from typing import Any, NamedTuple
 
 import psycopg
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from robot_mcp_memory import logs
@@ -350,7 +351,7 @@ class Listener:
     def _connected(self) -> psycopg.Connection[tuple[Any, ...]]:
         if self._conn is None or self._conn.closed:
             conn = psycopg.connect(self.url, autocommit=True, prepare_threshold=None)
-            conn.execute(f"LISTEN {CHANNEL}")
+            conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
             self._conn = conn
         return self._conn
 
