@@ -15,15 +15,17 @@ With valgrind on the PATH each side runs in a child process of its own under ``v
 --tool=callgrind --instr-atstart=no``; the child turns instrumentation on just before its pings and
 off just after them (``callgrind_control -i on|off``, dumping each window), and an empty window
 (on, then off at once) is counted the same way and subtracted, so what is left is the pings'
-own instructions — the server's and the in-process client's, the same client for both sides. It
-prints::
+own instructions — the server's and the in-process client's, the same client for both sides.
+Every child runs with one hash seed. It prints (the figures are in docs/benchmarks.md, "S2")::
 
     SSE ping through the ASGI app in-process, 300 pings after 200 warm-up; instructions per ping (callgrind):
-      ours         1,881,000
-      bare         1,601,000
-      ours ÷ bare  1.18×
+      ours         N,NNN,NNN
+      bare         N,NNN,NNN
+      ours ÷ bare  N.NN×
 
-The count repeats to a few hundredths of a percent, so it compares commits on a shared machine.
+The count does not depend on the machine's load or clock (only our app's background threads,
+which run for as long as the window lasts, make it move a little), so it compares commits on a
+shared machine.
 Without valgrind, or with ``--process-time``, both sides run in this process and it prints
 ``time.process_time`` per ping instead (the best of ``--repeats`` windows): the noisy figure, which
 moves with the machine's load and the CPU's clock; say so beside it.
@@ -367,7 +369,10 @@ def instructions_per_ping(side: Side, pings: int, warmup: int) -> float:
             "--warmup",
             str(warmup),
         ]
-        done = subprocess.run(command, cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        # One hash seed for every child: str hashes, and so dict and set layouts, are then the same
+        # from run to run, and so is the count.
+        env = os.environ | {"PYTHONHASHSEED": "0"}
+        done = subprocess.run(command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
         totals = dumped_totals(out)
         if done.returncode != 0 or {EMPTY.name, PINGS.name} - totals.keys():
             valgrind = log.read_text(errors="replace")[-2000:] if log.exists() else ""
