@@ -433,19 +433,22 @@ def measure(pings: int, warmup: int, *, process_time: bool, repeats: int) -> Fig
     return Figures("process time", per_ping["ours"], per_ping["bare"], pings, warmup, reason)
 
 
-def _positive(text: str) -> int:
-    n = int(text)
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"needs a positive whole number, got {text}")
-    return n
+def _at_least(least: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        n = int(text)
+        if n < least:
+            raise argparse.ArgumentTypeError(f"needs a whole number of at least {least}, got {text}")
+        return n
+
+    return parse
 
 
 def main(argv: Sequence[str] | None = None, out: Callable[[str], object] = print) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pings", type=_positive, default=300, help="pings measured per side")
-    parser.add_argument("--warmup", type=int, default=200, help="pings sent first, not measured")
+    parser.add_argument("--pings", type=_at_least(1), default=300, help="pings measured per side")
+    parser.add_argument("--warmup", type=_at_least(0), default=200, help="pings sent first, not measured")
     parser.add_argument("--process-time", action="store_true", help="measure time.process_time, not instructions")
-    parser.add_argument("--repeats", type=_positive, default=5, help="windows per side with --process-time")
+    parser.add_argument("--repeats", type=_at_least(1), default=5, help="windows per side with --process-time")
     parser.add_argument("--child", choices=SIDES, help=argparse.SUPPRESS)  # one side, under callgrind
     args = parser.parse_args(argv)
     logs.configure("warning")
