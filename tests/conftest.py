@@ -64,7 +64,7 @@ _import_everything_on_the_main_thread()
 # so the gate is deterministic. `pytest --hypothesis-profile=explore` draws new examples (and more of
 # them) to look for what the fixed ones miss: README.md and docs/architecture.md, "Tests".
 hypothesis.settings.register_profile("robot-mcp-memory", deadline=None, derandomize=True, database=None)
-hypothesis.settings.register_profile("explore", deadline=None, max_examples=500)
+hypothesis.settings.register_profile("explore", deadline=None, derandomize=False, max_examples=500)
 hypothesis.settings.load_profile("robot-mcp-memory")
 
 #: Source compiled (or parsed with `ast`) off the main thread while the tests ran: each one is a
