@@ -291,7 +291,11 @@ class ChangeFeed:
     def prune(self, conn: Connection, *, horizon: timedelta) -> Pruned:
         """In a write transaction: forget registrations older than `horizon`, delete the entries
         every remaining registered reader has passed and those written more than `horizon` ago,
-        and raise the watermark past them (a reader behind it is told to reload)."""
+        and raise the watermark past them (a reader behind it is told to reload).
+
+        Open: pruning while readers poll has let a reader miss entries without a `Reload` in about
+        1 race run in 100, unexplained (tests/storage/postgres/test_changes.py, with
+        ROBOT_MEMORY_PRUNE_RACE=1). Until it is understood, prune only while no reader polls."""
         if horizon < timedelta(0):
             raise InvalidInput("a change-feed horizon is not negative")
         # Prunes of one component run one at a time, so the watermark only rises.
