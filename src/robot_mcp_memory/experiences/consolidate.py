@@ -31,7 +31,7 @@ Pure: `plan` takes rows and returns (superseded id, representative id) pairs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,3 +100,37 @@ def _clusters(members: Sequence[Row], keys: Mapping[int, FactKeys]) -> list[list
 
 
 __all__ = ["KEEP_CONFIDENCE", "MIN_MEMORIES", "Row", "eligible", "plan"]
+
+
+def session_summary(
+    counts: Iterable[tuple[str, str, int]],
+    *,
+    consolidated: int,
+    duration_s: float,
+    outcome_score: float | None,
+    previous: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """What ``end_session`` stores as a session's summary, whatever the backend: from (type,
+    category, active memories) counts, how many memories consolidation folded, and how long the
+    session ran. robotmem's keys (``memory_count``, ``by_type``, ``by_category``) stand beside
+    ours; where an imported session came from (``imported_from`` of its `previous` summary) stays known."""
+    by_type: dict[str, int] = {}
+    by_category: dict[str, int] = {}
+    for t, category, n in counts:
+        by_type[t] = by_type.get(t, 0) + int(n)
+        by_category[category] = int(n) + by_category.get(category, 0)
+    summary: dict[str, Any] = {
+        "memories": by_type.get("fact", 0),
+        "perceptions": by_type.get("perception", 0),
+        "categories": dict(sorted(by_category.items())),
+        "consolidated": consolidated,
+        "duration_s": round(duration_s, 3),
+        "outcome_score": outcome_score,
+        # robotmem's keys for the same counts (its summary had only these)
+        "memory_count": sum(by_type.values()),
+        "by_type": dict(sorted(by_type.items())),
+        "by_category": dict(sorted(by_category.items())),
+    }
+    if previous and "imported_from" in previous:
+        summary["imported_from"] = previous["imported_from"]
+    return summary

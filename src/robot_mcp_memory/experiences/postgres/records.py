@@ -307,29 +307,17 @@ def end_session(conn: Connection, sid: str, outcome_score: float | None, now: fl
             "WHERE id = %s AND status = 'active'",
             (rep, now, old),
         )
-    by_type: dict[str, int] = {}
-    by_category: dict[str, int] = {}
-    for t, category, n in conn.execute(
-        "SELECT type, category, count(*) FROM memories WHERE session_id = %s AND status = 'active' "
-        "GROUP BY 1, 2 ORDER BY 1, 2",
-        (sid,),
-    ):
-        by_type[t] = by_type.get(t, 0) + int(n)
-        by_category[category] = int(n) + by_category.get(category, 0)
-    summary: dict[str, Any] = {
-        "memories": by_type.get("fact", 0),
-        "perceptions": by_type.get("perception", 0),
-        "categories": dict(sorted(by_category.items())),
-        "consolidated": len(pairs),
-        "duration_s": round(now - s.started_at, 3),
-        "outcome_score": outcome_score,
-        # robotmem's keys for the same counts (its summary had only these)
-        "memory_count": sum(by_type.values()),
-        "by_type": dict(sorted(by_type.items())),
-        "by_category": dict(sorted(by_category.items())),
-    }
-    if s.summary and "imported_from" in s.summary:  # where an imported session came from stays known
-        summary["imported_from"] = s.summary["imported_from"]
+    summary = consolidate.session_summary(
+        conn.execute(
+            "SELECT type, category, count(*) FROM memories WHERE session_id = %s AND status = 'active' "
+            "GROUP BY 1, 2 ORDER BY 1, 2",
+            (sid,),
+        ),
+        consolidated=len(pairs),
+        duration_s=now - s.started_at,
+        outcome_score=outcome_score,
+        previous=s.summary,
+    )
     conn.execute(
         "UPDATE sessions SET ended_at = %s, outcome_score = %s, summary = %s WHERE id = %s",
         (now, outcome_score, _dumps(summary), sid),

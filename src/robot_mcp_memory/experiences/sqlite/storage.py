@@ -513,27 +513,16 @@ def end_session(
         "WHERE id = ? AND status = 'active'",
         [(rep, now, old) for old, rep in pairs],
     )
-    by_type: dict[str, int] = {}
-    by_category: dict[str, int] = {}
-    for r in conn.execute(
-        "SELECT type, category, count(*) FROM memories WHERE session_id = ? AND status = 'active' GROUP BY 1, 2", (sid,)
-    ):
-        by_type[r[0]] = by_type.get(r[0], 0) + r[2]
-        by_category[r[1]] = r[2] + by_category.get(r[1], 0)
-    summary: dict[str, Any] = {
-        "memories": by_type.get("fact", 0),
-        "perceptions": by_type.get("perception", 0),
-        "categories": dict(sorted(by_category.items())),
-        "consolidated": len(pairs),
-        "duration_s": round(now - s.started_at, 3),
-        "outcome_score": outcome_score,
-        # robotmem's keys for the same counts (its summary had only these)
-        "memory_count": sum(by_type.values()),
-        "by_type": dict(sorted(by_type.items())),
-        "by_category": dict(sorted(by_category.items())),
-    }
-    if s.summary and "imported_from" in s.summary:  # where an imported session came from stays known
-        summary["imported_from"] = s.summary["imported_from"]
+    summary = consolidate.session_summary(
+        conn.execute(
+            "SELECT type, category, count(*) FROM memories WHERE session_id = ? AND status = 'active' GROUP BY 1, 2",
+            (sid,),
+        ),
+        consolidated=len(pairs),
+        duration_s=now - s.started_at,
+        outcome_score=outcome_score,
+        previous=s.summary,
+    )
     conn.execute(
         "UPDATE sessions SET ended_at = ?, outcome_score = ?, summary = ? WHERE id = ?",
         (now, outcome_score, _dumps(summary), sid),
