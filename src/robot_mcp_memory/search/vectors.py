@@ -305,3 +305,31 @@ def _order_ties(found: list[tuple[str, float]], close: list[int]) -> None:
 
 
 __all__ = ["ExactIndex", "Vector", "VectorIndex", "decode", "encode"]
+
+
+class SnapshotIndexes:
+    """The vector indexes one read snapshot ranks by, looked up once per model (`lookup`: the
+    backend's cache brought up to that snapshot, or None: no vector of that model stored), and
+    the two questions a find asks them. An index of another size than the query's is none."""
+
+    def __init__(self, lookup: Callable[[str], ExactIndex | None]) -> None:
+        self._lookup = lookup
+        self._indexes: dict[str, ExactIndex | None] = {}
+
+    def index(self, model_id: str, dim: int) -> ExactIndex | None:
+        if model_id not in self._indexes:
+            self._indexes[model_id] = self._lookup(model_id)
+        index = self._indexes[model_id]
+        return index if index is not None and index.dim == dim else None
+
+    def top(
+        self, qvec: Vector, model_id: str, n: int, visible: Collection[str] | None
+    ) -> list[tuple[str, float]] | None:
+        """The `n` nearest visible refs by cosine, or None when no index of this model and size exists."""
+        index = self.index(model_id, qvec.shape[0])
+        return None if index is None else index.search(qvec, n, visible)
+
+    def among(self, qvec: Vector, model_id: str, ids: Sequence[str]) -> dict[str, float]:
+        """The cosine of each of `ids` that has a vector of this model."""
+        index = self.index(model_id, qvec.shape[0])
+        return {} if index is None or not ids else dict(index.search_among(qvec, len(ids), ids))

@@ -65,7 +65,7 @@ from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.search.resilient import ResilientEmbedder
 from robot_mcp_memory.search.segment import index_text
 from robot_mcp_memory.search.sqlite.tokens import Fts5Tokens
-from robot_mcp_memory.search.vectors import ExactIndex, Vector
+from robot_mcp_memory.search.vectors import SnapshotIndexes, Vector
 from robot_mcp_memory.storage.clock import now_iso
 from robot_mcp_memory.storage.postgres import Connection, Migration, PostgresStore
 from robot_mcp_memory.tenancy.principal import SHARED
@@ -534,9 +534,8 @@ class Snapshot:
 
     def __init__(self, conn: Connection, cache: VectorCache | None = None) -> None:
         self.conn = conn
-        self.cache = cache
         self._scored: dict[tuple[str, ...], _Scored] = {}
-        self._indexes: dict[str, ExactIndex | None] = {}
+        self.vectors = SnapshotIndexes(lambda m: None if cache is None else cache.index(conn, DOMAIN, m))
 
     def _of(self, phrases: Phrases) -> _Scored:
         key = phrases
@@ -576,21 +575,13 @@ class Snapshot:
             scored = {pid: r for pid, r in scored.items() if pid in shown}
         return sorted(scored.items(), key=lambda p: (-p[1], p[0]))[:n]
 
-    def _index(self, model_id: str, dim: int) -> ExactIndex | None:
-        if model_id not in self._indexes:
-            self._indexes[model_id] = None if self.cache is None else self.cache.index(self.conn, DOMAIN, model_id)
-        index = self._indexes[model_id]
-        return index if index is not None and index.dim == dim else None
-
     def vector_top(
         self, qvec: Vector, model_id: str, n: int, visible: Collection[str] | None
     ) -> list[tuple[str, float]] | None:
-        index = self._index(model_id, qvec.shape[0])
-        return None if index is None else index.search(qvec, n, visible)
+        return self.vectors.top(qvec, model_id, n, visible)
 
     def vector_among(self, qvec: Vector, model_id: str, ids: Sequence[str]) -> dict[str, float]:
-        index = self._index(model_id, qvec.shape[0])
-        return {} if index is None or not ids else dict(index.search_among(qvec, len(ids), ids))
+        return self.vectors.among(qvec, model_id, ids)
 
     def reliability(
         self, ids: Collection[str], visible: Collection[str] | None, tenant: str | None

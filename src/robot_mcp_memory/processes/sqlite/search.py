@@ -28,7 +28,7 @@ from robot_mcp_memory.processes.ports import NO_PHRASES, Hit, PhraseCounts, Phra
 from robot_mcp_memory.processes.ranking import BM25_WEIGHTS
 from robot_mcp_memory.search import fts
 from robot_mcp_memory.search.sqlite.vectorstore import VectorCache
-from robot_mcp_memory.search.vectors import ExactIndex, Vector
+from robot_mcp_memory.search.vectors import SnapshotIndexes, Vector
 from robot_mcp_memory.tenancy.principal import SHARED
 
 T = TypeVar("T")
@@ -373,8 +373,7 @@ class Snapshot:
 
     def __init__(self, conn: sqlite3.Connection, cache: VectorCache | None = None) -> None:
         self.conn = conn
-        self.cache = cache
-        self._indexes: dict[str, ExactIndex | None] = {}
+        self.vectors = SnapshotIndexes(lambda m: None if cache is None else cache.index(conn, "process", m))
 
     def phrase_counts(self, phrases: Phrases) -> PhraseCounts:
         return phrase_counts(self.conn, phrases)
@@ -394,21 +393,13 @@ class Snapshot:
     ) -> list[tuple[str, float]]:
         return keyword_candidates(self.conn, phrases, n, visible, counted)
 
-    def _index(self, model_id: str, dim: int) -> ExactIndex | None:
-        if model_id not in self._indexes:
-            self._indexes[model_id] = None if self.cache is None else self.cache.index(self.conn, "process", model_id)
-        index = self._indexes[model_id]
-        return index if index is not None and index.dim == dim else None
-
     def vector_top(
         self, qvec: Vector, model_id: str, n: int, visible: Collection[str] | None
     ) -> list[tuple[str, float]] | None:
-        index = self._index(model_id, qvec.shape[0])
-        return None if index is None else index.search(qvec, n, visible)
+        return self.vectors.top(qvec, model_id, n, visible)
 
     def vector_among(self, qvec: Vector, model_id: str, ids: Sequence[str]) -> dict[str, float]:
-        index = self._index(model_id, qvec.shape[0])
-        return {} if index is None or not ids else dict(index.search_among(qvec, len(ids), ids))
+        return self.vectors.among(qvec, model_id, ids)
 
     def reliability(
         self, ids: Collection[str], visible: Collection[str] | None, tenant: str | None
