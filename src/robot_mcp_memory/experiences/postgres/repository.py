@@ -27,6 +27,7 @@ from typing import Literal, TypeVar
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.errors import StorageError
+from robot_mcp_memory.experiences.access import PendingAccesses
 from robot_mcp_memory.experiences.dedup import Duplicate
 from robot_mcp_memory.experiences.model import Experience, NewMemory, Session
 from robot_mcp_memory.experiences.ports import (
@@ -142,38 +143,15 @@ def connection_of(at: object) -> Connection:
     return at.conn
 
 
-class AccessCounts:
-    """Access counters waiting to be written: added without waiting, written at most every
-    `interval` seconds as one transaction (see the module docstring)."""
+class AccessCounts(PendingAccesses[None]):
+    """Access counters (`experiences.access`) written as one transaction at most every `interval`
+    seconds (see the module docstring)."""
 
     def __init__(self, db: PostgresStore, interval: float = ACCESS_FLUSH_S) -> None:
+        super().__init__(interval)
         self._db = db
-        self._interval = interval
-        self._lock = threading.Lock()
-        self._pending: dict[int, int] = {}
-        self._now = 0.0
-        self._timer: threading.Timer | None = None
 
-    def add(self, ids: Iterable[int], now: float) -> None:
-        with self._lock:
-            for mid in ids:
-                self._pending[mid] = self._pending.get(mid, 0) + 1
-            self._now = now
-            if self._timer is None and self._pending:
-                self._timer = threading.Timer(self._interval, self.flush)
-                self._timer.daemon = True
-                self._timer.start()
-
-    def flush(self) -> None:
-        """Write what is pending now (the timer's job, and closing's)."""
-        with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-            counts, self._pending = self._pending, {}
-            now = self._now
-        if not counts:
-            return
+    def _write(self, counts: dict[int, int], now: float) -> None:
         try:
             self._db.write_blocking(lambda c: records.touch(c, counts, now))
         except StorageError as exc:  # counters may be lost, never a read

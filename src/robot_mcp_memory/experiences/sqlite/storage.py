@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 from robot_mcp_memory import jsonvalue
 from robot_mcp_memory.errors import Conflict, NotFound, StorageError
 from robot_mcp_memory.experiences import consolidate
+from robot_mcp_memory.experiences.access import PendingAccesses
 from robot_mcp_memory.experiences.dedup import Candidate, Duplicate
 from robot_mcp_memory.experiences.indexing import BM25_WEIGHTS, MAX_CONTEXT_TEXT, MEMORIES_TOKENIZE, context_text
 from robot_mcp_memory.experiences.model import (
@@ -697,40 +698,15 @@ def _has_rank_index(conn: sqlite3.Connection) -> bool:
     return row is not None
 
 
-class AccessCounts:
-    """Access counters waiting to be written. Every recall adds to them without waiting; at most
-    every `interval` seconds they go to the store's hot path as one transaction for the lot, so a
-    loop of recalls costs one small write now and then instead of one per recall — and never
-    delays a read. Dropped (and counted by the store) when the hot queue is full, as counters may be."""
+class AccessCounts(PendingAccesses[concurrent.futures.Future[None]]):
+    """Access counters (`experiences.access`) handed to the store's hot path as one transaction
+    for the lot. Dropped (and counted by the store) when the hot queue is full, as counters may be."""
 
     def __init__(self, db: SqliteStore, interval: float = ACCESS_FLUSH_S) -> None:
+        super().__init__(interval)
         self._db = db
-        self._interval = interval
-        self._lock = threading.Lock()
-        self._pending: dict[int, int] = {}
-        self._now = 0.0
-        self._timer: threading.Timer | None = None
 
-    def add(self, ids: Iterable[int], now: float) -> None:
-        with self._lock:
-            for mid in ids:
-                self._pending[mid] = self._pending.get(mid, 0) + 1
-            self._now = now
-            if self._timer is None and self._pending:
-                self._timer = threading.Timer(self._interval, self.flush)
-                self._timer.daemon = True
-                self._timer.start()
-
-    def flush(self) -> concurrent.futures.Future[None] | None:
-        """Hand what is pending to the hot path now (also on close)."""
-        with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-            counts, self._pending = self._pending, {}
-            now = self._now
-        if not counts:
-            return None
+    def _write(self, counts: dict[int, int], now: float) -> concurrent.futures.Future[None] | None:
         try:
             return self._db.hot(lambda c: touch(c, counts, now))
         except StorageError:  # the store has closed: counters may be lost, never a read
