@@ -77,7 +77,7 @@ def sessions(store: PostgresStore) -> Iterator[list[Session]]:
     try:
         yield opened
     finally:
-        for s in opened:
+        for s in reversed(opened):  # the later sessions first: one may hold a lock an earlier one waits for
             s.close()
 
 
