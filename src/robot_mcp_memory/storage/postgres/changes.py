@@ -43,8 +43,9 @@ What the invariant needs:
   visible in C and the watermark is not below C's ``xmin`` (everything below ``xmin`` C had
   already been returned), an entry C needs may be gone, so the read returns `Reload` — the
   reader rebuilds its cache in that same snapshot and continues from `Reload.cursor`, which sees
-  that prune — never a partial batch. A registration not refreshed within the horizon is
-  forgotten, so a replica that died does not hold the log forever.
+  that prune — never a partial batch (`ChangeFeed.prune` argues it case by case). A
+  registration not refreshed within the horizon is forgotten, so a replica that died does not
+  hold the log forever.
 - **Wake-ups are a hint.** `record` also sends a ``NOTIFY`` (delivered at commit) and `Listener`
   waits for one, so a replica may read early; a reader that polls on a timeout alone misses
   nothing, and a lost notification costs one poll interval.
@@ -293,14 +294,36 @@ class ChangeFeed:
         every remaining registered reader has passed and those written more than `horizon` ago,
         and raise the watermark past them (a reader behind it is told to reload).
 
-        Open: pruning while readers poll has let a reader miss entries without a `Reload` in about
-        1 race run in 100, unexplained (tests/storage/postgres/test_changes.py, with
-        ROBOT_MEMORY_PRUNE_RACE=1). Until it is understood, prune only while no reader polls."""
+        Why a reader polling meanwhile loses nothing silently. Let a read on cursor C run in
+        snapshot S, and call an entry *owed* when its writer committed, is visible in S and is not
+        visible in C. An owed entry's writer id is at least ``C.xmin``: PostgreSQL puts every
+        transaction in progress below a snapshot's ``xmax`` in its ``xip``, and ``xmin`` is the
+        least of them, so a transaction below ``xmin`` had ended when C was taken and, if it
+        committed, is visible in C. Every prune that deletes an entry writes the one
+        ``change_pruned`` row (``through`` = the largest writer id ever deleted, ``pruned_by`` =
+        itself); prunes of a component take the advisory lock below and hold it to their commit,
+        so the row S sees is that of the last prune to commit before S. Take any prune Q:
+
+        - Q committed after S was taken (or is still running): its deletions are not visible in
+          S, which still reads every row Q deleted.
+        - Q is visible in C: it committed before C was taken, and deleted only rows committed
+          before its DELETE ran, so visible in C: none was owed.
+        - Q committed before S but is not visible in C: then neither is the last prune (it
+          committed after Q, and a snapshot that sees a commit sees every earlier one), and any
+          owed entry Q deleted has ``C.xmin <= id <= through``: the read returns `Reload` with S,
+          which sees that prune; the caller rebuilds in S.
+
+        So a read that returns a `Batch` has every owed entry. Deleting below the least
+        acknowledged ``xmin`` deletes only entries visible in every registered reader's cursor
+        (acknowledged after it applied them) and keeps the watermark below that ``xmin``: only the
+        horizon ever sends a registered reader to `Reload`. Nothing needs prune ids to follow
+        their commit order (a caller's transaction may hold an id before it calls this). Each
+        schedule is a test (tests/storage/postgres/test_changes_schedules.py), and the race in
+        test_changes.py prunes while four writers and two readers run."""
         if horizon < timedelta(0):
             raise InvalidInput("a change-feed horizon is not negative")
-        # Prunes of one component run one at a time, so the watermark only rises.
-        # (and a later prune's id is assigned after an earlier one committed: a cursor that sees the
-        # last prune sees them all).
+        # Prunes of one component run one at a time to their commit: the watermark only rises, and
+        # the row a snapshot sees names the last prune committed before it.
         conn.execute(
             "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || '.changes.prune.' || %s, 0))",
             (self.component,),
