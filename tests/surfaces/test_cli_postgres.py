@@ -130,3 +130,15 @@ def test_a_copy_whose_counts_differ_exits_1_and_doctor_reports_it(
     monkeypatch.delenv("MEMORY_DATABASE_URL")
     assert cli.main(["copy-to-postgres", "--data-dir", str(tmp_path / "data"), "--to", url]) == cli.EXIT_FAILED
     assert "already holds" in capsys.readouterr().err  # not empty: drop it first, as doctor says
+
+
+def test_the_python_api_left_without_a_store_opens_the_servers_database(
+    tmp_path: Path, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMORY_DATABASE_URL", url)
+    monkeypatch.chdir(tmp_path)
+    with RobotMemory(robot_id="rap-1") as api:
+        made = api.learn("the conveyor belt stalls at 0.8 m/s")
+    with RobotMemory(database_url=url) as api:
+        assert [m["id"] for m in api.recall("conveyor belt stalls")] == [made["memory_id"]]
+    assert not (tmp_path / "data").exists()  # nothing went to SQLite
