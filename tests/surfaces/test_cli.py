@@ -1126,3 +1126,14 @@ def test_sqlite_only_commands_say_what_to_do_on_postgresql_before_opening_anythi
     assert "Traceback" not in err
     assert "hunter2secret" not in err
     assert not (tmp_path / "data").exists()
+
+
+def test_a_copy_target_that_is_not_a_postgresql_url_is_named_by_its_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMORY_DATABASE_URL", raising=False)
+    argv = ["copy-to-postgres", "--data-dir", str(tmp_path), "--to", "mysql://u:hunter2@h/db"]
+    assert cli.main(argv) == cli.EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert "--to must be a PostgreSQL URL" in err
+    assert "hunter2" not in err

@@ -137,12 +137,12 @@ def _settings(args: argparse.Namespace) -> Settings:
         ("host", "MCP_HOST"),
         ("port", "MCP_PORT"),
         ("data_dir", "MEMORY_DATA_DIR"),
-        ("to", "MEMORY_DATABASE_URL"),  # copy-to-postgres: its target
+        ("target_url", "MEMORY_DATABASE_URL"),  # copy-to-postgres --to (hand-over's --to is a robot)
     ):
         value = getattr(args, attr, None)
         if value is not None:
             overrides[var] = str(value)
-            flags[var] = "--" + attr.replace("_", "-")
+            flags[var] = "--to" if attr == "target_url" else "--" + attr.replace("_", "-")
     # The environment goes straight into Settings, its only reader (tests/test_architecture.py).
     try:
         return Settings.from_env({**os.environ, **overrides})

@@ -41,7 +41,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     c = sub.add_parser(COMMAND, help=help_, description=help_)
     c.add_argument("--data-dir", help="the SQLite data directory to copy; overrides MEMORY_DATA_DIR")
     c.add_argument(
-        "--to", required=True, metavar="URL", help="postgresql://user:password@host:5432/database (must be empty)"
+        "--to",
+        dest="target_url",
+        required=True,
+        metavar="URL",
+        help="postgresql://user:password@host:5432/database (must be empty)",
     )
 
 
