@@ -38,7 +38,7 @@ from typing import Any, SupportsFloat, SupportsIndex
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.app import Memory
-from robot_mcp_memory.config import Settings, server_store
+from robot_mcp_memory.config import Settings, server_database_url, server_store
 from robot_mcp_memory.errors import Conflict, InvalidInput, MemoryError_, StorageError
 from robot_mcp_memory.experiences.model import MAX_BATCH, as_int, as_real, check_memory_id
 from robot_mcp_memory.experiences.service import BatchItem, ExperienceService, JsonArg, Learned, run_sync
@@ -79,6 +79,7 @@ class RobotMemory:
         collection: str = "default",
         embedder: str = "none",
         wait_for_model: float = 60.0,
+        database_url: str | None = None,
     ) -> None:
         """With an `embedder`, wait up to `wait_for_model` seconds for its model to load (``0``:
         do not wait), so the first recalls are already hybrid; a model that did not load in time
@@ -88,11 +89,21 @@ class RobotMemory:
         is a new temporary directory, removed at `close`. Left out, ``data_dir`` and ``robot_id``
         are the server's (``MEMORY_DATA_DIR``, ``ROBOT_ID``), else ``data`` and ``unknown`` — as
         robotmem's ``RobotMemory()`` opens the one store its server uses, from any directory.
+
+        ``database_url`` (``postgresql://…``) opens that PostgreSQL database instead, as a server with
+        ``MEMORY_DATABASE_URL`` does (the same `Settings` path). Left out, it is the server's
+        ``MEMORY_DATABASE_URL`` — but only when ``data_dir`` is left out too: a directory named here
+        (``":memory:"`` included) is always that SQLite directory, so a test's throwaway memory never
+        lands in the fleet's database. Naming both is refused (`InvalidInput`).
         Logging: the root logger and the host's configuration are left alone (`logs.for_library`)."""
         logs.for_library()
         self._scratch: Path | None = None
         self._scratch_removal: weakref.finalize[..., Any] | None = None
         server_dir, server_robot = server_store()
+        if database_url is not None and data_dir is not None:
+            raise InvalidInput("name either data_dir (a SQLite directory) or database_url (PostgreSQL), not both")
+        if database_url is None and data_dir is None:
+            database_url = server_database_url()
         if data_dir is None:
             data_dir = server_dir or "data"
         if robot_id is None:
@@ -105,7 +116,10 @@ class RobotMemory:
             where = self._scratch
         else:
             where = Path(data_dir).expanduser()
-        settings = Settings.from_env({"MEMORY_DATA_DIR": str(where), "ROBOT_ID": robot_id, "MEMORY_EMBEDDER": embedder})
+        env = {"MEMORY_DATA_DIR": str(where), "ROBOT_ID": robot_id, "MEMORY_EMBEDDER": embedder}
+        if database_url is not None:
+            env["MEMORY_DATABASE_URL"] = database_url
+        settings = Settings.from_env(env)
         try:
             self._memory: Memory | None = Memory.open(settings, mode=StoreMode.BLOCKING)
         except BaseException:

@@ -23,10 +23,8 @@ from robot_mcp_memory.lessons.ports import LessonRepository
 from robot_mcp_memory.lessons.postgres.store import PostgresLessons
 from robot_mcp_memory.lessons.service import ScopedParams, Thresholds
 from robot_mcp_memory.lessons.sqlite.store import ParamStore
-from robot_mcp_memory.operations.ports import (
-    OperatorStore,
-)
-from robot_mcp_memory.operations.postgres.store import PostgresOperations
+from robot_mcp_memory.operations.ports import Backups, OperatorStore
+from robot_mcp_memory.operations.postgres.store import PostgresBackups, PostgresOperations
 from robot_mcp_memory.operations.sqlite.store import SqliteBackups, SqliteOperations
 from robot_mcp_memory.processes.ports import ProcessRepository
 from robot_mcp_memory.processes.postgres.store import PostgresProcesses
@@ -44,13 +42,6 @@ from robot_mcp_memory.tenancy.postgres.sessions import PostgresSessions
 from robot_mcp_memory.tenancy.postgres.throttle import PostgresThrottle
 
 _log = logs.get("robot_mcp_memory.app")
-
-
-#: What the operator's commands answer on PostgreSQL until its `OperatorStore` lands.
-NOT_ON_POSTGRES = (
-    "{what} works on the SQLite files only: on a MEMORY_DATABASE_URL installation use PostgreSQL's own "
-    "tools (pg_dump, pg_restore) to back up, and import a robotmem file into SQLite, then copy it"
-)
 
 
 @dataclass
@@ -284,9 +275,12 @@ class Memory:
         )
 
     @staticmethod
-    def backups() -> SqliteBackups:
+    def backups(settings: Settings | None = None) -> Backups:
         """Online backups of a data directory's databases, made without opening them (`backup`):
-        a copy neither creates nor migrates the files it copies."""
+        a copy neither creates nor migrates the files it copies. With `settings.database_url`
+        there is no file to copy: `PostgresBackups` refuses, naming pg_dump and ``dump``."""
+        if settings is not None and settings.postgres:
+            return PostgresBackups()
         return SqliteBackups()
 
     def close(self) -> None:

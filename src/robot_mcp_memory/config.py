@@ -338,3 +338,11 @@ def server_store(environ: Mapping[str, str] | None = None) -> tuple[str | None, 
     store the robot's server keeps, as robotmem's ``RobotMemory()`` does. Checked where used."""
     env = os.environ if environ is None else environ
     return (env.get("MEMORY_DATA_DIR") or "").strip() or None, (env.get("ROBOT_ID") or "").strip() or None
+
+
+def server_database_url(environ: Mapping[str, str] | None = None) -> str | None:
+    """The server's ``MEMORY_DATABASE_URL`` (None where unset or blank), for a library caller that
+    names no store (`api.RobotMemory()`): it opens the PostgreSQL database the fleet's servers use.
+    Checked by `Settings.from_env` where used."""
+    env = os.environ if environ is None else environ
+    return (env.get("MEMORY_DATABASE_URL") or "").strip() or None

@@ -162,3 +162,16 @@ def test_spatial_sort_over_a_seven_joint_configuration(tmp_path: Path) -> None:
         assert hits[0]["distance"] == pytest.approx(0.0)
         with pytest.raises(InvalidInput, match="1 to 16 numbers"):
             mem.recall("reach shelf", spatial_sort={"field": "params.joints", "target": [0.0] * 17})
+
+
+def test_a_data_dir_named_stays_sqlite_even_with_a_database_url_in_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test's throwaway memory never lands in the fleet's database: only a RobotMemory that names
+    no store takes the server's MEMORY_DATABASE_URL (nothing listens on port 1: no connection tried)."""
+    monkeypatch.setenv("MEMORY_DATABASE_URL", "postgresql://fleet:secret@127.0.0.1:1/memory")
+    with RobotMemory(tmp_path / "mine") as mem:
+        mem.learn("the conveyor belt stalls at 0.8 m/s")
+    assert (tmp_path / "mine" / "index.db").exists()
+    with pytest.raises(InvalidInput):
+        RobotMemory(tmp_path / "mine", database_url="postgresql://fleet:secret@127.0.0.1:1/memory")

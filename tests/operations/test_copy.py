@@ -100,7 +100,7 @@ async def test_a_sqlite_installation_copied_into_postgresql_answers_the_same_rea
 ) -> None:
     await _seed(memory, tmp_path)
     target = pg_installations()
-    seen: list[tuple[str, int, int]] = []
+    seen: list[tuple[str, str, int, int]] = []
     report = await copy.copy_installation(
         memory.operations, target.operations, label="index.db", progress=lambda *a: seen.append(a)
     )
@@ -115,7 +115,8 @@ async def test_a_sqlite_installation_copied_into_postgresql_answers_the_same_rea
     assert counts["fleet_robots"] == (2, 2)
     assert counts["fleet_groups"] == (1, 1)
     assert counts["lessons"] == (2, 2)
-    assert {stage for stage, _, _ in seen} == {"export", "restore", "verify"}
+    assert {stage for stage, _, _, _ in seen} == {"export", "restore", "verify"}
+    assert ("verify", "memories", counts["memories"][1], counts["memories"][0]) in seen
     assert await target.operations.unfinished_load() is None
 
     collections = _collections(memory)
@@ -198,7 +199,7 @@ async def test_a_copy_whose_counts_differ_fails_and_leaves_the_target_labelled(
     assert "counts differ" in label
     report = await operations.doctor(target)
     assert not report.ok
-    assert [check for check, _, ok in report.lines if not ok] == ["load"]
+    assert [check for check, _, ok in report.lines if not ok] == ["copy"]
 
 
 async def test_the_robotmem_import_and_backups_on_postgresql_say_what_to_do_instead(

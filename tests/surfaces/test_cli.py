@@ -1122,8 +1122,18 @@ def test_sqlite_only_commands_say_what_to_do_on_postgresql_before_opening_anythi
     monkeypatch.chdir(tmp_path)
     assert cli.main([argv[0], "--data-dir", str(tmp_path / "data"), *argv[1:]]) == cli.EXIT_FAILED
     err = capsys.readouterr().err
-    assert "works on the SQLite files only" in err
-    assert "pg_dump" in err
+    assert ("pg_dump" if argv[0] == "backup" else "copy-to-postgres") in err
     assert "Traceback" not in err
     assert "hunter2secret" not in err
     assert not (tmp_path / "data").exists()
+
+
+def test_a_copy_target_that_is_not_a_postgresql_url_is_named_by_its_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMORY_DATABASE_URL", raising=False)
+    argv = ["copy-to-postgres", "--data-dir", str(tmp_path), "--to", "mysql://u:hunter2@h/db"]
+    assert cli.main(argv) == cli.EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert "--to must be a PostgreSQL URL" in err
+    assert "hunter2" not in err

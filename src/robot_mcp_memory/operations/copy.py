@@ -29,8 +29,13 @@ from robot_mcp_memory.operations.archive import LESSONS_PREFIX
 from robot_mcp_memory.operations.ports import OperatorStore
 from robot_mcp_memory.processes.docmodel import ProcessDoc
 
-#: `progress(stage, done, total)`: stage is ``export``, ``restore`` or ``verify``.
-CopyProgress = Callable[[str, int, int], None]
+#: `progress(stage, table, done, total)`: stage is ``export``, ``restore`` or ``verify``; `table`
+#: a `COPIED` name. Documents (``processes``) are reported one by one as they are read and written;
+#: every other table once, when its rows are exported, restored (`done` of the `total` exported),
+#: or verified (`done` rows in the target against the source's `total`).
+CopyProgress = Callable[[str, str, int, int], None]
+#: How the unfinished label of a copy begins (`doctor` says how to take one up again).
+UNFINISHED_COPY = "copy of "
 #: The tables a copy moves, by the name `row_counts` gives them on every backend.
 COPIED = (
     "processes",
@@ -98,32 +103,38 @@ async def copy_installation(
     def each(doc: ProcessDoc, n: int, total: int) -> None:
         docs.append(doc)
         if progress:
-            progress("export", n, total)
+            progress("export", "processes", n, total)
 
     with tempfile.TemporaryDirectory(prefix="robot-memory-copy-", dir=scratch) as tmp:
         folder = Path(tmp) / "archive"
         documents, exported = await source.export(each, folder)
+        if progress:
+            for file, rows in exported.items():
+                progress("export", _counted(file), rows, rows)
 
         def restoring() -> Iterator[ProcessDoc]:
             for n, doc in enumerate(docs, start=1):
                 interrupt()
                 if progress:
-                    progress("restore", n, len(docs))
+                    progress("restore", "processes", n, len(docs))
                 yield doc
 
-        await target.mark_unfinished(f"copy of {label}")
-        await target.restore(restoring(), folder, source=folder, interrupt=interrupt)
+        await target.mark_unfinished(f"{UNFINISHED_COPY}{label}")
+        _, restored = await target.restore(restoring(), folder, source=folder, interrupt=interrupt)
+        if progress:
+            for file, rows in restored.items():
+                progress("restore", _counted(file), rows, exported.get(file, rows))
     after = target.row_counts()
     expected = {"processes": documents, **{_counted(f): n for f, n in exported.items()}}
     tables: list[TableCount] = []
-    for i, (table, n) in enumerate(sorted(expected.items()), start=1):
+    for table, n in sorted(expected.items()):
         tables.append(TableCount(table, n, after.get(table, 0)))
         if progress:
-            progress("verify", i, len(expected))
+            progress("verify", table, after.get(table, 0), n)
     report = CopyReport(tuple(tables))
     if not report.ok:
         differ = "; ".join(f"{t.table}: {t.source} in the source, {t.target} copied" for t in tables if not t.ok)
-        await target.mark_unfinished(f"copy of {label} (counts differ: {differ})")
+        await target.mark_unfinished(f"{UNFINISHED_COPY}{label} (counts differ: {differ})")
         raise StorageError(
             f"the copy of {label} does not match its source ({differ}); the target is labelled as a failed "
             "copy (`doctor` reports it): drop it and copy into a fresh one"

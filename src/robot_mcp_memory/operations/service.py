@@ -30,6 +30,7 @@ from robot_mcp_memory.errors import (
 )
 from robot_mcp_memory.experiences.robotmem import ImportReport
 from robot_mcp_memory.operations.archive import ARCHIVE
+from robot_mcp_memory.operations.copy import UNFINISHED_COPY
 from robot_mcp_memory.operations.ports import Backups, Installation, Progress
 from robot_mcp_memory.processes import docmodel
 from robot_mcp_memory.storage import files
@@ -358,7 +359,17 @@ async def doctor(memory: Installation, full: bool = False, deep_index_check: boo
             detail += " (FTS5's own check skipped: the directory is read-only)"
         lines.append((ix.name, detail if ix.ok else f"{detail}: {REINDEX}", ix.ok))
     unfinished = await store.unfinished_load()
-    if unfinished is not None:  # stopped between index.db's commit and lessons.db's (`load`)
+    if unfinished is not None and unfinished.startswith(UNFINISHED_COPY):  # `copy.copy_installation`
+        lines.append(
+            (
+                "copy",
+                f"the {unfinished} did not finish or does not match its source: this installation is not a "
+                "verified copy. Interrupted, it is still empty: run the copy again (robot-mcp-memory "
+                "copy-to-postgres). If it holds rows, drop it (DROP SCHEMA … CASCADE) and copy into an empty one",
+                False,
+            )
+        )
+    elif unfinished is not None:  # stopped between index.db's commit and lessons.db's (`load`)
         lines.append(
             (
                 "load",
@@ -368,8 +379,11 @@ async def doctor(memory: Installation, full: bool = False, deep_index_check: boo
                 False,
             )
         )
-    lines.append(("size", f"{h.name} {h.size_bytes} bytes, WAL {h.wal_bytes} bytes", True))
-    lines.append(_disk(memory.settings.data_dir, read_only=store.read_only))
+    if memory.settings.postgres:  # the server's disk and WAL are the cluster's, not this schema's
+        lines.append(("size", f"{h.name} {h.size_bytes} bytes (tables and their indexes)", True))
+    else:
+        lines.append(("size", f"{h.name} {h.size_bytes} bytes, WAL {h.wal_bytes} bytes", True))
+        lines.append(_disk(memory.settings.data_dir, read_only=store.read_only))
     return Doctor(ok=all(ok for _, _, ok in lines), lines=lines)
 
 

@@ -9,7 +9,11 @@ robotmem file is not a robotmem database this version can read) · 69 ``serve``/
 on the host:port (in use, host does not resolve) · 74 a file or directory could not be
 read or written (the message names it; a full disk while creating or upgrading the database) · 75 a
 resource is busy for now (another process held the database's write lock while this one opened
-it; a locked robotmem file) · 78 bad configuration.
+it; a locked robotmem file) · 78 bad configuration · 130 stopped (Ctrl-C; SIGTERM during a copy).
+
+With ``MEMORY_DATABASE_URL`` every command but ``backup`` (pg_dump's job) and ``import-robotmem``
+(which writes SQLite: import, then ``copy-to-postgres``) works on PostgreSQL; the server is reached
+once first, so a wrong URL is one line naming what to fix (`storage.postgres.reach`).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from robot_mcp_memory import __version__, logs
-from robot_mcp_memory.app import NOT_ON_POSTGRES, Memory
+from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.errors import (
     CannotListen,
@@ -42,7 +46,9 @@ from robot_mcp_memory.experiences.sqlite import robotmem_import
 from robot_mcp_memory.experiences.sqlite.vector_repo import MemoryVectorIndex
 from robot_mcp_memory.operations import handover
 from robot_mcp_memory.operations import service as operations
+from robot_mcp_memory.storage.postgres import reach
 from robot_mcp_memory.storage.sqlite import StoreMode
+from robot_mcp_memory.surfaces import cli_copy
 from robot_mcp_memory.tenancy.principal import LOCAL
 from robot_mcp_memory.tenancy.tokens import ROBOT_RE, generate_token, parse_robot_tokens
 
@@ -89,9 +95,9 @@ def _parser() -> argparse.ArgumentParser:
     cmd("load", "load process markdown files from a dump directory, exactly as written").add_argument(
         "src", help="a dump directory, or a directory of .md files"
     )
-    cmd("backup", "online, consistent copy of index.db (and lessons.db), safe while serving").add_argument(
-        "dest", help="a new directory for the copies"
-    )
+    cmd(
+        "backup", "online, consistent copy of index.db (and lessons.db), safe while serving (on PostgreSQL: pg_dump)"
+    ).add_argument("dest", help="a new directory for the copies")
     cmd("reindex", "rebuild the full-text indexes (processes and memories) from the stored rows")
     reembed = cmd(
         "reembed", "embed processes and memories lacking a vector of the current model (after a model change)"
@@ -105,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     rm.add_argument("path", help="robotmem's database (~/.robotmem/memory.db); read-only, never modified")
     rm.add_argument("--collection-prefix", default="", help="prepended to every robotmem collection name")
     rm.add_argument("--robot", help="the robot the memories are attributed to (default: ROBOT_ID)")
+    cli_copy.add_parser(sub)
     hand = cmd(
         "hand-over",
         "give documents, memories and sessions saved without provenance (robot 'unknown') to 'shared' "
@@ -130,11 +137,12 @@ def _settings(args: argparse.Namespace) -> Settings:
         ("host", "MCP_HOST"),
         ("port", "MCP_PORT"),
         ("data_dir", "MEMORY_DATA_DIR"),
+        ("target_url", "MEMORY_DATABASE_URL"),  # copy-to-postgres --to (hand-over's --to is a robot)
     ):
         value = getattr(args, attr, None)
         if value is not None:
             overrides[var] = str(value)
-            flags[var] = "--" + attr.replace("_", "-")
+            flags[var] = "--to" if attr == "target_url" else "--" + attr.replace("_", "-")
     # The environment goes straight into Settings, its only reader (tests/test_architecture.py).
     try:
         return Settings.from_env({**os.environ, **overrides})
@@ -223,12 +231,16 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
         serve_web(settings)
         return 0
-    if settings.postgres and command in _SQLITE_ONLY:
-        sys.stderr.write(f"robot-mcp-memory: {NOT_ON_POSTGRES.format(what=command)}\n")
+    if command == cli_copy.COMMAND:
+        return cli_copy.run(settings, _out)
+    if settings.postgres and command == "import-robotmem":  # before opening (or reaching) anything
+        sys.stderr.write(f"robot-mcp-memory: {_IMPORT_ON_POSTGRES}\n")
         return EXIT_FAILED
     if command == "backup":
         with _terminate_as_interrupt():  # a stopped backup removes what it wrote, as on Ctrl-C
-            written = operations.backup(Memory.backups(), settings.data_dir, Path(args.dest), _progress("backup"))
+            written = operations.backup(
+                Memory.backups(settings), settings.data_dir, Path(args.dest), _progress("backup")
+            )
         _out("\n".join(str(p) for p in written))
         return 0
     if command == "import-robotmem":
@@ -240,7 +252,9 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         except robotmem_import.RobotmemBusy as exc:
             sys.stderr.write(f"robot-mcp-memory: {exc.detail}\n")
             return EXIT_TEMPFAIL
-    if command in _READS_A_DATABASE and not settings.index_path.exists():
+    if settings.database_url is not None:  # one line on what to fix, not a pool's 30 s wait
+        reach.reach(settings.database_url)
+    elif command in _READS_A_DATABASE and not settings.index_path.exists():
         # A mistyped --data-dir made an empty database that "passed" doctor and dumped nothing.
         sys.stderr.write(
             f"robot-mcp-memory: no database in {settings.data_dir} (no index.db): nothing to {command}. "
@@ -258,9 +272,13 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 #: Commands that only read or rework what a database holds: on a directory without one they say
 #: so instead of creating an empty database (``load`` and ``import-robotmem`` fill a new one).
 _READS_A_DATABASE = frozenset({"doctor", "dump", "stats", "reindex", "reembed", "hand-over"})
-#: The operator's commands that work on the SQLite files alone (a file copy; an import that writes
-#: SQLite): with MEMORY_DATABASE_URL they say what to do instead, before opening anything.
-_SQLITE_ONLY = frozenset({"backup", "import-robotmem"})
+#: With MEMORY_DATABASE_URL the robotmem import (which writes SQLite) says how to get there instead;
+#: ``backup`` refuses through `PostgresBackups` (the backups of a database are pg_dump's).
+_IMPORT_ON_POSTGRES = (
+    "import-robotmem writes a SQLite data directory, not PostgreSQL: import into a fresh SQLite dir "
+    "(without MEMORY_DATABASE_URL: robot-mcp-memory import-robotmem --data-dir <new dir> <memory.db>), then "
+    "copy-to-postgres (robot-mcp-memory copy-to-postgres --data-dir <new dir> --to <url>)"
+)
 #: Commands that only read: on a data directory they cannot write (a snapshot, a read-only mount)
 #: they open the database read-only instead of refusing it.
 _ONLY_READS = frozenset({"doctor", "dump", "stats"})

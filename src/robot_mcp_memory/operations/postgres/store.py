@@ -18,7 +18,7 @@ Invariants:
 - **Backups are the database's.** There is no file to copy: `PostgresBackups` refuses, naming
   ``pg_dump`` and the ``dump`` command (a backend-neutral snapshot) instead of faking one.
 - **The robotmem import writes SQLite.** On PostgreSQL it is refused with the way round: import
-  into a SQLite data directory, then copy that installation here (`copy.copy_installation`).
+  into a fresh SQLite data directory, then ``copy-to-postgres`` (`copy.copy_installation`).
 """
 
 from __future__ import annotations
@@ -265,9 +265,9 @@ class PostgresOperations:
         self, path: Path, *, robot: str | None, collection_prefix: str, progress: Progress | None
     ) -> ImportReport:
         raise InvalidInput(
-            "the robotmem import writes to a SQLite data directory: import into one "
-            "(`robot-mcp-memory import-robotmem --data-dir <dir>`), then copy that installation into "
-            "PostgreSQL (operations.copy)"
+            "the robotmem import writes to a SQLite data directory: import into a fresh SQLite dir "
+            "(`robot-mcp-memory import-robotmem --data-dir <new dir> <memory.db>`), then copy-to-postgres "
+            "(`robot-mcp-memory copy-to-postgres --data-dir <new dir> --to <url>`)"
         )
 
 
