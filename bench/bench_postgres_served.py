@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -344,7 +345,7 @@ async def run(
             env = {"MEMORY_DATA_DIR": str(data), "ROBOT_ID": ROBOT}
             backend = Backend(name, env)
             if name == "postgres":
-                backend.env["MEMORY_DATABASE_URL"] = create_database(cluster, f"bench_{size}")
+                backend.env["MEMORY_DATABASE_URL"] = create_database(cluster, f"bench_{size}_{uuid.uuid4().hex[:8]}")
                 backend.cluster = cluster
             t = time.perf_counter()
             await fill(backend, size, documents)
