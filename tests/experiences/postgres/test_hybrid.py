@@ -12,7 +12,6 @@ from bench.experience_corpus import corpus
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences import dedup
-from robot_mcp_memory.experiences.ports import MemoryVectors
 from robot_mcp_memory.experiences.postgres.repository import PostgresMemories
 from robot_mcp_memory.experiences.postgres.vectors import PostgresMemoryVectors
 from robot_mcp_memory.experiences.service import ExperienceService
@@ -38,11 +37,12 @@ def services(memory: Memory, pg_store: PostgresStore) -> Iterator[tuple[Experien
     lite = memory.experiences
     assert lite.vectors is not None
     pg = PostgresMemories(pg_store)
-    vectors: MemoryVectors = PostgresMemoryVectors(memory.embedder, lite.vectors.weights, lite.vectors.k)
+    vectors = PostgresMemoryVectors(pg_store, memory.embedder, lite.vectors.weights, lite.vectors.k)
     yield (
         ExperienceService(lite.store, lite.policy, default_robot="tester", vectors=lite.vectors),
         ExperienceService(pg, lite.policy, default_robot="tester", vectors=vectors),
     )
+    vectors.close()
     pg.close()
 
 

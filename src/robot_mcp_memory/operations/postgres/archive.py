@@ -29,6 +29,7 @@ from typing import Any
 from robot_mcp_memory.errors import InvalidInput
 from robot_mcp_memory.experiences import dedup
 from robot_mcp_memory.experiences.postgres import keywords
+from robot_mcp_memory.experiences.postgres import vectors as memory_vectors
 from robot_mcp_memory.operations.archive import LESSONS_PREFIX, loadable
 from robot_mcp_memory.storage import files
 from robot_mcp_memory.storage.postgres import Connection
@@ -273,7 +274,7 @@ def load_tables(conn: Connection, src: Path, interrupt: Callable[[], None]) -> d
         _refuse_dangling(conn, table, path, rows, checked, memory_ids)
         if table.name == "memories":
             memory_ids = {int(r["id"]) for r in checked}
-            conn.execute("DELETE FROM memory_vectors WHERE memory_id = ANY(%s)", (sorted(memory_ids),))
+            memory_vectors.drop(conn, memory_ids)  # tombstones every replica hears of; the backfill re-embeds
         if table.name == "memory_tags" and memory_ids:  # the archive carries the owners: their tags are its
             conn.execute("DELETE FROM memory_tags WHERE memory_id = ANY(%s)", (sorted(memory_ids),))
         # Runs of lines naming the same columns, in file order: a key repeated later still wins.
