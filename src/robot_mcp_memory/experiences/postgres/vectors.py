@@ -24,7 +24,7 @@ Invariants:
   deletes the stale one when the embedder gave none. Every such write takes the feed's lock, so
   the backfill never stores a vector for text a memory no longer has.
 - **Backfill.** Active memories lacking a vector of the current model (learned while the embedder
-  was off or down, or copied in by ``copy-to-postgres`` or an archive load) are embedded in the
+  was off or down, or copied in by `operations.copy` or an archive load) are embedded in the
   background (`vectorstore.backfiller`), kicked when the embedder becomes ready and when a memory
   is written without a vector; ``reembed`` runs it in the foreground.
 """
