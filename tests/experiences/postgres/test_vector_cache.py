@@ -7,6 +7,7 @@ vector; a hand-over re-files vectors under the new robot; and the step that move
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -255,3 +256,36 @@ def test_the_former_memory_vectors_rows_move_into_the_shared_table(
         assert gone == (None,)
     finally:
         repo.close()
+
+
+async def test_nearest_ranks_only_among_the_ids_it_is_given_on_a_warm_cache(replicas: tuple[Replica, Replica]) -> None:
+    a, b = replicas
+    ids = [(await a.svc.learn(R1, t)).memory_id for t in TEXTS]
+    assert set(await b.nearest(TEXTS[0])) == set(ids)  # warm: every vector held
+    q = b.query(TEXTS[0])
+    within = [ids[1], ids[3]]
+
+    def read(s: View) -> list[tuple[int, float]] | None:
+        return b.vectors.nearest(s, q, 10, within)
+
+    found = await b.repo.snapshot(read)
+    assert found is not None
+    assert {m for m, _ in found} == set(within)
+
+
+async def test_learns_on_both_replicas_at_once_are_all_in_each_replicas_next_recall(
+    replicas: tuple[Replica, Replica],
+) -> None:
+    a, b = replicas
+    seed = (await a.svc.learn(R1, "the first memory of the day")).memory_id
+    loads = []
+    for replica in replicas:  # both caches loaded, then patched from the feed while both write
+        assert seed in await replica.nearest(TEXTS[0])
+        loads.append(replica.vectors.cache.loads)
+    texts = [f"{t} (shift {k})" for k in range(6) for t in TEXTS]
+    learned = await asyncio.gather(*((a if i % 2 else b).svc.learn(R1, t) for i, t in enumerate(texts)))
+    ids = {r.memory_id for r in learned} | {seed}
+    assert len(ids) == len(texts) + 1
+    for replica, loaded in zip(replicas, loads, strict=True):
+        assert set(await replica.nearest(TEXTS[0], k=len(ids))) == ids
+        assert replica.vectors.cache.loads == loaded
