@@ -14,16 +14,18 @@ from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.errors import StorageError
 from robot_mcp_memory.experiences.postgres.repository import PostgresMemories
+from robot_mcp_memory.experiences.postgres.vectors import PostgresMemoryVectors
 from robot_mcp_memory.fleet.postgres.store import PostgresFleet
 from robot_mcp_memory.lessons.postgres.store import PostgresLessons
 from robot_mcp_memory.operations import handover, readiness
 from robot_mcp_memory.operations import service as operations
 from robot_mcp_memory.processes.postgres.store import PostgresProcesses
 from robot_mcp_memory.processes.sqlite.store import ProcessStore
+from robot_mcp_memory.search.postgres import vectorstore
 from robot_mcp_memory.tenancy.postgres.sessions import PostgresSessions
 from robot_mcp_memory.tenancy.postgres.throttle import PostgresThrottle
 from robot_mcp_memory.tenancy.principal import ADMIN
-from tests.conftest import MAILROOM, doc
+from tests.conftest import MAILROOM, doc, eventually
 
 
 @pytest.fixture
@@ -91,3 +93,35 @@ async def test_without_a_database_url_every_service_runs_on_the_sqlite_files(set
     finally:
         memory.close()
     assert settings.index_path.exists()
+
+
+@pytest.mark.postgres
+async def test_memories_learned_without_an_embedder_are_embedded_once_a_server_on_postgresql_has_one(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """As after a copy or an embedder outage: the server's memory backfill (kicked when its embedder
+    is ready) embeds them in the background, and ``reembed``'s call remakes them all with force."""
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    base = {"MEMORY_DATABASE_URL": pg_url, "MEMORY_DATA_DIR": str(tmp_path / "data")}
+    texts = ("the mailroom door sticks: push twice", "the lift skips floor 3", "charge before 20 percent")
+    plain = Memory.open_postgres(Settings.from_env({**base, "MEMORY_EMBEDDER": "none"}), schema=schema)
+    try:
+        ids = [(await plain.experiences.learn(ADMIN, t)).memory_id for t in texts]
+    finally:
+        plain.close()
+    served = Memory.open_postgres(Settings.from_env({**base, "MEMORY_EMBEDDER": "hashing"}), schema=schema)
+    try:
+        vectors = served.experiences.vectors
+        assert isinstance(vectors, PostgresMemoryVectors)
+        store = served.postgres
+        assert store is not None
+        assert eventually(lambda: sum(store.read_blocking(lambda c: vectorstore.counts(c, "memory")).values()) == 3)
+        recalled = await served.experiences.recall(ADMIN, "the lift skips floor 3")
+        assert recalled.mode == "hybrid"
+        assert recalled.hits[0].memory.id == ids[1]
+        assert vectors.backfiller.wait_idle(60)
+        assert vectors.backfill_blocking(force=True) == 3
+    finally:
+        served.close()
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")

@@ -226,7 +226,7 @@ class Memory:
         """Every domain on the PostgreSQL database `settings.database_url` names, in one `schema`:
         each adapter brings its tables up to date under the store's advisory lock (replicas starting
         together migrate once), and nothing is written under `MEMORY_DATA_DIR`. `backfill` as in
-        `open`: process vectors missing for the model are made once it is ready."""
+        `open`: process and memory vectors missing for the model are made once it is ready."""
         if settings.database_url is None:
             raise StorageError("no PostgreSQL database is configured: set MEMORY_DATABASE_URL")
         store = PostgresStore.open(settings.database_url, schema=schema, max_size=settings.database_pool_size)
@@ -241,6 +241,8 @@ class Memory:
             lessons = PostgresLessons(store)
             memories = PostgresMemories(store, blocking=mode is StoreMode.BLOCKING)
             closers.append(memories.close)  # pending access counts, before the pool closes
+            vectors = PostgresMemoryVectors(store, embedder, settings.fusion_weights, settings.fusion_k)
+            closers.append(vectors.close)  # its background backfill
             sessions = PostgresSessions(store)
             throttle = PostgresThrottle(store)
         except BaseException:
@@ -251,9 +253,9 @@ class Memory:
         _log.info("store_ready", backend="postgresql", schema=store.schema)
         policy = Policy(membership=fleet)  # process visibility follows the fleet's groups
         thresholds = Thresholds(settings.lesson_min_successes, settings.lesson_min_reliability)
-        vectors = PostgresMemoryVectors(embedder, settings.fusion_weights, settings.fusion_k)
         if backfill:
             embedder.on_ready(processes.kick_backfill)  # vectors missing for this model get made
+            embedder.on_ready(vectors.kick_backfill)
         embedder.start()
         return cls(
             embedder=embedder,

@@ -42,6 +42,7 @@ from robot_mcp_memory.errors import (
     StoreUnreadable,
     StoreWriteFailed,
 )
+from robot_mcp_memory.experiences.postgres.vectors import PostgresMemoryVectors
 from robot_mcp_memory.experiences.sqlite import robotmem_import
 from robot_mcp_memory.experiences.sqlite.vector_repo import MemoryVectorIndex
 from robot_mcp_memory.operations import handover
@@ -333,7 +334,7 @@ async def _with_memory(args: argparse.Namespace, settings: Settings) -> int:
             done = await memory.processes.reembed(LOCAL, _progress("processes"), force=args.force)
             memories = 0
             vectors = memory.experiences.vectors
-            if isinstance(vectors, MemoryVectorIndex):
+            if isinstance(vectors, MemoryVectorIndex | PostgresMemoryVectors):
                 memories = await asyncio.to_thread(vectors.backfill_blocking, _progress("memories"), force=args.force)
             _out(json.dumps({"embedded": done, "memories_embedded": memories}))
             return 0

@@ -12,7 +12,6 @@ from bench.experience_corpus import corpus
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences import dedup
-from robot_mcp_memory.experiences.ports import MemoryVectors
 from robot_mcp_memory.experiences.postgres.repository import PostgresMemories
 from robot_mcp_memory.experiences.postgres.vectors import PostgresMemoryVectors
 from robot_mcp_memory.experiences.service import ExperienceService
@@ -38,11 +37,12 @@ def services(memory: Memory, pg_store: PostgresStore) -> Iterator[tuple[Experien
     lite = memory.experiences
     assert lite.vectors is not None
     pg = PostgresMemories(pg_store)
-    vectors: MemoryVectors = PostgresMemoryVectors(memory.embedder, lite.vectors.weights, lite.vectors.k)
+    vectors = PostgresMemoryVectors(pg_store, memory.embedder, lite.vectors.weights, lite.vectors.k)
     yield (
         ExperienceService(lite.store, lite.policy, default_robot="tester", vectors=lite.vectors),
         ExperienceService(pg, lite.policy, default_robot="tester", vectors=vectors),
     )
+    vectors.close()
     pg.close()
 
 
@@ -55,6 +55,18 @@ async def test_hybrid_recall_fuses_the_same_lists_on_both_backends(
         learned.append([(await svc.learn(R1, it.insight, it.context)).memory_id for it in items])
         await svc.learn(R1, "gripper slipped", {"task": {"success": False}})
     assert learned[1] == learned[0]
+    await _same_recalls(services)
+    # PostgreSQL's cache is patched from its feed, SQLite's after each commit: edits and forgets
+    # of memories both caches already hold leave the same rankings.
+    for svc in services:
+        for mid in learned[0][:40:4]:
+            await svc.forget(R1, mid, "obsolete")
+        for k, mid in enumerate(learned[0][1:40:4]):
+            await svc.update(R1, mid, f"{QUERIES[k % len(QUERIES)]} after the gripper was replaced")
+    await _same_recalls(services)
+
+
+async def _same_recalls(services: tuple[ExperienceService, ExperienceService]) -> None:
     for query in QUERIES:
         for spec in (None, {"task.success": True}):
             lite = await services[0].recall(R1, query, n=10, context_filter=spec)

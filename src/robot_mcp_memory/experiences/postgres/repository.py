@@ -9,7 +9,8 @@ Invariants:
 
 - A `View` is used only inside the read or write that made it.
 - Vectors are `vectors.PostgresMemoryVectors` (the `MemoryVectors` seam, given to the service
-  beside this); without it recall ranks by keywords (bm25, as on SQLite) and filters, and dedup
+  beside this; rows of the shared ``vectors`` table, which this adapter migrates before its
+  own); without it recall ranks by keywords (bm25, as on SQLite) and filters, and dedup
   has no semantic stage. `mask` is None: every filter is read in SQL.
 - Access counters (`touch`) never delay a read: they are added up in memory and written at most
   every `ACCESS_FLUSH_S` as one transaction on a timer thread (dropped, and logged, if that write
@@ -47,6 +48,7 @@ from robot_mcp_memory.experiences.ports import (
 from robot_mcp_memory.experiences.postgres import catalogue, ranking, records
 from robot_mcp_memory.experiences.postgres.filter_sql import Condition
 from robot_mcp_memory.experiences.postgres.tables import COMPONENT, MIGRATIONS
+from robot_mcp_memory.search.postgres import vectorstore
 from robot_mcp_memory.storage.postgres import Connection, PostgresStore
 
 T = TypeVar("T")
@@ -173,6 +175,7 @@ class PostgresMemories:
         self.db = db
         self._blocking = blocking
         if migrate:
+            vectorstore.migrate(db)  # first: the experience tables' step 3 moves memory vectors into it
             db.migrate(COMPONENT, MIGRATIONS)
         self.access = access if access is not None else AccessCounts(db)
         self._write_lock = write_lock if write_lock is not None else threading.Lock()

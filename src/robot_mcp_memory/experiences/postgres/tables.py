@@ -6,7 +6,10 @@
   the same context as ``jsonb`` for `context_filter` (`filter_sql`), and ``doclen``, the memory's
   index entry length in tokens (bm25's D).
 - ``memory_tags``, ``sessions``: as in SQLite.
-- ``memory_vectors`` (step 2): each memory's embedding, for hybrid recall (`vectors`).
+- ``memory_vectors`` (step 2): each memory's embedding, for hybrid recall — moved by step 3 into
+  the shared ``vectors`` table (domain ``'memory'``, `search.postgres.vectorstore`), whose change
+  feed keeps each replica's cached index current (`vectors`). Step 3 needs that table: the
+  adapters migrate it first.
 - ``memory_postings``: the keyword index, one row per (term, memory, column) with the term's
   positions in that column — the tokens FTS5 holds for the entry (`keywords`). Terms compare
   byte-wise (``COLLATE "C"``), so a prefix query is a range of the primary key.
@@ -17,6 +20,7 @@ Text is compared as SQLite's BINARY collation compares it wherever order matters
 
 from __future__ import annotations
 
+from robot_mcp_memory.search.postgres import vectorstore
 from robot_mcp_memory.storage.postgres import Connection, Migration
 
 COMPONENT = "experiences"
@@ -101,7 +105,24 @@ def _vectors(conn: Connection) -> None:
     conn.execute("CREATE INDEX memory_vectors_model ON memory_vectors (model_id)")
 
 
+def _shared_vectors(conn: Connection) -> None:
+    """The active memories' vectors moved into ``vectors`` (domain ``'memory'``, ref = id, filed
+    under the memory's robot), stamped with one new feed ``seq`` so a replica's cache loads them;
+    ``memory_vectors`` dropped. A forgotten or superseded memory's vector is not carried: recall
+    never ranks one, and the backfill embeds any active memory that lacks one."""
+    seq = vectorstore.lock(conn, "memory")
+    conn.execute(
+        "INSERT INTO vectors(domain, ref, part, model_id, dim, vec, seq) "
+        "SELECT 'memory', v.memory_id::text, m.robot, v.model_id, v.dim, v.vec, %s "
+        "FROM memory_vectors v JOIN memories m ON m.id = v.memory_id WHERE m.status = 'active' "
+        "ON CONFLICT (domain, ref) DO UPDATE SET part = excluded.part, model_id = excluded.model_id, "
+        "dim = excluded.dim, vec = excluded.vec, seq = excluded.seq",
+        (seq,),
+    )
+    conn.execute("DROP TABLE memory_vectors")
+
+
 #: Append-only. Step i brings the experience tables from version i to version i + 1.
-MIGRATIONS: list[Migration] = [_create, _vectors]
+MIGRATIONS: list[Migration] = [_create, _vectors, _shared_vectors]
 
 __all__ = ["COMPONENT", "MIGRATIONS"]

@@ -14,7 +14,8 @@ Invariants:
   the database sees it, so the caller's transaction rolls back with nothing loaded.
 - **Derived values are made, never read.** A memory's dedup keys (`dedup.memory_keys`), its jsonb
   ``context_doc``, its keyword postings and length, and the identity past the largest id are
-  computed from the loaded rows; vectors of a replaced memory are dropped (re-made by re-embedding).
+  computed from the loaded rows; vectors of a replaced memory are dropped (tombstones every
+  replica applies; the background backfill or `reembed` embeds the loaded text).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 from robot_mcp_memory.errors import InvalidInput
 from robot_mcp_memory.experiences import dedup
 from robot_mcp_memory.experiences.postgres import keywords
+from robot_mcp_memory.experiences.postgres import vectors as memory_vectors
 from robot_mcp_memory.operations.archive import LESSONS_PREFIX, loadable
 from robot_mcp_memory.storage import files
 from robot_mcp_memory.storage.postgres import Connection
@@ -273,7 +275,6 @@ def load_tables(conn: Connection, src: Path, interrupt: Callable[[], None]) -> d
         _refuse_dangling(conn, table, path, rows, checked, memory_ids)
         if table.name == "memories":
             memory_ids = {int(r["id"]) for r in checked}
-            conn.execute("DELETE FROM memory_vectors WHERE memory_id = ANY(%s)", (sorted(memory_ids),))
         if table.name == "memory_tags" and memory_ids:  # the archive carries the owners: their tags are its
             conn.execute("DELETE FROM memory_tags WHERE memory_id = ANY(%s)", (sorted(memory_ids),))
         # Runs of lines naming the same columns, in file order: a key repeated later still wins.
@@ -291,6 +292,9 @@ def load_tables(conn: Connection, src: Path, interrupt: Callable[[], None]) -> d
                 cur.executemany(_upsert(table, names), batch)
         if table.name == "memories":
             indexed |= memory_ids
+            # After the rows, as every memory write takes the vector feed's lock: tombstones every
+            # replica's cache applies; the backfill embeds the loaded text.
+            memory_vectors.drop(conn, memory_ids)
         if table.name == "memory_tags":
             indexed |= {int(r["memory_id"]) for r in checked}
         loaded[table.file] = len(checked)

@@ -31,6 +31,7 @@ from typing import Any
 from robot_mcp_memory.errors import InvalidInput, MemoryError_, StorageError
 from robot_mcp_memory.experiences.postgres import keywords
 from robot_mcp_memory.experiences.postgres import tables as experience_tables
+from robot_mcp_memory.experiences.postgres import vectors as memory_vectors
 from robot_mcp_memory.experiences.robotmem import ImportReport
 from robot_mcp_memory.fleet.postgres import store as fleet_store
 from robot_mcp_memory.lessons.postgres import store as lessons_store
@@ -61,7 +62,7 @@ COUNTED = (
     "memories",
     "memory_tags",
     "memory_postings",
-    "memory_vectors",
+    "vectors",
     "sessions",
 )
 PROVENANCE_TABLES = ("processes", "memories", "sessions")
@@ -241,10 +242,13 @@ class PostgresOperations:
 
     async def hand_over_unknown(self, to: str) -> dict[str, int]:
         def job(conn: Connection) -> dict[str, int]:
-            return {
+            moved = {
                 t: conn.execute(f"UPDATE {t} SET robot = %s WHERE robot = 'unknown'", (to,)).rowcount  # noqa: S608 - fixed names
                 for t in PROVENANCE_TABLES
             }
+            if moved["memories"]:
+                memory_vectors.refiled(conn)  # recall finds their vectors under the new robot
+            return moved
 
         return await self.db.write(job)
 
