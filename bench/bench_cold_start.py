@@ -26,13 +26,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
 from tests.e2e.harness import child_env, free_port, http_session
 from tests.pgcluster import Cluster
 
@@ -63,13 +61,6 @@ def rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
-
-
-def new_database(cluster: Cluster) -> str:
-    name = f"cold_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(cluster.url(), autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8'")
-    return cluster.url(name)
 
 
 def env(url: str, embedder: str, port: int, data: Path) -> dict[str, str]:
@@ -201,7 +192,7 @@ def spread(rows: list[dict[str, Any]], key: str, fmt: str) -> str:
 
 
 async def run(args: argparse.Namespace, cluster: Cluster, work: Path) -> list[str]:
-    empty, filled = new_database(cluster), new_database(cluster)
+    empty, filled = cluster.new_database("cold"), cluster.new_database("cold")
     await one_start(empty, args.embedder, work)  # migrates the empty database; not counted
     fill_s = await fill(filled, args.embedder, args.memories, args.processes, work / "fill")
     lines = [
@@ -232,13 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embedder", default="use")
     args = parser.parse_args(argv)
     logs.configure("warning")
-    cluster = Cluster.create()
-    cluster.start()
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            lines = asyncio.run(run(args, cluster, Path(tmp)))
-    finally:
-        cluster.stop()
+    with Cluster.running() as cluster, tempfile.TemporaryDirectory() as tmp:
+        lines = asyncio.run(run(args, cluster, Path(tmp)))
     print("\n".join(lines))
     return 0
 

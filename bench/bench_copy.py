@@ -19,11 +19,9 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-import psycopg
 from tests.conftest import doc
 from tests.pgcluster import Cluster
 
@@ -69,24 +67,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--memories", type=int, nargs="+", default=[5000, 10000])
     args = parser.parse_args(argv)
     logs.configure("warning")
-    cluster = Cluster.create()
-    cluster.start()
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            for n in args.memories:
-                data = Path(tmp) / f"data-{n}"
-                fill(data, n)
-                name = f"copy_{uuid.uuid4().hex[:8]}"
-                with psycopg.connect(cluster.url(), autocommit=True) as conn:
-                    conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8'")
-                wall, cpu, out = copy(data, cluster.url(name))
-                verified = sum(1 for line in out.splitlines() if line.startswith("  "))
-                sys.stdout.write(
-                    f"{n} memories + {n // 20} documents: {wall:.2f} s wall, {n / wall:,.0f} memories/s, "
-                    f"command CPU {cpu:.2f} s, {verified} tables verified\n"
-                )
-    finally:
-        cluster.stop()
+    with Cluster.running() as cluster, tempfile.TemporaryDirectory() as tmp:
+        for n in args.memories:
+            data = Path(tmp) / f"data-{n}"
+            fill(data, n)
+            wall, cpu, out = copy(data, cluster.new_database("copy"))
+            verified = sum(1 for line in out.splitlines() if line.startswith("  "))
+            sys.stdout.write(
+                f"{n} memories + {n // 20} documents: {wall:.2f} s wall, {n / wall:,.0f} memories/s, "
+                f"command CPU {cpu:.2f} s, {verified} tables verified\n"
+            )
     return 0
 
 

@@ -126,13 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--lessons", type=int, default=200)
     args = parser.parse_args(argv)
     logs.configure("warning")
-    cluster = Cluster.create()
-    cluster.start()
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            rows = asyncio.run(run(args, cluster, Path(tmp)))
-    finally:
-        cluster.stop()
+    with Cluster.running() as cluster, tempfile.TemporaryDirectory() as tmp:
+        rows = asyncio.run(run(args, cluster, Path(tmp)))
     print("| call | backend | wall p50 ms (shared machine) | client CPU ms/call | server CPU ms/call |")
     print("|---|---|---:|---:|---:|")
     for what, backend, (wall, cpu, srv) in rows:

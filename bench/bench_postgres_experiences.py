@@ -102,13 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--hybrid", action="store_true", help="learn with vectors and add a hybrid recall row")
     args = parser.parse_args(argv)
     logs.configure("warning")
-    cluster = Cluster.create()
-    cluster.start()
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            rows = asyncio.run(run(args, cluster, Path(tmp)))
-    finally:
-        cluster.stop()
+    with Cluster.running() as cluster, tempfile.TemporaryDirectory() as tmp:
+        rows = asyncio.run(run(args, cluster, Path(tmp)))
     print("| call | backend | wall p50 ms (shared machine) | client CPU ms/call | server CPU ms/call |")
     print("|---|---|---:|---:|---:|")
     for what, backend, (wall, cpu, srv) in rows:

@@ -39,7 +39,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -321,14 +320,6 @@ async def measure(
 
 
 # ---------------------------------------------------------------------------- one run
-def create_database(cluster: Cluster, name: str) -> str:
-    """A fresh database `name` in `cluster` (by ``createdb``, as its owner); its URL."""
-    done = cluster._run(
-        str(cluster.bin / "createdb"), "-h", HOST, "-p", str(cluster.port), "-U", "postgres", "-T", "template0", name
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"createdb {name} failed: {done.stderr.strip()}")
-    return cluster.url(name)
 
 
 async def run(
@@ -345,7 +336,7 @@ async def run(
             env = {"MEMORY_DATA_DIR": str(data), "ROBOT_ID": ROBOT}
             backend = Backend(name, env)
             if name == "postgres":
-                backend.env["MEMORY_DATABASE_URL"] = create_database(cluster, f"bench_{size}_{uuid.uuid4().hex[:8]}")
+                backend.env["MEMORY_DATABASE_URL"] = cluster.new_database(f"bench_{size}")
                 backend.cluster = cluster
             t = time.perf_counter()
             await fill(backend, size, documents)
@@ -396,13 +387,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logs.configure("warning")
     print(f"# {' '.join(['python -m bench.bench_postgres_served', *(argv or sys.argv[1:])])}")
     print(f"# start: {machine()}")
-    cluster = Cluster.create()
-    cluster.start()
-    try:
-        with tempfile.TemporaryDirectory(prefix="bench-pg-served-") as tmp:
-            figures = asyncio.run(run(sizes, args.calls, cluster, Path(tmp), args.max_processes))
-    finally:
-        cluster.stop()
+    with Cluster.running() as cluster, tempfile.TemporaryDirectory(prefix="bench-pg-served-") as tmp:
+        figures = asyncio.run(run(sizes, args.calls, cluster, Path(tmp), args.max_processes))
     print(f"# end: {machine()}")
     print(render(figures))
     return 0

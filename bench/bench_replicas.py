@@ -41,13 +41,11 @@ import math
 import os
 import random
 import re
-import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +53,6 @@ from typing import Any
 
 import anyio
 import httpx
-import psycopg
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import TextContent
@@ -144,12 +141,6 @@ def tree_cpu_s(root: int) -> float:
 
 
 # ---------------------------------------------------------------------------- the fill
-def create_database(cluster: Cluster) -> str:
-    """A fresh database of this run's own in `cluster`; its URL."""
-    name = f"bench_replicas_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(cluster.url(), autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8'")
-    return cluster.url(name)
 
 
 def fill(url: str, cfg: Config) -> dict[str, list[str]]:
@@ -463,7 +454,7 @@ def run(cfg: Config, cluster: Cluster, work: Path) -> list[Row]:
     """Fill a fresh database of `cluster` once, then one `Row` per R of `cfg.replicas`."""
     if not Path(HAPROXY).is_file():
         raise RuntimeError(HAPROXY_MISSING)
-    url = create_database(cluster)
+    url = cluster.new_database("bench_replicas")
     visible = fill(url, cfg)
     return [measure(cfg, r, url, visible, cluster, work) for r in cfg.replicas]
 
@@ -531,14 +522,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         embedder=args.embedder,
     )
     logs.configure("warning")
-    cluster = Cluster.create()
-    cluster.start()
-    work = Path(tempfile.mkdtemp(prefix="bench-replicas-"))
-    try:
-        rows = run(cfg, cluster, work)
-    finally:
-        cluster.stop()
-        shutil.rmtree(work, ignore_errors=True)
+    with (
+        Cluster.running() as cluster,
+        tempfile.TemporaryDirectory(prefix="bench-replicas-", ignore_cleanup_errors=True) as work,
+    ):
+        rows = run(cfg, cluster, Path(work))
     print(render(rows))
     return 0
 

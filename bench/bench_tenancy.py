@@ -74,12 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=500)
     args = parser.parse_args(argv)
     logs.configure("warning")
-    cluster = Cluster.create()
-    cluster.start()
-    try:
+    with Cluster.running() as cluster:
         rows = asyncio.run(run(args, cluster))
-    finally:
-        cluster.stop()
     print("| call | store | wall p50 ms (shared machine) | client CPU ms/call | server CPU ms/call |")
     print("|---|---|---:|---:|---:|")
     for what, store, (wall, cpu, srv) in rows:

@@ -15,6 +15,7 @@ Invariants:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import glob
 import os
 import pwd
@@ -22,8 +23,12 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import psycopg
 
 #: Where Debian's packages put the server binaries, one folder per major version.
 BIN_GLOB = "/usr/lib/postgresql/*/bin/initdb"
@@ -69,6 +74,34 @@ class Cluster:
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def new_database(self, prefix: str) -> str:
+        """A fresh, empty UTF8 database named `prefix` and a random suffix (from ``template0``): its URL."""
+        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8'")
+        return self.url(name)
+
+    @contextlib.contextmanager
+    def database(self, prefix: str) -> Iterator[str]:
+        """`new_database`, dropped on leaving (its open connections cut)."""
+        url = self.new_database(prefix)
+        try:
+            yield url
+        finally:
+            with psycopg.connect(self.url(), autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {url.rsplit('/', 1)[1]} WITH (FORCE)")
+
+    @classmethod
+    @contextlib.contextmanager
+    def running(cls) -> Iterator[Cluster]:
+        """A new cluster, started, and stopped and removed on leaving (a bench's whole run)."""
+        cluster = cls.create()
+        try:
+            cluster.start()
+            yield cluster
+        finally:
+            cluster.stop()
 
     def _run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         cmd = [str(a) for a in args]

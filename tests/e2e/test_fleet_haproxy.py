@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -26,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import psycopg
 import pytest
 
 from tests.conftest import Client, doc
@@ -62,14 +60,8 @@ WINDOW = 400
 @pytest.fixture
 def database_url(pg_cluster: Cluster) -> Iterator[str]:
     """A database of this test's own in the session's cluster (the replicas migrate it themselves)."""
-    name = f"fleet_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_cluster.url(), autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8'")
-    try:
-        yield pg_cluster.url(name)
-    finally:
-        with psycopg.connect(pg_cluster.url(), autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    with pg_cluster.database("fleet") as url:
+        yield url
 
 
 @dataclass

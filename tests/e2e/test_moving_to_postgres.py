@@ -8,13 +8,11 @@ line without the password."""
 from __future__ import annotations
 
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
-import psycopg
 import pytest
 
 from robot_mcp_memory.api import RobotMemory
@@ -46,14 +44,8 @@ TABLES = (
 def database_url(pg_cluster: Cluster) -> Iterator[str]:
     """A fresh database of this test's own, named by a URL carrying a password (the test cluster
     trusts its loopback clients, so the password is accepted and ignored)."""
-    name = f"move_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_cluster.url(), autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8'")
-    try:
-        yield pg_cluster.url(name).replace("postgres@", f"postgres:{SECRET}@")
-    finally:
-        with psycopg.connect(pg_cluster.url(), autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    with pg_cluster.database("move") as url:
+        yield url.replace("postgres@", f"postgres:{SECRET}@")
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:

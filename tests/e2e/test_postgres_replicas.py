@@ -6,14 +6,12 @@ principal its own bearer token names."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
-import psycopg
 import pytest
 
 from tests.conftest import doc
@@ -35,14 +33,8 @@ DEADLINE_S = 120.0
 @pytest.fixture
 def database_url(pg_cluster: Cluster) -> Iterator[str]:
     """A database of this test's own in the session's cluster (the servers migrate it themselves)."""
-    name = f"e2e_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_cluster.url(), autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8'")
-    try:
-        yield pg_cluster.url(name)
-    finally:
-        with psycopg.connect(pg_cluster.url(), autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    with pg_cluster.database("e2e") as url:
+        yield url
 
 
 def replica(tmp_path: Path, name: str, url: str) -> ServerProcess:

@@ -6,12 +6,10 @@ whose counts differ reported by doctor."""
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
 from robot_mcp_memory.api import RobotMemory
@@ -25,17 +23,11 @@ pytestmark = pytest.mark.postgres
 @pytest.fixture
 def url(pg_cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A fresh database of this test's own; the commands see it as MEMORY_DATABASE_URL."""
-    name = f"cli_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_cluster.url(), autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8'")
     for var in ("MEMORY_DATABASE_URL", "MEMORY_DATA_DIR", "MEMORY_TOKEN", "MEMORY_ROBOT_TOKENS"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("MEMORY_EMBEDDER", "none")
-    try:
-        yield pg_cluster.url(name)
-    finally:
-        with psycopg.connect(pg_cluster.url(), autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    with pg_cluster.database("cli") as url:
+        yield url
 
 
 def _fill(data: Path) -> None:
