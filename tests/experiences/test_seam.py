@@ -13,19 +13,11 @@ from robot_mcp_memory.errors import Forbidden, InvalidInput, NotFound
 from robot_mcp_memory.experiences.ports import MemoryRepository
 from robot_mcp_memory.experiences.postgres.repository import PostgresMemories
 from robot_mcp_memory.experiences.service import ExperienceService
-from robot_mcp_memory.tenancy.policy import Policy
+from robot_mcp_memory.tenancy.policy import Policy, SoloMembership
 from robot_mcp_memory.tenancy.principal import STDIO, Principal
 from tests.experiences.toy_memories import ToyMemories
 
 R1, R3 = Principal.robot("r1"), Principal.robot("r3")
-
-
-class StaticMembership:
-    def group_mates(self, robot_id: str) -> frozenset[str]:
-        return frozenset({robot_id})
-
-    def group_of(self, robot_id: str) -> str | None:
-        return None
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres), "toy"])
@@ -43,7 +35,7 @@ def repository(request: pytest.FixtureRequest) -> Iterator[MemoryRepository]:
 
 @pytest.fixture
 def service(repository: MemoryRepository) -> ExperienceService:
-    return ExperienceService(repository, Policy(StaticMembership()), default_robot="tester")
+    return ExperienceService(repository, Policy(SoloMembership()), default_robot="tester")
 
 
 async def test_an_exact_repeat_is_a_duplicate_and_other_numbers_are_not(service: ExperienceService) -> None:

@@ -28,7 +28,7 @@ from robot_mcp_memory.experiences.postgres.repository import PostgresMemories
 from robot_mcp_memory.experiences.service import ExperienceService
 from robot_mcp_memory.search import segment
 from robot_mcp_memory.storage.postgres import PostgresStore
-from robot_mcp_memory.tenancy.policy import Policy
+from robot_mcp_memory.tenancy.policy import Policy, SoloMembership
 from robot_mcp_memory.tenancy.principal import Principal
 
 pytestmark = pytest.mark.postgres
@@ -75,14 +75,6 @@ FILTERS: tuple[dict[str, Any], ...] = (
     {"extra.flags.0": 1},
     {"extra": {"0": "key"}},
 )
-
-
-class StaticMembership:
-    def group_mates(self, robot_id: str) -> frozenset[str]:
-        return frozenset({robot_id})
-
-    def group_of(self, robot_id: str) -> str | None:
-        return None
 
 
 @dataclass
@@ -139,7 +131,7 @@ def _age(side: Side, ids: list[int]) -> None:
 
 @pytest.fixture
 def sides(memory: Memory, pg_store: PostgresStore) -> Iterator[tuple[Side, Side]]:
-    policy = Policy(StaticMembership())
+    policy = Policy(SoloMembership())
     pg = PostgresMemories(pg_store)
     sqlite = Side("sqlite", memory.memories, ExperienceService(memory.memories, policy, default_robot="tester"))
     postgres = Side("postgres", pg, ExperienceService(pg, policy, default_robot="tester"))

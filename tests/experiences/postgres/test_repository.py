@@ -14,20 +14,12 @@ from robot_mcp_memory.experiences.postgres.repository import PostgresMemories
 from robot_mcp_memory.experiences.postgres.tables import COMPONENT, MIGRATIONS
 from robot_mcp_memory.experiences.service import ExperienceService, run_sync
 from robot_mcp_memory.storage.postgres import PostgresStore
-from robot_mcp_memory.tenancy.policy import Policy
+from robot_mcp_memory.tenancy.policy import Policy, SoloMembership
 from robot_mcp_memory.tenancy.principal import Principal
 
 pytestmark = pytest.mark.postgres
 
 R1 = Principal.robot("r1")
-
-
-class StaticMembership:
-    def group_mates(self, robot_id: str) -> frozenset[str]:
-        return frozenset({robot_id})
-
-    def group_of(self, robot_id: str) -> str | None:
-        return None
 
 
 @pytest.fixture
@@ -38,7 +30,7 @@ def repo(pg_store: PostgresStore) -> Iterator[PostgresMemories]:
 
 
 def _service(repo: PostgresMemories) -> ExperienceService:
-    return ExperienceService(repo, Policy(StaticMembership()), default_robot="tester")
+    return ExperienceService(repo, Policy(SoloMembership()), default_robot="tester")
 
 
 def _count(store: PostgresStore) -> int:

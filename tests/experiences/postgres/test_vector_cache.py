@@ -25,7 +25,7 @@ from robot_mcp_memory.search.postgres import vectorstore
 from robot_mcp_memory.search.resilient import ResilientEmbedder
 from robot_mcp_memory.search.vectors import encode
 from robot_mcp_memory.storage.postgres import Connection, PostgresStore
-from robot_mcp_memory.tenancy.policy import Policy
+from robot_mcp_memory.tenancy.policy import Policy, SoloMembership
 from robot_mcp_memory.tenancy.principal import Principal
 from tests.conftest import eventually
 
@@ -38,14 +38,6 @@ TEXTS = (
     "dock at the charger before the battery falls under 20 percent",
     "pour water slowly into the narrow glass",
 )
-
-
-class StaticMembership:
-    def group_mates(self, robot_id: str) -> frozenset[str]:
-        return frozenset({robot_id})
-
-    def group_of(self, robot_id: str) -> str | None:
-        return None
 
 
 @dataclass
@@ -62,7 +54,7 @@ class Replica:
         db = PostgresStore.open(url, schema=schema, max_size=2)
         repo = PostgresMemories(db)
         vectors = PostgresMemoryVectors(db, embedder)
-        svc = ExperienceService(repo, Policy(StaticMembership()), default_robot="tester", vectors=vectors)
+        svc = ExperienceService(repo, Policy(SoloMembership()), default_robot="tester", vectors=vectors)
         return cls(db, repo, vectors, svc)
 
     def close(self) -> None:
