@@ -393,6 +393,25 @@ def test_pruning_deletes_what_every_registered_reader_passed_and_keeps_the_rest(
         assert [e.ref for e in _read(feed_store, cursor).entries] == ["c"], "no reader that passed is told to reload"
 
 
+@pytest.mark.parametrize("ids", [(999, 1000, 1001), (9_998, 9_999, 10_000), (99_999, 100_000, 123)])
+def test_the_prune_watermark_is_the_largest_writer_id_deleted_not_the_last_in_text_order(
+    feed_store: PostgresStore, ids: tuple[int, ...]
+) -> None:
+    """Writer ids straddling a digit boundary ("999" sorts after "1000" as text): the watermark is
+    the numerically largest, or a reader that had not read the newest entry would not reload."""
+    feed_store.write_blocking(
+        lambda c: [
+            c.execute(
+                "INSERT INTO change_log (component, ref, op, writer_xid) VALUES (%s, %s, 'saved', %s::xid8)",
+                (FEED.component, f"r{x}", str(x)),
+            )
+            for x in ids
+        ]
+    )
+    pruned = feed_store.write_blocking(lambda c: FEED.prune(c, horizon=timedelta(0)))
+    assert (pruned.deleted, pruned.through) == (len(ids), max(ids))
+
+
 def test_a_reader_behind_the_prune_horizon_is_told_to_reload_and_then_misses_nothing(
     feed_store: PostgresStore,
 ) -> None:

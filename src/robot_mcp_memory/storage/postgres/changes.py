@@ -319,7 +319,11 @@ class ChangeFeed:
         horizon ever sends a registered reader to `Reload`. Nothing needs prune ids to follow
         their commit order (a caller's transaction may hold an id before it calls this). Each
         schedule is a test (tests/storage/postgres/test_changes_schedules.py), and the race in
-        test_changes.py prunes while four writers and two readers run."""
+        test_changes.py prunes while four writers and two readers run.
+
+        ``through`` must be the largest deleted id *as an xid8*: taken in text order once, a prune
+        whose entries straddled 999/1000 reported too low a watermark, and a reader it had cost
+        entries got no `Reload` (the race's rare misses; a schedule in test_changes.py)."""
         if horizon < timedelta(0):
             raise InvalidInput("a change-feed horizon is not negative")
         # Prunes of one component run one at a time to their commit: the watermark only rises, and
@@ -341,7 +345,10 @@ class ChangeFeed:
             "WITH gone AS (DELETE FROM change_log WHERE component = %(component)s"
             "  AND (writer_xid < %(passed)s::xid8 OR written_at <= now() - %(horizon)s::interval)"
             "  RETURNING writer_xid)"
-            " SELECT count(*), (SELECT writer_xid::text FROM gone ORDER BY writer_xid DESC LIMIT 1) FROM gone",
+            # Ordered by the xid8 itself: ``ORDER BY writer_xid`` beside ``writer_xid::text`` sorts
+            # the text output column, and "999" > "1000" made a prune across a digit boundary
+            # report too low a watermark (readers it had cost entries got no Reload).
+            " SELECT count(*), (SELECT g.writer_xid FROM gone AS g ORDER BY g.writer_xid DESC LIMIT 1)::text FROM gone",
             {"component": self.component, "passed": passed, "horizon": horizon},
         ).fetchone() or (0, None)
         if newest is not None:
