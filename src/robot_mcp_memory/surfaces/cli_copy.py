@@ -80,7 +80,7 @@ def run(settings: Settings, out: Callable[[str], None]) -> int:
         out(f"  {t.table:<{width}}  {t.source} = {t.target}")
     out(
         "vectors are not copied: with MEMORY_DATABASE_URL set, `robot-mcp-memory reembed` makes the documents' "
-        "(a server makes them in the background too); the memories copied are found by keywords"
+        "and the memories' (a server makes them in the background too)"
     )
     return 0
 
