@@ -16,7 +16,7 @@ from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.processes.docmodel import reliability
 from robot_mcp_memory.processes.ranking import Candidates, Fusion, evidence, evidence_weights, rank_hybrid
-from robot_mcp_memory.search import relevance
+from robot_mcp_memory.search import relevance, segment
 from robot_mcp_memory.search.relevance import KeywordBound
 from robot_mcp_memory.tenancy.principal import STDIO
 from tests.conftest import doc
@@ -98,17 +98,19 @@ async def test_a_chinese_instruction_finds_its_english_document_over_a_chinese_o
 QUERY_TWO = "在托盘上摞两个红色的方块"  # pile two red cubes on the tray
 
 
-async def test_find_processes_weighs_the_vector_list_more_than_experience_recall_does(tmp_path: Path) -> None:
-    # The processes' own default weights (MEMORY_PROCESS_FUSION_WEIGHTS unset, keyword 1 :
-    # vector 1.5) find the English target; recall's 1:1, given to find_processes, do not.
-    memory = await _opened(tmp_path / "default")
+@pytest.mark.parametrize("weights", [None, "keyword:1,vector:1"], ids=["default", "recall-s-1-1"])
+async def test_find_processes_weighs_the_vector_list_more_than_experience_recall_does(
+    tmp_path: Path, weights: str | None
+) -> None:
+    # The processes' own default weights (MEMORY_PROCESS_FUSION_WEIGHTS unset) are keyword 1 :
+    # vector 1.5, not recall's 1:1. Recall's 1:1 missed this English target for the Chinese
+    # document sharing 托盘 and 红色 until the cross-script guard (`Fusion.cross_script`):
+    # now both weights find it.
+    env = {} if weights is None else {"MEMORY_PROCESS_FUSION_WEIGHTS": weights}
+    assert Settings.from_env(env).process_fusion_weights == ((1.0, 1.5) if weights is None else (1.0, 1.0))
+    memory = await _opened(tmp_path, **env)
     try:
         assert (await memory.processes.find(STDIO, QUERY_TWO, k=3)).hits[0].doc.id == "stack-two-red-tray"
-    finally:
-        memory.close()
-    memory = await _opened(tmp_path / "even", MEMORY_PROCESS_FUSION_WEIGHTS="keyword:1,vector:1")
-    try:
-        assert (await memory.processes.find(STDIO, QUERY_TWO, k=3)).hits[0].doc.id != "stack-two-red-tray"
     finally:
         memory.close()
 
@@ -171,3 +173,39 @@ def test_a_list_that_proposes_nothing_drops_out_and_the_other_s_relevance_is_the
     assert [(h.ref, round(h.relevance, 9)) for h in rank_hybrid(c, Fusion(), 2)] == [("near", 0.7), ("far", 0.3)]
     # Unscaled, every relevance was half its vector relevance: the keyword weight still counted.
     assert [round(h.relevance, 9) for h in rank_hybrid(c, Fusion(evidence=False), 2)] == [0.35, 0.15]
+
+
+def _strong_chinese_distractor(blind: frozenset[str]) -> Candidates:
+    # A Chinese document holding most of a Chinese query (keyword 0.6, vector 0.55) and the
+    # English target the keyword leg cannot see (vector 0.6): the generated sets' zh→en misses.
+    return Candidates(
+        keyword=[("zh-distractor", 6.0)],
+        vector=[("en-target", 0.2 + 0.8 * 0.6), ("zh-distractor", 0.2 + 0.8 * 0.55)],
+        reliability={"en-target": NEUTRAL, "zh-distractor": NEUTRAL},
+        bound=BOUND,
+        blind=blind,
+    )
+
+
+def test_a_document_in_no_script_of_the_query_is_ranked_by_its_vector_relevance_alone() -> None:
+    c = _strong_chinese_distractor(frozenset({"en-target"}))
+    ranked = rank_hybrid(c, Fusion(), 2)
+    assert [(h.ref, round(h.relevance, 9)) for h in ranked] == [("en-target", 0.6), ("zh-distractor", 0.575)]
+    # Without the guard its keyword 0 counts against it, as if it lacked the query's words.
+    assert [h.ref for h in rank_hybrid(c, Fusion(cross_script=0.0), 2)] == ["zh-distractor", "en-target"]
+    # A candidate the keyword leg could have matched keeps its keyword 0.
+    assert rank_hybrid(_strong_chinese_distractor(frozenset()), Fusion(), 2)[0].ref == "zh-distractor"
+
+
+@pytest.mark.parametrize(
+    ("text", "scripts"),
+    [
+        ("Stack two red cubes", {"latin"}),
+        ("用两个红色方块搭塔", {"cjk"}),
+        ("拿起 M3 螺丝", {"cjk", "latin"}),
+        ("Déposer la tasse", {"latin"}),
+        ("… — !", set()),
+    ],
+)
+def test_scripts_say_what_keyword_search_can_match_a_text_by(text: str, scripts: set[str]) -> None:
+    assert segment.scripts(text) == scripts

@@ -31,7 +31,7 @@ from robot_mcp_memory.processes.ports import NO_PHRASES, Hit, PhraseCounts, Phra
 from robot_mcp_memory.search import agreement, fts, fusion, relevance
 from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.search.relevance import KeywordBound
-from robot_mcp_memory.search.segment import tokens
+from robot_mcp_memory.search.segment import scripts, tokens
 from robot_mcp_memory.search.vectors import Vector
 
 #: bm25 column weights for (id, title, task_pattern, tags, body).
@@ -182,6 +182,12 @@ class Fusion:
     #: for this query (`evidence_weights`): a Chinese query against English documents proposes,
     #: by keyword, only documents sharing a common character, and that list then weighs little.
     evidence: bool = True
+    #: A candidate written in no script the query's words are in (an English document for a
+    #: Chinese query, `Candidates.blind`) is ranked by its vector relevance alone while the
+    #: keyword leg's best match holds less than this share of the query (its `evidence`): the
+    #: keyword leg cannot see that candidate, so its keyword 0 is no evidence against it, unless
+    #: a document holds most of the query. 0: never (the threshold: docs/search.md).
+    cross_script: float = 0.7
 
 
 @dataclass(frozen=True)
@@ -201,6 +207,9 @@ class Candidates:
     agreement: dict[str, float] = field(default_factory=dict)
     #: More than any keyword relevance can be (`keyword_leg`); 0.0: unknown.
     keyword_bound: float = 0.0
+    #: The candidates written in no script the query's content words are in (`scripts`): the
+    #: keyword leg cannot match them, whatever they say.
+    blind: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -230,19 +239,41 @@ def keyword_leg(
     return snap.keyword_relevant(query.phrases, c, n, visible), bound
 
 
-def select_agreement(snap: SearchSnapshot, query: Query, ids: Collection[str]) -> dict[str, float]:
+def select_agreement(
+    snap: SearchSnapshot, query: Query, ids: Collection[str], texts: Mapping[str, str] | None = None
+) -> dict[str, float]:
     """The `agreement.factor` of each of `ids` whose title, task pattern or tags contradict a
-    slot `query` names (`agreement_text`); the others are left out. No read when the query
-    names no slot."""
+    slot `query` names (`agreement_text`; `texts`: already read); the others are left out. No
+    read when the query names no slot."""
     wanted = query.slots
     if not wanted or not ids:
         return {}
     out: dict[str, float] = {}
-    for pid, text in snap.agreement_texts(ids).items():
+    for pid, text in (snap.agreement_texts(ids) if texts is None else texts).items():
         f = agreement.factor(wanted, agreement.slots(tokens(text)))
         if f < 1.0:
             out[pid] = f
     return out
+
+
+def query_scripts(query: Query) -> frozenset[str]:
+    """The one script the query's content words are in (`segment.scripts`), or none when they
+    are in both or in none: only a one-script query has documents its keyword leg cannot see."""
+    wanted = scripts(" ".join(query.content))
+    return wanted if len(wanted) == 1 else frozenset()
+
+
+def select_blind(
+    snap: SearchSnapshot, query: Query, ids: Collection[str], texts: Mapping[str, str] | None = None
+) -> frozenset[str]:
+    """Those of `ids` whose agreement text (title, task pattern, tags; `texts`: already read)
+    shares no script with the query's content words (`query_scripts`): an English document
+    for a Chinese query. No read when the query has no one script."""
+    wanted = query_scripts(query)
+    if not wanted or not ids:
+        return frozenset()
+    read = snap.agreement_texts(ids) if texts is None else texts
+    return frozenset(pid for pid, text in read.items() if not scripts(text) & wanted)
 
 
 def hybrid_candidates(
@@ -266,14 +297,17 @@ def hybrid_candidates(
     proposed = {r for r, _ in vector}
     lacking = [r for r, _ in keyword if r not in proposed]
     cosine = snap.vector_among(qvec, model_id, lacking) if lacking else {}
+    # One read of the candidates' texts for agreement and the script guard alike.
+    texts = snap.agreement_texts(reliability) if reliability and (query.slots or query_scripts(query)) else None
     return Candidates(
         keyword,
         vector,
         reliability,
         query_bound(snap, query, counted),
         cosine,
-        select_agreement(snap, query, reliability),
+        select_agreement(snap, query, reliability, texts),
         bound,
+        select_blind(snap, query, reliability, texts),
     )
 
 
@@ -284,7 +318,8 @@ def rank_hybrid(c: Candidates, fuse: Fusion, k: int) -> list[Ranked]:
     both lists". Higher is better."""
     if fuse.order == "score":
         weights = evidence_weights(c, fuse.weights) if fuse.evidence else fuse.weights
-        return rank_calibrated(c, weights, k, c.agreement if fuse.agreement else {})
+        blind = c.blind if evidence(c)[0] < fuse.cross_script else frozenset()
+        return rank_calibrated(c, weights, k, c.agreement if fuse.agreement else {}, blind)
     rel = c.reliability
     agree = c.agreement if fuse.agreement else {}
 
@@ -335,25 +370,35 @@ def evidence_weights(c: Candidates, weights: tuple[float, float]) -> tuple[float
     return weights[0] * ek, weights[1] * ev
 
 
-def calibrated(c: Candidates, weights: tuple[float, float]) -> dict[str, float]:
-    """Each visible candidate's hybrid relevance in [0, 1] (`relevance.hybrid`)."""
+def calibrated(c: Candidates, weights: tuple[float, float], blind: Collection[str] = frozenset()) -> dict[str, float]:
+    """Each visible candidate's hybrid relevance in [0, 1] (`relevance.hybrid`); one of
+    `blind` (`Candidates.blind`) by its vector relevance alone, when the vector weight is set."""
     keyword = {ref: c.bound.relevance(raw) for ref, raw in c.keyword}
     cosine = {**c.cosine, **dict(c.vector)}
+    vector_only = (0.0, weights[1])
     return {
-        ref: relevance.hybrid(keyword.get(ref, 0.0), relevance.vector(cosine.get(ref, 0.0)), weights)
+        ref: relevance.hybrid(
+            keyword.get(ref, 0.0),
+            relevance.vector(cosine.get(ref, 0.0)),
+            vector_only if ref in blind and weights[1] > 0 else weights,
+        )
         for ref in keyword.keys() | cosine.keys()
         if ref in c.reliability
     }
 
 
 def rank_calibrated(
-    c: Candidates, weights: tuple[float, float], k: int, agree: Mapping[str, float] | None = None
+    c: Candidates,
+    weights: tuple[float, float],
+    k: int,
+    agree: Mapping[str, float] | None = None,
+    blind: Collection[str] = frozenset(),
 ) -> list[Ranked]:
     """The `k` best by calibrated relevance × agreement × reliability, then relevance, then id:
     a candidate contradicting a slot the query names (`agree`, `Candidates.agreement`) has its
     relevance demoted. A candidate of relevance 0 (a keyword list's cosine below the floor, with
     a zero keyword weight) is not a match."""
-    rel = calibrated(c, weights)
+    rel = calibrated(c, weights, blind)
     if agree:
         rel = {ref: r * agree.get(ref, 1.0) for ref, r in rel.items()}
     best = heapq.nsmallest(
@@ -403,6 +448,9 @@ __all__ = [
     "hybrid_search",
     "keyword_search",
     "query_bound",
+    "query_scripts",
     "rank_calibrated",
     "rank_hybrid",
+    "select_agreement",
+    "select_blind",
 ]

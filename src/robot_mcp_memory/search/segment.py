@@ -169,6 +169,18 @@ def has_cjk(text: str) -> bool:
     return not text.isascii() and _CJK_RUN.search(text) is not None
 
 
+def scripts(text: str) -> frozenset[str]:
+    """The scripts keyword search can match `text` by: ``cjk`` (Han, kana and hangul runs,
+    searched as their own tokens) and ``latin`` (any other letter or digit)."""
+    out = set()
+    if has_cjk(text):
+        out.add("cjk")
+        text = _CJK_RUN.sub(" ", text)
+    if any(ch.isalnum() for ch in text):
+        out.add("latin")
+    return frozenset(out)
+
+
 def _bigram_phrase(word: str) -> str:
     return " ".join(word[i : i + 2] for i in range(len(word) - 1))
 
@@ -293,6 +305,7 @@ __all__ = [
     "number_variants",
     "query_terms",
     "quote",
+    "scripts",
     "tokens",
     "warm",
     "words",
