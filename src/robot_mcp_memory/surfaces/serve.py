@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import errno
 import signal
 import socket
@@ -426,7 +427,11 @@ def serve(settings: Settings) -> int:
 def serve_workers(settings: Settings, sockets: list[socket.socket]) -> int:
     """`settings.workers` processes on `sockets` (`workers.supervise`). The store is opened here
     once first: migrations run once, and a store that cannot open is reported as with one process."""
-    open_memory(settings, sockets).close()
+    # Keyword-only here: an embedder would start loading its model on a thread that `close` does
+    # not wait for, and a fork must copy a process with no other thread running.
+    open_memory(dataclasses.replace(settings, embedder="none"), sockets).close()
+    if threading.active_count() > 1:  # the forks below copy only this thread: any other's locks stay held
+        _log.warning("serve.threads_before_fork", threads=[t.name for t in threading.enumerate()])
     if not settings.auth_enabled:
         _log.warning(
             "auth.open",
