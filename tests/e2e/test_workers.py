@@ -6,6 +6,7 @@ SIGKILL is started again and serves, and SIGTERM to the parent stops every worke
 from __future__ import annotations
 
 import os
+import select
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,6 +52,18 @@ async def workers_seen(server: ServerProcess, want: int, exclude: frozenset[int]
         if len(seen - exclude) >= want:
             break
     return seen - exclude
+
+
+def exited(pid: int) -> None:
+    """Return once `pid` has exited (its pidfd turns readable), however it ends."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        select.select([fd], [], [])
+    finally:
+        os.close(fd)
 
 
 def alive(pid: int) -> bool:
@@ -120,3 +133,22 @@ async def test_two_workers_share_the_port_survive_a_kill_and_stop_together(tmp_p
     died = [e for e in events if e.get("event") == "serve.worker_died"]
     assert [e["pid"] for e in died] == [killed]
     assert database_url not in server.stderr()
+
+
+async def test_workers_do_not_outlive_a_killed_parent(tmp_path: Path, database_url: str) -> None:
+    """SIGKILL to the parent runs none of its code: each worker gets SIGTERM from the kernel
+    (the parent-death signal) and stops, so none keeps the port."""
+    server = ServerProcess(
+        data_dir=tmp_path / "data", log_dir=tmp_path, env={**ENV, "MEMORY_DATABASE_URL": database_url}
+    )
+    with anyio.fail_after(DEADLINE_S):
+        await server.start()
+        try:
+            workers = await workers_seen(server, 2)
+            assert len(workers) == 2, workers
+        finally:
+            await server.kill()
+        for pid in workers:
+            await anyio.to_thread.run_sync(exited, pid, abandon_on_cancel=True)
+    stopped = [e for e in json_lines(server.stderr()) if e.get("event") == "serve.worker_stopped"]
+    assert sorted(e["pid"] for e in stopped) == sorted(workers)
