@@ -1,6 +1,6 @@
 """Benchmark: throughput with 1, 2 and 3 server replicas on one PostgreSQL, behind HAProxy round-robin.
 
-    python -m bench.bench_replicas [--replicas 1,2,3] [--clients 20] [--duration 30] [--warmup 5]
+    python -m bench.bench_replicas [--replicas 1,2,3] [--workers 1] [--clients 20] [--duration 30] [--warmup 5]
                                    [--processes 1000] [--memories 10000] [--embedder hashing]
 
 What it does:
@@ -14,7 +14,8 @@ What it does:
    not measured;
 3. for each R of ``--replicas``: starts R real servers (``python -m robot_mcp_memory serve``,
    ``MCP_TRANSPORT=sse`` on its own loopback port, ``MEMORY_DATABASE_URL``: stateless Streamable
-   HTTP is the default there, tokens on), and HAProxy (``/usr/sbin/haproxy``, a minimal
+   HTTP is the default there, tokens on; ``MEMORY_WORKERS=--workers`` worker processes each, whose
+   CPU is counted with their replica's), and HAProxy (``/usr/sbin/haproxy``, a minimal
    ``mode http`` config made in a temporary folder, ``balance roundrobin``: each request goes to
    the next replica, keep-alive or not), waits until every replica is quiet, then runs C official
    SDK clients (``streamable_http_client`` + ``ClientSession``, client *i* holding robot
@@ -97,6 +98,8 @@ class Config:
     memories: int = 10_000
     #: MEMORY_EMBEDDER for the fill and the servers
     embedder: str = "hashing"
+    #: MEMORY_WORKERS of each replica
+    workers: int = 1
 
 
 def group_of(robot: str) -> str:
@@ -237,6 +240,7 @@ def replica(n: int, url: str, cfg: Config, work: Path) -> tuple[Child, int]:
         "MEMORY_DATA_DIR": str(work / f"replica-{n}"),  # nothing is written there with a database URL
         "MEMORY_DATABASE_URL": url,
         "MEMORY_EMBEDDER": cfg.embedder,
+        "MEMORY_WORKERS": str(cfg.workers),
         "MEMORY_TOKEN": ADMIN_TOKEN,
         "MEMORY_ROBOT_TOKENS": ",".join(f"{r}:{token_of(r)}" for r in ROBOTS),
     }
@@ -364,6 +368,7 @@ class Row:
     postgres_cpu_s: float
     haproxy_cpu_s: float
     client_cpu_s: float
+    workers: int = 1
 
     @property
     def calls(self) -> int:
@@ -447,6 +452,7 @@ def measure(cfg: Config, r: int, url: str, visible: dict[str, list[str]], cluste
         postgres_cpu_s=pg1 - pg0,
         haproxy_cpu_s=ha1 - ha0,
         client_cpu_s=cl1 - cl0,
+        workers=cfg.workers,
     )
 
 
@@ -467,6 +473,10 @@ HEADER = (
 )
 
 
+def _servers(row: Row) -> str:
+    return str(row.replicas) if row.workers == 1 else f"{row.replicas} ({row.workers} workers each)"
+
+
 def render(rows: Sequence[Row]) -> str:
     lines = [HEADER]
     for row in rows:
@@ -474,7 +484,7 @@ def render(rows: Sequence[Row]) -> str:
         shares = " / ".join(f"{c / spent:.0%}" if spent else "—" for c in row.replica_cpu_s)
         everything = spent + row.postgres_cpu_s + row.haproxy_cpu_s + row.client_cpu_s
         lines.append(
-            f"| {row.replicas} | {row.clients} | {row.calls} | {row.calls / row.seconds:.1f} "
+            f"| {_servers(row)} | {row.clients} | {row.calls} | {row.calls / row.seconds:.1f} "
             f"| {row.percentile_ms(50):.0f} | {row.percentile_ms(99):.0f} | {len(row.errors)} "
             f"| {row.per_call_ms(spent):.1f} ({shares}) | {row.per_call_ms(row.postgres_cpu_s):.1f} "
             f"| {row.per_call_ms(row.haproxy_cpu_s):.2f} | {row.per_call_ms(row.client_cpu_s):.1f} "
@@ -488,7 +498,7 @@ def render(rows: Sequence[Row]) -> str:
         for tool in tools:
             walls = sorted(row.samples.get(tool, []))
             cells.append(f"{len(walls)}, {walls[len(walls) // 2] * 1000:.0f}" if walls else "0, —")
-        lines.append(f"| {row.replicas} | " + " | ".join(cells) + " |")
+        lines.append(f"| {_servers(row)} | " + " | ".join(cells) + " |")
     errors = [e for row in rows for e in row.errors]
     if errors:
         lines += ["", "First errors:", *(f"- {e}" for e in list(dict.fromkeys(errors))[:10])]
@@ -510,6 +520,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=Config.warmup_s, help="unmeasured seconds per R first")
     parser.add_argument("--processes", type=int, default=Config.processes)
     parser.add_argument("--memories", type=int, default=Config.memories)
+    parser.add_argument("--workers", type=int, default=Config.workers, help="MEMORY_WORKERS of each replica")
     parser.add_argument("--embedder", default=Config.embedder, help="MEMORY_EMBEDDER of the fill and the servers")
     args = parser.parse_args(argv)
     cfg = Config(
@@ -520,6 +531,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         processes=args.processes,
         memories=args.memories,
         embedder=args.embedder,
+        workers=args.workers,
     )
     logs.configure("warning")
     with (

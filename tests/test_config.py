@@ -172,3 +172,32 @@ def test_the_pool_size_is_bounded() -> None:
     with pytest.raises(ConfigError) as info:
         Settings.from_env({"MEMORY_DATABASE_POOL_SIZE": "0"})
     assert info.value.problems[0].startswith("MEMORY_DATABASE_POOL_SIZE")
+
+
+PG = "postgresql://memory@127.0.0.1:5432/memory"
+
+
+@pytest.mark.parametrize(
+    ("env", "needs"),
+    [
+        ({"MCP_TRANSPORT": "sse"}, "MEMORY_DATABASE_URL"),  # SQLite: one writer thread owns the files
+        ({"MEMORY_DATABASE_URL": PG}, "MCP_TRANSPORT=sse"),  # stdio
+        ({"MEMORY_DATABASE_URL": PG, "MCP_TRANSPORT": "sse", "MCP_STATELESS_HTTP": "false"}, "MCP_STATELESS_HTTP"),
+    ],
+)
+def test_several_workers_are_refused_where_a_request_needs_one_process(env: dict[str, str], needs: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env({**env, "MEMORY_WORKERS": "2"})
+    assert [p for p in info.value.problems if p.startswith("MEMORY_WORKERS") and needs in p]
+    assert "memory@" not in " ".join(info.value.problems)  # the URL is not echoed
+    assert Settings.from_env({**env, "MEMORY_WORKERS": "1"}).workers == 1  # one process: as before
+
+
+def test_several_workers_serve_stateless_http_on_postgres() -> None:
+    s = Settings.from_env({"MEMORY_DATABASE_URL": PG, "MCP_TRANSPORT": "sse", "MEMORY_WORKERS": "2"})
+    assert (s.workers, s.stateless_http) == (2, True)
+    assert Settings.from_env({}).workers == 1
+    for bad in ("0", "lots", "65"):
+        with pytest.raises(ConfigError) as info:
+            Settings.from_env({"MEMORY_DATABASE_URL": PG, "MCP_TRANSPORT": "sse", "MEMORY_WORKERS": bad})
+        assert info.value.problems[0].startswith("MEMORY_WORKERS")

@@ -32,6 +32,9 @@ ENV_VARS: dict[str, str] = {
     "MEMORY_DATABASE_POOL_SIZE": "most connections this process holds to MEMORY_DATABASE_URL (default 8)",
     "MCP_STATELESS_HTTP": "true or false: Streamable HTTP without server-side sessions, answered as JSON, so any "
     "replica can answer any request (default true with MEMORY_DATABASE_URL, else false)",
+    "MEMORY_WORKERS": "server processes sharing MCP_PORT on this host (default 1); more than 1 needs "
+    "MEMORY_DATABASE_URL, MCP_TRANSPORT=sse and MCP_STATELESS_HTTP, and then serves Streamable HTTP, REST and the "
+    "dashboard but not SSE (an SSE session lives in one process)",
     "ROBOT_ID": "provenance written into saved documents over stdio (default unknown)",
     "MEMORY_TOKEN": "admin (unscoped) bearer token for the HTTP transports",
     "MEMORY_ROBOT_TOKENS": "per-robot tokens, 'rap-1:tokA,rap-2:tokB'",
@@ -111,6 +114,9 @@ class Settings:
     database_pool_size: int = 8
     #: Streamable HTTP keeps no session between requests and answers JSON (replicas behind a balancer).
     stateless_http: bool = False
+    #: Server processes sharing the port (`surfaces.workers`); above 1 only on PostgreSQL with
+    #: stateless Streamable HTTP, where no state a request needs lives in one process.
+    workers: int = 1
 
     @property
     def postgres(self) -> bool:
@@ -206,6 +212,9 @@ class Settings:
             )
         pool_size = _int(get("MEMORY_DATABASE_POOL_SIZE"), "MEMORY_DATABASE_POOL_SIZE", 8, 1, 1000, problems)
         stateless = _bool(get("MCP_STATELESS_HTTP"), "MCP_STATELESS_HTTP", database_url is not None, problems)
+        workers = _int(get("MEMORY_WORKERS"), "MEMORY_WORKERS", 1, 1, 64, problems)
+        if workers > 1:
+            problems.extend(_workers_problems(transport, database_url is not None, stateless))
 
         if problems:
             raise ConfigError(problems)
@@ -227,8 +236,28 @@ class Settings:
             database_url=database_url,
             database_pool_size=pool_size,
             stateless_http=stateless,
+            workers=workers,
             **search,
         )
+
+
+def _workers_problems(transport: Transport, postgres: bool, stateless: bool) -> list[str]:
+    """Why MEMORY_WORKERS above 1 is refused: several processes are safe only where every request
+    can be answered by any of them (the state it needs is in the database)."""
+    problems: list[str] = []
+    if not postgres:
+        problems.append(
+            "MEMORY_WORKERS above 1 needs MEMORY_DATABASE_URL: on SQLite one writer thread of one "
+            "process owns the files (use MEMORY_WORKERS=1)"
+        )
+    if transport != "sse":
+        problems.append("MEMORY_WORKERS above 1 needs MCP_TRANSPORT=sse: stdio has one client on one process")
+    if not stateless:
+        problems.append(
+            "MEMORY_WORKERS above 1 needs MCP_STATELESS_HTTP=true: a Streamable HTTP session lives in the "
+            "process that opened it"
+        )
+    return problems
 
 
 def _network(text: str) -> bool:

@@ -68,6 +68,11 @@ def _not_a_hangup(record: logging.LogRecord) -> bool:
 _STOPPING = False
 
 
+def as_worker(number: int, pid: int) -> None:
+    """Every event this process logs from here names its worker (``MEMORY_WORKERS``) and pid."""
+    structlog.contextvars.bind_contextvars(worker=number, pid=pid)
+
+
 def stopping() -> None:
     """The server is shutting down: uvicorn's errors about the streams it cuts (an open SSE
     stream, a Streamable HTTP GET) are the shutdown itself, logged as one warning each."""

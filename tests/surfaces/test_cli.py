@@ -355,6 +355,18 @@ def test_bad_configuration_exits_78_naming_the_variable(
     assert "MCP_PORT" in capsys.readouterr().err
 
 
+def test_several_workers_on_sqlite_exit_78_before_anything_is_opened(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMORY_DATABASE_URL", raising=False)
+    monkeypatch.setenv("MEMORY_WORKERS", "2")
+    assert cli.main(["serve", "--transport", "sse", "--data-dir", str(tmp_path / "data")]) == cli.EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert "MEMORY_WORKERS above 1 needs MEMORY_DATABASE_URL" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "data").exists()
+
+
 @pytest.mark.parametrize("command", ["serve", "web"])
 def test_a_port_in_use_exits_69_naming_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: str

@@ -225,8 +225,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if command == "serve":
         from robot_mcp_memory.surfaces.serve import serve
 
-        serve(settings)
-        return 0
+        return serve(settings)
     if command == "web":
         from robot_mcp_memory.surfaces.web.standalone import serve as serve_web
 

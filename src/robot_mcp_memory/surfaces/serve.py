@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import errno
 import signal
 import socket
@@ -24,6 +25,7 @@ from robot_mcp_memory.errors import CannotListen
 from robot_mcp_memory.operations import handover
 from robot_mcp_memory.storage.daemon import DaemonThreads
 from robot_mcp_memory.storage.sqlite import StoreMode
+from robot_mcp_memory.surfaces import workers
 from robot_mcp_memory.surfaces.mcp.server import MemoryMCP, build_server, http_app
 from robot_mcp_memory.surfaces.mcp.stdio import pipe_stdio
 
@@ -384,9 +386,12 @@ def open_memory(settings: Settings, sockets: list[socket.socket], mode: StoreMod
     return memory
 
 
-def serve(settings: Settings) -> None:
+def serve(settings: Settings) -> int:
+    """Serve until stopped; the exit code (0, or 1 when `MEMORY_WORKERS` children kept crashing)."""
     stdio = settings.transport == "stdio"
     sockets = [] if stdio else listen(settings.host, settings.port)
+    if settings.workers > 1:
+        return serve_workers(settings, sockets)
     # stdio has one client, whose calls come one after another: its reads and the writes that
     # need not wait run on the event loop (`StoreMode.BLOCKING`). Only here — `web` and the HTTP
     # transports serve many.
@@ -397,7 +402,7 @@ def serve(settings: Settings) -> None:
             _log.info("serve.stdio", data_dir=str(settings.data_dir))
             anyio.run(run_stdio, mcp)
             _ignore_stop_signals()
-            return
+            return 0
         if not settings.auth_enabled:
             _log.warning(
                 "auth.open",
@@ -416,3 +421,40 @@ def serve(settings: Settings) -> None:
     finally:
         memory.close()
         _log.info("serve.stopped")
+    return 0
+
+
+def serve_workers(settings: Settings, sockets: list[socket.socket]) -> int:
+    """`settings.workers` processes on `sockets` (`workers.supervise`). The store is opened here
+    once first: migrations run once, and a store that cannot open is reported as with one process."""
+    # Keyword-only here: an embedder would start loading its model on a thread that `close` does
+    # not wait for, and a fork must copy a process with no other thread running.
+    open_memory(dataclasses.replace(settings, embedder="none"), sockets).close()
+    if threading.active_count() > 1:  # the forks below copy only this thread: any other's locks stay held
+        _log.warning("serve.threads_before_fork", threads=[t.name for t in threading.enumerate()])
+    if not settings.auth_enabled:
+        _log.warning(
+            "auth.open",
+            message="no MEMORY_TOKEN or MEMORY_ROBOT_TOKENS set: the HTTP transports accept anyone "
+            "who can reach this port. Only run this way on a trusted network.",
+        )
+    _log.info(
+        "serve.http",
+        host=settings.host,
+        port=settings.port,
+        workers=settings.workers,
+        streamable_http=f"http://{settings.host}:{settings.port}/mcp",
+        dashboard=f"http://{settings.host}:{settings.port}/",
+    )
+
+    def serve_one(number: int) -> None:
+        memory = open_memory(settings, sockets)
+        try:
+            run_http(http_app(memory, build_server(memory)), settings, sockets, lifespan="on")
+        finally:
+            memory.close()
+            _log.info("serve.worker_stopped")
+
+    code = workers.supervise(settings.workers, sockets, serve_one)
+    _log.info("serve.stopped")
+    return code

@@ -12,6 +12,7 @@ import contextvars
 import functools
 import inspect
 import json
+import os
 import re
 import time
 import typing
@@ -1053,10 +1054,23 @@ class Endpoint:
         await self.app(scope, receive, send)
 
 
-def transport_routes(mcp: MemoryMCP) -> list[Route | Mount]:
+def transport_routes(mcp: MemoryMCP, *, sse_served: bool = True) -> list[Route | Mount]:
     """Streamable HTTP (``/mcp``) and SSE (``/sse``, ``/messages/``) over `mcp.lowlevel`, built
-    from the SDK's transports as FastMCP builds them, with its settings (limits, security)."""
+    from the SDK's transports as FastMCP builds them, with its settings (limits, security).
+    Without `sse_served` (several worker processes: a stream and its session's POSTs could reach
+    different processes) the SSE paths answer 404 naming Streamable HTTP instead."""
     s = mcp.settings
+    if not sse_served:
+
+        async def no_sse(_: Request) -> Response:
+            detail = "SSE is not served by a server with several worker processes (MEMORY_WORKERS); use /mcp"
+            return JSONResponse({"error": "not_found", "detail": detail}, status_code=404)
+
+        return [
+            Route(s.streamable_http_path, endpoint=Endpoint(mcp.sessions.track(mcp.session_manager.handle_request))),
+            Route(s.sse_path, endpoint=no_sse, methods=["GET"]),
+            Mount(s.message_path, routes=[Route("/{rest:path}", endpoint=no_sse, methods=["POST"])]),
+        ]
     server = mcp.lowlevel
     sse = SseServerTransport(
         s.message_path, security_settings=s.transport_security, max_request_body_size=s.max_request_body_size
@@ -1093,7 +1107,8 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
     HTTP session manager (a mounted sub-app's lifespan never runs)."""
 
     async def health(_: Request) -> Response:
-        return JSONResponse({"status": "ok", "version": __version__})
+        # `worker`: the process that answered (several share the port with MEMORY_WORKERS).
+        return JSONResponse({"status": "ok", "version": __version__, "worker": os.getpid()})
 
     if memory.sqlite is not None:  # SQLite's writer queue; PostgreSQL writes are transactions on a pool
         _sqlite_gauges(mcp, memory.sqlite.index)
@@ -1120,7 +1135,7 @@ def http_app(memory: Memory, mcp: MemoryMCP) -> ASGIApp:
     # Their paths (/mcp, /sse, /messages/…) are exact or a prefix no other route shares, so
     # which route answers a path is the same in either order.
     routes = [
-        *transport_routes(mcp),
+        *transport_routes(mcp, sse_served=memory.settings.workers == 1),
         Route("/healthz", health, methods=["GET"]),
         readyz_route(memory),
         Route("/metrics", metrics, methods=["GET"]),
