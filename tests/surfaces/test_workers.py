@@ -8,14 +8,18 @@ from collections.abc import Iterator
 
 import pytest
 
+from robot_mcp_memory import logs
 from robot_mcp_memory.surfaces import workers
 
 pytestmark = pytest.mark.e2e  # forks real worker processes
 
 
 @pytest.fixture
-def signals_kept() -> Iterator[None]:
-    """`supervise` takes SIGTERM/SIGINT in the process that calls it: given back afterwards."""
+def signals_kept(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """`supervise` takes SIGTERM/SIGINT in the process that calls it: given back afterwards. Its
+    stop marks the process as stopping (`logs.stopping`): unmarked afterwards, or every later
+    test in this process would see uvicorn's errors logged as a shutdown's warnings."""
+    monkeypatch.setattr(logs, "_STOPPING", False)
     kept = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
     yield
     for s, handler in kept.items():
