@@ -403,25 +403,33 @@ def serve(settings: Settings) -> int:
             anyio.run(run_stdio, mcp)
             _ignore_stop_signals()
             return 0
-        if not settings.auth_enabled:
-            _log.warning(
-                "auth.open",
-                message="no MEMORY_TOKEN or MEMORY_ROBOT_TOKENS set: the HTTP transports accept anyone "
-                "who can reach this port. Only run this way on a trusted network.",
-            )
-        _log.info(  # the sockets are bound: it is serving
-            "serve.http",
-            host=settings.host,
-            port=settings.port,
-            sse=f"http://{settings.host}:{settings.port}/sse",
-            streamable_http=f"http://{settings.host}:{settings.port}/mcp",
-            dashboard=f"http://{settings.host}:{settings.port}/",
-        )
+        _log_serving(settings)
         run_http(http_app(memory, mcp), settings, sockets, lifespan="on")
     finally:
         memory.close()
         _log.info("serve.stopped")
     return 0
+
+
+def _log_serving(settings: Settings) -> None:
+    """The sockets are bound: it is serving HTTP — where (SSE only with one process), and a warning
+    when no token guards it."""
+    if not settings.auth_enabled:
+        _log.warning(
+            "auth.open",
+            message="no MEMORY_TOKEN or MEMORY_ROBOT_TOKENS set: the HTTP transports accept anyone "
+            "who can reach this port. Only run this way on a trusted network.",
+        )
+    base = f"http://{settings.host}:{settings.port}"
+    where = {"sse": f"{base}/sse"} if settings.workers == 1 else {"workers": settings.workers}
+    _log.info(
+        "serve.http",
+        host=settings.host,
+        port=settings.port,
+        **where,
+        streamable_http=f"{base}/mcp",
+        dashboard=f"{base}/",
+    )
 
 
 def serve_workers(settings: Settings, sockets: list[socket.socket]) -> int:
@@ -432,20 +440,7 @@ def serve_workers(settings: Settings, sockets: list[socket.socket]) -> int:
     open_memory(dataclasses.replace(settings, embedder="none"), sockets).close()
     if threading.active_count() > 1:  # the forks below copy only this thread: any other's locks stay held
         _log.warning("serve.threads_before_fork", threads=[t.name for t in threading.enumerate()])
-    if not settings.auth_enabled:
-        _log.warning(
-            "auth.open",
-            message="no MEMORY_TOKEN or MEMORY_ROBOT_TOKENS set: the HTTP transports accept anyone "
-            "who can reach this port. Only run this way on a trusted network.",
-        )
-    _log.info(
-        "serve.http",
-        host=settings.host,
-        port=settings.port,
-        workers=settings.workers,
-        streamable_http=f"http://{settings.host}:{settings.port}/mcp",
-        dashboard=f"http://{settings.host}:{settings.port}/",
-    )
+    _log_serving(settings)
 
     def serve_one(number: int) -> None:
         memory = open_memory(settings, sockets)
