@@ -26,7 +26,9 @@ from robot_mcp_memory.processes import rows as process_rows
 from robot_mcp_memory.processes.docmodel import ProcessDoc
 from robot_mcp_memory.processes.ports import NO_PHRASES, Hit, PhraseCounts, Phrases, TenantViewed
 from robot_mcp_memory.processes.ranking import BM25_WEIGHTS
+from robot_mcp_memory.processes.sqlite.postings import PostingCache
 from robot_mcp_memory.search import fts
+from robot_mcp_memory.search.postings import Scored
 from robot_mcp_memory.search.sqlite.vectorstore import VectorCache
 from robot_mcp_memory.search.vectors import SnapshotIndexes, Vector
 from robot_mcp_memory.tenancy.principal import SHARED
@@ -336,11 +338,11 @@ def select_many(conn: sqlite3.Connection, ids: Collection[str]) -> dict[str, Pro
     return {d.id: d for d in map(process_rows.from_row, rows)}
 
 
-def select_reliability(
+def select_counters(
     conn: sqlite3.Connection, ids: Collection[str], visible: Collection[str] | None, tenant: str | None = None
-) -> dict[str, float]:
-    """Reliability of each of `ids` that exists and is visible: all the ranking needs of a
-    candidate. Whole documents (JSON fields, body) are loaded for the final top k only."""
+) -> dict[str, tuple[int, int]]:
+    """(successes, failures) of each of `ids` that exists and is visible, as `tenant` is shown
+    them (`tenant_view`)."""
     if not ids:
         return {}
     marks = ",".join("?" * len(ids))
@@ -353,7 +355,50 @@ def select_reliability(
         for pid, (os_, of) in others.items():
             robot, s, f = counts[pid]
             counts[pid] = (robot, max(s - os_, 0), max(f - of, 0))
-    return {pid: docmodel.reliability(s, f) for pid, (_, s, f) in counts.items()}
+    return {pid: (int(s), int(f)) for pid, (_, s, f) in counts.items()}
+
+
+def select_reliability(
+    conn: sqlite3.Connection, ids: Collection[str], visible: Collection[str] | None, tenant: str | None = None
+) -> dict[str, float]:
+    """Reliability of each of `ids` that exists and is visible: all the ranking needs of a
+    candidate. Whole documents (JSON fields, body) are loaded for the final top k only."""
+    return {pid: docmodel.reliability(s, f) for pid, (s, f) in select_counters(conn, ids, visible, tenant).items()}
+
+
+def search_scored(
+    conn: sqlite3.Connection, scored: Scored, k: int, visible: Collection[str] | None, tenant: str | None
+) -> list[Hit]:
+    """`search` from the posting cache's matches: the `k` best visible by relevance ×
+    reliability (then id), the very list a plain join ranks.
+
+    Reliability is below 1, so no score exceeds its relevance: the matches are read best
+    relevance first, a batch of counters at a time, until the `k`-th best score is above the
+    next relevance. The score is computed as the SQL computes it (``relevance * (s + 1.0) / (s +
+    f + 2.0)``, left to right), so ties break alike."""
+    if k < 1:
+        return []
+    order = scored.visible(visible).tolist()
+    relevance = scored.scores.tolist()
+    best: list[tuple[float, str, float]] = []
+    batch = max(4 * k, 64)
+    for at in range(0, len(order), batch):
+        chunk = order[at : at + batch]
+        counters = select_counters(conn, [scored.keys[i] for i in chunk], None, tenant)
+        for i in chunk:
+            pid = scored.keys[i]
+            s, f = counters.get(pid, (0, 0))
+            if pid in counters:
+                rel = relevance[i]
+                best.append((rel * (s + 1.0) / (s + f + 2.0), pid, rel))
+        best.sort(key=lambda b: (-b[0], b[1]))
+        del best[k:]
+        following = at + batch
+        if len(best) == k and following < len(order) and best[-1][0] > relevance[order[following]]:
+            break
+    docs = select_many(conn, [b[1] for b in best])
+    viewed = tenant_view(conn, [docs[b[1]] for b in best], tenant)
+    return [Hit(doc, rel * doc.reliability, rel, fleet) for (doc, fleet), (_, _, rel) in zip(viewed, best, strict=True)]
 
 
 def select_agreement_texts(conn: sqlite3.Connection, ids: Collection[str]) -> dict[str, str]:
@@ -367,15 +412,32 @@ def select_agreement_texts(conn: sqlite3.Connection, ids: Collection[str]) -> di
 
 class Snapshot:
     """`ports.SearchSnapshot` on one read transaction of index.db (`conn`): what
-    `processes.ranking` plans a find with. The keyword primitives are `search` and
-    `keyword_candidates` (their floors and rarer-phrase restriction rank exactly as a plain join);
-    the vectors are `cache`'s index of a model, read through `conn` once per snapshot."""
+    `processes.ranking` plans a find with. The keyword primitives come from `postings`, the
+    processes' index in memory, when it can answer for this snapshot (exactly as a plain join
+    ranks); else from `search` and `keyword_candidates` (their floors and rarer-phrase restriction
+    rank as a plain join, up to scores that agree to 12 significant digits). The vectors are
+    `cache`'s index of a model, read through `conn` once per snapshot."""
 
-    def __init__(self, conn: sqlite3.Connection, cache: VectorCache | None = None) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, cache: VectorCache | None = None, postings: PostingCache | None = None
+    ) -> None:
         self.conn = conn
         self.vectors = SnapshotIndexes(lambda m: None if cache is None else cache.index(conn, "process", m))
+        self._postings = postings
+        self._scored: dict[Phrases, Scored | None] = {}
+
+    def _score(self, phrases: Phrases) -> Scored | None:
+        """The posting cache's answer for `phrases` in this snapshot (None: rank in SQL), once."""
+        if self._postings is None or not phrases:
+            return None
+        if phrases not in self._scored:
+            self._scored[phrases] = self._postings.score(self.conn, phrases)
+        return self._scored[phrases]
 
     def phrase_counts(self, phrases: Phrases) -> PhraseCounts:
+        scored = self._score(phrases)
+        if scored is not None:
+            return PhraseCounts(phrases, scored.total, scored.docs)
         return phrase_counts(self.conn, phrases)
 
     def keyword_top(
@@ -386,11 +448,17 @@ class Snapshot:
         visible: Collection[str] | None,
         tenant: str | None,
     ) -> list[Hit]:
+        scored = self._score(phrases)
+        if scored is not None:
+            return search_scored(self.conn, scored, k, visible, tenant)
         return search(self.conn, phrases, k, visible, tenant, counted)
 
     def keyword_relevant(
         self, phrases: Phrases, counted: PhraseCounts | None, n: int, visible: Collection[str] | None
     ) -> list[tuple[str, float]]:
+        scored = self._score(phrases)
+        if scored is not None:
+            return scored.top(n, visible)
         return keyword_candidates(self.conn, phrases, n, visible, counted)
 
     def vector_top(

@@ -36,6 +36,8 @@ from robot_mcp_memory.processes.ports import (
 from robot_mcp_memory.processes.ports import ORDERS as ORDER_NAMES
 from robot_mcp_memory.processes.ranking import EVENTS_PER_PROCESS, HISTORY_LIMIT, LINE_COST, Fusion
 from robot_mcp_memory.processes.rows import embed_text as embed_text  # re-exported: benches and tests read it here
+from robot_mcp_memory.processes.sqlite import postings
+from robot_mcp_memory.processes.sqlite.postings import PostingCache
 from robot_mcp_memory.processes.sqlite.search import Snapshot, tenant_view, visible_clause
 from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.search.resilient import ResilientEmbedder
@@ -74,6 +76,7 @@ def _index(conn: sqlite3.Connection, doc: ProcessDoc) -> None:
         (doc.id, *(index_text(t) for t in (doc.title, doc.task_pattern, " ".join(doc.tags), doc.body))),
     )
     conn.execute("UPDATE processes SET fts_rowid = ? WHERE id = ?", (cur.lastrowid, doc.id))
+    postings.trim_log(conn)  # the triggers logged the write
 
 
 def _unindex(conn: sqlite3.Connection, pid: str) -> None:
@@ -239,7 +242,9 @@ def delete_doc(conn: sqlite3.Connection, pid: str) -> bool:
     _unindex(conn, pid)
     conn.execute("DELETE FROM process_outcomes WHERE process_id = ?", (pid,))
     conn.execute("DELETE FROM process_tenant_counts WHERE process_id = ?", (pid,))
-    return conn.execute("DELETE FROM processes WHERE id = ?", (pid,)).rowcount > 0
+    deleted = conn.execute("DELETE FROM processes WHERE id = ?", (pid,)).rowcount > 0
+    postings.trim_log(conn)  # the delete trigger logged it
+    return deleted
 
 
 def rebuild_index(conn: sqlite3.Connection) -> int:
@@ -340,6 +345,8 @@ class ProcessStore:
         self.embedder = embedder
         self.fuse = fuse or Fusion()
         self.vectors = VectorCache(db.instance)
+        #: The keyword leg's index in memory, shared by every reader (`postings.PostingCache`).
+        self.postings = PostingCache()
         self.backfiller = Backfiller(vectorstore.backfill_job(db, lambda: self.embedder, self.vectors, VECTOR_SOURCE))
 
     # ------------------------------------------------------------------ vectors
@@ -408,9 +415,11 @@ class ProcessStore:
         embedded = await self._embed_query(query.text) if query.searchable else None
         if embedded is not None:
             model_id, qvec = embedded
-            fuse, cache = self.fuse, self.vectors
+            fuse, cache, held = self.fuse, self.vectors, self.postings
             hits = await self.db.read(
-                lambda c: ranking.hybrid_search(Snapshot(c, cache), query, qvec, model_id, visible, fuse, k, tenant)
+                lambda c: ranking.hybrid_search(
+                    Snapshot(c, cache, held), query, qvec, model_id, visible, fuse, k, tenant
+                )
             )
             if hits is not None:
                 return hits, "hybrid"
@@ -462,7 +471,8 @@ class ProcessStore:
         self, query: Query, k: int, visible: Collection[str] | None = None, tenant: str | None = None
     ) -> list[Hit]:
         """The keyword answer (`ranking.keyword_search`), in one read snapshot."""
-        return await self.db.read(lambda c: ranking.keyword_search(Snapshot(c), query, k, visible, tenant))
+        held = self.postings
+        return await self.db.read(lambda c: ranking.keyword_search(Snapshot(c, None, held), query, k, visible, tenant))
 
     async def viewed(
         self, docs: list[ProcessDoc], tenant: str | None
@@ -520,6 +530,7 @@ class ProcessStore:
         """After a commit of `restore_rows` (`load` runs it inside its own transaction): the
         cached vectors are read again and the ones dropped are made again."""
         self.vectors.invalidate("process")
+        self.postings.invalidate()  # the log says so too: this only spares the patch
         self.kick_backfill()
 
     async def index_counts(self) -> tuple[int, int]:

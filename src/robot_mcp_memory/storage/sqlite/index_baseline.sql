@@ -101,6 +101,7 @@ CREATE TABLE process_tenant_counts (
             failure_count INTEGER NOT NULL DEFAULT 0,
             PRIMARY KEY (process_id, tenant)
         ) WITHOUT ROWID;
+CREATE TABLE process_index_log (seq INTEGER PRIMARY KEY, doc TEXT);
 CREATE VIRTUAL TABLE memories_fts USING fts5(content, context, tokenize='porter unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE processes_fts USING fts5(id UNINDEXED, title, task_pattern, tags, body, tokenize='porter unicode61');
 CREATE INDEX idx_processes_robot ON processes(robot);
@@ -117,3 +118,6 @@ CREATE TRIGGER memories_rank_log AFTER UPDATE OF id, collection, robot, status, 
 CREATE TRIGGER memories_rank_log_insert AFTER INSERT ON memories BEGIN INSERT INTO memory_index_log(doc) VALUES (NEW.id); DELETE FROM memory_lengths WHERE id = NEW.id; END;
 CREATE TRIGGER memories_text_log AFTER UPDATE OF content, context ON memories BEGIN DELETE FROM memory_lengths WHERE id = OLD.id OR id = NEW.id; INSERT INTO memory_index_log(doc) VALUES (NEW.id); END;
 CREATE TRIGGER memories_rank_log_delete AFTER DELETE ON memories WHEN OLD.status = 'active' BEGIN INSERT INTO memory_index_log(doc) VALUES (OLD.id); END;
+CREATE TRIGGER processes_index_log_insert AFTER INSERT ON processes BEGIN INSERT INTO process_index_log(doc) VALUES (NEW.id); END;
+CREATE TRIGGER processes_index_log_update AFTER UPDATE OF id, robot, fts_rowid, title, task_pattern, tags, body ON processes BEGIN INSERT INTO process_index_log(doc) VALUES (NEW.id); INSERT INTO process_index_log(doc) SELECT OLD.id WHERE OLD.id IS NOT NEW.id; END;
+CREATE TRIGGER processes_index_log_delete AFTER DELETE ON processes BEGIN INSERT INTO process_index_log(doc) VALUES (OLD.id); END;

@@ -17,6 +17,7 @@ from robot_mcp_memory.experiences import dedup
 from robot_mcp_memory.experiences.sqlite import index_repo
 from robot_mcp_memory.experiences.sqlite import storage as experiences
 from robot_mcp_memory.processes import docmodel
+from robot_mcp_memory.processes.sqlite import postings as process_postings
 from robot_mcp_memory.search import segment
 from robot_mcp_memory.search.segment import index_text
 from robot_mcp_memory.search.sqlite import vectorstore
@@ -168,6 +169,7 @@ TABLES.append(VECTORS)
 TABLES.extend(experiences.TABLES)
 TABLES.append(experiences.MEMORIES_FTS_CHANGES)
 TABLES.append(experiences.MEMORY_LENGTHS)
+TABLES.append(process_postings.PROCESS_INDEX_LOG)
 
 
 def _create(*tables: Table) -> Migration:
@@ -191,7 +193,11 @@ def rebuild_process_index(conn: sqlite3.Connection) -> int:
         "index_text((SELECT coalesce(group_concat(value, ' '), '') FROM json_each(processes.tags))), "
         "index_text(body) FROM processes"
     )
-    conn.execute("UPDATE processes SET fts_rowid = rowid")
+    conn.execute("UPDATE processes SET fts_rowid = rowid")  # logs every row (from migration 25 on)
+    if conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (process_postings.CHANGES,)
+    ).fetchone():
+        process_postings.trim_log(conn)
     n: int = conn.execute("SELECT count(*) FROM processes").fetchone()[0]
     return n
 
@@ -478,6 +484,9 @@ MIGRATIONS: list[Migration] = [
     # 24: each index entry's length in tokens in a table of our own, read by the keyword cache
     # instead of FTS5's private records; every insert and change of a text logged
     _memory_lengths,
+    # 25: the process index's change log and its triggers, which keep each reader process's
+    # posting cache of the processes current (processes/sqlite/postings.py)
+    process_postings.create_log,
 ]
 
 
