@@ -63,7 +63,7 @@ def random_doc(rng: random.Random, pid: str) -> ProcessDoc:
         id=pid,
         title=" ".join(words[:3]),
         task_pattern=" ".join(rng.choices(WORDS, k=rng.randint(0, 3))),
-        tags=rng.sample(WORDS, rng.randint(0, 2)),
+        tags=tuple(rng.sample(WORDS, rng.randint(0, 2))),
         body=" ".join(words + extra) + "\n",
         robot=rng.choice(ROBOTS),
         created="2026-01-01T00:00:00Z",
