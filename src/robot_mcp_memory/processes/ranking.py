@@ -31,7 +31,7 @@ from robot_mcp_memory.processes.ports import NO_PHRASES, Hit, PhraseCounts, Phra
 from robot_mcp_memory.search import agreement, fts, fusion, relevance
 from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.search.relevance import KeywordBound
-from robot_mcp_memory.search.segment import scripts, tokens
+from robot_mcp_memory.search.segment import scripts
 from robot_mcp_memory.search.vectors import Vector
 
 #: bm25 column weights for (id, title, task_pattern, tags, body).
@@ -129,7 +129,7 @@ def agreeing_search(
     n, most = k, max(4 * k, AGREEMENT_POOL)
     while True:
         hits = snap.keyword_top(query.phrases, counted, n, visible, tenant)
-        factors = [agreement.factor(wanted, agreement.slots(tokens(agreement_text(h.doc)))) for h in hits]
+        factors = [agreement.factor(wanted, agreement.text_slots(agreement_text(h.doc))) for h in hits]
         if all(f == 1.0 for f in factors[:k]):
             return hits[:k]  # nothing ahead is demoted, so nothing behind can pass it
         agreed = sorted(
@@ -250,7 +250,7 @@ def select_agreement(
         return {}
     out: dict[str, float] = {}
     for pid, text in (snap.agreement_texts(ids) if texts is None else texts).items():
-        f = agreement.factor(wanted, agreement.slots(tokens(text)))
+        f = agreement.factor(wanted, agreement.text_slots(text))
         if f < 1.0:
             out[pid] = f
     return out

@@ -18,8 +18,11 @@ jieba words); no storage, no model.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
+
+from robot_mcp_memory.search.segment import tokens
 
 #: A slot and the values a text names in it.
 Slots = Mapping[str, frozenset[str]]
@@ -191,6 +194,18 @@ def slots(tokens: Iterable[str]) -> dict[str, frozenset[str]]:
 def contradictions(query: Slots, doc: Slots) -> int:
     """In how many slots `doc` names values and none of them is one the query names."""
     return sum(1 for slot, wanted in query.items() if (named := doc.get(slot)) and not named & wanted)
+
+
+#: Texts whose slots `text_slots` remembers: a find checks its ~100 candidates' texts, and a
+#: fleet's finds meet the same documents again and again.
+TEXT_SLOTS_CACHE = 8192
+
+
+@functools.lru_cache(maxsize=TEXT_SLOTS_CACHE)
+def text_slots(text: str) -> Slots:
+    """`slots` of the tokens of `text` (`segment.tokens`): a pure function of the text,
+    remembered for the last `TEXT_SLOTS_CACHE` texts. Read-only: the mapping is shared."""
+    return slots(tokens(text))
 
 
 def factor(query: Slots, doc: Slots) -> float:

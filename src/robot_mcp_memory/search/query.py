@@ -13,6 +13,7 @@ fields and none of them reads the text again.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from robot_mcp_memory.search import agreement, fts
@@ -31,14 +32,26 @@ class Query:
 
     @classmethod
     def parse(cls, text: str) -> Query:
-        content = tuple(fts.content_terms(text))
-        phrases = tuple(fts.phrases(" ".join(content))) if content else ()
-        return cls(text, content, phrases, agreement.slots(tokens(text)))
+        """The query `text` parsed: a pure function of the text, remembered for the last
+        `PARSED_CACHE` texts (a fleet's robots ask the same few instructions at mission start).
+        Read-only: a parsed query is shared."""
+        return _parse(text)
 
     @property
     def searchable(self) -> bool:
         """Whether the text holds a word to search for (else only a vector could find anything)."""
         return bool(self.content)
+
+
+#: Texts whose parse `Query.parse` remembers.
+PARSED_CACHE = 1024
+
+
+@functools.lru_cache(maxsize=PARSED_CACHE)
+def _parse(text: str) -> Query:
+    content = tuple(fts.content_terms(text))
+    phrases = tuple(fts.phrases(" ".join(content))) if content else ()
+    return Query(text, content, phrases, agreement.slots(tokens(text)))
 
 
 __all__ = ["Query"]

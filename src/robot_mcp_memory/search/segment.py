@@ -40,6 +40,7 @@ time at 10,000 memories.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -169,9 +170,11 @@ def has_cjk(text: str) -> bool:
     return not text.isascii() and _CJK_RUN.search(text) is not None
 
 
+@functools.lru_cache(maxsize=8192)
 def scripts(text: str) -> frozenset[str]:
     """The scripts keyword search can match `text` by: ``cjk`` (Han, kana and hangul runs,
-    searched as their own tokens) and ``latin`` (any other letter or digit)."""
+    searched as their own tokens) and ``latin`` (any other letter or digit). A pure function of
+    the text, remembered for the last 8,192 (a find checks each candidate's)."""
     out = set()
     if has_cjk(text):
         out.add("cjk")
