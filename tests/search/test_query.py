@@ -11,7 +11,7 @@ import pytest
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
-from robot_mcp_memory.search import fts
+from robot_mcp_memory.search import fts, query
 from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.tenancy.principal import STDIO
 from tests.conftest import MAILROOM, doc
@@ -69,6 +69,7 @@ async def test_a_find_parses_its_query_once(tmp_path: Path, monkeypatch: pytest.
         await save_all(memory, MAILROOM, *DISTRACTORS, doc("blue-mail", "Fetch the blue package from the mailroom"))
         if embedder != "none":
             memory.process_store.backfill_blocking()
+        query._parse.cache_clear()  # a text parsed before (the other mode's run) is not parsed again
         calls = _counting(monkeypatch, ("content_terms", "phrases", "terms"))
         found = await memory.processes.find(STDIO, "fetch the red package from the mailroom", k=2)
         assert found.mode == ("keyword" if embedder == "none" else "hybrid")
@@ -77,3 +78,13 @@ async def test_a_find_parses_its_query_once(tmp_path: Path, monkeypatch: pytest.
         assert calls == {"content_terms": 1, "phrases": 1, "terms": 2}
     finally:
         memory.close()
+
+
+def test_a_text_asked_again_is_not_parsed_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fleet repeats its instructions: the second parse of a text is the first one's."""
+    query._parse.cache_clear()
+    calls = _counting(monkeypatch, ("content_terms", "phrases", "terms"))
+    first = Query.parse("fetch the red package from the mailroom")
+    again = Query.parse("fetch the red package from the mailroom")
+    assert again is first
+    assert calls["content_terms"] == 1
