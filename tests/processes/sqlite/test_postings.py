@@ -111,12 +111,14 @@ def plain_top(
 
 
 def assert_cache_answers_as_sql(conn: sqlite3.Connection, cache: PostingCache) -> None:
+    every = [pid for (pid,) in conn.execute("SELECT id FROM processes")] + ["no-such-doc"]
     for query in QUERIES:
         phrases = tuple(fts.phrases(query))
         counts = sql.phrase_counts(conn, phrases)
         snap = sql.Snapshot(conn, None, cache)
         assert cache.score(conn, phrases) is not None, query
         assert snap.phrase_counts(phrases) == counts, query
+        assert snap.agreement_texts(every) == sql.select_agreement_texts(conn, every)  # from the cache now
         for visible in VISIBLE:
             for n in (1, 3, 50):
                 assert snap.keyword_relevant(phrases, None, n, visible) == plain_relevant(conn, phrases, n, visible)
@@ -137,6 +139,8 @@ def write_round(conn: sqlite3.Connection, rng: random.Random, ids: list[str], fr
             store.upsert(conn, random_doc(rng, pid))
         elif kind < 0.55:  # new text, same id
             store.upsert(conn, random_doc(rng, rng.choice(ids)))
+        elif kind < 0.6:  # another title only (an agreement text changes, the index entry too)
+            conn.execute("UPDATE processes SET title = ? WHERE id = ?", (rng.choice(WORDS), rng.choice(ids)))
         elif kind < 0.65:  # another owner only
             conn.execute("UPDATE processes SET robot = ? WHERE id = ?", (rng.choice(ROBOTS), rng.choice(ids)))
         elif kind < 0.75:

@@ -31,12 +31,15 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
+import json
 import random
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import NamedTuple
 
 from robot_mcp_memory import logs
+from robot_mcp_memory.processes import ranking
 from robot_mcp_memory.processes.ranking import BM25_WEIGHTS
 from robot_mcp_memory.search import fts
 from robot_mcp_memory.search.postings import Instance, PostingIndex, Scored, TooLarge
@@ -77,6 +80,11 @@ KEEP_CHANGES = 10_000
 TRIM_EVERY = 1_000
 
 
+def _agreement_texts(rows: Sequence[Sequence[str]]) -> dict[str, str]:
+    """`ranking.agreement_text_of` of each `_ENTRIES` row, from its row's title, pattern and tags."""
+    return {str(r[0]): ranking.agreement_text_of(r[7], r[8], json.loads(r[9])) for r in rows}
+
+
 def create_log(conn: sqlite3.Connection) -> None:
     """The log and its triggers (a migration step; idempotent)."""
     for ddl in (*PROCESS_INDEX_LOG.ddl, *LOG_TRIGGERS):
@@ -92,9 +100,17 @@ def trim_log(conn: sqlite3.Connection) -> None:
 
 
 _ENTRIES = (
-    "SELECT p.id, p.robot, f.id, f.title, f.task_pattern, f.tags, f.body "
+    "SELECT p.id, p.robot, f.id, f.title, f.task_pattern, f.tags, f.body, p.title, p.task_pattern, p.tags "
     "FROM processes p JOIN processes_fts f ON f.rowid = p.fts_rowid"
 )
+
+
+class Answer(NamedTuple):
+    """What the cache answers for one snapshot: a query's matches, and every process's
+    agreement text (`ranking.agreement_text_of`) as that snapshot holds it."""
+
+    scored: Scored
+    texts: Mapping[str, str]
 
 
 class PostingCache:
@@ -109,6 +125,8 @@ class PostingCache:
         self._lock = threading.Lock()
         self._tokens = Fts5Tokens(TOKENIZE, len(COLUMNS))
         self._index: PostingIndex | None = None
+        #: Each process's agreement text at the index's position (replaced, never changed in place).
+        self._texts: Mapping[str, str] = {}
         self._seq = 0  # the log position the index is at
         #: The log position at which the mirror was found broken (None: it was not).
         self._broken_at: int | None = None
@@ -119,7 +137,7 @@ class PostingCache:
         if not self.enabled:
             _log.warning("posting_cache.disabled", reason="this sqlite's bm25 rounds differently: SQL ranks")
 
-    def score(self, conn: sqlite3.Connection, phrases: Sequence[str]) -> Scored | None:
+    def score(self, conn: sqlite3.Connection, phrases: Sequence[str]) -> Answer | None:
         """Every process holding one of `phrases` (OR-ed, as `fts.any_of` writes them) with its
         ``-bm25()``, as `conn`'s open read transaction sees the store; None when the cache
         cannot answer for that snapshot (the caller ranks in SQL)."""
@@ -129,7 +147,7 @@ class PostingCache:
             if not self._sync(conn):
                 return None
             assert self._index is not None
-            return self._index.score([self._phrase(p) for p in phrases])
+            return Answer(self._index.score([self._phrase(p) for p in phrases]), self._texts)
         return None  # something went wrong inside (`_guarded`): SQL ranks
 
     def invalidate(self) -> None:
@@ -184,8 +202,13 @@ class PostingCache:
             rows = conn.execute(f"{_ENTRIES} WHERE p.id IN ({marks})", sorted(changed)).fetchall()
             found = self._entries(rows)
             if found is not None:
-                self._index.remove(changed - {key for key, _, _ in found})
+                gone = changed - {key for key, _, _ in found}
+                self._index.remove(gone)
                 self._index.put(found)
+                # A new mapping, not an update: an answer given before holds the old one.
+                texts = {pid: t for pid, t in self._texts.items() if pid not in gone}
+                texts.update(_agreement_texts(rows))
+                self._texts = texts
                 self._seq = top
                 return True
         return self._load(conn, top)
@@ -210,13 +233,14 @@ class PostingCache:
                 index.put(found[at : at + 512])
             self.loads += 1
             self._index, self._seq, self._broken_at = index, top, None
+            self._texts = _agreement_texts(rows)
             return True
         finally:
             self._filling = False
 
     def _entries(self, rows: Sequence[Sequence[str]]) -> list[tuple[str, str, list[Instance]]] | None:
-        """(id, robot, instances) of each (id, robot, entry's id, title, task_pattern, tags, body)
-        row; None when an entry names another process (the mirror is broken)."""
+        """(id, robot, instances) of each `_ENTRIES` row (id, robot, the entry's id and its four
+        texts, …); None when an entry names another process (the mirror is broken)."""
         if any(r[0] != r[2] for r in rows):
             return None
         if len({r[0] for r in rows}) != len(rows):
@@ -224,7 +248,7 @@ class PostingCache:
         out: list[tuple[str, str, list[Instance]]] = []
         for at in range(0, len(rows), 512):
             chunk = rows[at : at + 512]
-            tokens = self._tokens.instances([[t or "" for t in r[3:]] for r in chunk])
+            tokens = self._tokens.instances([[t or "" for t in r[3:7]] for r in chunk])
             for r, found in zip(chunk, tokens, strict=True):
                 # The tokenizer numbers the indexed columns from 0; bm25 counts the id column too.
                 out.append((str(r[0]), str(r[1]), [(c + 1, o, t) for c, o, t in found]))
@@ -245,7 +269,7 @@ class PostingCache:
                 for i in range(60)
             ]
             conn.executemany("INSERT INTO probe(id, title, task_pattern, tags, body) VALUES (?, ?, ?, ?, ?)", docs)
-            rows = [(d[0], "r", d[0], *d[1:]) for d in docs]
+            rows = [(d[0], "r", d[0], *d[1:], "", "", "[]") for d in docs]
             found = self._entries(rows)
             assert found is not None
             index = PostingIndex(BM25_WEIGHTS)

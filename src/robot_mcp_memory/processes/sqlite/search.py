@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TypeVar
 
 from robot_mcp_memory.processes import docmodel, ranking, rules
@@ -425,13 +425,18 @@ class Snapshot:
         self.vectors = SnapshotIndexes(lambda m: None if cache is None else cache.index(conn, "process", m))
         self._postings = postings
         self._scored: dict[Phrases, Scored | None] = {}
+        #: The agreement texts of this snapshot, once the posting cache has answered for it.
+        self._texts: Mapping[str, str] | None = None
 
     def _score(self, phrases: Phrases) -> Scored | None:
         """The posting cache's answer for `phrases` in this snapshot (None: rank in SQL), once."""
         if self._postings is None or not phrases:
             return None
         if phrases not in self._scored:
-            self._scored[phrases] = self._postings.score(self.conn, phrases)
+            answer = self._postings.score(self.conn, phrases)
+            self._scored[phrases] = None if answer is None else answer.scored
+            if answer is not None:
+                self._texts = answer.texts
         return self._scored[phrases]
 
     def phrase_counts(self, phrases: Phrases) -> PhraseCounts:
@@ -475,6 +480,9 @@ class Snapshot:
         return select_reliability(self.conn, ids, visible, tenant)
 
     def agreement_texts(self, ids: Collection[str]) -> dict[str, str]:
+        texts = self._texts
+        if texts is not None:
+            return {pid: texts[pid] for pid in ids if pid in texts}
         return select_agreement_texts(self.conn, ids)
 
     def documents(self, ids: Sequence[str], tenant: str | None) -> list[TenantViewed]:
