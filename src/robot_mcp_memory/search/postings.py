@@ -65,6 +65,18 @@ class _Token:
         return self.docs[0], self.f[0], self.inst[0]
 
 
+@dataclass(frozen=True)
+class Batch:
+    """Instances of several entries as arrays: instance i is token ``names[token[i]]`` at offset
+    ``offset[i]`` of column ``col[i]`` of entry ``doc[i]``."""
+
+    names: Sequence[str]
+    token: bm25.Ids
+    doc: bm25.Ids
+    col: bm25.Ids
+    offset: bm25.Ids
+
+
 _EMPTY_IDS: bm25.Ids = np.empty(0, np.int64)
 _EMPTY_F: bm25.Floats = np.empty(0, np.float64)
 
@@ -109,20 +121,33 @@ class PostingIndex:
         self.tokens -= int(self._doclen[slot])
 
     def put(self, entries: Sequence[tuple[str, str, Sequence[Instance]]]) -> None:
-        """Store (key, owner, instances) entries, each replacing the key's entry if any. Raises
-        `TooLarge` (storing nothing) for an offset or column the keys cannot hold."""
-        for _key, _owner, found in entries:
-            for col, offset, _token in found:
-                if not 0 <= offset < MAX_OFFSET or not 0 <= col < len(self.weights):
-                    raise TooLarge("an offset or column past the index's keys")
+        """Store (key, owner, instances) entries, each replacing the key's entry if any (`put_batch`)."""
+        codes: dict[str, int] = {}
+        token, doc, col, offset = [], [], [], []
+        for n, (_key, _owner, found) in enumerate(entries):
+            for c, o, t in found:
+                token.append(codes.setdefault(t, len(codes)))
+                doc.append(n)
+                col.append(c)
+                offset.append(o)
+        arrays = [np.array(x, np.int64) for x in (token, doc, col, offset)]
+        self.put_batch([(k, o) for k, o, _ in entries], Batch(list(codes), *arrays))
+
+    def put_batch(self, entries: Sequence[tuple[str, str]], batch: Batch) -> None:
+        """Store the (key, owner) `entries` with the instances of `batch` (its `doc` numbers them
+        in `entries`), each replacing the key's entry if any. Raises `TooLarge` (storing nothing)
+        for an offset or column the keys cannot hold."""
+        if len(batch.offset) and (
+            int(batch.offset.min()) < 0
+            or int(batch.offset.max()) >= MAX_OFFSET
+            or int(batch.col.min()) < 0
+            or int(batch.col.max()) >= len(self.weights)
+        ):
+            raise TooLarge("an offset or column past the index's keys")
         first = len(self._key_of)
         self._grow(first + len(entries))
-        codes: dict[str, int] = {}
-        t_codes: list[int] = []
-        slots: list[int] = []
-        cols: list[int] = []
-        offsets: list[int] = []
-        for n, (key, owner, found) in enumerate(entries):
+        lengths = np.bincount(batch.doc, minlength=len(entries)) if len(batch.doc) else np.zeros(len(entries), np.int64)
+        for n, (key, owner) in enumerate(entries):
             old = self._slot_of.get(key)
             if old is not None:
                 self._kill(old)
@@ -130,27 +155,16 @@ class PostingIndex:
             self._slot_of[key] = slot
             self._key_of.append(key)
             self._owner[slot] = self._code(owner)
-            self._doclen[slot] = len(found)
             self._alive[slot] = True
-            self.rows += 1
-            self.tokens += len(found)
-            for col, offset, token in found:
-                code = codes.get(token)
-                if code is None:
-                    code = codes[token] = len(codes)
-                t_codes.append(code)
-                slots.append(slot)
-                cols.append(col)
-                offsets.append(offset)
-        if t_codes:
-            self._append(list(codes), np.array(t_codes, np.int64), slots, cols, offsets)
+        self._doclen[first : first + len(entries)] = lengths
+        self.rows += len(entries)
+        self.tokens += int(lengths.sum())
+        if len(batch.token):
+            self._append(list(batch.names), batch.token, batch.doc + first, batch.col, batch.offset)
         self._maybe_compact()
 
-    def _append(self, names: list[str], t: bm25.Ids, slots: list[int], cols: list[int], offsets: list[int]) -> None:
+    def _append(self, names: list[str], t: bm25.Ids, s: bm25.Ids, c: bm25.Ids, o: bm25.Ids) -> None:
         """Append a batch's instances (token code, slot, column, offset) to their tokens, by runs."""
-        s = np.array(slots, np.int64)
-        c = np.array(cols, np.int64)
-        o = np.array(offsets, np.int64)
         order = np.lexsort((o, c, s, t))
         t, s, c, o = t[order], s[order], c[order], o[order]
         inst = (s << _SLOT_SHIFT) | (c << _COL_SHIFT) | o
@@ -167,9 +181,7 @@ class PostingIndex:
         pairs = int(pair_of_run[-1]) + 1
         counts = np.zeros((pairs, len(self.weights)), np.int64)
         counts[pair_of_run, rc] = run_n
-        rows, inverse = np.unique(counts, axis=0, return_inverse=True)
-        fu = np.array([bm25.weighted_frequency(tuple(int(x) for x in r), self.weights) for r in rows], np.float64)
-        pair_f = fu[np.asarray(inverse).reshape(-1)]
+        pair_f = self._frequencies(counts)
         pair_at = np.flatnonzero(pair_edge)
         pt, ps = rt[pair_at], rs[pair_at]
         # Each token's slice of the pairs and of the instances.
@@ -182,9 +194,26 @@ class PostingIndex:
             got = self._tokens.get(name)
             if got is None:
                 got = self._tokens[name] = _Token()
-            got.docs.append(ps[bounds_p[j] : bounds_p[j + 1]].copy())
-            got.f.append(pair_f[bounds_p[j] : bounds_p[j + 1]].copy())
-            got.inst.append(inst[bounds_i[j] : bounds_i[j + 1]].copy())
+            # Views of the batch's arrays: a full read's lists share them rather than copy them.
+            got.docs.append(ps[bounds_p[j] : bounds_p[j + 1]])
+            got.f.append(pair_f[bounds_p[j] : bounds_p[j + 1]])
+            got.inst.append(inst[bounds_i[j] : bounds_i[j + 1]])
+
+    def _frequencies(self, counts: npt.NDArray[np.int64]) -> bm25.Floats:
+        """`bm25.weighted_frequency` of each row of instance counts per column, computed once
+        per distinct row (a few dozen, whatever the number of rows)."""
+        if not len(counts):
+            return _EMPTY_F
+        if int(counts.max()) < 1 << 12 and counts.shape[1] <= 5:  # each row as one integer
+            packed = np.zeros(len(counts), np.int64)
+            for j in range(counts.shape[1]):
+                packed = (packed << 12) | counts[:, j]
+            _, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
+            rows = counts[first]
+        else:
+            rows, inverse = np.unique(counts, axis=0, return_inverse=True)
+        fu = np.array([bm25.weighted_frequency(tuple(int(x) for x in r), self.weights) for r in rows], np.float64)
+        return fu[np.asarray(inverse).reshape(-1)]
 
     def _code(self, owner: str) -> int:
         code = self._codes.get(owner)
@@ -263,8 +292,7 @@ class PostingIndex:
         held, at = np.unique(slots, return_inverse=True)
         counts = np.zeros((len(held), len(self.weights)), np.int64)
         np.add.at(counts, (np.asarray(at).reshape(-1), cols), 1)
-        freqs = np.array([bm25.weighted_frequency(tuple(int(x) for x in r), self.weights) for r in counts], np.float64)
-        return bm25.Term(held.astype(np.int64), freqs)
+        return bm25.Term(held.astype(np.int64), self._frequencies(counts))
 
     def score(self, phrases: Sequence[Sequence[str]]) -> Scored:
         """Every living document holding one of `phrases` (each a phrase's tokens, in query
@@ -321,4 +349,4 @@ class Scored:
         return pairs[:n]
 
 
-__all__ = ["MAX_OFFSET", "Instance", "PostingIndex", "Scored", "TooLarge"]
+__all__ = ["MAX_OFFSET", "Batch", "Instance", "PostingIndex", "Scored", "TooLarge"]

@@ -38,11 +38,13 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import NamedTuple
 
+import numpy as np
+
 from robot_mcp_memory import logs
 from robot_mcp_memory.processes import ranking
 from robot_mcp_memory.processes.ranking import BM25_WEIGHTS
-from robot_mcp_memory.search import fts
-from robot_mcp_memory.search.postings import Instance, PostingIndex, Scored, TooLarge
+from robot_mcp_memory.search import bm25, fts
+from robot_mcp_memory.search.postings import Batch, PostingIndex, Scored, TooLarge
 from robot_mcp_memory.search.sqlite.tokens import Fts5Tokens
 from robot_mcp_memory.storage.sqlite import Kind, Table
 
@@ -202,9 +204,9 @@ class PostingCache:
             rows = conn.execute(f"{_ENTRIES} WHERE p.id IN ({marks})", sorted(changed)).fetchall()
             found = self._entries(rows)
             if found is not None:
-                gone = changed - {key for key, _, _ in found}
+                gone = changed - {key for key, _ in found[0]}
                 self._index.remove(gone)
-                self._index.put(found)
+                self._index.put_batch(*found)
                 # A new mapping, not an update: an answer given before holds the old one.
                 texts = {pid: t for pid, t in self._texts.items() if pid not in gone}
                 texts.update(_agreement_texts(rows))
@@ -222,15 +224,14 @@ class PostingCache:
             (entries,) = conn.execute("SELECT count(*) FROM processes_fts").fetchone()
             (processes,) = conn.execute("SELECT count(*) FROM processes").fetchone()
             found = self._entries(rows)
-            if found is None or not entries == processes == len(found):
+            if found is None or not entries == processes == len(found[0]):
                 # A process without its entry, an entry without its process, or two processes on
                 # one entry (a file edited by hand): FTS5's counts are not the cache's.
                 _log.warning("posting_cache.mirror_broken", entries=entries, processes=processes)
                 self._broken_at = top
                 return False
             index = PostingIndex(BM25_WEIGHTS)
-            for at in range(0, len(found), 512):
-                index.put(found[at : at + 512])
+            index.put_batch(*found)
             self.loads += 1
             self._index, self._seq, self._broken_at = index, top, None
             self._texts = _agreement_texts(rows)
@@ -238,21 +239,29 @@ class PostingCache:
         finally:
             self._filling = False
 
-    def _entries(self, rows: Sequence[Sequence[str]]) -> list[tuple[str, str, list[Instance]]] | None:
-        """(id, robot, instances) of each `_ENTRIES` row (id, robot, the entry's id and its four
-        texts, …); None when an entry names another process (the mirror is broken)."""
-        if any(r[0] != r[2] for r in rows):
+    def _entries(self, rows: Sequence[Sequence[str]]) -> tuple[list[tuple[str, str]], Batch] | None:
+        """The (id, robot) of each `_ENTRIES` row (id, robot, the entry's id and its four texts,
+        …) and their instances; None when an entry names another process (the mirror is broken)."""
+        if any(r[0] != r[2] for r in rows) or len({r[0] for r in rows}) != len(rows):
             return None
-        if len({r[0] for r in rows}) != len(rows):
-            return None
-        out: list[tuple[str, str, list[Instance]]] = []
-        for at in range(0, len(rows), 512):
-            chunk = rows[at : at + 512]
-            tokens = self._tokens.instances([[t or "" for t in r[3:7]] for r in chunk])
-            for r, found in zip(chunk, tokens, strict=True):
-                # The tokenizer numbers the indexed columns from 0; bm25 counts the id column too.
-                out.append((str(r[0]), str(r[1]), [(c + 1, o, t) for c, o, t in found]))
-        return out
+        codes: dict[str, int] = {}
+        parts: list[list[bm25.Ids]] = []
+        for at in range(0, len(rows), 1000):  # a bounded table (and list of instances) at a time
+            names, token, doc, col, offset = self._tokens.arrays(
+                [[t or "" for t in r[3:7]] for r in rows[at : at + 1000]]
+            )
+            ours = np.array([codes.setdefault(n, len(codes)) for n in names], np.int64)
+            parts.append(
+                [
+                    ours[np.array(token, np.int64)] if names else np.empty(0, np.int64),
+                    np.array(doc, np.int64) + at,
+                    np.array(col, np.int64) + 1,  # the tokenizer numbers the indexed columns from 0; bm25 counts id too
+                    np.array(offset, np.int64),
+                ]
+            )
+        empty = [np.empty(0, np.int64)] * 4
+        arrays = [np.concatenate(p) for p in zip(*parts, strict=True)] if parts else empty
+        return [(str(r[0]), str(r[1])) for r in rows], Batch(list(codes), *arrays)
 
     def _agrees(self) -> bool:
         """Whether the cache scores a sample index exactly as this sqlite's bm25() does."""
@@ -273,7 +282,7 @@ class PostingCache:
             found = self._entries(rows)
             assert found is not None
             index = PostingIndex(BM25_WEIGHTS)
-            index.put(found)
+            index.put_batch(*found)
             weights = ", ".join(repr(w) for w in BM25_WEIGHTS)
             for query in (["grasp"], ["mug", "red"], ["the", "force", "door"], ["open door", "12", "12 3", "left"]):
                 scored = index.score([self._phrase(p) for p in query])

@@ -54,6 +54,28 @@ class Fts5Tokens:
             found.sort()
         return out
 
+    def arrays(self, rows: Sequence[Sequence[str]]) -> tuple[list[str], list[int], list[int], list[int], list[int]]:
+        """Every instance of `rows` as columns, in no particular order: (the distinct tokens,
+        then per instance its token's number among them, its row, its column and its offset).
+        `instances` without a tuple per instance: what filling an index in memory reads."""
+        if not rows:
+            return [], [], [], [], []
+        cases = " ".join(f"WHEN '{name}' THEN {i}" for name, i in self._names.items())
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN")
+            try:
+                conn.executemany(self._insert, [(n, *r) for n, r in enumerate(rows)])
+                found = conn.execute(f"SELECT term, doc, CASE col {cases} END, offset FROM tok_i").fetchall()  # noqa: S608 - our names
+            finally:
+                conn.execute("ROLLBACK")
+        if not found:
+            return [], [], [], [], []
+        terms, docs, cols, offsets = zip(*found, strict=True)
+        codes: dict[str, int] = {}
+        token = [codes.setdefault(t, len(codes)) for t in terms]
+        return list(codes), token, list(docs), list(cols), list(offsets)
+
     def tokens(self, text: str) -> list[str]:
         """The tokens of one text, in order (as FTS5 reads a query phrase)."""
         [found] = self.instances([[text] + [""] * (self.columns - 1)])
