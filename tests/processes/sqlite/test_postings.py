@@ -73,41 +73,54 @@ def random_doc(rng: random.Random, pid: str) -> ProcessDoc:
     )
 
 
-def plain_relevant(
-    conn: sqlite3.Connection, phrases: Phrases, n: int, visible: Collection[str] | None
-) -> list[tuple[str, float]]:
-    """Every visible match joined to its row, by relevance then id."""
-    expr = fts.any_of(phrases)
-    if expr is None:
-        return []
-    where, params = sql.visible_clause(visible, "p.robot")
-    w = ",".join(str(x) for x in ranking.BM25_WEIGHTS)
-    rows = conn.execute(
-        f"SELECT p.id, -bm25(processes_fts, {w}) AS r FROM processes_fts JOIN processes p ON p.id = processes_fts.id "  # noqa: S608
-        f"WHERE processes_fts MATCH ? AND {where} ORDER BY r DESC, p.id LIMIT ?",
-        [expr, *params, n],
-    )
-    return [(r[0], float(r[1])) for r in rows]
+def filled(seed: int, n: int) -> tuple[sqlite3.Connection, random.Random]:
+    """A migrated index in memory holding `n` random documents d0, d1, …, and the generator
+    that drew them (to draw more)."""
+    conn = migrated(sqlite3.connect(":memory:", isolation_level=None))
+    rng = random.Random(seed)
+    for i in range(n):
+        store.upsert(conn, random_doc(rng, f"d{i}"))
+    return conn, rng
 
 
-def plain_top(
-    conn: sqlite3.Connection, phrases: Phrases, k: int, visible: Collection[str] | None, tenant: str | None
+def plain_join(
+    conn: sqlite3.Connection,
+    phrases: Phrases,
+    n: int,
+    visible: Collection[str] | None,
+    tenant: str | None = None,
+    *,
+    reliability: bool,
 ) -> list[tuple[str, float]]:
-    """(id, relevance) of the plain join by relevance × the tenant's reliability, then id."""
+    """(id, relevance) of every visible match joined to its row: the `n` best by relevance, or by
+    relevance × the tenant's reliability (`reliability`), then id."""
     expr = fts.any_of(phrases)
     if expr is None:
         return []
     where, params = sql.visible_clause(visible, "p.robot")
     w = ",".join(str(x) for x in ranking.BM25_WEIGHTS)
     succ, fail, others, join, oargs = sql._tenant_counts_sql(tenant)
+    order = f"relevance * ({succ} + 1.0) / ({succ} + {fail} + 2.0)" if reliability else "relevance"
     rows = conn.execute(
         f"{'WITH ' + others + ' ' if others else ''}"  # noqa: S608
         f"SELECT p.id, -bm25(processes_fts, {w}) AS relevance FROM processes_fts "
         f"JOIN processes p ON p.id = processes_fts.id{join} WHERE processes_fts MATCH ? AND {where} "
-        f"ORDER BY relevance * ({succ} + 1.0) / ({succ} + {fail} + 2.0) DESC, p.id LIMIT ?",
-        [*oargs, expr, *params, k],
+        f"ORDER BY {order} DESC, p.id LIMIT ?",
+        [*oargs, expr, *params, n],
     ).fetchall()
     return [(r[0], float(r[1])) for r in rows]
+
+
+def plain_relevant(
+    conn: sqlite3.Connection, phrases: Phrases, n: int, visible: Collection[str] | None
+) -> list[tuple[str, float]]:
+    return plain_join(conn, phrases, n, visible, reliability=False)
+
+
+def plain_top(
+    conn: sqlite3.Connection, phrases: Phrases, k: int, visible: Collection[str] | None, tenant: str | None
+) -> list[tuple[str, float]]:
+    return plain_join(conn, phrases, k, visible, tenant, reliability=True)
 
 
 def assert_cache_answers_as_sql(conn: sqlite3.Connection, cache: PostingCache) -> None:
@@ -184,10 +197,7 @@ def test_the_cache_ranks_exactly_as_a_plain_join_through_every_kind_of_write(see
 
 
 def test_an_unchanged_store_is_not_read_again_and_outcomes_change_nothing_in_it() -> None:
-    conn = migrated(sqlite3.connect(":memory:", isolation_level=None))
-    rng = random.Random(5)
-    for i in range(50):
-        store.upsert(conn, random_doc(rng, f"d{i}"))
+    conn, _rng = filled(5, 50)
     cache = PostingCache()
     phrases = tuple(fts.phrases("fetch the parcel"))
     assert cache.score(conn, phrases) is not None
@@ -200,10 +210,7 @@ def test_an_unchanged_store_is_not_read_again_and_outcomes_change_nothing_in_it(
 
 
 def test_many_changes_at_once_read_everything_again_and_still_rank_as_sql() -> None:
-    conn = migrated(sqlite3.connect(":memory:", isolation_level=None))
-    rng = random.Random(9)
-    for i in range(100):
-        store.upsert(conn, random_doc(rng, f"d{i}"))
+    conn, _rng = filled(9, 100)
     cache = PostingCache(max_batch=10)
     assert_cache_answers_as_sql(conn, cache)
     conn.execute("BEGIN")
@@ -216,10 +223,7 @@ def test_many_changes_at_once_read_everything_again_and_still_rank_as_sql() -> N
 def test_a_log_trimmed_past_the_cache_reads_everything_again(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(postings, "KEEP_CHANGES", 20)
     monkeypatch.setattr(postings, "TRIM_EVERY", 5)
-    conn = migrated(sqlite3.connect(":memory:", isolation_level=None))
-    rng = random.Random(11)
-    for i in range(40):
-        store.upsert(conn, random_doc(rng, f"d{i}"))
+    conn, rng = filled(11, 40)
     cache = PostingCache(max_batch=1000)
     assert_cache_answers_as_sql(conn, cache)
     for i in range(40):  # more than the log keeps: the cache's place is trimmed away
@@ -257,10 +261,7 @@ def test_a_snapshot_older_than_the_cache_ranks_in_sql(tmp_path: Path) -> None:
 
 
 def test_an_index_entry_written_by_hand_turns_the_cache_off_until_the_next_write() -> None:
-    conn = migrated(sqlite3.connect(":memory:", isolation_level=None))
-    rng = random.Random(17)
-    for i in range(30):
-        store.upsert(conn, random_doc(rng, f"d{i}"))
+    conn, rng = filled(17, 30)
     conn.execute("INSERT INTO processes_fts(id, title, task_pattern, tags, body) VALUES ('ghost', 'red', '', '', '')")
     cache = PostingCache()
     phrases = tuple(fts.phrases("red parcel"))
@@ -273,10 +274,7 @@ def test_an_index_entry_written_by_hand_turns_the_cache_off_until_the_next_write
 
 
 def test_dead_entries_are_compacted_away_and_scores_stay_exact() -> None:
-    conn = migrated(sqlite3.connect(":memory:", isolation_level=None))
-    rng = random.Random(19)
-    for i in range(40):
-        store.upsert(conn, random_doc(rng, f"d{i}"))
+    conn, rng = filled(19, 40)
     cache = PostingCache(max_batch=2000)
     assert_cache_answers_as_sql(conn, cache)
     for round_ in range(30):  # 1,200 replacements: more dead slots than the compaction threshold
