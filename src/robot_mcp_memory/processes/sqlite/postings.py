@@ -96,7 +96,10 @@ def create_log(conn: sqlite3.Connection) -> None:
 def trim_log(conn: sqlite3.Connection) -> None:
     """Drop the oldest entries once the log holds `TRIM_EVERY` more than `KEEP_CHANGES` (in the
     writer's transaction, after the entries its writes made)."""
-    seq, oldest = conn.execute(f"SELECT max(seq), min(seq) FROM {CHANGES}").fetchone()  # noqa: S608
+    # Two statements: SQLite answers max() and min() from the key alone only one at a time (both
+    # in one SELECT scan the whole log).
+    (seq,) = conn.execute(f"SELECT max(seq) FROM {CHANGES}").fetchone()  # noqa: S608
+    (oldest,) = conn.execute(f"SELECT min(seq) FROM {CHANGES}").fetchone()  # noqa: S608
     if seq is not None and seq - oldest >= KEEP_CHANGES + TRIM_EVERY:
         conn.execute(f"DELETE FROM {CHANGES} WHERE seq <= ?", (seq - KEEP_CHANGES,))  # noqa: S608
 
