@@ -22,13 +22,16 @@ Invariants:
 from __future__ import annotations
 
 import heapq
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
+
+import numpy as np
 
 from robot_mcp_memory.processes.docmodel import ProcessDoc
 from robot_mcp_memory.processes.ports import NO_PHRASES, Hit, PhraseCounts, Phrases, SearchSnapshot
 from robot_mcp_memory.search import agreement, fts, fusion, relevance
+from robot_mcp_memory.search.postings import Scored
 from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.search.relevance import KeywordBound
 from robot_mcp_memory.search.segment import scripts
@@ -52,6 +55,51 @@ LINE_COST = 33
 
 
 # ---------------------------------------------------------------------------- phrase counts
+# ---------------------------------------------------------------------------- a posting cache's top
+#: (successes, failures) of each of the ids asked for that exists, as the caller's tenant is shown
+#: them (a backend's counters read, one batch of ids at a time).
+Counters = Callable[[Sequence[str]], Mapping[str, tuple[int, int]]]
+
+
+def best_by_reliability(
+    scored: Scored, k: int, visible: Collection[str] | None, counters: Counters
+) -> list[tuple[str, float]]:
+    """(id, relevance) of the `k` best visible matches of a posting cache's answer by relevance ×
+    reliability, then id: the very list a plain join over every match ranks
+    (`SearchSnapshot.keyword_top` before the documents are read).
+
+    Reliability is below 1, so no score exceeds its relevance: the most relevant matches not read
+    yet are read, `counters` a batch at a time (each batch four times the last), until the `k`-th
+    best score is above every relevance left. The score is computed as the SQL computes it
+    (``relevance * (s + 1.0) / (s + f + 2.0)``, left to right), so ties break alike. A match
+    `counters` leaves out (gone) is skipped."""
+    if k < 1:
+        return []
+    at = scored.positions(visible)
+    relevance = scored.scores[at]
+    unread = np.ones(len(at), np.bool_)
+    best: list[tuple[float, str, float]] = []
+    batch = max(4 * k, 64)
+    while unread.any():
+        left = np.flatnonzero(unread)
+        if len(left) > batch:
+            left = left[np.argpartition(-relevance[left], batch - 1)[:batch]]
+        unread[left] = False
+        ids = [scored.keys[i] for i in at[left].tolist()]
+        counts = counters(ids)
+        for pid, rel in zip(ids, relevance[left].tolist(), strict=True):
+            got = counts.get(pid)
+            if got is not None:
+                s, f = got
+                best.append((rel * (s + 1.0) / (s + f + 2.0), pid, rel))
+        best.sort(key=lambda b: (-b[0], b[1]))
+        del best[k:]
+        if len(best) == k and unread.any() and best[-1][0] > float(relevance[unread].max()):
+            break
+        batch *= 4
+    return [(pid, rel) for _, pid, rel in best]
+
+
 def count_phrases(snap: SearchSnapshot, phrases: Phrases) -> PhraseCounts:
     """`phrases` with how many documents hold each (no read for none)."""
     return snap.phrase_counts(phrases) if phrases else NO_PHRASES

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import overload
 
 import numpy as np
 import numpy.typing as npt
@@ -90,7 +91,9 @@ class PostingIndex:
             raise ValueError("too many columns")
         self.weights = tuple(float(w) for w in weights)
         self._slot_of: dict[str, int] = {}
-        self._key_of: list[str | None] = []
+        #: Each slot's key, a dead slot's too: a slot never changes its key, so an answer given
+        #: before (`Scored`) reads its keys here after the index moved on; compaction makes a new list.
+        self._key_of: list[str] = []
         self._owner = np.zeros(0, np.int32)
         self._doclen = np.zeros(0, np.float64)
         self._alive = np.zeros(0, np.bool_)
@@ -116,7 +119,6 @@ class PostingIndex:
 
     def _kill(self, slot: int) -> None:
         self._alive[slot] = False
-        self._key_of[slot] = None
         self.rows -= 1
         self.tokens -= int(self._doclen[slot])
 
@@ -256,7 +258,7 @@ class PostingIndex:
             )
         living = np.flatnonzero(alive)
         self._key_of = [self._key_of[int(s)] for s in living]
-        self._slot_of = {k: n for n, k in enumerate(self._key_of) if k is not None}
+        self._slot_of = {k: n for n, k in enumerate(self._key_of)}
         size = len(living)
         self._owner = self._owner[living].copy()
         self._doclen = self._doclen[living].copy()
@@ -302,7 +304,7 @@ class PostingIndex:
         return Scored(
             total=self.rows,
             docs=tuple(len(t.ids) for t in terms),
-            keys=self.keys(slots),
+            keys=Keys(self._key_of, slots),
             owners=self._owner[slots].copy(),
             codes=dict(self._codes),
             scores=values,
@@ -310,9 +312,28 @@ class PostingIndex:
 
     def keys(self, slots: Iterable[int]) -> list[str]:
         key_of = self._key_of
-        out = [key_of[s] for s in np.asarray(slots).tolist()]
-        assert None not in out  # only living slots are asked for
-        return out
+        return [key_of[s] for s in np.asarray(slots).tolist()]
+
+
+class Keys(Sequence[str]):
+    """The keys of some slots, read when asked (a query's matches may be thousands, and a find
+    reads the keys of a few dozen)."""
+
+    def __init__(self, key_of: list[str], slots: bm25.Ids) -> None:
+        self._key_of = key_of
+        self._slots = slots
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self._key_of[s] for s in self._slots[i].tolist()]
+        return self._key_of[int(self._slots[i])]
 
 
 @dataclass(frozen=True)
@@ -322,31 +343,35 @@ class Scored:
 
     total: int
     docs: tuple[int, ...]
-    keys: list[str]
+    keys: Sequence[str]
     owners: npt.NDArray[np.int32]
     codes: dict[str, int]
     scores: bm25.Floats
 
-    def visible(self, visible: Collection[str] | None) -> npt.NDArray[np.intp]:
-        """Positions of the matches one of `visible` owns (None: every match), best first (then
-        in key order among equal scores is left to the caller)."""
+    def positions(self, visible: Collection[str] | None) -> npt.NDArray[np.intp]:
+        """Positions of the matches one of `visible` owns (None: every match), in no order."""
         at = np.arange(len(self.keys))
-        if visible is not None:
-            codes = np.array([self.codes[o] for o in visible if o in self.codes], np.int32)
-            at = at[np.isin(self.owners, codes)]
+        if visible is None:
+            return at
+        codes = np.array([self.codes[o] for o in visible if o in self.codes], np.int32)
+        return at[np.isin(self.owners, codes)]
+
+    def visible(self, visible: Collection[str] | None) -> npt.NDArray[np.intp]:
+        """`positions`, best first (the order among equal scores is left to the caller)."""
+        at = self.positions(visible)
         return at[np.argsort(-self.scores[at], kind="stable")]
 
     def top(self, n: int, visible: Collection[str] | None) -> list[tuple[str, float]]:
         """The `n` best visible (key, score) by score, then key: every tie at the cut considered."""
         if n < 1:
             return []
-        at = self.visible(visible)
+        at = self.positions(visible)
         if len(at) > n:
-            cut = self.scores[at[n - 1]]
+            cut = np.partition(self.scores[at], len(at) - n)[len(at) - n]  # the n-th best score
             at = at[self.scores[at] >= cut]
         pairs = [(self.keys[i], s) for i, s in zip(at.tolist(), self.scores[at].tolist(), strict=True)]
         pairs.sort(key=lambda p: (-p[1], p[0]))
         return pairs[:n]
 
 
-__all__ = ["MAX_OFFSET", "Batch", "Instance", "PostingIndex", "Scored", "TooLarge"]
+__all__ = ["MAX_OFFSET", "Batch", "Instance", "Keys", "PostingIndex", "Scored", "TooLarge"]
