@@ -22,13 +22,14 @@ Invariants:
 from __future__ import annotations
 
 import heapq
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from robot_mcp_memory.processes.docmodel import ProcessDoc
 from robot_mcp_memory.processes.ports import NO_PHRASES, Hit, PhraseCounts, Phrases, SearchSnapshot
 from robot_mcp_memory.search import agreement, fts, fusion, relevance
+from robot_mcp_memory.search.postings import Scored
 from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.search.relevance import KeywordBound
 from robot_mcp_memory.search.segment import scripts, tokens
@@ -49,6 +50,47 @@ EVENTS_PER_PROCESS = 200
 #: The least a rendered log line costs besides its note ("- <20-character time> success: " and
 #: its newline): records within `docmodel.MAX_BODY` at this cost include every line that can fit.
 LINE_COST = 33
+
+
+# ---------------------------------------------------------------------------- a posting cache's top
+#: (successes, failures) of each of the ids asked for that exists, as the caller's tenant is shown
+#: them (a backend's counters read, one batch of ids at a time).
+Counters = Callable[[Sequence[str]], Mapping[str, tuple[int, int]]]
+
+
+def best_by_reliability(
+    scored: Scored, k: int, visible: Collection[str] | None, counters: Counters
+) -> list[tuple[str, float]]:
+    """(id, relevance) of the `k` best visible matches of a posting cache's answer by relevance ×
+    reliability, then id: the very list a plain join over every match ranks
+    (`SearchSnapshot.keyword_top` before the documents are read).
+
+    Reliability is below 1, so no score exceeds its relevance: the matches are read best
+    relevance first, `counters` a batch at a time, until the `k`-th best score is above the next
+    relevance. The score is computed as the SQL computes it (``relevance * (s + 1.0) / (s + f +
+    2.0)``, left to right), so ties break alike. A match `counters` leaves out (gone) is skipped."""
+    if k < 1:
+        return []
+    order = scored.visible(visible).tolist()
+    relevance = scored.scores.tolist()
+    best: list[tuple[float, str, float]] = []
+    batch = max(4 * k, 64)
+    for at in range(0, len(order), batch):
+        chunk = order[at : at + batch]
+        counts = counters([scored.keys[i] for i in chunk])
+        for i in chunk:
+            pid = scored.keys[i]
+            got = counts.get(pid)
+            if got is not None:
+                s, f = got
+                rel = relevance[i]
+                best.append((rel * (s + 1.0) / (s + f + 2.0), pid, rel))
+        best.sort(key=lambda b: (-b[0], b[1]))
+        del best[k:]
+        following = at + batch
+        if len(best) == k and following < len(order) and best[-1][0] > relevance[order[following]]:
+            break
+    return [(pid, rel) for _, pid, rel in best]
 
 
 # ---------------------------------------------------------------------------- phrase counts

@@ -370,35 +370,12 @@ def search_scored(
     conn: sqlite3.Connection, scored: Scored, k: int, visible: Collection[str] | None, tenant: str | None
 ) -> list[Hit]:
     """`search` from the posting cache's matches: the `k` best visible by relevance ×
-    reliability (then id), the very list a plain join ranks.
-
-    Reliability is below 1, so no score exceeds its relevance: the matches are read best
-    relevance first, a batch of counters at a time, until the `k`-th best score is above the
-    next relevance. The score is computed as the SQL computes it (``relevance * (s + 1.0) / (s +
-    f + 2.0)``, left to right), so ties break alike."""
-    if k < 1:
-        return []
-    order = scored.visible(visible).tolist()
-    relevance = scored.scores.tolist()
-    best: list[tuple[float, str, float]] = []
-    batch = max(4 * k, 64)
-    for at in range(0, len(order), batch):
-        chunk = order[at : at + batch]
-        counters = select_counters(conn, [scored.keys[i] for i in chunk], None, tenant)
-        for i in chunk:
-            pid = scored.keys[i]
-            s, f = counters.get(pid, (0, 0))
-            if pid in counters:
-                rel = relevance[i]
-                best.append((rel * (s + 1.0) / (s + f + 2.0), pid, rel))
-        best.sort(key=lambda b: (-b[0], b[1]))
-        del best[k:]
-        following = at + batch
-        if len(best) == k and following < len(order) and best[-1][0] > relevance[order[following]]:
-            break
-    docs = select_many(conn, [b[1] for b in best])
-    viewed = tenant_view(conn, [docs[b[1]] for b in best], tenant)
-    return [Hit(doc, rel * doc.reliability, rel, fleet) for (doc, fleet), (_, _, rel) in zip(viewed, best, strict=True)]
+    reliability (then id), the very list a plain join ranks (`ranking.best_by_reliability`, the
+    counters read from `select_counters`)."""
+    best = ranking.best_by_reliability(scored, k, visible, lambda ids: select_counters(conn, ids, None, tenant))
+    docs = select_many(conn, [pid for pid, _ in best])
+    viewed = tenant_view(conn, [docs[pid] for pid, _ in best], tenant)
+    return [Hit(doc, rel * doc.reliability, rel, fleet) for (doc, fleet), (_, rel) in zip(viewed, best, strict=True)]
 
 
 def select_agreement_texts(conn: sqlite3.Connection, ids: Collection[str]) -> dict[str, str]:
