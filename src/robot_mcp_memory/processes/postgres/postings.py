@@ -6,11 +6,11 @@ Invariants:
 
 - **A mirror of the postings.** The cache holds one entry per process, keyed by id, owned by its
   robot, with one instance (column + 1, position, term) per position of its `process_postings`
-  rows: the columns are numbered as `ranking.BM25_WEIGHTS` counts them (the id column first). It
-  is used only while every process's ``doclen`` is its number of instances (checked for every
-  entry it reads): then its row and token counts are the SQL path's (``count(*)``,
-  ``sum(doclen)``) and every score is the double `store._Scored` computes from the same postings
-  (tests/processes/postgres/test_postings.py compares them through random writes).
+  rows (`PostingIndex.put_runs`): the columns are numbered as `ranking.BM25_WEIGHTS` counts them
+  (the id column first). It is used only while every process's ``doclen`` is its number of
+  instances (checked for every entry it reads): then its row and token counts are the SQL path's
+  (``count(*)``, ``sum(doclen)``) and every score is the double `store._Scored` computes from the
+  same postings (tests/processes/postgres/test_postings.py compares them through random writes).
 - **Exact for the caller's snapshot, or silent.** A trigger on `processes` (`FEED_TRIGGER`,
   migration 2) records the process's id in the change feed (`storage.postgres.changes`, component
   `FEED`) in the writing transaction for every insert, delete and update that sets its id, robot,
@@ -33,13 +33,16 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 
+import numpy as np
+import numpy.typing as npt
 import psycopg
 
 from robot_mcp_memory import logs
 from robot_mcp_memory.processes.ranking import BM25_WEIGHTS
-from robot_mcp_memory.search.postings import Instance, PostingIndex, Scored, TooLarge
+from robot_mcp_memory.search.postings import PostingIndex, Scored, TooLarge
 from robot_mcp_memory.storage.postgres import Connection
 from robot_mcp_memory.storage.postgres.changes import ChangeFeed, Cursor, Reload, create_record_trigger
 
@@ -59,7 +62,9 @@ FEED_HORIZON = timedelta(hours=1)
 PRUNE_EVERY_S = 60.0
 
 _ROWS = "SELECT id, robot, doclen FROM processes"
-_POSTINGS = "SELECT process_id, term, col, positions FROM process_postings"
+_POSTINGS = (
+    "SELECT process_id, term, col, cardinality(positions), array_to_string(positions, ' ') FROM process_postings"
+)
 
 
 def create_feed_trigger(conn: Connection) -> None:
@@ -72,26 +77,55 @@ def prune_feed(conn: Connection) -> None:
     FEED.prune(conn, horizon=FEED_HORIZON)
 
 
-def read_entries(conn: Connection, ids: Sequence[str] | None) -> list[tuple[str, str, list[Instance]]] | None:
-    """(id, robot, instances) of the processes `ids` that exist (every process for None), in the
-    caller's snapshot; None when one's ``doclen`` is not its number of instances (the SQL path
+@dataclass(frozen=True)
+class Entries:
+    """Processes as `PostingIndex.put_runs` takes them: (id, robot) of each, and a run per
+    postings row (the process's place in `entries`, term, column + 1, how many positions),
+    the positions one run after another in `offsets`."""
+
+    entries: list[tuple[str, str]]
+    entry: list[int]
+    tokens: list[str]
+    cols: list[int]
+    counts: list[int]
+    offsets: npt.NDArray[np.int64]
+
+    def put(self, index: PostingIndex) -> None:
+        index.put_runs(self.entries, self.entry, self.tokens, self.cols, self.counts, self.offsets)
+
+
+def read_entries(conn: Connection, ids: Sequence[str] | None) -> Entries | None:
+    """The processes `ids` that exist (every process for None) with their postings, in the
+    caller's snapshot; None when one's ``doclen`` is not its number of positions (the SQL path
     would count another length: the cache does not mirror it)."""
     if ids is None:
         rows = conn.execute(_ROWS).fetchall()
-        postings = conn.execute(_POSTINGS)
+        runs = conn.execute(_POSTINGS).fetchall()
     else:
         rows = conn.execute(f"{_ROWS} WHERE id = ANY(%s)", (list(ids),)).fetchall()
-        postings = conn.execute(f"{_POSTINGS} WHERE process_id = ANY(%s)", (list(ids),))
-    found: dict[str, list[Instance]] = {str(pid): [] for pid, _, _ in rows}
-    for pid, term, col, positions in postings:
-        held = found.get(pid)
-        if held is None:
-            return None  # postings of no process (a foreign key prevents it)
-        c, t = int(col) + 1, str(term)
-        held.extend([(c, int(p), t) for p in positions])
-    if any(len(found[pid]) != int(doclen) for pid, _, doclen in rows):
+        runs = conn.execute(f"{_POSTINGS} WHERE process_id = ANY(%s)", (list(ids),)).fetchall()
+    place = {pid: n for n, (pid, _, _) in enumerate(rows)}
+    try:
+        entry = [place[pid] for pid, _, _, _, _ in runs]
+    except KeyError:
+        return None  # postings of no process (a foreign key prevents it)
+    counts = [int(n) for _, _, _, n, _ in runs]
+    # The positions as one text parsed at once: the driver's array parsing costs more.
+    text = " ".join([t for _, _, _, _, t in runs])
+    offsets = np.fromstring(text, dtype=np.int64, sep=" ") if text.strip() else np.empty(0, np.int64)
+    if len(offsets) != sum(counts):
         return None
-    return [(str(pid), str(robot), found[pid]) for pid, robot, _ in rows]
+    lengths = np.bincount(np.repeat(np.array(entry, np.int64), counts), minlength=len(rows)).tolist()
+    if any(length != int(doclen) for length, (_, _, doclen) in zip(lengths, rows, strict=True)):
+        return None
+    return Entries(
+        [(str(pid), str(robot)) for pid, robot, _ in rows],
+        entry,
+        [str(term) for _, term, _, _, _ in runs],
+        [int(col) + 1 for _, _, col, _, _ in runs],  # bm25 counts the id column first
+        counts,
+        offsets,
+    )
 
 
 class PostingCache:
@@ -167,8 +201,8 @@ class PostingCache:
             found = read_entries(conn, changed)
             if found is None:
                 return self._broken_at(got.cursor)
-            self._index.remove(set(changed) - {key for key, _, _ in found})
-            self._index.put(found)
+            self._index.remove(set(changed) - {key for key, _ in found.entries})
+            found.put(self._index)
             self.patched += len(changed)
         self._cursor = got.cursor
         return True
@@ -183,8 +217,7 @@ class PostingCache:
             if found is None:
                 return self._broken_at(cursor)
             index = PostingIndex(BM25_WEIGHTS)
-            for at in range(0, len(found), 512):
-                index.put(found[at : at + 512])
+            found.put(index)
             self.loads += 1
             self._index, self._cursor, self._broken = index, cursor, None
             return True
@@ -205,6 +238,7 @@ __all__ = [
     "FEED_HORIZON",
     "FEED_TRIGGER",
     "PRUNE_EVERY_S",
+    "Entries",
     "PostingCache",
     "create_feed_trigger",
     "prune_feed",
