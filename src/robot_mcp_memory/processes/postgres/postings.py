@@ -159,11 +159,6 @@ class PostingCache:
             return self._index.score(phrases)
         return None  # something went wrong inside (`_guarded`): SQL ranks
 
-    def invalidate(self) -> None:
-        """Forget everything: the next find reads again."""
-        with self._lock:
-            self._index, self._cursor, self._broken = None, None, None
-
     @contextlib.contextmanager
     def _guarded(self) -> Iterator[None]:
         try:

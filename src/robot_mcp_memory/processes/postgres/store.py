@@ -16,6 +16,13 @@ Invariants:
   tests/processes/postgres/test_parity.py). ``lexemes @@ tsquery`` chooses the
   candidates (every document holding all tokens of one phrase); the postings decide phrase
   instances, document frequencies and the weighted frequencies.
+- **The posting cache.** Each replica holds every process's postings in memory
+  (`postings.PostingCache`), kept exact for each find's snapshot from the change feed a trigger
+  on ``processes`` writes in every writer's transaction (migration 2); a find's keyword
+  primitives rank from it — the same hits, order and doubles as ``_Scored`` — and from the
+  postings in SQL when it cannot answer for the snapshot (older than the cache's, a mirror broken
+  by hand). A replica's saves and deletes prune the feed past `postings.FEED_HORIZON` now and
+  then (`postings.PRUNE_EVERY_S`); a cache further behind reads everything again.
 - **Hybrid as on SQLite.** A save embeds `rows.embed_text` before its transaction and writes the
   vector (or removes the stale one) in it, as does a delete; `find_hybrid` is `ranking`'s hybrid
   plan with the vectors from this replica's `vectorstore.VectorCache`, brought up to the read
