@@ -145,10 +145,10 @@ class PostingIndex:
     def put_runs(
         self,
         entries: Sequence[tuple[str, str]],
-        entry: Sequence[int] | bm25.Ids,
+        entry: Sequence[int],
         tokens: Sequence[str],
-        cols: Sequence[int] | bm25.Ids,
-        counts: Sequence[int] | bm25.Ids,
+        cols: Sequence[int],
+        counts: Sequence[int],
         offsets: bm25.Ids,
     ) -> None:
         """`put` of instances given as runs, as a database's postings rows hold them: run i is

@@ -62,6 +62,9 @@ FEED_HORIZON = timedelta(hours=1)
 PRUNE_EVERY_S = 60.0
 
 _ROWS = "SELECT id, robot, doclen FROM processes"
+_POSTINGS = (
+    "SELECT process_id, term, col, cardinality(positions), array_to_string(positions, ' ') FROM process_postings"
+)
 
 
 def create_feed_trigger(conn: Connection) -> None:
@@ -81,67 +84,46 @@ class Entries:
     the positions one run after another in `offsets`."""
 
     entries: list[tuple[str, str]]
-    entry: npt.NDArray[np.int64]
-    tokens: Sequence[str]
-    cols: npt.NDArray[np.int64]
-    counts: npt.NDArray[np.int64]
+    entry: list[int]
+    tokens: list[str]
+    cols: list[int]
+    counts: list[int]
     offsets: npt.NDArray[np.int64]
 
     def put(self, index: PostingIndex) -> None:
         index.put_runs(self.entries, self.entry, self.tokens, self.cols, self.counts, self.offsets)
 
 
-#: Each process's postings rows as one row: its place among the processes (its rank in id order),
-#: then its rows' columns, position counts, terms and positions (as text), in one order.
-_GROUPED = (
-    'SELECT p.n, array_agg(x.col ORDER BY x.term COLLATE "C", x.col), '
-    'array_agg(cardinality(x.positions) ORDER BY x.term COLLATE "C", x.col), '
-    'array_agg(x.term ORDER BY x.term COLLATE "C", x.col), '
-    "string_agg(array_to_string(x.positions, ' '), ' ' ORDER BY x.term COLLATE \"C\", x.col) "
-    'FROM process_postings x JOIN (SELECT id, row_number() OVER (ORDER BY id COLLATE "C") - 1 AS n '
-    "FROM processes {where}) p ON p.id = x.process_id {also} GROUP BY p.n"
-)
-
-
 def read_entries(conn: Connection, ids: Sequence[str] | None) -> Entries | None:
     """The processes `ids` that exist (every process for None) with their postings, in the
     caller's snapshot; None when one's ``doclen`` is not its number of positions (the SQL path
-    would count another length: the cache does not mirror it).
-
-    The postings come one row per process, named by its place among the processes' rows (their
-    rank in id order, numbered alike by both statements of the one snapshot), the positions as
-    text parsed all at once: a row per postings row, and the driver's parsing of each one's
-    array, cost the client several times more."""
-    where, args = ("", []) if ids is None else ("WHERE id = ANY(%s)", [list(ids)])
-    also = "" if ids is None else "WHERE x.process_id = ANY(%s)"
-    rows = conn.execute(f'{_ROWS} {where} ORDER BY id COLLATE "C"', args).fetchall()
-    groups = conn.execute(_GROUPED.format(where=where, also=also), args * 2).fetchall()
-    entry: list[npt.NDArray[np.int64]] = []
-    cols: list[int] = []
-    counts: list[int] = []
-    terms: list[str] = []
-    texts: list[str] = []
-    for n, c, k, t, text in groups:
-        entry.append(np.full(len(c), n, np.int64))
-        cols.extend(c)
-        counts.extend(k)
-        terms.extend(t)
-        texts.append(text)
-    at = np.concatenate(entry) if entry else np.empty(0, np.int64)
-    sizes = np.array(counts, np.int64)
-    text = " ".join(texts)
+    would count another length: the cache does not mirror it)."""
+    if ids is None:
+        rows = conn.execute(_ROWS).fetchall()
+        runs = conn.execute(_POSTINGS).fetchall()
+    else:
+        rows = conn.execute(f"{_ROWS} WHERE id = ANY(%s)", (list(ids),)).fetchall()
+        runs = conn.execute(f"{_POSTINGS} WHERE process_id = ANY(%s)", (list(ids),)).fetchall()
+    place = {pid: n for n, (pid, _, _) in enumerate(rows)}
+    try:
+        entry = [place[pid] for pid, _, _, _, _ in runs]
+    except KeyError:
+        return None  # postings of no process (a foreign key prevents it)
+    counts = [int(n) for _, _, _, n, _ in runs]
+    # The positions as one text parsed at once: the driver's array parsing costs more.
+    text = " ".join([t for _, _, _, _, t in runs])
     offsets = np.fromstring(text, dtype=np.int64, sep=" ") if text.strip() else np.empty(0, np.int64)
-    if len(offsets) != int(sizes.sum()):
+    if len(offsets) != sum(counts):
         return None
-    lengths = np.bincount(np.repeat(at, sizes), minlength=len(rows))
-    if len(lengths) != len(rows) or not np.array_equal(lengths, np.array([r[2] for r in rows], np.int64)):
+    lengths = np.bincount(np.repeat(np.array(entry, np.int64), counts), minlength=len(rows)).tolist()
+    if any(length != int(doclen) for length, (_, _, doclen) in zip(lengths, rows, strict=True)):
         return None
     return Entries(
         [(str(pid), str(robot)) for pid, robot, _ in rows],
-        at,
-        terms,
-        np.array(cols, np.int64) + 1,  # bm25 counts the id column first
-        sizes,
+        entry,
+        [str(term) for _, term, _, _, _ in runs],
+        [int(col) + 1 for _, _, col, _, _ in runs],  # bm25 counts the id column first
+        counts,
         offsets,
     )
 
