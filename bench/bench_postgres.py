@@ -5,7 +5,10 @@
 Starts a throwaway PostgreSQL cluster (tests/pgcluster.py: the image's binaries, fsync off), fills
 a fresh schema and a fresh ``index.db`` with the same synthetic process documents
 (`bench_processes.make_documents`), and times through each repository (no MCP, no service):
-``save`` while filling, keyword ``find`` (k = 3), hybrid ``find_hybrid`` (k = 3; the hashing
+``save`` while filling, the PostgreSQL posting cache's cold load (a fresh
+`processes.postgres.postings.PostingCache` reading every process's postings in one snapshot, once
+per size), keyword ``find`` (k = 3; one untimed find first on each backend, so the figures are a
+warm cache's — its load is the row before), hybrid ``find_hybrid`` (k = 3; the hashing
 embedder, vectors filled by ``reembed`` after the saves, so the save figures stay keyword-only),
 ``record_outcome`` without a note, and ``lessons.record``. For each it reports wall p50 (the
 machine is shared: read the CPU columns), this process's CPU per call, and — PostgreSQL only —
@@ -33,6 +36,7 @@ from robot_mcp_memory import logs
 from robot_mcp_memory.lessons.postgres.store import PostgresLessons
 from robot_mcp_memory.lessons.sqlite.store import ParamStore
 from robot_mcp_memory.processes import docmodel
+from robot_mcp_memory.processes.postgres.postings import PostingCache
 from robot_mcp_memory.processes.postgres.store import PostgresProcesses
 from robot_mcp_memory.processes.sqlite.store import ProcessStore
 from robot_mcp_memory.search.embedders import HashingEmbedder
@@ -92,6 +96,10 @@ async def run(
         for name, repo, srv in (("sqlite", lite, None), ("postgres", pg, cluster)):
             saves = [partial(repo.save, d) for d in docs]
             out.append((f"save (fill to {args.docs})", name, await timed(saves, srv)))
+            if name == "postgres":
+                cold = [partial(pg_db.read, lambda c: PostingCache().score(c, [("the",)]))] * 3
+                out.append((f"posting cache cold load, {args.docs} docs", name, await timed(cold, srv)))
+            await repo.find(Query.parse(queries[0]), 3)  # the posting cache loads (untimed)
             finds = [partial(repo.find, Query.parse(q), 3) for q in queries]
             out.append((f"find, keyword, k=3, {args.docs} docs", name, await timed(finds, srv)))
             repo.embedder = ResilientEmbedder(HashingEmbedder(), background=False)

@@ -78,6 +78,22 @@ class Batch:
     offset: bm25.Ids
 
 
+def _distinct_rows(counts: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.intp]]:
+    """The distinct rows of non-negative `counts` and each row's index among them (as
+    ``np.unique(axis=0, return_inverse=True)``, in another order): each row packed into one
+    integer when its values fit, a sort of one column instead of many."""
+    width = counts.shape[1]
+    bits = 62 // width if width else 0
+    if bits and len(counts) and int(counts.max()) < (1 << bits):
+        packed = np.zeros(len(counts), np.int64)
+        for j in range(width):
+            packed |= counts[:, j] << (bits * j)
+        _, at, inverse = np.unique(packed, return_index=True, return_inverse=True)
+        return counts[at], np.asarray(inverse).reshape(-1)
+    rows, inverse = np.unique(counts, axis=0, return_inverse=True)
+    return rows, np.asarray(inverse).reshape(-1)
+
+
 _EMPTY_IDS: bm25.Ids = np.empty(0, np.int64)
 _EMPTY_F: bm25.Floats = np.empty(0, np.float64)
 
@@ -123,32 +139,77 @@ class PostingIndex:
         self.tokens -= int(self._doclen[slot])
 
     def put(self, entries: Sequence[tuple[str, str, Sequence[Instance]]]) -> None:
-        """Store (key, owner, instances) entries, each replacing the key's entry if any (`put_batch`)."""
+        """Store (key, owner, instances) entries, each replacing the key's entry if any. Raises
+        `TooLarge` (storing nothing) for an offset or column the keys cannot hold."""
         codes: dict[str, int] = {}
-        token, doc, col, offset = [], [], [], []
-        for n, (_key, _owner, found) in enumerate(entries):
-            for c, o, t in found:
-                token.append(codes.setdefault(t, len(codes)))
-                doc.append(n)
-                col.append(c)
-                offset.append(o)
-        arrays = [np.array(x, np.int64) for x in (token, doc, col, offset)]
-        self.put_batch([(k, o) for k, o, _ in entries], Batch(list(codes), *arrays))
+        t_codes: list[int] = []
+        cols: list[int] = []
+        offsets: list[int] = []
+        lengths: list[int] = []
+        for _key, _owner, found in entries:
+            lengths.append(len(found))
+            if found:
+                c, o, t = zip(*found, strict=True)
+                cols.extend(c)
+                offsets.extend(o)
+                t_codes.extend([codes.setdefault(token, len(codes)) for token in t])
+        at = np.repeat(np.arange(len(entries), dtype=np.int64), lengths)
+        self._store([(k, o) for k, o, _ in entries], list(codes), np.array(t_codes, np.int64), at, cols, offsets)
+
+    def put_runs(
+        self,
+        entries: Sequence[tuple[str, str]],
+        entry: Sequence[int],
+        tokens: Sequence[str],
+        cols: Sequence[int],
+        counts: Sequence[int],
+        offsets: bm25.Ids,
+    ) -> None:
+        """`put` of instances given as runs, as a database's postings rows hold them: run i is
+        token ``tokens[i]`` in column ``cols[i]`` of entry ``entries[entry[i]]`` (key, owner) at
+        ``counts[i]`` offsets, which follow one another in `offsets` run after run. The same
+        index as `put` of the same instances, without a tuple per instance."""
+        if not len(entry) == len(tokens) == len(cols) == len(counts):
+            raise ValueError("one entry, token, column and count per run")
+        n = np.array(counts, np.int64)
+        if int(n.sum()) != len(offsets) or (len(n) and int(n.min()) < 0):
+            raise ValueError("the runs' counts do not add up to the offsets")
+        codes: dict[str, int] = {}
+        t_run = np.array([codes.setdefault(token, len(codes)) for token in tokens], np.int64)
+        at = np.repeat(np.array(entry, np.int64), n)
+        self._store(entries, list(codes), np.repeat(t_run, n), at, np.repeat(np.array(cols, np.int64), n), offsets)
 
     def put_batch(self, entries: Sequence[tuple[str, str]], batch: Batch) -> None:
-        """Store the (key, owner) `entries` with the instances of `batch` (its `doc` numbers them
-        in `entries`), each replacing the key's entry if any. Raises `TooLarge` (storing nothing)
-        for an offset or column the keys cannot hold."""
-        if len(batch.offset) and (
-            int(batch.offset.min()) < 0
-            or int(batch.offset.max()) >= MAX_OFFSET
-            or int(batch.col.min()) < 0
-            or int(batch.col.max()) >= len(self.weights)
+        """`put` of the (key, owner) `entries` with the instances of `batch` (its `doc` numbers
+        them in `entries`), without a tuple per instance."""
+        self._store(entries, list(batch.names), batch.token, batch.doc, batch.col, batch.offset)
+
+    def _store(
+        self,
+        entries: Sequence[tuple[str, str]],
+        names: list[str],
+        t: bm25.Ids,
+        at: bm25.Ids,
+        cols: Sequence[int] | bm25.Ids,
+        offsets: Sequence[int] | bm25.Ids,
+    ) -> None:
+        """Store `entries` (key, owner), each replacing the key's entry if any, with the instances
+        (token code `t` naming `names`, entry index `at`, column, offset), or `TooLarge` and
+        nothing stored."""
+        try:
+            c = np.asarray(cols, np.int64)
+            o = np.asarray(offsets, np.int64)
+        except OverflowError as exc:
+            raise TooLarge("an offset or column past the index's keys") from exc
+        if len(c) and (
+            int(c.min()) < 0 or int(c.max()) >= len(self.weights) or int(o.min()) < 0 or int(o.max()) >= MAX_OFFSET
         ):
             raise TooLarge("an offset or column past the index's keys")
+        if len(at) and (int(at.min()) < 0 or int(at.max()) >= len(entries)):
+            raise ValueError("an instance of no entry")
+        lengths = np.bincount(at, minlength=len(entries)).tolist()
         first = len(self._key_of)
         self._grow(first + len(entries))
-        lengths = np.bincount(batch.doc, minlength=len(entries)) if len(batch.doc) else np.zeros(len(entries), np.int64)
         for n, (key, owner) in enumerate(entries):
             old = self._slot_of.get(key)
             if old is not None:
@@ -157,12 +218,12 @@ class PostingIndex:
             self._slot_of[key] = slot
             self._key_of.append(key)
             self._owner[slot] = self._code(owner)
+            self._doclen[slot] = lengths[n]
             self._alive[slot] = True
-        self._doclen[first : first + len(entries)] = lengths
-        self.rows += len(entries)
-        self.tokens += int(lengths.sum())
-        if len(batch.token):
-            self._append(list(batch.names), batch.token, batch.doc + first, batch.col, batch.offset)
+            self.rows += 1
+            self.tokens += lengths[n]
+        if len(t):
+            self._append(names, t, at + first, c, o)
         self._maybe_compact()
 
     def _append(self, names: list[str], t: bm25.Ids, s: bm25.Ids, c: bm25.Ids, o: bm25.Ids) -> None:
@@ -206,16 +267,9 @@ class PostingIndex:
         per distinct row (a few dozen, whatever the number of rows)."""
         if not len(counts):
             return _EMPTY_F
-        if int(counts.max()) < 1 << 12 and counts.shape[1] <= 5:  # each row as one integer
-            packed = np.zeros(len(counts), np.int64)
-            for j in range(counts.shape[1]):
-                packed = (packed << 12) | counts[:, j]
-            _, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
-            rows = counts[first]
-        else:
-            rows, inverse = np.unique(counts, axis=0, return_inverse=True)
+        rows, inverse = _distinct_rows(counts)
         fu = np.array([bm25.weighted_frequency(tuple(int(x) for x in r), self.weights) for r in rows], np.float64)
-        return fu[np.asarray(inverse).reshape(-1)]
+        return fu[inverse]
 
     def _code(self, owner: str) -> int:
         code = self._codes.get(owner)

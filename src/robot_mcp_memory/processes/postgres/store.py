@@ -16,6 +16,13 @@ Invariants:
   tests/processes/postgres/test_parity.py). ``lexemes @@ tsquery`` chooses the
   candidates (every document holding all tokens of one phrase); the postings decide phrase
   instances, document frequencies and the weighted frequencies.
+- **The posting cache.** Each replica holds every process's postings in memory
+  (`postings.PostingCache`), kept exact for each find's snapshot from the change feed a trigger
+  on ``processes`` writes in every writer's transaction (migration 2); a find's keyword
+  primitives rank from it — the same hits, order and doubles as ``_Scored`` — and from the
+  postings in SQL when it cannot answer for the snapshot (older than the cache's, a mirror broken
+  by hand). A replica's saves and deletes prune the feed past `postings.FEED_HORIZON` now and
+  then (`postings.PRUNE_EVERY_S`); a cache further behind reads everything again.
 - **Hybrid as on SQLite.** A save embeds `rows.embed_text` before its transaction and writes the
   vector (or removes the stale one) in it, as does a delete; `find_hybrid` is `ranking`'s hybrid
   plan with the vectors from this replica's `vectorstore.VectorCache`, brought up to the read
@@ -35,6 +42,7 @@ import builtins
 import functools
 import json
 import threading
+import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
@@ -56,18 +64,21 @@ from robot_mcp_memory.processes.ports import (
     SearchMode,
     TenantViewed,
 )
+from robot_mcp_memory.processes.postgres import postings as posting_cache
+from robot_mcp_memory.processes.postgres.postings import PostingCache
 from robot_mcp_memory.processes.ranking import BM25_WEIGHTS, EVENTS_PER_PROCESS, HISTORY_LIMIT, LINE_COST, Fusion
 from robot_mcp_memory.processes.rows import embed_text
 from robot_mcp_memory.search import bm25
 from robot_mcp_memory.search.postgres import vectorstore
 from robot_mcp_memory.search.postgres.vectorstore import VectorCache
+from robot_mcp_memory.search.postings import Scored
 from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.search.resilient import ResilientEmbedder
 from robot_mcp_memory.search.segment import index_text
 from robot_mcp_memory.search.sqlite.tokens import Fts5Tokens
 from robot_mcp_memory.search.vectors import SnapshotIndexes, Vector
 from robot_mcp_memory.storage.clock import now_iso
-from robot_mcp_memory.storage.postgres import Connection, Migration, PostgresStore
+from robot_mcp_memory.storage.postgres import Connection, Migration, PostgresStore, changes
 from robot_mcp_memory.tenancy.principal import SHARED
 
 COMPONENT = "processes"
@@ -78,6 +89,12 @@ TOKENIZE = "porter unicode61"
 _INDEXED = 4  # title, task_pattern, tags, body
 
 _TOKENS = Fts5Tokens(TOKENIZE, _INDEXED)
+
+
+@functools.lru_cache(maxsize=50_000)
+def _tokens_of(phrase: str) -> tuple[str, ...]:
+    """A query phrase's tokens, as FTS5 reads it (a find's phrases repeat: kept)."""
+    return tuple(_TOKENS.tokens(phrase))
 
 
 def _create(conn: Connection) -> None:
@@ -136,8 +153,10 @@ def _create(conn: Connection) -> None:
     )
 
 
-#: Append-only. Step i brings the processes tables from version i to version i + 1.
-MIGRATIONS: list[Migration] = [_create]
+#: Append-only. Step i brings the processes tables from version i to version i + 1. Step 2 (the
+#: change feed's trigger, `postings.create_feed_trigger`) writes the feed's tables: the adapter
+#: migrates `changes` first.
+MIGRATIONS: list[Migration] = [_create, posting_cache.create_feed_trigger]
 
 #: SQLite's orders (BINARY collation), whatever the database's locale.
 ORDERS = {
@@ -393,7 +412,7 @@ class _Scored:
     the matches' lengths and the index's row and token counts (FTS5's averages record)."""
 
     def __init__(self, conn: Connection, phrases: Phrases) -> None:
-        tokenized = [_TOKENS.tokens(p) for p in phrases]
+        tokenized = [_tokens_of(p) for p in phrases]
         stats = conn.execute("SELECT count(*), coalesce(sum(doclen), 0) FROM processes").fetchone()
         self.rows, self.tokens = (int(stats[0]), int(stats[1])) if stats else (0, 0)
         self.names: list[str] = []
@@ -451,7 +470,7 @@ def relevance(conn: Connection, phrases: Phrases) -> dict[str, float]:
 
 
 def _instances(
-    phrase: list[str], postings: dict[tuple[str, str], list[tuple[int, list[int]]]], pid: str
+    phrase: Sequence[str], postings: dict[tuple[str, str], list[tuple[int, list[int]]]], pid: str
 ) -> tuple[int, ...]:
     """How many times `phrase` occurs in each indexed column of document `pid` (its tokens at
     consecutive positions of one column, as FTS5 counts a phrase's instances)."""
@@ -518,6 +537,16 @@ def search(
     return [Hit(d, scored[d.id] * d.reliability, scored[d.id], fleet) for d, fleet in views]
 
 
+def search_scored(
+    conn: Connection, scored: Scored, k: int, visible: Collection[str] | None, tenant: str | None
+) -> list[Hit]:
+    """`search` from the posting cache's matches (`ranking.best_by_reliability`, the counters
+    read with `_counters` a batch at a time): the same hits, order and scores."""
+    best = ranking.best_by_reliability(scored, k, visible, lambda ids: _counters(conn, ids, None, tenant))
+    views = documents(conn, [pid for pid, _ in best], tenant)
+    return [Hit(d, rel * d.reliability, rel, fleet) for (d, fleet), (_, rel) in zip(views, best, strict=True)]
+
+
 def documents(conn: Connection, ids: Sequence[str], tenant: str | None) -> list[TenantViewed]:
     """The documents `ids`, in that order, as `tenant` is shown them."""
     if not ids:
@@ -528,13 +557,19 @@ def documents(conn: Connection, ids: Sequence[str], tenant: str | None) -> list[
 
 
 class Snapshot:
-    """`ports.SearchSnapshot` on one read transaction: the keyword primitives over the postings
-    (each phrase list scored once per snapshot), and the vectors of `cache`'s index of a model,
-    brought up to this snapshot once (none without a cache)."""
+    """`ports.SearchSnapshot` on one read transaction. The keyword primitives come from
+    `postings`, this replica's posting cache, when it can answer for this snapshot (exactly the
+    SQL path's answer); else from the postings in SQL (`_Scored`: each phrase list scored once
+    per snapshot). The vectors are `cache`'s index of a model, brought up to this snapshot once
+    (none without a cache)."""
 
-    def __init__(self, conn: Connection, cache: VectorCache | None = None) -> None:
+    def __init__(
+        self, conn: Connection, cache: VectorCache | None = None, postings: PostingCache | None = None
+    ) -> None:
         self.conn = conn
         self._scored: dict[tuple[str, ...], _Scored] = {}
+        self._postings = postings
+        self._cached: dict[Phrases, Scored | None] = {}
         self.vectors = SnapshotIndexes(lambda m: None if cache is None else cache.index(conn, DOMAIN, m))
 
     def _of(self, phrases: Phrases) -> _Scored:
@@ -543,9 +578,20 @@ class Snapshot:
             self._scored[key] = _Scored(self.conn, key)
         return self._scored[key]
 
+    def _cache(self, phrases: Phrases) -> Scored | None:
+        """The posting cache's answer for `phrases` in this snapshot (None: rank in SQL), once."""
+        if self._postings is None or not phrases:
+            return None
+        if phrases not in self._cached:
+            self._cached[phrases] = self._postings.score(self.conn, [_tokens_of(p) for p in phrases])
+        return self._cached[phrases]
+
     def phrase_counts(self, phrases: Phrases) -> PhraseCounts:
         if not phrases:
             return NO_PHRASES
+        cached = self._cache(phrases)
+        if cached is not None:
+            return PhraseCounts(phrases, cached.total, cached.docs)
         scored = self._of(phrases)
         return PhraseCounts(phrases, scored.rows, tuple(scored.counts()))
 
@@ -557,11 +603,17 @@ class Snapshot:
         visible: Collection[str] | None,
         tenant: str | None,
     ) -> list[Hit]:
+        cached = self._cache(phrases)
+        if cached is not None:
+            return search_scored(self.conn, cached, k, visible, tenant)
         return search(self.conn, phrases, k, visible, tenant, self._of(phrases).relevance)
 
     def keyword_relevant(
         self, phrases: Phrases, counted: PhraseCounts | None, n: int, visible: Collection[str] | None
     ) -> list[tuple[str, float]]:
+        cached = self._cache(phrases)
+        if cached is not None:
+            return cached.top(n, visible)
         scored = self._of(phrases).relevance
         if not scored or n < 1:
             return []
@@ -612,8 +664,12 @@ class PostgresProcesses:
         self.embedder = embedder
         self.fuse = fuse or Fusion()
         vectorstore.migrate(db)  # before the processes' tables: the missing-vector joins read it
+        changes.migrate(db)  # before them too: their trigger writes the change feed
         db.migrate(COMPONENT, MIGRATIONS)
         self.vectors = VectorCache()
+        #: This replica's posting cache (kept exact for each find's snapshot from the change feed).
+        self.postings = PostingCache()
+        self._pruned_at = time.monotonic()
         self.backfiller = vectorstore.backfiller(db, lambda: self.embedder, self.vectors, VECTOR_SOURCE)
 
     # ------------------------------------------------------------------ vectors
@@ -655,6 +711,14 @@ class PostgresProcesses:
     def close(self) -> None:
         self.backfiller.stop()
 
+    def _prune_due(self) -> bool:
+        """Whether this write prunes the change feed too (at most every `PRUNE_EVERY_S` per replica)."""
+        now = time.monotonic()
+        if now - self._pruned_at < posting_cache.PRUNE_EVERY_S:
+            return False
+        self._pruned_at = now
+        return True
+
     async def get(self, pid: str) -> ProcessDoc | None:
         return await self.db.read(lambda c: select_one(c, pid))
 
@@ -663,9 +727,13 @@ class PostgresProcesses:
         # Embed before the transaction: the saves' lock is never held while a model runs.
         embedded = await self._embed_off_loop(embed_text(doc))
 
+        prune = self._prune_due()
+
         def job(c: Connection) -> Saved:
             saved = save_doc(c, self.db.schema, doc, now, writable)
             saved_vector(c, saved.doc, embedded)
+            if prune:
+                posting_cache.prune_feed(c)
             return saved
 
         saved = await self.db.write(job)
@@ -678,9 +746,13 @@ class PostgresProcesses:
         return await self.db.write(lambda c: add_outcome(c, pid, success, note, now, by))
 
     async def delete(self, pid: str) -> bool:
+        prune = self._prune_due()
+
         def job(c: Connection) -> bool:
             gone = delete_doc(c, pid)  # the row first, then the feed lock: the order a save takes them
             vectorstore.delete(c, DOMAIN, pid)
+            if prune:
+                posting_cache.prune_feed(c)
             return gone
 
         return await self.db.write(job)
@@ -694,7 +766,10 @@ class PostgresProcesses:
         self, query: Query, k: int, visible: Collection[str] | None = None, tenant: str | None = None
     ) -> builtins.list[Hit]:
         """The keyword answer (`ranking.keyword_search`), as SQLite's, in one read snapshot."""
-        return await self.db.read(lambda c: ranking.keyword_search(Snapshot(c), query, k, visible, tenant))
+        postings = self.postings
+        return await self.db.read(
+            lambda c: ranking.keyword_search(Snapshot(c, None, postings), query, k, visible, tenant)
+        )
 
     async def find_hybrid(
         self, query: Query, k: int, visible: Collection[str] | None = None, tenant: str | None = None
@@ -704,9 +779,11 @@ class PostgresProcesses:
         embedded = await self._embed_query(query.text) if query.searchable else None
         if embedded is not None:
             model_id, qvec = embedded
-            fuse, cache = self.fuse, self.vectors
+            fuse, cache, postings = self.fuse, self.vectors, self.postings
             hits = await self.db.read(
-                lambda c: ranking.hybrid_search(Snapshot(c, cache), query, qvec, model_id, visible, fuse, k, tenant)
+                lambda c: ranking.hybrid_search(
+                    Snapshot(c, cache, postings), query, qvec, model_id, visible, fuse, k, tenant
+                )
             )
             if hits is not None:
                 return hits, "hybrid"

@@ -118,6 +118,46 @@ def migrate(store: PostgresStore) -> Migrated:
     return store.migrate(COMPONENT, MIGRATIONS)
 
 
+def create_record_trigger(
+    conn: Connection, component: str, table: str, ref: str, columns: Sequence[str], *, name: str
+) -> None:
+    """A row trigger on `table` that records `component`'s entries as `ChangeFeed.record` does, in
+    the writing transaction, whichever code writes: the row's `ref` column as ``put`` on an insert
+    and on an update that sets one of `columns`, as ``delete`` on a delete (and the old `ref` on
+    an update that changes it). After the row's change, so under its lock (the order `record`
+    asks for). No ``NOTIFY``: a reader that polls misses nothing (`Listener` is a hint). The
+    function is bound to the migration's ``search_path`` (the store's schema); `name` names both
+    it and the trigger (a migration step; not idempotent)."""
+    if not component or "\x00" in component:
+        raise InvalidInput("a change-feed component is a non-empty name")
+    ident, col = sql.Identifier(name), sql.Identifier(ref)
+    conn.execute(
+        sql.SQL(
+            "CREATE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $body$ "
+            "BEGIN "
+            "IF TG_OP <> 'DELETE' THEN INSERT INTO change_log (component, ref, op, writer_xid) "
+            "VALUES ({component}, NEW.{col}, 'put', pg_current_xact_id()); END IF; "
+            "IF TG_OP = 'DELETE' THEN INSERT INTO change_log (component, ref, op, writer_xid) "
+            "VALUES ({component}, OLD.{col}, 'delete', pg_current_xact_id()); "
+            "ELSIF TG_OP = 'UPDATE' THEN IF OLD.{col} IS DISTINCT FROM NEW.{col} THEN "
+            "INSERT INTO change_log (component, ref, op, writer_xid) "
+            "VALUES ({component}, OLD.{col}, 'delete', pg_current_xact_id()); END IF; END IF; "
+            "RETURN NULL; END $body$"
+        ).format(fn=ident, component=sql.Literal(component), col=col)
+    )
+    conn.execute(
+        sql.SQL(
+            "CREATE TRIGGER {name} AFTER INSERT OR DELETE OR UPDATE OF {columns} ON {table} "
+            "FOR EACH ROW EXECUTE FUNCTION {fn}()"
+        ).format(
+            name=ident,
+            columns=sql.SQL(", ").join(map(sql.Identifier, columns)),
+            table=sql.Identifier(table),
+            fn=ident,
+        )
+    )
+
+
 @dataclass(frozen=True)
 class Cursor:
     """A reader's position: the snapshot of its last read (``pg_snapshot``'s fields).
@@ -147,6 +187,13 @@ class Cursor:
     def sees(self, xid: int) -> bool:
         """Whether transaction `xid` is visible in this snapshot (as ``pg_visible_in_snapshot``)."""
         return xid < self.xmax and xid not in self.xip
+
+    def includes(self, other: Cursor) -> bool:
+        """Whether every transaction visible in `other` is visible here too: this snapshot is
+        `other`'s or a later one (on the same server). A cache brought to `other` describes a
+        state this snapshot has passed only then."""
+        running = set(other.xip)
+        return self.xmax >= other.xmax and all(x in running for x in self.xip if x < other.xmax)
 
 
 @dataclass(frozen=True)
@@ -442,5 +489,6 @@ __all__ = [
     "Listener",
     "Pruned",
     "Reload",
+    "create_record_trigger",
     "migrate",
 ]
