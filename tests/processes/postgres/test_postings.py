@@ -28,14 +28,12 @@ from robot_mcp_memory.search import fts
 from robot_mcp_memory.search.query import Query
 from robot_mcp_memory.storage.postgres import Connection, PostgresStore
 from robot_mcp_memory.storage.sqlite import index_db
+from tests.processes.sqlite.test_postings import ROBOTS, random_doc  # one corpus for both backends
 
 pytestmark = pytest.mark.postgres
 
 T = TypeVar("T")
 
-WORDS = ("fetch", "deliver", "parcel", "mailroom", "kitchen", "door", "left", "right", "red", "blue", "the", "floor")
-EXTRA = ("1.2.10", "12.5", "v2", "取包裹", "收发室", "error E-42", "open the door")
-ROBOTS = ("rap-1", "rap-2", "g1", "shared", "rare")
 TENANTS = (None, "group:g-1")
 QUERIES = (
     "fetch the red parcel",
@@ -51,23 +49,6 @@ QUERIES = (
 )
 VISIBLE: tuple[frozenset[str] | None, ...] = (None, frozenset({"rap-1", "shared"}), frozenset({"rare"}), frozenset())
 NOW = "2026-01-02T00:00:00Z"
-
-
-def random_doc(rng: random.Random, pid: str) -> ProcessDoc:
-    words = rng.choices(WORDS, k=rng.randint(1, 8))
-    extra = [rng.choice(EXTRA)] if rng.random() < 0.4 else []
-    return ProcessDoc(
-        id=pid,
-        title=" ".join(words[:3]),
-        task_pattern=" ".join(rng.choices(WORDS, k=rng.randint(0, 3))),
-        tags=tuple(rng.sample(WORDS, rng.randint(0, 2))),
-        body=" ".join(words + extra) + "\n",
-        robot=rng.choice(ROBOTS),
-        created="2026-01-01T00:00:00Z",
-        updated="2026-01-01T00:00:00Z",
-        success_count=rng.choice((0, 0, 1, 3, 9)),
-        failure_count=rng.choice((0, 0, 1, 2)),
-    )
 
 
 def lite_db() -> sqlite3.Connection:
