@@ -309,6 +309,9 @@ def test_a_version_17_file_gets_the_whole_change_log_triggers_and_the_index_name
         "memories_rank_log_insert",
         "memories_rank_log_delete",
         "memories_text_log",  # migration 24
+        "processes_index_log_insert",  # migration 25: the process index's log
+        "processes_index_log_update",
+        "processes_index_log_delete",
     }
     assert after == before + 1  # a memory leaving the active ones is logged now
 
