@@ -410,11 +410,6 @@ class Scored:
         codes = np.array([self.codes[o] for o in visible if o in self.codes], np.int32)
         return at[np.isin(self.owners, codes)]
 
-    def visible(self, visible: Collection[str] | None) -> npt.NDArray[np.intp]:
-        """`positions`, best first (the order among equal scores is left to the caller)."""
-        at = self.positions(visible)
-        return at[np.argsort(-self.scores[at], kind="stable")]
-
     def top(self, n: int, visible: Collection[str] | None) -> list[tuple[str, float]]:
         """The `n` best visible (key, score) by score, then key: every tie at the cut considered."""
         if n < 1:
