@@ -89,10 +89,12 @@ class Switchable(HashingEmbedder):
     def __init__(self) -> None:
         super().__init__(256)
         self.down = False
+        self.texts: list[str] = []  # every text the model was run on
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if self.down:
             raise RuntimeError("the embedding server said no")
+        self.texts.extend(texts)
         return super().embed(texts)
 
 
@@ -132,6 +134,21 @@ async def test_embedder_down_means_keyword_mode_then_the_backfill(
     found = await svc.recall(STDIO, QUERY)
     assert found.mode == "hybrid"
     assert [h.memory.id for h in found.hits] == [slipped.memory_id]
+
+
+async def test_a_repeated_recall_query_is_not_embedded_again(
+    switchable: tuple[Memory, Switchable, FakeClock, MemoryVectorIndex],
+) -> None:
+    memory, backend, _clock, _vectors = switchable
+    svc = memory.experiences
+    slipped = await svc.learn(STDIO, "gripper slipped")
+    for _ in range(3):
+        found = await svc.recall(STDIO, QUERY)
+        assert found.mode == "hybrid"
+        assert [h.memory.id for h in found.hits] == [slipped.memory_id]
+    assert backend.texts.count(QUERY) == 1  # the query cache answers the repeats
+    await svc.recall(STDIO, "the wheels slipped on the ramp")
+    assert backend.texts.count("the wheels slipped on the ramp") == 1
 
 
 async def test_the_blocking_api_runs_hybrid_without_suspending(memory: Memory) -> None:

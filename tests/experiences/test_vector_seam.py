@@ -38,6 +38,12 @@ class StubVectors:
     def embed(self, texts: Sequence[str]) -> list[Embedded | None]:
         return [(t, np.zeros(1, np.float32)) for t in texts]
 
+    def embed_query(self, text: str) -> Embedded | None:
+        return self.embed([text])[0]
+
+    def cached_query(self, text: str) -> Embedded | None:
+        return None
+
     def nearest(self, conn: Any, query: Embedded, k: int, within: Sequence[int]) -> list[tuple[int, float]] | None:
         self.searches.append(within)
         scored = [(mid, self.pairs.get((query[0], self.contents.get(mid, "")), 0.0)) for mid in within]

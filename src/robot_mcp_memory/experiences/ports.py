@@ -274,6 +274,9 @@ class MemoryVectors(Protocol):
     - `embed` makes (model id, unit vector) per text, None each when the embedder is off or down.
       Blocking: the service runs it off the event loop, before a write is queued — unless
       `would_embed` says it would answer None anyway (no thread hop then).
+    - `embed_query` is `embed` of one query text through the embedder's query cache (a fleet asks
+      the same instructions again and again); `cached_query` answers from that cache only and
+      never runs the model, so the event loop may ask before handing a miss to a thread.
     - `nearest` ranks by cosine **only among `within`** (ids that passed every filter, read in the
       same snapshot `at`); None when no vector of the query's model is stored yet. `nearest_any`
       ranks among the memories of some robots — and, given `ids`, those it allows (a filter's
@@ -288,6 +291,10 @@ class MemoryVectors(Protocol):
     def would_embed(self) -> bool: ...
 
     def embed(self, texts: Sequence[str]) -> list[Embedded | None]: ...
+
+    def embed_query(self, text: str) -> Embedded | None: ...
+
+    def cached_query(self, text: str) -> Embedded | None: ...
 
     def nearest(
         self, at: Snapshot, query: Embedded, k: int, within: Sequence[int]

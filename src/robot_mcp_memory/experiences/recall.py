@@ -44,8 +44,9 @@ from robot_mcp_memory.experiences.ports import (
 from robot_mcp_memory.search import fusion, segment
 
 Mode = Literal["keyword", "hybrid", "filter"]
-#: Makes query (or memory) vectors off the event loop: `ExperienceService._embed`.
-Embed = Callable[[Sequence[str]], Awaitable[list[Embedded | None]]]
+#: The query's vector, off the event loop unless the query cache holds it (or None when the
+#: embedder gives none): `ExperienceService._embed_query`.
+Embed = Callable[[str], Awaitable[Embedded | None]]
 #: Hybrid recall: candidates per list before reciprocal-rank fusion.
 HYBRID_POOL = 30
 #: Hybrid recall first takes these many × the pool of nearest memories of the visible robots, in
@@ -158,9 +159,9 @@ async def hybrid(
         # of each other: run them together. The list comes from an earlier snapshot than the
         # vector list, so `read` re-applies every filter to its memories in its own.
         keyword_list = memories.snapshot(lambda s: s.weighed(scope, match, pool))
-        (qvec,), early = await asyncio.gather(embed([query]), keyword_list)
+        qvec, early = await asyncio.gather(embed(query), keyword_list)
     else:
-        (qvec,) = await embed([query])
+        qvec = await embed(query)
     if qvec is None:
         return None
 

@@ -177,6 +177,14 @@ class ExperienceService:
             return [None] * len(texts)
         return await self.store.offload(lambda: v.embed(texts))
 
+    async def _embed_query(self, text: str) -> Embedded | None:
+        """A recall query's vector: a repeated query's from the embedder's query cache, here; a new
+        one off the event loop (`_embed`)."""
+        v = self.vectors
+        if v is None or not v.would_embed():
+            return None
+        return v.cached_query(text) or await self.store.offload(lambda: v.embed_query(text))
+
     async def _semantic(self, new: NewMemory, vec: Embedded | None) -> tuple[tuple[int, float], ...]:
         """Dedup's semantic candidates: the nearest by cosine **among the memories whose facts digest
         (numbers, outcome, negation, source) equals the new one's**, in its robot, collection and
@@ -417,7 +425,7 @@ class ExperienceService:
             context_filter=parse_filter(spec),
             spatial=parse_spatial(spatial_sort),
         )
-        result = await recall.search(self.store, self.vectors, self._embed, scope, query, n, include_data)
+        result = await recall.search(self.store, self.vectors, self._embed_query, scope, query, n, include_data)
         if result.hits:
             self.store.touch((h.memory.id for h in result.hits), scope.now)
         return Recalled(self._shown(principal, result.hits), result.mode)

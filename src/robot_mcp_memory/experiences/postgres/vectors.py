@@ -140,6 +140,14 @@ class PostgresMemoryVectors:
             return [None] * len(texts)
         return [(model_id, out[i]) for i in range(len(texts))]
 
+    def embed_query(self, text: str) -> Embedded | None:
+        emb = self.embedder
+        return emb.embed_query(text) if emb is not None else None
+
+    def cached_query(self, text: str) -> Embedded | None:
+        emb = self.embedder
+        return emb.cached_query(text) if emb is not None else None
+
     def _index(self, at: Snapshot, query: Embedded) -> ExactIndex | None:
         """The cached index of the query's model up to `at`, or None when `at` holds no vector of
         it (search then runs keyword-only and says so) or it has another dimension."""

@@ -104,6 +104,14 @@ class MemoryVectorIndex:
             return [None] * len(texts)
         return [(model_id, out[i]) for i in range(len(texts))]
 
+    def embed_query(self, text: str) -> Embedded | None:
+        emb = self.embedder
+        return emb.embed_query(text) if emb is not None else None
+
+    def cached_query(self, text: str) -> Embedded | None:
+        emb = self.embedder
+        return emb.cached_query(text) if emb is not None else None
+
     def _index(self, conn: sqlite3.Connection, query: Embedded) -> ExactIndex | None:
         """The cached index of the query's model, or None when no vector of it is stored yet."""
         if self.matrix:
