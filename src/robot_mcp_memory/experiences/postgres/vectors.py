@@ -34,6 +34,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Collection, Sequence
 
+from robot_mcp_memory.experiences.embedding import EmbedsWith
 from robot_mcp_memory.experiences.ports import Embedded, Snapshot, Transaction
 from robot_mcp_memory.experiences.postgres.repository import connection_of
 from robot_mcp_memory.search import fusion
@@ -107,7 +108,7 @@ def refiled(conn: Connection) -> int:
 
 
 # ---------------------------------------------------------------------------- the seam's implementation
-class PostgresMemoryVectors:
+class PostgresMemoryVectors(EmbedsWith):
     """Hybrid recall and semantic dedup for experiences on PostgreSQL (implements `MemoryVectors`).
     One per process: it holds this replica's cache and background backfill."""
 
@@ -127,27 +128,6 @@ class PostgresMemoryVectors:
         self.backfiller = vectorstore.backfiller(db, lambda: self.embedder, self.cache, SOURCE)
 
     # ------------------------------------------------------------------ the seam
-    def would_embed(self) -> bool:
-        emb = self.embedder
-        return emb is not None and emb.would_embed()
-
-    def embed(self, texts: Sequence[str]) -> list[Embedded | None]:
-        """One (model id, vector) per text, or None each when the embedder is off or down."""
-        emb = self.embedder
-        out = emb.embed(list(texts)) if emb is not None and texts else None
-        model_id = emb.model_id if emb is not None else None
-        if out is None or model_id is None:
-            return [None] * len(texts)
-        return [(model_id, out[i]) for i in range(len(texts))]
-
-    def embed_query(self, text: str) -> Embedded | None:
-        emb = self.embedder
-        return emb.embed_query(text) if emb is not None else None
-
-    def cached_query(self, text: str) -> Embedded | None:
-        emb = self.embedder
-        return emb.cached_query(text) if emb is not None else None
-
     def _index(self, at: Snapshot, query: Embedded) -> ExactIndex | None:
         """The cached index of the query's model up to `at`, or None when `at` holds no vector of
         it (search then runs keyword-only and says so) or it has another dimension."""

@@ -22,6 +22,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from robot_mcp_memory import logs
+from robot_mcp_memory.experiences.embedding import EmbedsWith
 from robot_mcp_memory.experiences.ports import Embedded, Snapshot, Transaction
 from robot_mcp_memory.experiences.sqlite.repository import connection_of
 from robot_mcp_memory.search import fusion
@@ -66,7 +67,7 @@ SOURCE = vectorstore.Source(DOMAIN, _missing, _count_missing, _current)
 
 
 # ---------------------------------------------------------------------------- the seam's implementation
-class MemoryVectorIndex:
+class MemoryVectorIndex(EmbedsWith):
     """Hybrid recall and semantic dedup for experiences (implements `service.MemoryVectors`)."""
 
     def __init__(
@@ -91,27 +92,6 @@ class MemoryVectorIndex:
         )
 
     # ------------------------------------------------------------------ the seam
-    def would_embed(self) -> bool:
-        emb = self.embedder
-        return emb is not None and emb.would_embed()
-
-    def embed(self, texts: Sequence[str]) -> list[Embedded | None]:
-        """One (model id, vector) per text, or None each when the embedder is off or down."""
-        emb = self.embedder
-        out = emb.embed(list(texts)) if emb is not None and texts else None
-        model_id = emb.model_id if emb is not None else None
-        if out is None or model_id is None:
-            return [None] * len(texts)
-        return [(model_id, out[i]) for i in range(len(texts))]
-
-    def embed_query(self, text: str) -> Embedded | None:
-        emb = self.embedder
-        return emb.embed_query(text) if emb is not None else None
-
-    def cached_query(self, text: str) -> Embedded | None:
-        emb = self.embedder
-        return emb.cached_query(text) if emb is not None else None
-
     def _index(self, conn: sqlite3.Connection, query: Embedded) -> ExactIndex | None:
         """The cached index of the query's model, or None when no vector of it is stored yet."""
         if self.matrix:
