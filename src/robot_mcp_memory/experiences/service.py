@@ -178,8 +178,8 @@ class ExperienceService:
         return await self.store.offload(lambda: v.embed(texts))
 
     async def _embed_query(self, text: str) -> Embedded | None:
-        """A recall query's vector: a repeated query's from the embedder's query cache, here; a new
-        one off the event loop (`_embed`)."""
+        """A recall query's vector: a repeated query's from the embedder's query cache, on the loop;
+        a new one off it on the store's workers, as `_embed` does (the processes stores' twin)."""
         v = self.vectors
         if v is None or not v.would_embed():
             return None
