@@ -14,6 +14,7 @@ import numpy as np
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences.service import ExperienceService
+from robot_mcp_memory.search.resilient import Offload
 from robot_mcp_memory.search.sqlite.vectorstore import Embedded
 from robot_mcp_memory.search.vectors import KeyFilter
 from robot_mcp_memory.tenancy.principal import STDIO
@@ -38,11 +39,8 @@ class StubVectors:
     def embed(self, texts: Sequence[str]) -> list[Embedded | None]:
         return [(t, np.zeros(1, np.float32)) for t in texts]
 
-    def embed_query(self, text: str) -> Embedded | None:
-        return self.embed([text])[0]
-
-    def cached_query(self, text: str) -> Embedded | None:
-        return None
+    async def query_vector(self, text: str, offload: Offload) -> Embedded | None:
+        return await offload(lambda: self.embed([text])[0])  # never cached
 
     def nearest(self, conn: Any, query: Embedded, k: int, within: Sequence[int]) -> list[tuple[int, float]] | None:
         self.searches.append(within)

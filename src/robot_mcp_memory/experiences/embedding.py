@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from robot_mcp_memory.experiences.ports import Embedded
-from robot_mcp_memory.search.resilient import ResilientEmbedder
+from robot_mcp_memory.search.resilient import Offload, ResilientEmbedder
 
 
 class EmbedsWith:
@@ -31,10 +31,6 @@ class EmbedsWith:
             return [None] * len(texts)
         return [(model_id, out[i]) for i in range(len(texts))]
 
-    def embed_query(self, text: str) -> Embedded | None:
+    async def query_vector(self, text: str, offload: Offload) -> Embedded | None:
         emb = self.embedder
-        return emb.embed_query(text) if emb is not None else None
-
-    def cached_query(self, text: str) -> Embedded | None:
-        emb = self.embedder
-        return emb.cached_query(text) if emb is not None else None
+        return None if emb is None else await emb.query_vector(text, offload)

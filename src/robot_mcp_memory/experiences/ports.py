@@ -30,6 +30,7 @@ from robot_mcp_memory.experiences import consolidate
 from robot_mcp_memory.experiences.dedup import Candidate, Duplicate
 from robot_mcp_memory.experiences.filters import EVERYTHING, Filter
 from robot_mcp_memory.experiences.model import Experience, NewMemory, Session, Spatial
+from robot_mcp_memory.search.resilient import Offload
 from robot_mcp_memory.search.vectors import KeyFilter, Vector
 
 T = TypeVar("T")
@@ -274,9 +275,9 @@ class MemoryVectors(Protocol):
     - `embed` makes (model id, unit vector) per text, None each when the embedder is off or down.
       Blocking: the service runs it off the event loop, before a write is queued — unless
       `would_embed` says it would answer None anyway (no thread hop then).
-    - `embed_query` is `embed` of one query text through the embedder's query cache (a fleet asks
-      the same instructions again and again); `cached_query` answers from that cache only and
-      never runs the model, so the event loop may ask before handing a miss to a thread.
+    - `query_vector` is `embed` of one query text through the embedder's query cache (a fleet
+      asks the same instructions again and again): a hit on the event loop, a miss through the
+      caller's `offload`.
     - `nearest` ranks by cosine **only among `within`** (ids that passed every filter, read in the
       same snapshot `at`); None when no vector of the query's model is stored yet. `nearest_any`
       ranks among the memories of some robots — and, given `ids`, those it allows (a filter's
@@ -292,9 +293,7 @@ class MemoryVectors(Protocol):
 
     def embed(self, texts: Sequence[str]) -> list[Embedded | None]: ...
 
-    def embed_query(self, text: str) -> Embedded | None: ...
-
-    def cached_query(self, text: str) -> Embedded | None: ...
+    async def query_vector(self, text: str, offload: Offload) -> Embedded | None: ...
 
     def nearest(
         self, at: Snapshot, query: Embedded, k: int, within: Sequence[int]

@@ -178,12 +178,9 @@ class ExperienceService:
         return await self.store.offload(lambda: v.embed(texts))
 
     async def _embed_query(self, text: str) -> Embedded | None:
-        """A recall query's vector: a repeated query's from the embedder's query cache, on the loop;
-        a new one off it on the store's workers, as `_embed` does (the processes stores' twin)."""
+        """A recall query's vector (`MemoryVectors.query_vector`), a miss on the store's workers."""
         v = self.vectors
-        if v is None or not v.would_embed():
-            return None
-        return v.cached_query(text) or await self.store.offload(lambda: v.embed_query(text))
+        return None if v is None else await v.query_vector(text, self.store.offload)
 
     async def _semantic(self, new: NewMemory, vec: Embedded | None) -> tuple[tuple[int, float], ...]:
         """Dedup's semantic candidates: the nearest by cosine **among the memories whose facts digest

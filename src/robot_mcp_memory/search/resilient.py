@@ -33,7 +33,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal
 
 from robot_mcp_memory import logs
@@ -44,6 +44,9 @@ from robot_mcp_memory.search.embedders import Loadable, Vectors
 from robot_mcp_memory.search.vectors import Vector
 
 Mode = Literal["off", "loading", "ready", "unavailable"]
+Embedded = tuple[str, Vector]
+#: How a coroutine runs blocking work off its event loop (`asyncio.to_thread`, a store's pool).
+Offload = Callable[[Callable[[], Embedded | None]], Awaitable[Embedded | None]]
 BACKOFF_S: tuple[float, ...] = (60.0, 120.0, 240.0, 300.0)
 #: How many query vectors `embed_query` keeps (least recently used dropped first): at 512
 #: float32 dimensions ~2 KB each, plus the text (at most a tool's 4,000-character query).
@@ -269,6 +272,14 @@ class ResilientEmbedder:
         an event loop may ask before handing the miss to a worker thread."""
         with self._cache_lock:
             return self._cached(self.model_id, text)
+
+    async def query_vector(self, text: str, offload: Offload) -> Embedded | None:
+        """`embed_query` for a coroutine: a cached vector here on the loop (a dict lookup), a new
+        one through `offload` (the model must never run on the loop), None at once when the
+        embedder would not try — no thread hop for nothing."""
+        if not self.would_embed():
+            return None
+        return self.cached_query(text) or await offload(lambda: self.embed_query(text))
 
     def _cached(self, model_id: str | None, text: str) -> tuple[str, Vector] | None:
         """A hit for (`model_id`, `text`) while the model is ready; `_cache_lock` held."""

@@ -688,12 +688,8 @@ class PostgresProcesses:
         return await asyncio.to_thread(self._embed, text)
 
     async def _embed_query(self, query: str) -> tuple[str, Vector] | None:
-        """(model_id, vector) of a query: a repeated one from the embedder's cache, a new one on a
-        worker thread, None at once when the embedder would not try."""
-        emb = self.embedder
-        if emb is None or not emb.would_embed():
-            return None
-        return emb.cached_query(query) or await asyncio.to_thread(emb.embed_query, query)
+        """(model_id, vector) of a query (`ResilientEmbedder.query_vector`), a miss on a worker thread."""
+        return None if self.embedder is None else await self.embedder.query_vector(query, asyncio.to_thread)
 
     def kick_backfill(self) -> None:
         """Fill missing vectors in the background (single-flight); safe to call from any thread."""

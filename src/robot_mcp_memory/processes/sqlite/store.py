@@ -366,13 +366,8 @@ class ProcessStore:
         return await asyncio.to_thread(self._embed, text)
 
     async def _embed_query(self, query: str) -> tuple[str, Vector] | None:
-        """(model_id, vector) of a query (`ResilientEmbedder.embed_query`): a repeated query's
-        from the cache, here; a new one on a worker thread; None at once when the embedder
-        would not try."""
-        emb = self.embedder
-        if emb is None or not emb.would_embed():
-            return None
-        return emb.cached_query(query) or await asyncio.to_thread(emb.embed_query, query)
+        """(model_id, vector) of a query (`ResilientEmbedder.query_vector`), a miss on a worker thread."""
+        return None if self.embedder is None else await self.embedder.query_vector(query, asyncio.to_thread)
 
     async def _write_then(self, job: Callable[[sqlite3.Connection], T], after: Callable[[T], None]) -> T:
         """A definition write, then `after(result)` once it has committed and before the next
