@@ -28,6 +28,7 @@ import numpy as np
 # its bm25 column weights, and the context's searchable text.
 from robot_mcp_memory.experiences.indexing import BM25_WEIGHTS, MEMORIES_TOKENIZE, context_text
 from robot_mcp_memory.search import bm25, segment
+from robot_mcp_memory.search.postgres.postings import PostingCache
 from robot_mcp_memory.search.sqlite.tokens import Fts5Tokens
 from robot_mcp_memory.storage.postgres import Connection
 
@@ -96,16 +97,22 @@ def _like_prefix(token: str) -> str:
     return token.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def relevance(conn: Connection, match: Sequence[str]) -> dict[int, float]:
+def relevance(conn: Connection, match: Sequence[str], cache: PostingCache | None = None) -> dict[int, float]:
     """Each memory holding one of the phrases of `match` (OR-ed) and its relevance,
     ``-bm25(memories_fts, 1.0, 0.4)`` of the SQLite index holding the same memories.
 
-    A phrase of one token (most are: `segment.match_phrases` quotes each term) needs only how
-    often its token stands in each column — the positions' count, no positions read; a longer
-    phrase, or a prefix, reads the positions of its tokens and finds its instances."""
+    From `cache` (this replica's `postings` cache) when it can answer for `conn`'s snapshot and
+    no phrase is a prefix — the same doubles. Otherwise in SQL: a phrase of one token (most
+    are: `segment.match_phrases` quotes each term) needs only how often its token stands in
+    each column — the positions' count, no positions read; a longer phrase, or a prefix, reads
+    the positions of its tokens and finds its instances."""
     wanted = phrases(match)
     if not wanted:
         return {}
+    if cache is not None and not any(p.prefix for p in wanted):
+        scored = cache.score(conn, [p.tokens for p in wanted])
+        if scored is not None:
+            return dict(zip(map(int, scored.keys[:]), scored.scores.tolist(), strict=True))
     single = sorted({p.tokens[0] for p in wanted if len(p.tokens) == 1 and not p.prefix})
     others = [p for p in wanted if len(p.tokens) > 1 or p.prefix]
     lengths: dict[int, int] = {}

@@ -28,6 +28,7 @@ from robot_mcp_memory.experiences.model import DECAY_FLOOR, HALF_LIFE_S, MAX_SOU
 from robot_mcp_memory.experiences.ports import Order, Ranked, Scope, Weighed
 from robot_mcp_memory.experiences.postgres import keywords, records
 from robot_mcp_memory.experiences.postgres.filter_sql import Condition, condition
+from robot_mcp_memory.search.postgres.postings import PostingCache
 from robot_mcp_memory.storage.postgres import Connection
 
 #: The JSON column a context filter reads.
@@ -138,12 +139,13 @@ def _numbers(
     order: Order,
     limit: int,
     ids: Collection[int] | None = None,
+    postings: PostingCache | None = None,
 ) -> list[_Row]:
     if limit < 1:
         return []
     rels: dict[int, float] | None = None
     if match is not None:
-        rels = keywords.relevance(conn, match)
+        rels = keywords.relevance(conn, match, postings)
         if not rels:
             return []
         ids = rels.keys() if ids is None else [i for i in ids if i in rels]
@@ -161,9 +163,11 @@ def rank(
     limit: int,
     include_data: bool = False,
     ids: Collection[int] | None = None,
+    postings: PostingCache | None = None,
 ) -> list[Ranked]:
-    """One ranked list of the memories passing `scope`, best first (`sqlite/ranking_repo.rank`)."""
-    ranked = _numbers(conn, scope, cond, match, order, limit, ids)
+    """One ranked list of the memories passing `scope`, best first (`sqlite/ranking_repo.rank`);
+    relevance from `postings` when it can answer (`keywords.relevance`)."""
+    ranked = _numbers(conn, scope, cond, match, order, limit, ids, postings)
     rows = records.rows_of(conn, [r.id for r in ranked], include_data)
     return [Ranked(rows[r.id], r.rel, r.score, r.confd, r.dist2, r.blend) for r in ranked if r.id in rows]
 
@@ -172,9 +176,16 @@ def _weighed(r: _Row) -> Weighed:
     return Weighed(r.id, r.rel, r.w * (0.5 + 0.5 * r.confd), r.confd)
 
 
-def weighed(conn: Connection, scope: Scope, cond: Condition, match: Sequence[str], limit: int) -> list[Weighed]:
+def weighed(
+    conn: Connection,
+    scope: Scope,
+    cond: Condition,
+    match: Sequence[str],
+    limit: int,
+    postings: PostingCache | None = None,
+) -> list[Weighed]:
     """`rank`'s list by score, as numbers only."""
-    return [_weighed(r) for r in _numbers(conn, scope, cond, match, "score", limit)]
+    return [_weighed(r) for r in _numbers(conn, scope, cond, match, "score", limit, None, postings)]
 
 
 def weighed_ids(conn: Connection, scope: Scope, cond: Condition, ids: Collection[int]) -> list[Weighed]:

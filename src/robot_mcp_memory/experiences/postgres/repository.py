@@ -8,6 +8,9 @@ index and writes the SQLite adapter's `View` offers, their SQL in `records`, `ra
 Invariants:
 
 - A `View` is used only inside the read or write that made it.
+- Keyword relevance in a read snapshot comes from this replica's posting cache (`postings`,
+  exact for that snapshot, else SQL); a write's View ranks in SQL. A replica's writes prune the
+  memories' change feed now and then (`postings.PRUNE_EVERY_S`).
 - Vectors are `vectors.PostgresMemoryVectors` (the `MemoryVectors` seam, given to the service
   beside this; rows of the shared ``vectors`` table, which this adapter migrates before its
   own); without it recall ranks by keywords (bm25, as on SQLite) and filters, and dedup
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Literal, TypeVar
 
@@ -46,10 +50,12 @@ from robot_mcp_memory.experiences.ports import (
     Weighed,
 )
 from robot_mcp_memory.experiences.postgres import catalogue, ranking, records
+from robot_mcp_memory.experiences.postgres import postings as feed
 from robot_mcp_memory.experiences.postgres.filter_sql import Condition
 from robot_mcp_memory.experiences.postgres.tables import COMPONENT, MIGRATIONS
 from robot_mcp_memory.search.postgres import vectorstore
-from robot_mcp_memory.storage.postgres import Connection, PostgresStore
+from robot_mcp_memory.search.postgres.postings import PostingCache
+from robot_mcp_memory.storage.postgres import Connection, PostgresStore, changes
 
 T = TypeVar("T")
 _log = logs.get("robot_mcp_memory.experiences.postgres")
@@ -61,9 +67,10 @@ ACCESS_FLUSH_S = 0.25
 class View:
     """One read snapshot or write transaction on `conn`: a `ports.Snapshot` and a `ports.Transaction`."""
 
-    def __init__(self, conn: Connection, schema: str) -> None:
+    def __init__(self, conn: Connection, schema: str, postings: PostingCache | None = None) -> None:
         self.conn = conn
         self.schema = schema
+        self.postings = postings  # a read snapshot's (REPEATABLE READ); a write's is None
         self._scopes: dict[int, tuple[Scope, Condition]] = {}
 
     def _cond(self, scope: Scope) -> Condition:
@@ -100,10 +107,10 @@ class View:
         *,
         accelerated: bool = True,
     ) -> list[Ranked]:
-        return ranking.rank(self.conn, scope, self._cond(scope), match, order, limit, include_data)
+        return ranking.rank(self.conn, scope, self._cond(scope), match, order, limit, include_data, None, self.postings)
 
     def weighed(self, scope: Scope, match: Sequence[str], limit: int) -> list[Weighed]:
-        return ranking.weighed(self.conn, scope, self._cond(scope), match, limit)
+        return ranking.weighed(self.conn, scope, self._cond(scope), match, limit, self.postings)
 
     def weighed_ids(self, scope: Scope, ids: Collection[int]) -> list[Weighed]:
         return ranking.weighed_ids(self.conn, scope, self._cond(scope), ids)
@@ -145,6 +152,22 @@ def connection_of(at: object) -> Connection:
     return at.conn
 
 
+class _PruneClock:
+    """When this replica's next write prunes the memories' feed (one clock for a store and its twin)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._at = time.monotonic()
+
+    def due(self) -> bool:
+        with self._lock:
+            now = time.monotonic()
+            if now - self._at < feed.PRUNE_EVERY_S:
+                return False
+            self._at = now
+            return True
+
+
 class AccessCounts(PendingAccesses[None]):
     """Access counters (`experiences.access`) written as one transaction at most every `interval`
     seconds (see the module docstring)."""
@@ -171,14 +194,19 @@ class PostgresMemories:
         access: AccessCounts | None = None,
         write_lock: threading.Lock | None = None,
         migrate: bool = True,
+        postings: PostingCache | None = None,
     ) -> None:
         self.db = db
         self._blocking = blocking
         if migrate:
             vectorstore.migrate(db)  # first: the experience tables' step 3 moves memory vectors into it
+            changes.migrate(db)  # before them too: step 4's trigger writes the change feed
             db.migrate(COMPONENT, MIGRATIONS)
         self.access = access if access is not None else AccessCounts(db)
         self._write_lock = write_lock if write_lock is not None else threading.Lock()
+        #: This replica's posting cache (kept exact for each read's snapshot from the change feed).
+        self.postings = postings if postings is not None else feed.memory_postings()
+        self._prune = _PruneClock()
 
     @property
     def blocking(self) -> bool:
@@ -194,21 +222,34 @@ class PostgresMemories:
         return await self.db.read(fn)
 
     async def snapshot(self, fn: Callable[[View], T]) -> T:
-        schema = self.db.schema
-        return await self._read(lambda c: fn(View(c, schema)))
+        schema, postings = self.db.schema, self.postings
+        return await self._read(lambda c: fn(View(c, schema, postings)))
+
+    def _job(self, fn: Callable[[View], T]) -> Callable[[Connection], T]:
+        """A write's transaction: `fn`, then — at most every `PRUNE_EVERY_S` on this replica —
+        the memories' change feed pruned past its horizon, after the rows (the order every
+        feed write takes its locks in)."""
+        schema, prune = self.db.schema, self._prune.due()
+
+        def job(c: Connection) -> T:
+            result = fn(View(c, schema))
+            if prune:
+                feed.prune_feed(c)
+            return result
+
+        return job
 
     async def transaction(self, fn: Callable[[View], T]) -> T:
-        schema = self.db.schema
         if self._blocking:
-            return self.db.write_blocking(lambda c: fn(View(c, schema)))
-        return await self.db.write(lambda c: fn(View(c, schema)))
+            return self.db.write_blocking(self._job(fn))
+        return await self.db.write(self._job(fn))
 
     async def transaction_then(self, fn: Callable[[View], T], after: Callable[[T], None]) -> T:
-        schema = self.db.schema
+        job = self._job(fn)
 
         def run() -> T:
             with self._write_lock:
-                result = self.db.write_blocking(lambda c: fn(View(c, schema)))
+                result = self.db.write_blocking(job)
                 after(result)
                 return result
 
@@ -224,7 +265,16 @@ class PostgresMemories:
 
     def blocking_twin(self) -> PostgresMemories:
         """The same store, blocking; it shares the access counts and the write lock."""
-        return PostgresMemories(self.db, blocking=True, access=self.access, write_lock=self._write_lock, migrate=False)
+        twin = PostgresMemories(
+            self.db,
+            blocking=True,
+            access=self.access,
+            write_lock=self._write_lock,
+            migrate=False,
+            postings=self.postings,
+        )
+        twin._prune = self._prune
+        return twin
 
     # ------------------------------------------------------------------ catalogue (browsing)
     async def page(self, f: Filters, limit: int, offset: int) -> tuple[list[Experience], int]:

@@ -12,7 +12,8 @@
   adapters migrate it first.
 - ``memory_postings``: the keyword index, one row per (term, memory, column) with the term's
   positions in that column — the tokens FTS5 holds for the entry (`keywords`). Terms compare
-  byte-wise (``COLLATE "C"``), so a prefix query is a range of the primary key.
+  byte-wise (``COLLATE "C"``), so a prefix query is a range of the primary key. A trigger on
+  ``memories`` (step 4) records each change of a memory's postings in the change feed.
 
 Text is compared as SQLite's BINARY collation compares it wherever order matters
 (``COLLATE "C"``), whatever the database's locale.
@@ -20,6 +21,7 @@ Text is compared as SQLite's BINARY collation compares it wherever order matters
 
 from __future__ import annotations
 
+from robot_mcp_memory.experiences.postgres import postings
 from robot_mcp_memory.search.postgres import vectorstore
 from robot_mcp_memory.storage.postgres import Connection, Migration
 
@@ -122,7 +124,13 @@ def _shared_vectors(conn: Connection) -> None:
     conn.execute("DROP TABLE memory_vectors")
 
 
+def _postings_feed(conn: Connection) -> None:
+    """The trigger that records each change of a memory's postings in the change feed, for each
+    replica's posting cache (`postings`). The feed's own tables come with the store."""
+    postings.create_feed_trigger(conn)
+
+
 #: Append-only. Step i brings the experience tables from version i to version i + 1.
-MIGRATIONS: list[Migration] = [_create, _vectors, _shared_vectors]
+MIGRATIONS: list[Migration] = [_create, _vectors, _shared_vectors, _postings_feed]
 
 __all__ = ["COMPONENT", "MIGRATIONS"]
