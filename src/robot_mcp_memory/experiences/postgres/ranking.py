@@ -18,11 +18,11 @@ Invariants:
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from robot_mcp_memory.experiences.model import DECAY_FLOOR, HALF_LIFE_S, MAX_SOURCE_WEIGHT, Spatial, dist2_of
 from robot_mcp_memory.experiences.ports import Order, Ranked, Scope, Weighed
@@ -35,8 +35,8 @@ from robot_mcp_memory.storage.postgres import Connection
 CONTEXT_DOC = "m.context_doc"
 
 
-@dataclass(frozen=True)
-class _Row:
+class _Row(NamedTuple):
+    # A tuple, not a dataclass: a recall makes one per memory its words match (thousands).
     id: int
     rel: float
     w: float
@@ -68,8 +68,9 @@ def _where(scope: Scope, cond: Condition, ids: Collection[int] | None) -> tuple[
         clauses.append("m.session_id IS DISTINCT FROM %s")
         params.append(scope.exclude_session)
     if ids is not None:
+        # One text for the driver to send: dumping a list walks it in Python (thousands of ids).
         clauses.append("m.id = ANY(%s::bigint[])")
-        params.append(sorted(ids))
+        params.append("{" + ",".join(map(str, sorted(ids))) + "}")
     if cond.sql != "TRUE":
         clauses.append(f"({cond.sql})")
         params.extend(cond.params)
@@ -91,7 +92,7 @@ def _passing(
     for r in conn.execute(
         f"SELECT m.id, m.confidence, m.updated_at, m.source_weight{context} FROM memories m WHERE {where}",  # noqa: S608
         params,
-    ):
+    ).fetchall():
         mid = int(r[0])
         rel = 1.0 if rels is None else rels[mid]
         confd = _decayed(r[1], r[2], scope.now)
@@ -112,14 +113,16 @@ def _dist2(context_text: str, spatial: Spatial) -> float | None:
     return dist2_of(json.loads(context_text), spatial)
 
 
-def _ordered(rows: list[_Row], order: Order, spatial: Spatial | None) -> list[_Row]:
+def _ordered(rows: list[_Row], order: Order, spatial: Spatial | None, limit: int) -> list[_Row]:
+    """The first `limit` of `rows` in `order` (`heapq.nsmallest`: ``sorted(...)[:limit]``, ties
+    and all, without sorting every match)."""
     if order == "relevance":
-        return sorted(rows, key=lambda r: (-r.rel, -r.id))
+        return heapq.nsmallest(limit, rows, key=lambda r: (-r.rel, -r.id))
     if order == "distance":
-        return sorted(rows, key=lambda r: (r.dist2 is None, r.dist2 or 0.0, -r.score, -r.id))
+        return heapq.nsmallest(limit, rows, key=lambda r: (r.dist2 is None, r.dist2 or 0.0, -r.score, -r.id))
     if order == "blend":
         if spatial is None:
-            return sorted(rows, key=lambda r: -r.id)
+            return heapq.nsmallest(limit, rows, key=lambda r: -r.id)
         best = max(max((r.score for r in rows), default=0.0), 1e-12)
         blended = []
         for r in rows:
@@ -127,8 +130,8 @@ def _ordered(rows: list[_Row], order: Order, spatial: Spatial | None) -> list[_R
             # SQLite's expression has the score written out in it: ((1 − weight) × rel × w × half) / best.
             blend = (1.0 - spatial.weight) * r.rel * r.w * (0.5 + 0.5 * r.confd) / best + spatial.weight * near
             blended.append(_Row(r.id, r.rel, r.w, r.confd, r.dist2, r.updated_at, blend))
-        return sorted(blended, key=lambda r: (-(r.blend or 0.0), -r.id))
-    return sorted(rows, key=lambda r: (-r.score, -r.updated_at, -r.id))
+        return heapq.nsmallest(limit, blended, key=lambda r: (-(r.blend or 0.0), -r.id))
+    return heapq.nsmallest(limit, rows, key=lambda r: (-r.score, -r.updated_at, -r.id))
 
 
 def _numbers(
@@ -151,7 +154,7 @@ def _numbers(
         ids = rels.keys() if ids is None else [i for i in ids if i in rels]
     if ids is not None and not ids:
         return []
-    return _ordered(_passing(conn, scope, cond, ids, rels), order, scope.spatial)[:limit]
+    return _ordered(_passing(conn, scope, cond, ids, rels), order, scope.spatial, limit)
 
 
 def rank(
