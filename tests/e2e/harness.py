@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -74,6 +75,27 @@ def initialize_request(client: str, rid: int = 1) -> dict[str, Any]:
         "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": client, "version": "1"}},
     }
+
+
+def rss(pid: int) -> int:
+    """A process's resident memory in bytes (`/proc/<pid>/status`)."""
+    found = re.search(r"VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
+    assert found is not None
+    return int(found.group(1)) * 1024
+
+
+def server_ended(sock: socket.socket, wait: float) -> bool:
+    """Whether the server has ended `sock`'s connection: what it had sent is read, then the end
+    (False when it is still open after `wait` seconds of silence)."""
+    sock.settimeout(wait)
+    try:
+        while sock.recv(65536):
+            pass
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+    return True
 
 
 def free_port() -> int:

@@ -9,7 +9,6 @@ import contextlib
 import re
 import socket
 from collections.abc import Iterator
-from pathlib import Path
 
 import anyio
 import httpx
@@ -18,7 +17,7 @@ import pytest
 from robot_mcp_memory.surfaces.mcp.server import MAX_SSE_BACKLOG
 from robot_mcp_memory.surfaces.serve import WRITE_STALL_S
 from tests.conftest import doc
-from tests.e2e.harness import HOST, ServerProcess, http_session, initialize_request, sse_session
+from tests.e2e.harness import HOST, ServerProcess, http_session, initialize_request, rss, server_ended, sse_session
 
 pytestmark = pytest.mark.e2e
 
@@ -33,13 +32,6 @@ WAIT = 60.0  # bound on every wait; a passing test never gets near it
 #: How long to wait, once the answers wait unread, for the server to cut the stream before
 #: declaring it never will: the write-stall deadline, then the bound on every wait.
 CUT_BOUND = WRITE_STALL_S + WAIT
-
-
-def rss(pid: int) -> int:
-    status = Path(f"/proc/{pid}/status").read_text()
-    found = re.search(r"VmRSS:\s+(\d+) kB", status)
-    assert found is not None
-    return int(found.group(1)) * 1024
 
 
 @contextlib.contextmanager
@@ -60,19 +52,6 @@ def unread_stream(server: ServerProcess) -> Iterator[tuple[socket.socket, str]]:
         yield sock, found.group(1).decode()
     finally:
         sock.close()
-
-
-def cut(sock: socket.socket) -> bool:
-    """Whether the server has ended the stream: what it had sent is read, then the end."""
-    sock.settimeout(WAIT)
-    try:
-        while sock.recv(65536):
-            pass
-    except ConnectionResetError:
-        return True
-    except TimeoutError:
-        return False
-    return True
 
 
 async def test_a_client_that_never_reads_its_sse_stream_is_refused_then_cut_and_memory_stays_bounded(
@@ -144,7 +123,9 @@ async def test_a_client_that_never_reads_its_sse_stream_is_refused_then_cut_and_
             with anyio.fail_after(CUT_BOUND, reason=stalled):
                 while "serve.reader_stalled" not in server.stderr():  # noqa: ASYNC110 - the log is the signal
                     await anyio.sleep(0.2)
-            assert await anyio.to_thread.run_sync(cut, sock), f"logged as cut, yet the stream was open {WAIT:.0f} s on"
+            assert await anyio.to_thread.run_sync(server_ended, sock, WAIT), (
+                f"logged as cut, yet the stream was open {WAIT:.0f} s on"
+            )
             # The session is gone with its stream: nothing is held for it any more.
             assert (await http.post(url, json={"jsonrpc": "2.0", "method": "ping", "id": 1})).status_code == 404
     assert (await anyio.to_thread.run_sync(lambda: httpx.get(server.url("/healthz")))).status_code == 200

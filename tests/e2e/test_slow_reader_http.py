@@ -7,10 +7,8 @@ paused (`serve.WRITE_STALL_S`). Other clients are served meanwhile."""
 from __future__ import annotations
 
 import json
-import re
 import socket
 import time
-from pathlib import Path
 
 import anyio
 import httpx
@@ -18,7 +16,7 @@ import pytest
 
 from robot_mcp_memory.surfaces.serve import WRITE_STALL_S
 from tests.conftest import doc
-from tests.e2e.harness import HOST, ServerProcess, http_session, initialize_request
+from tests.e2e.harness import HOST, ServerProcess, http_session, initialize_request, rss, server_ended
 
 pytestmark = pytest.mark.e2e
 
@@ -28,12 +26,6 @@ CALLS = 300
 RSS_BOUND = 32 * 1024 * 1024
 WAIT = 60.0  # bound on every wait; a passing test never gets near it
 CUT_BOUND = WRITE_STALL_S + WAIT
-
-
-def rss(pid: int) -> int:
-    found = re.search(r"VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
-    assert found is not None
-    return int(found.group(1)) * 1024
 
 
 def request(port: int, body: dict[str, object], session: str | None) -> bytes:
@@ -63,19 +55,6 @@ def session_of(port: int) -> str:
     sid = got.headers.get("mcp-session-id")
     assert sid, got.headers
     return str(sid)
-
-
-def cut(sock: socket.socket) -> bool:
-    """Whether the server has ended the connection: what it had sent is read, then the end."""
-    sock.settimeout(WAIT)
-    try:
-        while sock.recv(65536):
-            pass
-    except ConnectionResetError:
-        return True
-    except TimeoutError:
-        return False
-    return True
 
 
 async def test_a_streamable_http_client_that_never_reads_is_cut_and_memory_stays_bounded(
@@ -119,7 +98,9 @@ async def test_a_streamable_http_client_that_never_reads_is_cut_and_memory_stays
             while "serve.reader_stalled" not in server.stderr():  # noqa: ASYNC110 - the log is the signal
                 await anyio.sleep(0.2)
         assert time.monotonic() - started < CUT_BOUND
-        assert await anyio.to_thread.run_sync(cut, sock), f"logged as cut, yet the connection was open {WAIT:.0f} s on"
+        assert await anyio.to_thread.run_sync(server_ended, sock, WAIT), (
+            f"logged as cut, yet the connection was open {WAIT:.0f} s on"
+        )
     finally:
         sock.close()
     assert rss(server.pid) - before < RSS_BOUND
