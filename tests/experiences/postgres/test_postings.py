@@ -2,7 +2,9 @@
 keyword relevance exactly as the SQL path (`keywords.relevance` without a cache) does — the same
 memories, the very same doubles — through learns, updates, forgets and deletes on two replicas,
 or it does not answer and SQL ranks: a snapshot older than the cache's, a mirror broken by hand.
-A feed pruned past a replica's cursor reads everything again."""
+A feed pruned past a replica's cursor reads everything again. The ranking numbers' mirror
+(`experiences.postgres.numbers`) ranks the matches as `ranking._passing`'s SQL does: the same
+rows, order and doubles, whatever the scope."""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ from datetime import timedelta
 
 import pytest
 
-from robot_mcp_memory.experiences.postgres import keywords, postings
+from robot_mcp_memory.experiences.ports import Order, Scope
+from robot_mcp_memory.experiences.postgres import keywords, postings, ranking
+from robot_mcp_memory.experiences.postgres.numbers import MemoryNumbers
 from robot_mcp_memory.experiences.postgres.postings import FEED, memory_postings
 from robot_mcp_memory.experiences.postgres.repository import PostgresMemories
 from robot_mcp_memory.experiences.service import ExperienceService, run_sync
@@ -251,3 +255,77 @@ def test_writes_prune_the_feed_when_due_and_a_cache_behind_it_reads_everything_a
     assert a.db.read_blocking(entries) == 0
     assert len(run_sync(svc.recall(ROBOTS[0], "red cube")).hits) == 2
     assert a.postings.loads == 2
+
+
+def _hand_edits(c: Connection, rng: random.Random) -> None:
+    """Changes only a hand (or a later release) makes: sessions, confidences, weights, a
+    collection — each a column the numbers' mirror holds, so each must reach it by the feed."""
+    ids = [int(r[0]) for r in c.execute("SELECT id FROM memories").fetchall()]
+    for mid in rng.sample(ids, min(len(ids), 8)):
+        c.execute(
+            "UPDATE memories SET session_id = %s, confidence = %s, source_weight = %s, collection = %s WHERE id = %s",
+            (
+                rng.choice((None, "s-1", "s-2")),
+                rng.choice((0.05, 0.5, 0.9, 1.0)),
+                rng.choice((0.5, 1.0, 2.0, 9.0)),
+                rng.choice(("default", "default", "lab")),
+                mid,
+            ),
+        )
+    # Ties: the same age, confidence and weight for a quarter of the memories (the twins learned
+    # by both robots then tie on score too, and their ids decide).
+    c.execute("UPDATE memories SET updated_at = 1.8e9, confidence = 1.0, source_weight = 1.0 WHERE id % 4 = 0")
+
+
+def assert_numbers_rank_as_sql(store: PostgresStore, cache: PostingCache, numbers: MemoryNumbers) -> None:
+    with_numbers, sql = ranking.Caches(cache, numbers), ranking.Caches(cache, None)
+    now = 1.9e9
+    scopes = [
+        Scope(visible, collection, min_conf, now, session, exclude)
+        for visible in (None, frozenset({"r1"}), frozenset({"r2", "nobody"}), frozenset())
+        for collection in ("default", "lab", "absent")
+        for min_conf, session, exclude in ((0.0, None, None), (0.3, "s-1", None), (0.0, None, "s-2"))
+    ]
+    orders: tuple[Order, ...] = ("score", "relevance")
+
+    def check(c: Connection) -> None:
+        for query in QUERIES[:5]:
+            match = segment.match_phrases(query)
+            for scope in scopes:
+                cond = ranking.compiled(scope)
+                for order in orders:
+                    for limit in (1, 10, 10_000):
+                        got = ranking._numbers(c, scope, cond, match, order, limit, None, with_numbers)
+                        want = ranking._numbers(c, scope, cond, match, order, limit, None, sql)
+                        assert got == want, (query, scope, order, limit)
+
+    store.read_blocking(check)
+
+
+async def test_the_numbers_mirror_ranks_as_sql_through_writes_and_hand_edits(
+    replicas: tuple[PostgresMemories, PostgresMemories],
+) -> None:
+    a, b = replicas
+    svcs = (service(a), service(b))
+    rng, owners = random.Random(7), dict[int, Principal]()
+    for k in range(6):
+        await write_round(svcs, a.db, rng, owners)
+        for who in ROBOTS:  # the same text for both robots: the same relevance
+            await svcs[0].learn(who, f"the red cube twin {k} sits left of the door")
+        a.db.write_blocking(functools.partial(_hand_edits, rng=rng))
+        assert_numbers_rank_as_sql(a.db, a.postings, b.numbers)
+    assert b.numbers.loads == 1
+    assert b.numbers.patched > 0
+
+
+async def test_a_recall_ranks_its_matches_from_the_mirror(replicas: tuple[PostgresMemories, PostgresMemories]) -> None:
+    a, _ = replicas
+    svc = service(a)
+    for k in range(30):
+        await svc.learn(ROBOTS[k % 2], f"push the red cube {k} cm to the left")
+    found = await svc.recall(ROBOTS[0], "red cube", n=5)
+    assert len(found.hits) == 5
+    assert {h.memory.robot for h in found.hits} == {"r1"}
+    assert a.numbers.loads == 1
+    filtered = await svc.recall(ROBOTS[0], "red cube", n=5, context_filter={"task.success": True})
+    assert filtered.hits == []  # a context filter is read in SQL, as before

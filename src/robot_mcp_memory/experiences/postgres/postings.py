@@ -13,7 +13,9 @@ names the memories' rows, postings and feed.
   the change feed (component `FEED`) in the writing transaction for every insert, delete and
   update that sets its id or ``doclen`` — and `keywords.write_entry` sets ``doclen`` every time
   it writes a memory's postings, whichever code or replica writes (a learn, an update, an
-  import, a copy). A status, counter or tag change does not touch the postings, nor the feed.
+  import, a copy) — or one of the ranking numbers `numbers` mirrors from the same feed (robot,
+  collection, status, session, confidence, age, source weight). An access counter or a tag
+  change touches neither, nor the feed.
 """
 
 from __future__ import annotations
@@ -29,7 +31,19 @@ from robot_mcp_memory.storage.postgres.changes import ChangeFeed, create_record_
 FEED = ChangeFeed("memories")
 #: The name of the trigger (and of its function) that records them.
 FEED_TRIGGER = "memories_change_feed"
-FEED_COLUMNS = ("id", "doclen")
+#: `doclen` for the postings (`keywords.write_entry` sets it whenever it writes them); the rest
+#: for the ranking numbers' mirror (`numbers`).
+FEED_COLUMNS = (
+    "id",
+    "doclen",
+    "robot",
+    "collection",
+    "status",
+    "session_id",
+    "confidence",
+    "updated_at",
+    "source_weight",
+)
 #: Entries older than this are pruned (`prune_feed`); a cache further behind reads everything again.
 FEED_HORIZON = timedelta(hours=1)
 #: A replica's writes prune the feed at most this often.

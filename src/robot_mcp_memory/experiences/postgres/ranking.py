@@ -22,12 +22,16 @@ import heapq
 import json
 import math
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from robot_mcp_memory.experiences.model import DECAY_FLOOR, HALF_LIFE_S, MAX_SOURCE_WEIGHT, Spatial, dist2_of
 from robot_mcp_memory.experiences.ports import Order, Ranked, Scope, Weighed
 from robot_mcp_memory.experiences.postgres import keywords, records
 from robot_mcp_memory.experiences.postgres.filter_sql import Condition, condition
+from robot_mcp_memory.experiences.postgres.numbers import MemoryNumbers, Numbers
 from robot_mcp_memory.search.postgres.postings import PostingCache
 from robot_mcp_memory.storage.postgres import Connection
 
@@ -134,6 +138,56 @@ def _ordered(rows: list[_Row], order: Order, spatial: Spatial | None, limit: int
     return heapq.nsmallest(limit, rows, key=lambda r: (-r.score, -r.updated_at, -r.id))
 
 
+@dataclass(frozen=True)
+class Caches:
+    """A replica's mirrors a read snapshot may rank from (either may be absent)."""
+
+    postings: PostingCache | None = None
+    numbers: MemoryNumbers | None = None
+
+
+NO_CACHES = Caches()
+
+
+def _from_numbers(
+    index: Numbers, scope: Scope, ids: Sequence[int], rels: dict[int, float], order: Order, limit: int
+) -> list[_Row]:
+    """`_ordered(_passing(...))` for an unfiltered, non-spatial scope, read from the mirror: the
+    same rows, numbers and order (`numbers`' invariants)."""
+    cand = np.array(ids, np.int64)
+    slots = index.slots(ids)
+    keep = slots >= 0
+    cand, slots = cand[keep], slots[keep]
+    ok = index.alive[slots] & index.active[slots]
+    coll = index.code(scope.collection)
+    ok &= index.collection[slots] == (-2 if coll is None else coll)
+    if scope.visible is not None:
+        codes = [c for c in (index.code(r) for r in scope.visible) if c is not None]
+        ok &= np.isin(index.robot[slots], np.array(codes, np.int32))
+    if scope.session_id is not None:
+        sid = index.code(scope.session_id)
+        ok &= index.session[slots] == (-2 if sid is None else sid)
+    if scope.exclude_session is not None:
+        ex = index.code(scope.exclude_session)
+        if ex is not None:
+            ok &= index.session[slots] != ex
+    cand, slots = cand[ok], slots[ok]
+    conf, upd = index.confidence[slots].tolist(), index.updated_at[slots].tolist()
+    now = scope.now
+    confd = np.array([_decayed(c, u, now) for c, u in zip(conf, upd, strict=True)], np.float64)
+    ok = confd >= scope.min_confidence
+    cand, slots, confd = cand[ok], slots[ok], confd[ok]
+    rel = np.array([rels[int(i)] for i in cand.tolist()], np.float64)
+    w = np.minimum(index.source_weight[slots], MAX_SOURCE_WEIGHT)
+    upd_a = index.updated_at[slots]
+    if order == "relevance":
+        at = np.lexsort((-cand, -rel))[:limit]
+    else:  # "score": rel × w × (0.5 + 0.5 × confd), as `_Row.score` multiplies it
+        score = rel * w * (0.5 + 0.5 * confd)
+        at = np.lexsort((-cand, -upd_a, -score))[:limit]
+    return [_Row(int(cand[i]), float(rel[i]), float(w[i]), float(confd[i]), None, float(upd_a[i])) for i in at.tolist()]
+
+
 def _numbers(
     conn: Connection,
     scope: Scope,
@@ -142,18 +196,29 @@ def _numbers(
     order: Order,
     limit: int,
     ids: Collection[int] | None = None,
-    postings: PostingCache | None = None,
+    caches: Caches = NO_CACHES,
 ) -> list[_Row]:
     if limit < 1:
         return []
     rels: dict[int, float] | None = None
     if match is not None:
-        rels = keywords.relevance(conn, match, postings)
+        rels = keywords.relevance(conn, match, caches.postings)
         if not rels:
             return []
         ids = rels.keys() if ids is None else [i for i in ids if i in rels]
     if ids is not None and not ids:
         return []
+    if (
+        caches.numbers is not None
+        and rels is not None
+        and ids is not None
+        and scope.spatial is None
+        and cond.sql == "TRUE"
+        and order in ("score", "relevance")
+    ):
+        with caches.numbers.current(conn) as index:
+            if index is not None:
+                return _from_numbers(index, scope, list(ids), rels, order, limit)
     return _ordered(_passing(conn, scope, cond, ids, rels), order, scope.spatial, limit)
 
 
@@ -166,11 +231,11 @@ def rank(
     limit: int,
     include_data: bool = False,
     ids: Collection[int] | None = None,
-    postings: PostingCache | None = None,
+    caches: Caches = NO_CACHES,
 ) -> list[Ranked]:
     """One ranked list of the memories passing `scope`, best first (`sqlite/ranking_repo.rank`);
-    relevance from `postings` when it can answer (`keywords.relevance`)."""
-    ranked = _numbers(conn, scope, cond, match, order, limit, ids, postings)
+    relevance and numbers from `caches` when they can answer for `conn`'s snapshot."""
+    ranked = _numbers(conn, scope, cond, match, order, limit, ids, caches)
     rows = records.rows_of(conn, [r.id for r in ranked], include_data)
     return [Ranked(rows[r.id], r.rel, r.score, r.confd, r.dist2, r.blend) for r in ranked if r.id in rows]
 
@@ -185,10 +250,10 @@ def weighed(
     cond: Condition,
     match: Sequence[str],
     limit: int,
-    postings: PostingCache | None = None,
+    caches: Caches = NO_CACHES,
 ) -> list[Weighed]:
     """`rank`'s list by score, as numbers only."""
-    return [_weighed(r) for r in _numbers(conn, scope, cond, match, "score", limit, None, postings)]
+    return [_weighed(r) for r in _numbers(conn, scope, cond, match, "score", limit, None, caches)]
 
 
 def weighed_ids(conn: Connection, scope: Scope, cond: Condition, ids: Collection[int]) -> list[Weighed]:
@@ -218,4 +283,15 @@ def ids_in_scope(conn: Connection, scope: Scope, cond: Condition) -> list[int]:
     return sorted(r.id for r in _passing(conn, scope, cond, None, None))
 
 
-__all__ = ["CONTEXT_DOC", "by_ids", "compiled", "ids_in_scope", "ids_passing", "rank", "weighed", "weighed_ids"]
+__all__ = [
+    "CONTEXT_DOC",
+    "NO_CACHES",
+    "Caches",
+    "by_ids",
+    "compiled",
+    "ids_in_scope",
+    "ids_passing",
+    "rank",
+    "weighed",
+    "weighed_ids",
+]

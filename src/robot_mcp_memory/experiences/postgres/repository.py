@@ -8,8 +8,9 @@ index and writes the SQLite adapter's `View` offers, their SQL in `records`, `ra
 Invariants:
 
 - A `View` is used only inside the read or write that made it.
-- Keyword relevance in a read snapshot comes from this replica's posting cache (`postings`,
-  exact for that snapshot, else SQL); a write's View ranks in SQL. A replica's writes prune the
+- Keyword relevance and the matches' ranking numbers in a read snapshot come from this
+  replica's mirrors (`postings`, `numbers`: exact for that snapshot, else SQL); a write's View
+  ranks in SQL. A replica's writes prune the
   memories' change feed now and then (`postings.PRUNE_EVERY_S`).
 - Vectors are `vectors.PostgresMemoryVectors` (the `MemoryVectors` seam, given to the service
   beside this; rows of the shared ``vectors`` table, which this adapter migrates before its
@@ -52,6 +53,7 @@ from robot_mcp_memory.experiences.ports import (
 from robot_mcp_memory.experiences.postgres import catalogue, ranking, records
 from robot_mcp_memory.experiences.postgres import postings as feed
 from robot_mcp_memory.experiences.postgres.filter_sql import Condition
+from robot_mcp_memory.experiences.postgres.numbers import MemoryNumbers
 from robot_mcp_memory.experiences.postgres.tables import COMPONENT, MIGRATIONS
 from robot_mcp_memory.search.postgres import vectorstore
 from robot_mcp_memory.search.postgres.postings import PostingCache
@@ -67,10 +69,10 @@ ACCESS_FLUSH_S = 0.25
 class View:
     """One read snapshot or write transaction on `conn`: a `ports.Snapshot` and a `ports.Transaction`."""
 
-    def __init__(self, conn: Connection, schema: str, postings: PostingCache | None = None) -> None:
+    def __init__(self, conn: Connection, schema: str, caches: ranking.Caches = ranking.NO_CACHES) -> None:
         self.conn = conn
         self.schema = schema
-        self.postings = postings  # a read snapshot's (REPEATABLE READ); a write's is None
+        self.caches = caches  # a read snapshot's (REPEATABLE READ); a write's has none
         self._scopes: dict[int, tuple[Scope, Condition]] = {}
 
     def _cond(self, scope: Scope) -> Condition:
@@ -107,10 +109,10 @@ class View:
         *,
         accelerated: bool = True,
     ) -> list[Ranked]:
-        return ranking.rank(self.conn, scope, self._cond(scope), match, order, limit, include_data, None, self.postings)
+        return ranking.rank(self.conn, scope, self._cond(scope), match, order, limit, include_data, None, self.caches)
 
     def weighed(self, scope: Scope, match: Sequence[str], limit: int) -> list[Weighed]:
-        return ranking.weighed(self.conn, scope, self._cond(scope), match, limit, self.postings)
+        return ranking.weighed(self.conn, scope, self._cond(scope), match, limit, self.caches)
 
     def weighed_ids(self, scope: Scope, ids: Collection[int]) -> list[Weighed]:
         return ranking.weighed_ids(self.conn, scope, self._cond(scope), ids)
@@ -195,6 +197,7 @@ class PostgresMemories:
         write_lock: threading.Lock | None = None,
         migrate: bool = True,
         postings: PostingCache | None = None,
+        numbers: MemoryNumbers | None = None,
     ) -> None:
         self.db = db
         self._blocking = blocking
@@ -204,8 +207,11 @@ class PostgresMemories:
             db.migrate(COMPONENT, MIGRATIONS)
         self.access = access if access is not None else AccessCounts(db)
         self._write_lock = write_lock if write_lock is not None else threading.Lock()
-        #: This replica's posting cache (kept exact for each read's snapshot from the change feed).
+        #: This replica's posting cache and numbers mirror (kept exact for each read's snapshot
+        #: from the change feed).
         self.postings = postings if postings is not None else feed.memory_postings()
+        self.numbers = numbers if numbers is not None else MemoryNumbers()
+        self.caches = ranking.Caches(self.postings, self.numbers)
         self._prune = _PruneClock()
 
     @property
@@ -222,8 +228,8 @@ class PostgresMemories:
         return await self.db.read(fn)
 
     async def snapshot(self, fn: Callable[[View], T]) -> T:
-        schema, postings = self.db.schema, self.postings
-        return await self._read(lambda c: fn(View(c, schema, postings)))
+        schema, caches = self.db.schema, self.caches
+        return await self._read(lambda c: fn(View(c, schema, caches)))
 
     def _job(self, fn: Callable[[View], T]) -> Callable[[Connection], T]:
         """A write's transaction: `fn`, then — at most every `PRUNE_EVERY_S` on this replica —
@@ -272,6 +278,7 @@ class PostgresMemories:
             write_lock=self._write_lock,
             migrate=False,
             postings=self.postings,
+            numbers=self.numbers,
         )
         twin._prune = self._prune
         return twin

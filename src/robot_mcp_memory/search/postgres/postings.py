@@ -1,7 +1,8 @@
 """A posting cache on PostgreSQL: a domain's postings table held in memory as a
 `search.postings.PostingIndex`, one per replica, kept exact for each reader's snapshot by the
 change feed a trigger on the domain's rows writes (`storage.postgres.changes`). It knows no
-domain: a domain names its rows, postings and feed (`Source`).
+domain: a domain names its rows, postings and feed (`Source`). The keeping-current half is
+`FeedMirror`, which other mirrors of a domain's rows share (the memories' ranking numbers).
 
 Invariants:
 
@@ -30,6 +31,7 @@ import contextlib
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +43,9 @@ from robot_mcp_memory.storage.postgres import Connection
 from robot_mcp_memory.storage.postgres.changes import ChangeFeed, Cursor, Reload
 
 _log = logs.get("robot_mcp_memory.search.postgres.postings")
+
+IndexT = TypeVar("IndexT")
+FoundT = TypeVar("FoundT")
 
 
 @dataclass(frozen=True)
@@ -115,18 +120,21 @@ def read_entries(conn: Connection, source: Source, ids: Sequence[str] | None) ->
     )
 
 
-class PostingCache:
-    """`source`'s postings in memory for one replica's readers (see the module docstring).
-    Thread-safe: one caller at a time brings it up to date and reads it; while one reads
-    everything again, the others rank in SQL rather than wait."""
+class FeedMirror(Generic[IndexT, FoundT]):
+    """An index of a domain's rows held in memory by one replica (`I`), kept exact for each
+    reader's snapshot from `feed` as the module docstring says; a subclass says how rows are
+    read (`_read`: `F` for some ids, or all of them; None when they cannot be mirrored) and
+    built into or patched onto the index. Thread-safe: one caller at a time brings it up to
+    date and reads it; while one reads everything again, the others are answered None (they
+    rank in SQL) rather than wait."""
 
-    def __init__(self, source: Source, *, max_batch: int = 256) -> None:
-        self.source = source
+    def __init__(self, feed: ChangeFeed, *, max_batch: int = 256) -> None:
+        self.feed = feed
         #: More changed rows at once than this, or than 1/16 of them if that is more, and
         #: everything is read again instead of patched.
         self.max_batch = max_batch
         self._lock = threading.Lock()
-        self._index: PostingIndex | None = None
+        self._index: IndexT | None = None
         self._cursor: Cursor | None = None  # the snapshot the index describes
         #: The snapshot in which the mirror was found broken (None: it was not).
         self._broken: Cursor | None = None
@@ -134,25 +142,41 @@ class PostingCache:
         self.loads = 0  # how many times everything was read
         self.patched = 0  # rows read again from the feed since
 
-    def score(self, conn: Connection, phrases: Sequence[Sequence[str]]) -> Scored | None:
-        """Every row holding one of `phrases` (each a phrase's tokens, OR-ed) with its
-        ``-bm25()``, as `conn`'s open read transaction sees the store; None when the cache cannot
-        answer for that snapshot (the caller ranks in SQL)."""
+    # ------------------------------------------------------------------ a domain's part
+    def _read(self, conn: Connection, ids: Sequence[str] | None) -> FoundT | None:
+        raise NotImplementedError
+
+    def _build(self, found: FoundT) -> IndexT:
+        raise NotImplementedError
+
+    def _patch(self, index: IndexT, changed: Sequence[str], found: FoundT) -> None:
+        """`index` with the rows `changed` as `found` holds them (those it lacks are gone)."""
+        raise NotImplementedError
+
+    def _size(self, index: IndexT) -> int:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ reading
+    @contextlib.contextmanager
+    def current(self, conn: Connection) -> Iterator[IndexT | None]:
+        """The index as `conn`'s open read transaction sees the store, for the block's length
+        (the lock held); None when it cannot answer for that snapshot. Anything that goes
+        wrong in Python inside empties it, and the block is answered None."""
         if self._filling:
-            return None
-        with self._lock, self._guarded():
-            if not self._sync(conn):
-                return None
-            assert self._index is not None
-            return self._index.score(phrases)
-        return None  # something went wrong inside (`_guarded`): SQL ranks
+            yield None
+            return
+        with self._lock:
+            index: IndexT | None = None
+            with self._guarded():
+                index = self._index if self._sync(conn) else None
+            yield index
 
     @contextlib.contextmanager
     def _guarded(self) -> Iterator[None]:
         try:
             yield
         except (TooLarge, MemoryError) as exc:
-            _log.warning("posting_cache.unavailable", feed=self.source.feed.component, error=type(exc).__name__)
+            _log.warning("posting_cache.unavailable", feed=self.feed.component, error=type(exc).__name__)
             self._index, self._cursor = None, None
         except Exception as exc:
             self._index, self._cursor = None, None
@@ -160,7 +184,7 @@ class PostingCache:
                 raise  # the transaction is aborted: the read fails as any read would
             _log.warning(
                 "posting_cache.unavailable",
-                feed=self.source.feed.component,
+                feed=self.feed.component,
                 error=type(exc).__name__,
                 detail=str(exc).splitlines()[:1],
             )
@@ -171,27 +195,25 @@ class PostingCache:
     # ------------------------------------------------------------------ keeping it current
     def _sync(self, conn: Connection) -> bool:
         """Bring the index to `conn`'s snapshot; False when it cannot answer for it."""
-        feed = self.source.feed
         if self._index is None or self._cursor is None:
             if self._broken is not None:
-                got = feed.since(self._broken, conn)
+                got = self.feed.since(self._broken, conn)
                 if not isinstance(got, Reload) and not got.entries:
                     return False  # nothing written since the mirror was found broken
             return self._load(conn)
-        got = feed.since(self._cursor, conn)
+        got = self.feed.since(self._cursor, conn)
         if isinstance(got, Reload):
             return self._load(conn)
         if not got.cursor.includes(self._cursor):
             return False  # a snapshot older than the index's (or concurrent with it)
         changed = sorted({entry.ref for entry in got.entries})
         if changed:
-            if len(changed) > max(self.max_batch, len(self._index) // 16):
+            if len(changed) > max(self.max_batch, self._size(self._index) // 16):
                 return self._load(conn)
-            found = read_entries(conn, self.source, changed)
+            found = self._read(conn, changed)
             if found is None:
                 return self._broken_at(got.cursor)
-            self._index.remove(set(changed) - {key for key, _ in found.entries})
-            found.put(self._index)
+            self._patch(self._index, changed, found)
             self.patched += len(changed)
         self._cursor = got.cursor
         return True
@@ -201,12 +223,11 @@ class PostingCache:
         self._index, self._cursor = None, None
         self._filling = True
         try:
-            cursor = self.source.feed.start(conn)
-            found = read_entries(conn, self.source, None)
+            cursor = self.feed.start(conn)
+            found = self._read(conn, None)
             if found is None:
                 return self._broken_at(cursor)
-            index = PostingIndex(self.source.weights)
-            found.put(index)
+            index = self._build(found)
             self.loads += 1
             self._index, self._cursor, self._broken = index, cursor, None
             return True
@@ -214,11 +235,41 @@ class PostingCache:
             self._filling = False
 
     def _broken_at(self, cursor: Cursor) -> bool:
-        # A row whose length disagrees with its postings (written by hand; the health check
-        # reports it): the SQL path's counts are not the cache's until the next change.
-        _log.warning("posting_cache.mirror_broken", feed=self.source.feed.component)
+        # A row the domain's SQL path counts otherwise than the mirror would (written by hand;
+        # the health check reports it): the SQL path answers until the next change.
+        _log.warning("posting_cache.mirror_broken", feed=self.feed.component)
         self._index, self._cursor, self._broken = None, None, cursor
         return False
 
 
-__all__ = ["Entries", "PostingCache", "Source", "read_entries"]
+class PostingCache(FeedMirror[PostingIndex, Entries]):
+    """`source`'s postings in memory for one replica's readers (see the module docstring)."""
+
+    def __init__(self, source: Source, *, max_batch: int = 256) -> None:
+        super().__init__(source.feed, max_batch=max_batch)
+        self.source = source
+
+    def score(self, conn: Connection, phrases: Sequence[Sequence[str]]) -> Scored | None:
+        """Every row holding one of `phrases` (each a phrase's tokens, OR-ed) with its
+        ``-bm25()``, as `conn`'s open read transaction sees the store; None when the cache cannot
+        answer for that snapshot (the caller ranks in SQL)."""
+        with self.current(conn) as index:
+            return None if index is None else index.score(phrases)
+
+    def _read(self, conn: Connection, ids: Sequence[str] | None) -> Entries | None:
+        return read_entries(conn, self.source, ids)
+
+    def _build(self, found: Entries) -> PostingIndex:
+        index = PostingIndex(self.source.weights)
+        found.put(index)
+        return index
+
+    def _patch(self, index: PostingIndex, changed: Sequence[str], found: Entries) -> None:
+        index.remove(set(changed) - {key for key, _ in found.entries})
+        found.put(index)
+
+    def _size(self, index: PostingIndex) -> int:
+        return len(index)
+
+
+__all__ = ["Entries", "FeedMirror", "PostingCache", "Source", "read_entries"]
