@@ -32,7 +32,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests.conftest import Client
+from tests.conftest import Client, doc
 
 HOST = "127.0.0.1"
 #: How long a start may take before it is declared failed: a bound on waiting, not a speed figure.
@@ -344,3 +344,13 @@ class Inspector:
         with anyio.fail_after(INSPECTOR_TIMEOUT_S):
             done = await anyio.run_process([self.npx, "-y", INSPECTOR, "--cli", *args], env=self.env, check=False)
         return InspectorRun(done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace"))
+
+
+async def save_big_document(server: ServerProcess) -> None:
+    """Save process ``big`` (~190 kB, the largest answer a slow-reader test asks for) and read it
+    8 times: what the first reads of it cache is then not counted as held for a slow client."""
+    async with http_session(server) as client:
+        saved = await client.call("save_process", markdown=doc("big", "a big one", "word " * 38_000))
+        assert saved.get("error") is None, saved
+        for _ in range(8):
+            assert (await client.call("get_process", id="big")).get("error") is None

@@ -16,8 +16,15 @@ import pytest
 
 from robot_mcp_memory.surfaces.mcp.server import MAX_SSE_BACKLOG
 from robot_mcp_memory.surfaces.serve import WRITE_STALL_S
-from tests.conftest import doc
-from tests.e2e.harness import HOST, ServerProcess, http_session, initialize_request, rss, server_ended, sse_session
+from tests.e2e.harness import (
+    HOST,
+    ServerProcess,
+    initialize_request,
+    rss,
+    save_big_document,
+    server_ended,
+    sse_session,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -57,11 +64,7 @@ def unread_stream(server: ServerProcess) -> Iterator[tuple[socket.socket, str]]:
 async def test_a_client_that_never_reads_its_sse_stream_is_refused_then_cut_and_memory_stays_bounded(
     server: ServerProcess,
 ) -> None:
-    async with http_session(server) as client:
-        saved = await client.call("save_process", markdown=doc("big", "a big one", "word " * 38_000))
-        assert saved.get("error") is None, saved
-        for _ in range(8):  # warm: what the first reads of it cache is not held for the client
-            assert (await client.call("get_process", id="big")).get("error") is None
+    await save_big_document(server)
 
     with unread_stream(server) as (sock, path):
         url = server.url(path)

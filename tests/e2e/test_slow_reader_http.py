@@ -15,8 +15,15 @@ import httpx
 import pytest
 
 from robot_mcp_memory.surfaces.serve import WRITE_STALL_S
-from tests.conftest import doc
-from tests.e2e.harness import HOST, ServerProcess, http_session, initialize_request, rss, server_ended
+from tests.e2e.harness import (
+    HOST,
+    ServerProcess,
+    http_session,
+    initialize_request,
+    rss,
+    save_big_document,
+    server_ended,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -60,11 +67,7 @@ def session_of(port: int) -> str:
 async def test_a_streamable_http_client_that_never_reads_is_cut_and_memory_stays_bounded(
     server: ServerProcess,
 ) -> None:
-    async with http_session(server) as client:
-        saved = await client.call("save_process", markdown=doc("big", "a big one", "word " * 38_000))
-        assert saved.get("error") is None, saved
-        for _ in range(8):  # warm: what the first reads of it cache is not held for the client
-            assert (await client.call("get_process", id="big")).get("error") is None
+    await save_big_document(server)
     sid = await anyio.to_thread.run_sync(session_of, server.port)
     before = rss(server.pid)
 
