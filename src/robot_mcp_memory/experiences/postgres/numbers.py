@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from robot_mcp_memory.experiences.postgres.postings import FEED
-from robot_mcp_memory.search.postgres.postings import FeedMirror
+from robot_mcp_memory.search.postgres.postings import FeedMirror, id_array
 from robot_mcp_memory.storage.postgres import Connection
 
 _ROWS = (
@@ -52,7 +52,7 @@ def read_rows(conn: Connection, ids: Sequence[str] | None) -> Rows:
     if ids is None:
         got = conn.execute(_ROWS).fetchall()
     else:
-        got = conn.execute(f"{_ROWS} WHERE id = ANY(%s::bigint[])", ("{" + ",".join(ids) + "}",)).fetchall()
+        got = conn.execute(f"{_ROWS} WHERE id = ANY(%s::bigint[])", (id_array(ids),)).fetchall()
     cols = list(zip(*got, strict=True)) if got else [()] * 8
     return Rows(
         [int(i) for i in cols[0]],

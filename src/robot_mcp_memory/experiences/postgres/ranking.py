@@ -32,7 +32,7 @@ from robot_mcp_memory.experiences.ports import Order, Ranked, Scope, Weighed
 from robot_mcp_memory.experiences.postgres import keywords, records
 from robot_mcp_memory.experiences.postgres.filter_sql import Condition, condition
 from robot_mcp_memory.experiences.postgres.numbers import MemoryNumbers, Numbers
-from robot_mcp_memory.search.postgres.postings import PostingCache
+from robot_mcp_memory.search.postgres.postings import PostingCache, id_array
 from robot_mcp_memory.storage.postgres import Connection
 
 #: The JSON column a context filter reads.
@@ -72,9 +72,8 @@ def _where(scope: Scope, cond: Condition, ids: Collection[int] | None) -> tuple[
         clauses.append("m.session_id IS DISTINCT FROM %s")
         params.append(scope.exclude_session)
     if ids is not None:
-        # One text for the driver to send: dumping a list walks it in Python (thousands of ids).
         clauses.append("m.id = ANY(%s::bigint[])")
-        params.append("{" + ",".join(map(str, sorted(ids))) + "}")
+        params.append(id_array(sorted(ids)))
     if cond.sql != "TRUE":
         clauses.append(f"({cond.sql})")
         params.extend(cond.params)

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Literal, TypeVar
 
@@ -56,7 +55,7 @@ from robot_mcp_memory.experiences.postgres.filter_sql import Condition
 from robot_mcp_memory.experiences.postgres.numbers import MemoryNumbers
 from robot_mcp_memory.experiences.postgres.tables import COMPONENT, MIGRATIONS
 from robot_mcp_memory.search.postgres import vectorstore
-from robot_mcp_memory.search.postgres.postings import PostingCache
+from robot_mcp_memory.search.postgres.postings import PostingCache, PruneClock
 from robot_mcp_memory.storage.postgres import Connection, PostgresStore, changes
 
 T = TypeVar("T")
@@ -154,22 +153,6 @@ def connection_of(at: object) -> Connection:
     return at.conn
 
 
-class _PruneClock:
-    """When this replica's next write prunes the memories' feed (one clock for a store and its twin)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._at = time.monotonic()
-
-    def due(self) -> bool:
-        with self._lock:
-            now = time.monotonic()
-            if now - self._at < feed.PRUNE_EVERY_S:
-                return False
-            self._at = now
-            return True
-
-
 class AccessCounts(PendingAccesses[None]):
     """Access counters (`experiences.access`) written as one transaction at most every `interval`
     seconds (see the module docstring)."""
@@ -212,7 +195,7 @@ class PostgresMemories:
         self.postings = postings if postings is not None else feed.memory_postings()
         self.numbers = numbers if numbers is not None else MemoryNumbers()
         self.caches = ranking.Caches(self.postings, self.numbers)
-        self._prune = _PruneClock()
+        self._prune = PruneClock()  # shared with the blocking twin
 
     @property
     def blocking(self) -> bool:
@@ -235,7 +218,7 @@ class PostgresMemories:
         """A write's transaction: `fn`, then — at most every `PRUNE_EVERY_S` on this replica —
         the memories' change feed pruned past its horizon, after the rows (the order every
         feed write takes its locks in)."""
-        schema, prune = self.db.schema, self._prune.due()
+        schema, prune = self.db.schema, self._prune.due(feed.PRUNE_EVERY_S)
 
         def job(c: Connection) -> T:
             result = fn(View(c, schema))

@@ -42,7 +42,6 @@ import builtins
 import functools
 import json
 import threading
-import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
@@ -70,6 +69,7 @@ from robot_mcp_memory.processes.ranking import BM25_WEIGHTS, EVENTS_PER_PROCESS,
 from robot_mcp_memory.processes.rows import embed_text
 from robot_mcp_memory.search import bm25
 from robot_mcp_memory.search.postgres import vectorstore
+from robot_mcp_memory.search.postgres.postings import PruneClock
 from robot_mcp_memory.search.postgres.vectorstore import VectorCache
 from robot_mcp_memory.search.postings import Scored
 from robot_mcp_memory.search.query import Query
@@ -669,7 +669,7 @@ class PostgresProcesses:
         self.vectors = VectorCache()
         #: This replica's posting cache (kept exact for each find's snapshot from the change feed).
         self.postings = PostingCache()
-        self._pruned_at = time.monotonic()
+        self._prune = PruneClock()
         self.backfiller = vectorstore.backfiller(db, lambda: self.embedder, self.vectors, VECTOR_SOURCE)
 
     # ------------------------------------------------------------------ vectors
@@ -709,11 +709,7 @@ class PostgresProcesses:
 
     def _prune_due(self) -> bool:
         """Whether this write prunes the change feed too (at most every `PRUNE_EVERY_S` per replica)."""
-        now = time.monotonic()
-        if now - self._pruned_at < posting_cache.PRUNE_EVERY_S:
-            return False
-        self._pruned_at = now
-        return True
+        return self._prune.due(posting_cache.PRUNE_EVERY_S)
 
     async def get(self, pid: str) -> ProcessDoc | None:
         return await self.db.read(lambda c: select_one(c, pid))

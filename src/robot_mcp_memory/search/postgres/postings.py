@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -118,6 +119,29 @@ def read_entries(conn: Connection, source: Source, ids: Sequence[str] | None) ->
         counts,
         offsets,
     )
+
+
+def id_array(ids: Iterable[int | str]) -> str:
+    """`ids` as one PostgreSQL array text (``{1,2,3}``) for a ``%s::bigint[]`` parameter: the
+    driver dumps a list by walking it in Python, which costs more for thousands of ids."""
+    return "{" + ",".join(map(str, ids)) + "}"
+
+
+class PruneClock:
+    """When a replica's next write also prunes a feed: at most once every `every` seconds (the
+    interval read at each call). Thread-safe: one clock may serve several adapters of a store."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._at = time.monotonic()
+
+    def due(self, every: float) -> bool:
+        with self._lock:
+            now = time.monotonic()
+            if now - self._at < every:
+                return False
+            self._at = now
+            return True
 
 
 class FeedMirror(Generic[IndexT, FoundT]):
@@ -272,4 +296,4 @@ class PostingCache(FeedMirror[PostingIndex, Entries]):
         return len(index)
 
 
-__all__ = ["Entries", "FeedMirror", "PostingCache", "Source", "read_entries"]
+__all__ = ["Entries", "FeedMirror", "PostingCache", "PruneClock", "Source", "id_array", "read_entries"]
