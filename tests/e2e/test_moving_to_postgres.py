@@ -32,6 +32,7 @@ TABLES = (
     "fleet_robots",
     "fleet_settings",
     "memories",
+    "memory_public",
     "memory_tags",
     "process_outcomes",
     "process_tenant_counts",

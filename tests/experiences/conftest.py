@@ -4,6 +4,7 @@ from bench.experience_corpus import corpus
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences.service import ExperienceService
+from robot_mcp_memory.experiences.sqlite import storage
 from robot_mcp_memory.tenancy.principal import ADMIN, STDIO, Principal
 
 
@@ -19,10 +20,26 @@ def shared_writer(memory: Memory) -> ExperienceService:
     return ExperienceService(svc.store, svc.policy, default_robot="shared")
 
 
+def stored_id(memory: Memory, public_id: int) -> int:
+    """The stored id of the memory shown as `public_id` (`model.PUBLIC_FROM`), for a hand edit."""
+    mid = memory.index.read_blocking(lambda c: storage.stored_id(c, public_id))
+    assert mid is not None, f"no memory is shown as {public_id}"
+    return mid
+
+
+def shown_id(memory: Memory, mid: int) -> int:
+    """The public id of the memory stored as `mid` (what the service takes)."""
+    return memory.index.read_blocking(lambda c: storage.public_ids(c, [mid]))[mid]
+
+
 def age(memory: Memory, memory_id: int, days: float) -> None:
-    """Make a memory `days` older (as if learned then), straight in the database."""
+    """Make a memory (by its public id) `days` older (as if learned then), straight in the database."""
+    _age_stored(memory, stored_id(memory, memory_id), days)
+
+
+def _age_stored(memory: Memory, mid: int, days: float) -> None:
     memory.index.write_blocking(
-        lambda c: c.execute("UPDATE memories SET updated_at = updated_at - ? WHERE id = ?", (days * 86400, memory_id))
+        lambda c: c.execute("UPDATE memories SET updated_at = updated_at - ? WHERE id = ?", (days * 86400, mid))
     )
 
 
@@ -38,5 +55,5 @@ async def ranking_corpus(memory: Memory) -> None:
     await svc.learn_many(Principal.robot("rap-9"), [(it.insight, it.context) for it in items[:300]])
     twins = [(items[0].insight, {**items[0].context, "params": {"grip_force": float(f)}}) for f in range(1, 30)]
     await svc.learn_many(STDIO, twins)
-    for mid in range(1, 1800, 7):
-        age(memory, mid, days=(mid % 400))
+    for mid in range(1, 1800, 7):  # stored ids: the corpus is the whole store
+        _age_stored(memory, mid, days=(mid % 400))

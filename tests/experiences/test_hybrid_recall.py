@@ -17,6 +17,7 @@ from robot_mcp_memory.app import Memory
 from robot_mcp_memory.experiences import dedup
 from robot_mcp_memory.experiences.ports import Weighed
 from robot_mcp_memory.experiences.service import ExperienceService, run_sync
+from robot_mcp_memory.experiences.sqlite import storage
 from robot_mcp_memory.experiences.sqlite.vector_repo import MemoryVectorIndex
 from robot_mcp_memory.search.embedders import HashingEmbedder, Vectors
 from robot_mcp_memory.search.resilient import ResilientEmbedder
@@ -28,8 +29,10 @@ QUERY = "slipperiness"  # shares no keyword (porter stem) with "slipped"; shares
 
 
 def vector_refs(memory: Memory) -> set[str]:
+    """The public ids (as text) of the memories that have a vector (filed by their stored ids)."""
     rows = memory.index.read_blocking(lambda c: c.execute("SELECT ref FROM vectors WHERE domain = 'memory'").fetchall())
-    return {r[0] for r in rows}
+    shown = memory.index.read_blocking(lambda c: storage.public_ids(c, [int(r[0]) for r in rows]))
+    return {str(shown[int(r[0])]) for r in rows}
 
 
 def keyword_only(memory: Memory) -> ExperienceService:
@@ -40,8 +43,8 @@ def keyword_only(memory: Memory) -> ExperienceService:
 async def test_a_paraphrase_with_no_shared_keyword_is_recalled_in_hybrid_mode(memory: Memory) -> None:
     svc = memory.experiences
     slipped = await svc.learn(STDIO, "gripper slipped", context={"task": {"success": False}})
-    await svc.learn(STDIO, "the door opened easily", context={"task": {"success": True}})
-    assert vector_refs(memory) == {str(slipped.memory_id), str(slipped.memory_id + 1)}  # written with the rows
+    door = await svc.learn(STDIO, "the door opened easily", context={"task": {"success": True}})
+    assert vector_refs(memory) == {str(slipped.memory_id), str(door.memory_id)}  # written with the rows
     assert (await keyword_only(memory).recall(STDIO, QUERY)).hits == []  # keyword search alone misses it
     found = await svc.recall(STDIO, QUERY)
     assert found.mode == "hybrid"

@@ -20,10 +20,25 @@ def _indexes(path: Path) -> dict[str, str]:
         conn.close()
 
 
+def _stored(data: Path, public_id: int) -> int:
+    """The stored id of the memory of `data`'s index.db shown as `public_id`: what it is shown by
+    once `_back_to` made the file older than its public ids."""
+    conn = sqlite3.connect(data / "index.db")
+    try:
+        row = conn.execute("SELECT id FROM memory_public WHERE public_id = ?", (public_id,)).fetchone()
+    finally:
+        conn.close()
+    assert row is not None
+    return int(row[0])
+
+
 def _back_to(path: Path, version: int, *statements: str) -> None:
-    """Turn a closed `index.db` back into what `version` had: `statements`, then its version number."""
+    """Turn a closed `index.db` back into what `version` had: its public ids gone (migration 26
+    brought them: its memories are shown by their stored ids), `statements`, then its version number."""
     conn = sqlite3.connect(path)
     try:
+        if version < 26:
+            conn.execute("DROP TABLE memory_public")
         for sql in statements:
             conn.execute(sql)
         conn.execute("UPDATE store_meta SET value = ? WHERE key = 'schema_version'", (str(version),))
@@ -71,7 +86,7 @@ def test_a_version_6_file_gets_the_digests_dedup_computes_now(tmp_path: Path) ->
     """Migration 7: a memory stored under the old digest (numbers after a letter did not count)
     is still found as the duplicate of the same experience learned again."""
     mem = RobotMemory(tmp_path, robot_id="rap-1")
-    first = mem.learn("use gripper mode M12 for the wet mug", {"task": {"success": 1}})
+    first = _stored(tmp_path, mem.learn("use gripper mode M12 for the wet mug", {"task": {"success": 1}})["memory_id"])
     mem.close()
     _back_to(tmp_path / "index.db", 6, "UPDATE memories SET facts_hash = 'digest-from-before'")
 
@@ -79,7 +94,7 @@ def test_a_version_6_file_gets_the_digests_dedup_computes_now(tmp_path: Path) ->
     try:
         again = mem.learn("use gripper mode M12 for the wet mug", {"task": {"success": 1}})
         assert again["status"] == "duplicate"
-        assert again["existing_id"] == first["memory_id"]
+        assert again["existing_id"] == first
         assert mem.learn("use gripper mode M15 for the wet mug", {"task": {"success": 1}})["status"] == "created"
     finally:
         mem.close()
@@ -89,7 +104,7 @@ def test_a_version_8_file_gets_the_digests_with_units_and_the_whole_context(tmp_
     """Migration 9: digests computed before units, the note and the other context keys counted are
     recomputed, so the same experience learned again is still found as the duplicate."""
     mem = RobotMemory(tmp_path, robot_id="rap-1")
-    first = mem.learn("wait 5 seconds before grasping the cup", "attempt succeeded")
+    first = _stored(tmp_path, mem.learn("wait 5 seconds before grasping the cup", "attempt succeeded")["memory_id"])
     mem.close()
     _back_to(tmp_path / "index.db", 8, "UPDATE memories SET facts_hash = 'digest-from-before'")
 
@@ -97,7 +112,7 @@ def test_a_version_8_file_gets_the_digests_with_units_and_the_whole_context(tmp_
     try:
         again = mem.learn("wait 5 seconds before grasping the cup", "attempt succeeded")
         assert again["status"] == "duplicate"
-        assert again["existing_id"] == first["memory_id"]
+        assert again["existing_id"] == first
         assert mem.learn("wait 5 minutes before grasping the cup", "attempt succeeded")["status"] == "created"
         assert mem.learn("wait 5 seconds before grasping the cup", "attempt failed")["status"] == "created"
     finally:
@@ -113,7 +128,7 @@ def test_a_version_10_file_gets_digests_where_a_plain_note_decides_nothing(tmp_p
 
     text = "the gripper slips on wet mugs"
     with RobotMemory(tmp_path, robot_id="rap-1") as mem:
-        first = mem.learn(text, "seen in lab")["memory_id"]
+        first = _stored(tmp_path, mem.learn(text, "seen in lab")["memory_id"])
     old = dedup.facts_hash(replace(dedup.facts_of(text, {"note": "seen in lab"}), note=((), False)))
     _back_to(tmp_path / "index.db", 10, f"UPDATE memories SET facts_hash = '{old}' WHERE id = {first}")  # noqa: S608
     with RobotMemory(tmp_path, robot_id="rap-1") as mem:
@@ -130,7 +145,7 @@ def test_a_version_11_file_gets_digests_where_the_task_and_robot_decide(tmp_path
     text = "closing the gripper slowly avoids knocking the object over"
     ctx = {"task": {"name": "grasp_mug", "success": True, "reward": 0.95}, "robot": {"type": "ur5e"}}
     with RobotMemory(tmp_path, robot_id="rap-1") as mem:
-        first = mem.learn(text, ctx)["memory_id"]
+        first = _stored(tmp_path, mem.learn(text, ctx)["memory_id"])
     old = dedup.facts_hash(dedup.facts_of(text, {"task": {"success": True}}))  # what version 11 stored
     _back_to(tmp_path / "index.db", 11, f"UPDATE memories SET facts_hash = '{old}' WHERE id = {first}")  # noqa: S608
     with RobotMemory(tmp_path, robot_id="rap-1") as mem:
@@ -151,7 +166,7 @@ def test_a_version_11_file_gets_lexical_keys_and_whole_environments(tmp_path: Pa
     text = "Grip the wet mug by the handle at 12 N"
     ctx = {"env": "warehouse-7/aisle-12/shelf-unit-04/bay-A"}
     with RobotMemory(tmp_path, robot_id="rap-1") as mem:
-        first = mem.learn(text, ctx)["memory_id"]
+        first = _stored(tmp_path, mem.learn(text, ctx)["memory_id"])
     old_hash = hashlib.sha256(dedup.normalise(text).encode()).hexdigest()[:32]  # what version 11 stored
     old_facts = dedup.facts_hash(dedup.facts_of(text, {"env": ctx["env"][:32]}))
     _back_to(
@@ -216,7 +231,7 @@ def test_a_version_13_file_gets_todays_lexical_keys_and_the_bounded_key_index(tm
 
     text = "Don't stop if the temperature > 50 C"
     with RobotMemory(tmp_path, robot_id="rap-1") as mem:
-        first = mem.learn(text)["memory_id"]
+        first = _stored(tmp_path, mem.learn(text)["memory_id"])
     old_key = dedup.lexical_key(("don", "t", "stop", "if", "temperature", "c"), text)  # what 13 stored
     _back_to(
         tmp_path / "index.db",
@@ -250,7 +265,7 @@ def test_a_version_15_file_gets_one_index_for_the_duplicate_lookups(tmp_path: Pa
 def _learned_then_back_to(data: Path, version: int, *statements: str) -> int:
     """A store holding one fact (its id returned), turned back into what `version` had."""
     with RobotMemory(data, robot_id="rap-1") as mem:
-        first = mem.learn("the gripper slips on the wet mug at 12 N")["memory_id"]
+        first = _stored(data, mem.learn("the gripper slips on the wet mug at 12 N")["memory_id"])
     _back_to(data / "index.db", version, *statements)
     return int(first)
 

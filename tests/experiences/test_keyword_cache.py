@@ -33,7 +33,7 @@ from robot_mcp_memory.search import bm25, segment
 from robot_mcp_memory.storage.sqlite import StoreMode
 from robot_mcp_memory.storage.sqlite.index_db import rebuild_text_indexes
 from robot_mcp_memory.tenancy.principal import STDIO
-from tests.experiences.conftest import ranking_corpus
+from tests.experiences.conftest import ranking_corpus, shown_id
 
 EXTRA_QUERIES = (
     "grip force",
@@ -213,12 +213,12 @@ async def test_the_cache_follows_learns_updates_and_forgets(memory: Memory, monk
             )
             mid = rng.choice(ids)
             text = rng.choice(["grasp the red mug twice", "zebra stripes on the floor", "nothing to see"])
-            await svc.update(STDIO, mid, f"{text} ({step})")
+            await svc.update(STDIO, shown_id(memory, mid), f"{text} ({step})")
         elif kind == 2:
             ids = memory.index.read_blocking(
                 lambda c: [r[0] for r in c.execute("SELECT id FROM memories WHERE status = 'active'")]
             )
-            await svc.forget(STDIO, rng.choice(ids), "wrong")
+            await svc.forget(STDIO, shown_id(memory, rng.choice(ids)), "wrong")
         else:
             await svc.learn_many(STDIO, [(f"grip force {step} on the zebra mug", {}), (f"red kettle {step}", {})])
         scope = Scope(None, "default", 0.0, time.time())
@@ -571,8 +571,10 @@ async def test_the_lengths_table_holds_what_the_index_holds_after_every_write(me
     )
     await svc.learn(STDIO, "wet floor by the sink: slipped twice", {"place": "kitchen sink", "tags": ["wet", "floor"]})
     mid = memory.index.read_blocking(lambda c: c.execute("SELECT max(id) FROM memories").fetchone()[0])
-    await svc.update(STDIO, mid, "wet floor near the sink, slipped once", {"place": "kitchen", "note": "mop it"})
-    await svc.update(STDIO, 1, "the mug")
+    await svc.update(
+        STDIO, shown_id(memory, mid), "wet floor near the sink, slipped once", {"place": "kitchen", "note": "mop it"}
+    )
+    await svc.update(STDIO, shown_id(memory, 1), "the mug")
     assert memory.index.read_blocking(_lengths) == memory.index.read_blocking(_lengths_in_the_index)
     # the newest memory deleted by hand, its entry left behind: the next learn takes its id
     memory.index.write_blocking(lambda c: c.execute("DELETE FROM memories WHERE id = ?", (mid,)))
@@ -684,7 +686,7 @@ async def test_many_changes_fold_into_the_lists_and_a_big_batch_reads_everything
         if step % 5 == 4:
             await svc.learn_many(STDIO, [(f"godwit {step} {k} and a curlew", {}) for k in range(5)])
         elif step % 3 == 0:
-            await svc.update(STDIO, rng.randint(1, 30), f"curlew curlew godwit {step}")
+            await svc.update(STDIO, shown_id(memory, rng.randint(1, 30)), f"curlew curlew godwit {step}")
         else:
             await svc.learn(STDIO, f"curlew {step} feeding on the mudflat with a godwit")
         _check(memory, cache, Scope(None, "default", 0.0, time.time()), queries, ns=(3, 20))

@@ -14,14 +14,16 @@ from robot_mcp_memory.experiences.ports import Order
 from robot_mcp_memory.experiences.sqlite import ranking_repo
 from robot_mcp_memory.experiences.sqlite.ranking_repo import Scope
 from robot_mcp_memory.tenancy.principal import STDIO
+from tests.experiences.conftest import stored_id
 
 NOW = 1_000_000_000.0
 
 
 async def learn(memory: Memory, insight: str, context: dict[str, Any] | None = None) -> int:
+    """Learn through the service; the memory's stored id, which the ranking below works in."""
     learned = await memory.experiences.learn(STDIO, insight, context)
     assert learned.status == "created"
-    return learned.memory_id
+    return stored_id(memory, learned.memory_id)
 
 
 def put(memory: Memory, memory_id: int, *, confidence: float = 0.8, updated_at: float = NOW + 60) -> None:

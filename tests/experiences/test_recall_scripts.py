@@ -13,6 +13,7 @@ import pytest
 from robot_mcp_memory.api import RobotMemory
 from robot_mcp_memory.experiences.sqlite import index_repo
 from robot_mcp_memory.search import segment
+from tests.experiences.conftest import stored_id
 
 FRENCH = "la tasse mouillée a glissé près de l'évier"
 KOREAN = "로봇이 젖은 컵을 잡다가 미끄러졌다"
@@ -58,7 +59,7 @@ def test_an_entry_indexed_before_normalisation_is_found_once_the_index_is_rebuil
     """What a store written before this fix holds for decomposed Hangul: jamo bigrams, which no
     composed query shares. Rebuilding the index (as a migration would, for the rows that are not
     NFC) makes the entry as a learn makes it today."""
-    mid = mem.learn(nfd(KOREAN))["memory_id"]
+    mid = stored_id(mem.memory, mem.learn(nfd(KOREAN))["memory_id"])
 
     def old_entry(text: str) -> str:
         return segment._CJK_RUN.sub(

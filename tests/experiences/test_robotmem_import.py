@@ -34,6 +34,7 @@ from robot_mcp_memory.operations import service as operations
 from robot_mcp_memory.surfaces import cli
 from robot_mcp_memory.tenancy.principal import ADMIN, Principal
 from tests.conftest import ROBOTMEM_MISSING
+from tests.experiences.conftest import stored_id
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FIXTURE = FIXTURES / "robotmem-0.1.3.db"
@@ -309,7 +310,7 @@ async def test_the_same_file_imported_for_a_second_robot_brings_nothing_new(memo
     conn.close()
     grown = await run_import(memory, robotmem_db, robot="rap-b")
     assert grown.memories == 1
-    new_id = grown.memory_ids[max(grown.memory_ids)]
+    new_id = stored_id(memory, grown.memory_ids[max(grown.memory_ids)])
     placed = memory.index.read_blocking(
         lambda c: c.execute(
             "SELECT m.robot, s.robot, s.id FROM memories m JOIN sessions s ON s.id = m.session_id WHERE m.id = ?",

@@ -20,7 +20,7 @@ from robot_mcp_memory.experiences.sqlite.repository import SqliteMemories
 from robot_mcp_memory.experiences.sqlite.storage import ExperienceStore
 from robot_mcp_memory.storage.sqlite import StoreMode
 from robot_mcp_memory.tenancy.principal import ADMIN, STDIO, Principal
-from tests.experiences.conftest import age, put_in_group, shared_writer
+from tests.experiences.conftest import age, put_in_group, shared_writer, stored_id
 
 RAP1, RAP2, RAP3 = Principal.robot("rap-1"), Principal.robot("rap-2"), Principal.robot("rap-3")
 
@@ -293,7 +293,9 @@ async def test_related_memories_leave_out_the_unconfident(memory: Memory) -> Non
     kept = await svc.learn(STDIO, "pour the kettle slowly to avoid splashing")
     doubtful = await svc.learn(STDIO, "pour the kettle from high above the cup")
     memory.index.write_blocking(
-        lambda c: c.execute("UPDATE memories SET confidence = 0.2 WHERE id = ?", (doubtful.memory_id,))
+        lambda c: c.execute(
+            "UPDATE memories SET confidence = 0.2 WHERE id = ?", (stored_id(memory, doubtful.memory_id),)
+        )
     )
     s = await svc.start_session(STDIO, context={"task": {"name": "pour kettle"}})
     assert [h.memory.id for h in (await svc.end_session(STDIO, s.id)).related] == [kept.memory_id]
@@ -411,7 +413,7 @@ async def test_keeping_the_context_keeps_the_one_stored_now(memory: Memory, monk
     a concurrent update's context (found by review). Here the memory is read stale on purpose."""
     svc = memory.experiences
     learned = await svc.learn(STDIO, "push the cart slowly", {"params": {"v": 1}})
-    stale = await svc.get(STDIO, learned.memory_id)
+    stale = await svc._active_own(STDIO, learned.memory_id)  # as the service reads it: its stored id
     await svc.update(STDIO, learned.memory_id, "push the cart slowly please", {"params": {"v": 2}})
     original = svc._active_own
 

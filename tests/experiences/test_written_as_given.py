@@ -20,6 +20,7 @@ from robot_mcp_memory.experiences.sqlite import storage
 from robot_mcp_memory.experiences.sqlite.index_repo import rebuild_memory_index
 from robot_mcp_memory.tenancy.principal import STDIO
 from tests.conftest import Client
+from tests.experiences.conftest import shown_id, stored_id
 
 
 @pytest.fixture
@@ -193,7 +194,8 @@ async def test_update_keeps_an_imports_provenance_and_its_user_tags_unless_the_c
         metadata={"scope": {"entities": ["grip_force", "GraspPlanner"], "files": []}, "imported_from": marker},
         tags=(("kitchen_safety", "user"), ("legacy", "import")),
     )
-    mid = memory.index.write_blocking(lambda c: storage.insert_memory(c, new, 1.0))
+    stored = memory.index.write_blocking(lambda c: storage.insert_memory(c, new, 1.0))
+    mid = shown_id(memory, stored)
 
     up = await svc.update(STDIO, mid, "set approach_speed=0.2 for mugs", "checked again")
     assert {"kitchen_safety", "legacy"} <= set(up.memory.tags)
@@ -219,8 +221,8 @@ async def test_the_index_after_an_update_is_what_a_rebuild_makes(memory: Memory)
         return {r[0]: sorted(r[1].split()) for r in rows}
 
     written = memory.index.read_blocking(fts)
-    assert set(written[a.memory_id]) == {"bottle", "lab"}  # nothing of the replaced context's tags
-    assert set(written[b.memory_id]) == {"door"}
+    assert set(written[stored_id(memory, a.memory_id)]) == {"bottle", "lab"}  # nothing of the replaced context's tags
+    assert set(written[stored_id(memory, b.memory_id)]) == {"door"}
     memory.index.write_blocking(rebuild_memory_index)
     assert memory.index.read_blocking(fts) == written
 

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from robot_mcp_memory.errors import Conflict, NotFound
 from robot_mcp_memory.experiences.dedup import Candidate, Duplicate
 from robot_mcp_memory.experiences.filters import Filter, Path, Test
-from robot_mcp_memory.experiences.model import Experience, NewMemory, Session, effective_confidence
+from robot_mcp_memory.experiences.model import Experience, NewMemory, Session, draw_public_id, effective_confidence
 from robot_mcp_memory.experiences.ports import (
     Decide,
     Ended,
@@ -100,6 +100,12 @@ class _View:
     # records
     def select_one(self, mid: int) -> Experience | None:
         return self.toy.rows.get(mid)
+
+    def select_public(self, public_id: int) -> Experience | None:
+        return next((e for e in self.toy.rows.values() if e.public_id == public_id), None)
+
+    def public_ids(self, ids: Iterable[int]) -> dict[int, int]:
+        return {m: self.toy.rows[m].public_id for m in ids if m in self.toy.rows}
 
     def select_session(self, sid: str) -> Session | None:
         return self.toy.sessions.get(sid)
@@ -195,7 +201,8 @@ class _View:
         self.toy.rows[mid] = Experience(
             mid, new.robot, new.collection, new.type, new.content, new.category, new.confidence,
             dict(new.context), new.perception_type, new.data, dict(new.metadata), new.session_id,
-            "active", None, None, now, now, 0, None, tuple(t for t, _ in new.tags), new.data is not None,
+            "active", None, None, now, now, 0, None, draw_public_id(), tuple(t for t, _ in new.tags),
+            new.data is not None,
         )  # fmt: skip
         return mid
 

@@ -1,7 +1,8 @@
 """Browsing the experience memory for operators: filtered lists, sessions with their timelines,
 collections, categories, recent failures and per-day counts — with the §6a read rule applied
 (a robot token sees its own group's and fleet-wide ``shared`` memories; out-of-scope ids and
-sessions read as ``not_found``). Read-only: changes go through `ExperienceService`."""
+sessions read as ``not_found``). Read-only: changes go through `ExperienceService`. Memories are
+shown, and looked up, by their public ids (`model.PUBLIC_FROM`)."""
 
 from __future__ import annotations
 
@@ -86,13 +87,13 @@ class ExperienceBrowser:
             status,
         )
         memories, total = await self.catalogue.page(f, limit, offset)
-        return Page(memories, total)
+        return Page([m.shown() for m in memories], total)
 
     async def get(self, principal: Principal, mid: int) -> Experience:
         exp = await self.catalogue.one(mid)
         if exp is None or not self.policy.can_see(principal, exp.robot):
             raise NotFound(f"no memory {mid}; recall or the memory list shows what exists")
-        return exp if self.policy.sees_activity(principal, exp.robot) else exp.without_activity()
+        return exp.shown() if self.policy.sees_activity(principal, exp.robot) else exp.shown().without_activity()
 
     async def sessions(
         self, principal: Principal, *, collection: str = "", robot: str = "", limit: int = 50, offset: int = 0
@@ -108,7 +109,7 @@ class ExperienceBrowser:
             raise NotFound(f"no session '{session_id}'")
         # the rows and their counts from one snapshot: a learn between two reads skewed `truncated`
         memories, total, failures = await self.catalogue.timeline(session_id, MAX_TIMELINE)
-        return Timeline(s, [m for m in memories if self.policy.can_see(principal, m.robot)], total, failures)
+        return Timeline(s, [m.shown() for m in memories if self.policy.can_see(principal, m.robot)], total, failures)
 
     async def collections(self, principal: Principal) -> list[tuple[str, int]]:
         visible = self._visible(principal)

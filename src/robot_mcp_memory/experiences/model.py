@@ -14,6 +14,7 @@ import math
 import numbers
 import operator
 import re
+import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -85,8 +86,15 @@ class Experience:
     #: fleet's, so a robot token would see when other groups recall it (`without_activity`).
     access_count: int | None
     last_accessed: float | None
+    #: The id every caller is shown and hands back (`PUBLIC_FROM`); `id` is the stored one, which
+    #: never leaves the service. `superseded_by` is read as the other memory's public id.
+    public_id: int
     tags: tuple[str, ...] = ()
     has_data: bool = False  # true when the perception has data (`data` may not have been read)
+
+    def shown(self) -> Experience:
+        """This memory as callers see it: its public id in place of the stored one."""
+        return replace(self, id=self.public_id)
 
     def without_activity(self) -> Experience:
         """This memory without its access counters."""
@@ -298,6 +306,20 @@ def parse_spatial(value: Mapping[str, Any] | str | None) -> Spatial | None:
 
 #: The largest memory id SQLite can hold (its INTEGER is 64-bit signed).
 MAX_ID = 2**63 - 1
+#: Memory ids as callers see them. Stored ids are one dense sequence for the whole fleet (the
+#: SQLite keyword index is arrays indexed by them), so they are never shown: a memory written
+#: since the public ids came in (index.db migration 26, PostgreSQL experience migration 5) is
+#: shown by an id drawn at random from [PUBLIC_FROM, 2 × PUBLIC_FROM) when it was written
+#: (`draw_public_id`; below 2⁵³, which JavaScript reads exactly), so two of a robot's ids say
+#: nothing of how many memories the rest of the fleet wrote between them. A memory without one —
+#: written before, loaded from an older dump, inserted by hand — is shown by its stored id, which
+#: is below PUBLIC_FROM: the two ranges never meet, and robots keep the ids they were given.
+PUBLIC_FROM = 2**48
+
+
+def draw_public_id() -> int:
+    """A fresh public memory id (`PUBLIC_FROM`); the store redraws the rare one already taken."""
+    return PUBLIC_FROM + secrets.randbelow(PUBLIC_FROM)
 
 
 def _is_bool(value: object) -> bool:
@@ -449,6 +471,7 @@ __all__ = [
     "MAX_QUERY",
     "MAX_REASON",
     "MAX_SOURCE_WEIGHT",
+    "PUBLIC_FROM",
     "REAL_WEIGHT",
     "SECTIONS",
     "Experience",
@@ -464,6 +487,7 @@ __all__ = [
     "decay_factor",
     "dist2_of",
     "distance_of",
+    "draw_public_id",
     "effective_confidence",
     "json_shaped",
     "parse_context",

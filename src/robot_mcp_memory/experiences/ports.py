@@ -143,7 +143,19 @@ class Mask(Protocol):
     def allowing(self, visible: frozenset[str] | None) -> KeyFilter: ...
 
 
-class Records(Protocol):
+class PublicIds(Protocol):
+    """Public memory ids (`model.PUBLIC_FROM`) and the stored ones, which never leave the service."""
+
+    def select_public(self, public_id: int) -> Experience | None:
+        """The memory shown as `public_id`, or None."""
+        ...
+
+    def public_ids(self, ids: Iterable[int]) -> dict[int, int]:
+        """The public id of each stored id in `ids` (of the memories there are)."""
+        ...
+
+
+class Records(PublicIds, Protocol):
     """Memories and sessions as one snapshot holds them."""
 
     def select_one(self, mid: int) -> Experience | None: ...
@@ -188,7 +200,7 @@ class Snapshot(Records, RecallIndex, Protocol):
     """One consistent read: records and the recall index."""
 
 
-class Transaction(Protocol):
+class Transaction(PublicIds, Protocol):
     """One write transaction."""
 
     def select_one(self, mid: int) -> Experience | None: ...
@@ -232,7 +244,9 @@ class MemoryCatalogue(Protocol):
 
     async def page(self, f: Filters, limit: int, offset: int) -> tuple[list[Experience], int]: ...
 
-    async def one(self, mid: int) -> Experience | None: ...
+    async def one(self, public_id: int) -> Experience | None:
+        """The memory shown as `public_id`, or None."""
+        ...
 
     async def sessions(
         self, visible: frozenset[str] | None, collection: str, robot: str, limit: int, offset: int
@@ -321,6 +335,7 @@ __all__ = [
     "Order",
     "Planner",
     "Probe",
+    "PublicIds",
     "Ranked",
     "RecallIndex",
     "Records",

@@ -24,7 +24,7 @@ class ImportReport:
     skipped_memories: Counter[str] = field(default_factory=Counter)
     skipped_sessions: Counter[str] = field(default_factory=Counter)
     notes: Counter[str] = field(default_factory=Counter)
-    memory_ids: dict[int, int] = field(default_factory=dict)  # robotmem id → our id (imported or found)
+    memory_ids: dict[int, int] = field(default_factory=dict)  # robotmem id → our (public) id, imported or found
     renamed: dict[str, str] = field(default_factory=dict)  # robotmem collection → the name used here
     #: Why reading stopped partway (a damaged page): what was read before is imported.
     failed: str | None = None

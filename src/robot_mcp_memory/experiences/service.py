@@ -3,7 +3,8 @@
 Every method takes the caller's `Principal`. Memories carry the robot they came from — the
 tenant's robot id, or the server's ``ROBOT_ID`` for an unscoped caller — and reads follow the
 process rules: a scoped caller sees its own group's memories plus fleet-wide ``shared`` ones;
-anything else reads as not found.
+anything else reads as not found. Memory ids in and out are public ids (`model.PUBLIC_FROM`):
+the stored ids are one dense sequence for the whole fleet and never leave the service.
 
 The service never touches an event loop, a thread or a connection itself: it awaits its
 `MemoryRepository` (and the optional `MemoryVectors`), ports (`ports.py`) that the composition root
@@ -52,6 +53,7 @@ from robot_mcp_memory.experiences.model import (
 from robot_mcp_memory.experiences.ports import (
     Decide,
     Embedded,
+    Ended,
     MemoryRepository,
     MemoryVectors,
     Probe,
@@ -195,28 +197,35 @@ class ExperienceService:
 
     async def _write_memories(
         self, job: Callable[[Transaction], list[Out]], robot: str, vecs: Sequence[Embedded | None]
-    ) -> list[Out]:
-        """`job` (an outcome per vector, in order: a written memory's id or a duplicate; none when
-        it found nothing to change), with each written memory's vector stored in the same
-        transaction and the in-memory index patched after the commit."""
+    ) -> tuple[list[Out], dict[int, int]]:
+        """`job` (an outcome per vector, in order: a written memory's stored id or a duplicate;
+        none when it found nothing to change), with each written memory's vector stored in the
+        same transaction and the in-memory index patched after the commit; and the public id of
+        each memory the outcomes name, by stored id, as the transaction wrote them."""
         v = self.vectors
-        if v is None:
-            return await self.store.transaction(job)
 
-        def txn(t: Transaction) -> list[Out]:
+        def txn(t: Transaction) -> tuple[list[Out], dict[int, int]]:
             outs = job(t)
-            for out, vec in zip(outs, vecs, strict=False):
-                if isinstance(out, int):
-                    v.write(t, out, vec)
-            return outs
+            if v is not None:
+                for out, vec in zip(outs, vecs, strict=False):
+                    if isinstance(out, int):
+                        v.write(t, out, vec)
+            named = [
+                o.existing_id if isinstance(o, dedup.Duplicate) else o for o in outs if not isinstance(o, MemoryError_)
+            ]
+            return outs, t.public_ids(named)
 
-        def after(outs: list[Out]) -> None:
-            v.written([(o, robot, vec) for o, vec in zip(outs, vecs, strict=False) if isinstance(o, int)])
+        if v is None:
+            return await self.store.transaction(txn)
+
+        def after(done: tuple[list[Out], dict[int, int]]) -> None:
+            v.written([(o, robot, vec) for o, vec in zip(done[0], vecs, strict=False) if isinstance(o, int)])
 
         return await self.store.transaction_then(txn, after)
 
     async def _visible_memory(self, principal: Principal, mid: int) -> Experience:
-        exp = await self.store.snapshot(lambda s: s.select_one(mid))
+        """The memory shown as `mid` (a public id) with its stored id, if `principal` may see it."""
+        exp = await self.store.snapshot(lambda s: s.select_public(mid))
         if exp is None or not self.policy.can_see(principal, exp.robot):
             raise NotFound(f"no memory with id {mid}; recall shows the memories you can use")
         return exp
@@ -247,8 +256,8 @@ class ExperienceService:
         (vec,) = await self._embed([text])
         probe = Probe(probe.content_hash, await self._semantic(new, vec))
         now = time.time()
-        (out,) = await self._write_memories(lambda t: [t.learn(new, probe, decide, now)], robot, [vec])
-        return self._learned(new, out)
+        (out,), public = await self._write_memories(lambda t: [t.learn(new, probe, decide, now)], robot, [vec])
+        return self._learned(new, out, public)
 
     async def learn_many(
         self,
@@ -312,19 +321,24 @@ class ExperienceService:
                     outs.append(refusal)
             return outs
 
-        written = await self._write_memories(job, robot, vecs)
+        written, public = await self._write_memories(job, robot, vecs)
         for (i, p), o in zip(prepared, written, strict=True):
-            out[i] = o if isinstance(o, MemoryError_) else self._learned(p[0], o)
+            out[i] = o if isinstance(o, MemoryError_) else self._learned(p[0], o, public)
         return [o for o in out if o is not None]
 
-    def _learned(self, new: NewMemory, out: int | dedup.Duplicate) -> Learned:
+    def _learned(self, new: NewMemory, out: int | dedup.Duplicate, public: Mapping[int, int]) -> Learned:
         if isinstance(out, dedup.Duplicate):
             return Learned(
-                "duplicate", out.existing_id, out.method, out.similarity, robot=new.robot, collection=new.collection
+                "duplicate",
+                public[out.existing_id],
+                out.method,
+                out.similarity,
+                robot=new.robot,
+                collection=new.collection,
             )
         return Learned(
             "created",
-            out,
+            public[out],
             None,
             None,
             new.category,
@@ -381,8 +395,8 @@ class ExperienceService:
         ) -> dedup.Duplicate | None:
             return dedup.Duplicate(exact[0].id, "exact", 1.0) if exact else None
 
-        (out,) = await self._write_memories(lambda t: [t.learn(new, probe, exact_only, now)], robot, vecs)
-        learned = self._learned(new, out)
+        (out,), public = await self._write_memories(lambda t: [t.learn(new, probe, exact_only, now)], robot, vecs)
+        learned = self._learned(new, out, public)
         embedded = vecs[0] is not None and self.vectors is not None and isinstance(out, int)
         # what was stored decides, not the argument: data='null' (JSON null) stores none
         return replace(learned, embedded=embedded, has_data=payload is not None)
@@ -428,19 +442,26 @@ class ExperienceService:
         return Recalled(self._shown(principal, result.hits), result.mode)
 
     def _shown(self, principal: Principal, hits: list[Hit]) -> list[Hit]:
-        """`hits` as `principal` may see them (`Policy.sees_activity`)."""
+        """`hits` as `principal` may see them: public ids, and activity only where
+        `Policy.sees_activity`."""
         see = self.policy.sees_activity
-        return [h if see(principal, h.memory.robot) else replace(h, memory=h.memory.without_activity()) for h in hits]
+        return [
+            replace(
+                h, memory=h.memory.shown() if see(principal, h.memory.robot) else h.memory.shown().without_activity()
+            )
+            for h in hits
+        ]
 
     # ------------------------------------------------------------------ forget / update / get
     async def get(self, principal: Principal, mid: int) -> Experience:
-        return await self._visible_memory(principal, check_memory_id(mid))
+        return (await self._visible_memory(principal, check_memory_id(mid))).shown()
 
-    async def forget(self, principal: Principal, mid: int, reason: str) -> Experience:
+    async def forget(self, principal: Principal, public_id: int, reason: str) -> Experience:
         """Soft delete with a reason: the memory stays on disk, out of every recall."""
-        mid = check_memory_id(mid)
+        public_id = check_memory_id(public_id)
         why = check_text(reason, "reason", MAX_REASON)
-        exp = await self._active_own(principal, mid)
+        exp = await self._active_own(principal, public_id)
+        mid = exp.id
         now = time.time()
         v = self.vectors
         if v is None:
@@ -455,17 +476,17 @@ class ExperienceService:
 
             done = await self.store.transaction_then(forget, lambda ok: v.written([], [mid] if ok else []))
         if not done:
-            raise NotFound(f"memory {mid} is no longer active")
-        return exp
+            raise NotFound(f"memory {public_id} is no longer active")
+        return exp.shown()
 
-    async def update(self, principal: Principal, mid: int, new_content: str, context: JsonArg = None) -> Updated:
+    async def update(self, principal: Principal, public_id: int, new_content: str, context: JsonArg = None) -> Updated:
         """Replace a memory's content (re-classified and re-indexed). A `context` that is a JSON
         object (a dict, or a string holding one) replaces the memory's context, and with it the
         user's tags (its ``tags``); plain text (not JSON) is robotmem's usage — a note that informs
         the re-classification while the stored context and the user's tags are kept; an empty one
         keeps them too. Category, auto tags, confidence and scope are inferred again from the new
         content, as learn infers them."""
-        mid = check_memory_id(mid)
+        public_id = check_memory_id(public_id)
         text = check_text(new_content, "new_content", MAX_INSIGHT)
         note = ""
         if context is None or (isinstance(context, str) and not context.strip()):
@@ -477,7 +498,8 @@ class ExperienceService:
         replacement = None if keep else parse_context(context)
         if replacement == {}:  # `{}` adds nothing to keep: like an empty context
             keep, replacement = True, None
-        old = await self._active_own(principal, mid)
+        old = await self._active_own(principal, public_id)
+        mid = old.id
         ctx = old.context if replacement is None else replacement
 
         def build(ctx: dict[str, Any]) -> NewMemory:
@@ -519,10 +541,10 @@ class ExperienceService:
 
         (vec,) = await self._embed([text])
         now = time.time()
-        outs = await self._write_memories(write, old.robot, [vec])
+        outs, _ = await self._write_memories(write, old.robot, [vec])
         if not outs:
-            raise NotFound(f"memory {mid} is no longer active")
-        return Updated(await self._visible_memory(principal, mid), replaced[0])
+            raise NotFound(f"memory {public_id} is no longer active")
+        return Updated((await self._visible_memory(principal, public_id)).shown(), replaced[0])
 
     # ------------------------------------------------------------------ sessions
     async def start_session(
@@ -559,11 +581,17 @@ class ExperienceService:
         if principal.robot_id is not None and s.robot != principal.robot_id:
             raise Forbidden(f"session '{session_id}' belongs to {s.robot}; a robot can only end its own sessions")
         now = time.time()
-        ended = await self.store.transaction(lambda t: t.end_session(s.id, outcome_score, now, consolidate.plan))
+
+        def end(t: Transaction) -> tuple[Ended | None, dict[int, int]]:
+            done = t.end_session(s.id, outcome_score, now, consolidate.plan)
+            return done, {} if done is None else t.public_ids({i for pair in done.consolidated for i in pair})
+
+        ended, public = await self.store.transaction(end)
         if ended is None:
             raise Conflict(f"session '{session_id}' has already ended")
         hits = await self._related(principal, s, related) if related else []
-        return EndedSession(ended.session, ended.summary, ended.consolidated, self._shown(principal, hits))
+        folded = [(public[a], public[b]) for a, b in ended.consolidated]
+        return EndedSession(ended.session, ended.summary, folded, self._shown(principal, hits))
 
     async def _related(self, principal: Principal, s: Session, n: int) -> list[Hit]:
         """Proactive recall for the next episode: the collection's memories closest to this

@@ -46,6 +46,7 @@ COPIED = (
     "fleet_settings",
     "memories",
     "memory_tags",
+    "memory_public",
     "sessions",
     "lessons",
 )

@@ -96,6 +96,7 @@ def _extra(i: int) -> dict[str, Any]:
 
 
 async def _fill(side: Side) -> list[int]:
+    """The memories every test here compares, learned through the service: their stored ids."""
     items = list(corpus(240, seed=11))
     ids: list[int] = []
     for k, it in enumerate(items):
@@ -109,7 +110,18 @@ async def _fill(side: Side) -> list[int]:
     ids.append(again.memory_id)
     await side.service.forget(R1, ids[3] if ids[3] % 5 else ids[4], "moved")
     await side.service.update(R1, ids[6], "the grip force on the silver mug is 12 N by the rim", {"task": {}})
-    return ids
+    return await _stored(side, ids)
+
+
+async def _stored(side: Side, public_ids: list[int]) -> list[int]:
+    """The stored ids (which the repository works in) of memories the service showed as `public_ids`."""
+
+    def read(s: Snapshot) -> list[int]:
+        found = [s.select_public(p) for p in public_ids]
+        assert None not in found
+        return [e.id for e in found if e is not None]
+
+    return await side.repo.snapshot(read)
 
 
 def _age(side: Side, ids: list[int]) -> None:
@@ -277,7 +289,7 @@ async def _sessions(side: Side) -> list[int]:
             learned.append((await side.service.learn(Principal.robot(robot), text, ctx, session_id=s.id)).memory_id)
     for sid, score in (("s0", 0.4), ("s1", None)):
         await side.repo.transaction(lambda t: t.end_session(sid, score, NOW - DAY / 2, lambda rows: []))  # noqa: B023
-    return learned
+    return await _stored(side, learned)
 
 
 async def test_the_catalogue_answers_alike(sides: tuple[Side, Side]) -> None:
@@ -311,10 +323,13 @@ async def test_the_catalogue_answers_alike(sides: tuple[Side, Side]) -> None:
                 await cat.timeline("s0", 4),
                 await cat.timeline("s2", 10),
                 await cat.session_days(None, NOW - 10 * DAY),
-                await cat.one(ids[6]),
+                await cat.one((await side.repo.snapshot(lambda s: s.public_ids([ids[6]])))[ids[6]]),
             )
         )
     assert answers[1] == answers[0]
+    found = answers[0][-1]
+    assert found is not None  # found by its public id
+    assert found.id == ids[6]
     assert answers[0][1] > 0
     assert answers[0][2][1] > 0
     sessions, total = answers[0][10]

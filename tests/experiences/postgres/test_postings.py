@@ -17,7 +17,7 @@ from datetime import timedelta
 import pytest
 
 from robot_mcp_memory.experiences.ports import Order, Scope
-from robot_mcp_memory.experiences.postgres import keywords, postings, ranking
+from robot_mcp_memory.experiences.postgres import keywords, postings, ranking, records
 from robot_mcp_memory.experiences.postgres.numbers import MemoryNumbers
 from robot_mcp_memory.experiences.postgres.postings import FEED, memory_postings
 from robot_mcp_memory.experiences.postgres.repository import PostgresMemories
@@ -113,7 +113,8 @@ def assert_cache_answers_as_sql(store: PostgresStore, cache: PostingCache) -> No
 
 
 def _delete(c: Connection, mid: int) -> None:
-    c.execute("DELETE FROM memories WHERE id = %s", (mid,))
+    """Delete the memory shown as `mid` by hand."""
+    assert c.execute("DELETE FROM memories WHERE id = %s", (records.stored_id(c, mid),)).rowcount == 1
 
 
 async def write_round(
@@ -212,7 +213,11 @@ def test_a_mirror_broken_by_hand_is_left_to_sql_until_the_next_change(
     wanted = [p.tokens for p in keywords.phrases(match)]
     cache = memory_postings()
     assert a.db.read_blocking(lambda c: cache.score(c, wanted)) is not None
-    a.db.write_blocking(lambda c: c.execute("UPDATE memories SET doclen = doclen + 1 WHERE id = %s", (m.memory_id,)))
+    a.db.write_blocking(
+        lambda c: c.execute(
+            "UPDATE memories SET doclen = doclen + 1 WHERE id = %s", (records.stored_id(c, m.memory_id),)
+        )
+    )
     assert a.db.read_blocking(lambda c: cache.score(c, wanted)) is None  # the lengths disagree: SQL ranks
     assert a.db.read_blocking(lambda c: keywords.relevance(c, match, cache) == keywords.relevance(c, match))
     run_sync(svc.update(ROBOTS[0], m.memory_id, "the left door of the lift is fast"))  # rewrites the postings

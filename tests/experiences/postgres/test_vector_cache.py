@@ -68,11 +68,13 @@ class Replica:
         return q
 
     async def nearest(self, text: str, k: int = 10, robots: frozenset[str] | None = None) -> dict[int, float]:
-        """(memory id → cosine) of the `k` nearest to `text`, as this replica's cache ranks them."""
+        """(public memory id → cosine) of the `k` nearest to `text`, as this replica's cache ranks them."""
         q = self.query(text)
 
         def read(s: View) -> dict[int, float]:
-            return dict(self.vectors.nearest_any(s, q, k, robots) or [])
+            near = dict(self.vectors.nearest_any(s, q, k, robots) or [])
+            shown = s.public_ids(near)
+            return {shown[m]: cos for m, cos in near.items()}
 
         return await self.repo.snapshot(read)
 
@@ -255,14 +257,16 @@ async def test_nearest_ranks_only_among_the_ids_it_is_given_on_a_warm_cache(repl
     ids = [(await a.svc.learn(R1, t)).memory_id for t in TEXTS]
     assert set(await b.nearest(TEXTS[0])) == set(ids)  # warm: every vector held
     q = b.query(TEXTS[0])
-    within = [ids[1], ids[3]]
 
     def read(s: View) -> list[tuple[int, float]] | None:
-        return b.vectors.nearest(s, q, 10, within)
+        within = [e.id for e in (s.select_public(ids[1]), s.select_public(ids[3])) if e is not None]
+        assert len(within) == 2
+        return b.vectors.nearest(s, q, 10, within)  # the stored ids, which the vectors are filed by
 
     found = await b.repo.snapshot(read)
     assert found is not None
-    assert {m for m, _ in found} == set(within)
+    shown = await b.repo.snapshot(lambda s: s.public_ids([m for m, _ in found]))
+    assert set(shown.values()) == {ids[1], ids[3]}
 
 
 async def test_learns_on_both_replicas_at_once_are_all_in_each_replicas_next_recall(

@@ -194,7 +194,10 @@ async def test_a_robot_is_not_shown_when_other_groups_recall_a_fleet_wide_memory
     exp = secured_memory.experiences
     shared = (await exp.learn(Principal("stdio"), "the hydraulic press on line 7 needs 2 s to settle")).memory_id
     await secured_memory.experience_store.write(
-        lambda c: c.execute("UPDATE memories SET robot = 'shared' WHERE id = ?", (shared,))
+        lambda c: c.execute(
+            "UPDATE memories SET robot = 'shared' WHERE id = (SELECT id FROM memory_public WHERE public_id = ?)",
+            (shared,),
+        )
     )
     for _ in range(3):
         found = await exp.recall(B1, "hydraulic press line 7")

@@ -19,26 +19,31 @@ Invariants:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from robot_mcp_memory import jsonvalue
 from robot_mcp_memory.errors import Conflict, InvalidInput, NotFound
 from robot_mcp_memory.experiences import consolidate
 from robot_mcp_memory.experiences.dedup import Candidate, Duplicate
-from robot_mcp_memory.experiences.model import Experience, NewMemory, Session
+from robot_mcp_memory.experiences.model import PUBLIC_FROM, Experience, NewMemory, Session, draw_public_id
 from robot_mcp_memory.experiences.ports import Decide, Ended, Planner, Probe
 from robot_mcp_memory.experiences.postgres import keywords
 from robot_mcp_memory.storage.postgres import Connection
 
 _dumps = jsonvalue.dumps
 
+#: A memory's public id, and the one its `superseded_by` names (`model.PUBLIC_FROM`), as SQL.
+_PUBLIC_ID = "COALESCE((SELECT p.public_id FROM memory_public p WHERE p.id = m.id), m.id)"
+_PUBLIC_SUPERSEDED_BY = (
+    "COALESCE((SELECT p.public_id FROM memory_public p WHERE p.id = m.superseded_by), m.superseded_by)"
+)
 COLS = (
     "m.id, m.robot, m.collection, m.type, m.content, m.category, m.confidence, m.context, m.perception_type, "
-    "m.metadata, m.session_id, m.status, m.superseded_by, m.forget_reason, m.created_at, m.updated_at, "
-    "m.access_count, m.last_accessed, m.data IS NOT NULL"
+    f"m.metadata, m.session_id, m.status, {_PUBLIC_SUPERSEDED_BY}, m.forget_reason, m.created_at, m.updated_at, "
+    f"m.access_count, m.last_accessed, m.data IS NOT NULL, {_PUBLIC_ID}"
 )
-_N_COLS = 19
+_N_COLS = 20
 _SESSION_COLS = "id, robot, collection, context, started_at, ended_at, outcome_score, summary"
 
 
@@ -65,6 +70,7 @@ def _row(row: Sequence[Any], data: Any = None, tags: tuple[str, ...] = ()) -> Ex
         data=data,
         tags=tags,
         has_data=bool(row[18]),
+        public_id=int(row[19]),
     )
 
 
@@ -131,7 +137,43 @@ def insert_memory(conn: Connection, new: NewMemory, now: float) -> int:
     keywords.write_entry(conn, mid, keywords.entry(new.content, new.context, user))
     if new.tags:
         _insert_tags(conn, mid, new.tags)
+    give_public_id(conn, mid)
     return mid
+
+
+def give_public_id(conn: Connection, mid: int) -> int:
+    """Draw memory `mid`'s public id (another draw for one already taken), in the caller's
+    transaction; a row left by a memory deleted by hand whose id came round again is replaced."""
+    while True:
+        pid = draw_public_id()
+        if conn.execute(
+            "INSERT INTO memory_public(id, public_id) VALUES (%s, %s) ON CONFLICT DO NOTHING", (mid, pid)
+        ).rowcount:
+            return pid
+        if conn.execute("UPDATE memory_public SET public_id = %s WHERE id = %s", (pid, mid)).rowcount:
+            return pid  # the left-over row; else the id drawn was taken: draw again
+
+
+def stored_id(conn: Connection, public_id: int) -> int | None:
+    """The stored id of the memory shown as `public_id`, or None when none is."""
+    if public_id >= PUBLIC_FROM:
+        row = conn.execute("SELECT id FROM memory_public WHERE public_id = %s", (public_id,)).fetchone()
+    else:  # shown by its own id: one without a drawn one
+        row = conn.execute(
+            "SELECT m.id FROM memories m WHERE m.id = %s "
+            "AND NOT EXISTS (SELECT 1 FROM memory_public p WHERE p.id = m.id)",
+            (public_id,),
+        ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def public_ids(conn: Connection, ids: Iterable[int]) -> dict[int, int]:
+    """The public id of each stored id in `ids` (its own where it has none drawn)."""
+    out = {int(i): int(i) for i in ids}
+    if out:
+        rows = conn.execute("SELECT id, public_id FROM memory_public WHERE id = ANY(%s)", (list(out),))
+        out.update((int(i), int(p)) for i, p in rows)
+    return out
 
 
 def _insert_tags(conn: Connection, mid: int, tags: Sequence[tuple[str, str]]) -> None:
@@ -379,10 +421,12 @@ __all__ = [
     "COLS",
     "end_session",
     "forget",
+    "give_public_id",
     "insert_memory",
     "insert_session",
     "learn",
     "merge_patch",
+    "public_ids",
     "rows_of",
     "same_facts_ids",
     "select_one",
@@ -390,6 +434,7 @@ __all__ = [
     "session_of",
     "session_text",
     "storable",
+    "stored_id",
     "tags_of",
     "touch",
     "update",

@@ -85,6 +85,13 @@ class View:
     def select_one(self, mid: int) -> Experience | None:
         return records.select_one(self.conn, mid)
 
+    def select_public(self, public_id: int) -> Experience | None:
+        mid = records.stored_id(self.conn, public_id)
+        return None if mid is None else records.select_one(self.conn, mid)
+
+    def public_ids(self, ids: Iterable[int]) -> dict[int, int]:
+        return records.public_ids(self.conn, ids)
+
     def select_session(self, sid: str) -> Session | None:
         return records.select_session(self.conn, sid)
 
@@ -270,8 +277,12 @@ class PostgresMemories:
     async def page(self, f: Filters, limit: int, offset: int) -> tuple[list[Experience], int]:
         return await self._read(lambda c: catalogue.page(c, f, limit, offset))
 
-    async def one(self, mid: int) -> Experience | None:
-        return await self._read(lambda c: records.select_one(c, mid))
+    async def one(self, public_id: int) -> Experience | None:
+        def read(c: Connection) -> Experience | None:
+            mid = records.stored_id(c, public_id)
+            return None if mid is None else records.select_one(c, mid)
+
+        return await self._read(read)
 
     async def sessions(
         self, visible: frozenset[str] | None, collection: str, robot: str, limit: int, offset: int

@@ -14,6 +14,8 @@
   positions in that column — the tokens FTS5 holds for the entry (`keywords`). Terms compare
   byte-wise (``COLLATE "C"``), so a prefix query is a range of the primary key. A trigger on
   ``memories`` (step 4) records each change of a memory's postings in the change feed.
+- ``memory_public`` (step 5): each memory's public id (`model.PUBLIC_FROM`), drawn when it is
+  written; a memory without a row is shown by its own id, as in SQLite.
 
 Text is compared as SQLite's BINARY collation compares it wherever order matters
 (``COLLATE "C"``), whatever the database's locale.
@@ -130,7 +132,15 @@ def _postings_feed(conn: Connection) -> None:
     postings.create_feed_trigger(conn)
 
 
+def _public_ids(conn: Connection) -> None:
+    """``memory_public``: the public id each memory written from now on is shown by."""
+    conn.execute(
+        "CREATE TABLE memory_public (id BIGINT PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE, "
+        "public_id BIGINT NOT NULL UNIQUE)"
+    )
+
+
 #: Append-only. Step i brings the experience tables from version i to version i + 1.
-MIGRATIONS: list[Migration] = [_create, _vectors, _shared_vectors, _postings_feed]
+MIGRATIONS: list[Migration] = [_create, _vectors, _shared_vectors, _postings_feed, _public_ids]
 
 __all__ = ["COMPONENT", "MIGRATIONS"]

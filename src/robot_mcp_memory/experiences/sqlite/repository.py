@@ -74,6 +74,13 @@ class View:
     def select_one(self, mid: int) -> Experience | None:
         return storage.select_one(self.conn, mid)
 
+    def select_public(self, public_id: int) -> Experience | None:
+        mid = storage.stored_id(self.conn, public_id)
+        return None if mid is None else storage.select_one(self.conn, mid)
+
+    def public_ids(self, ids: Iterable[int]) -> dict[int, int]:
+        return storage.public_ids(self.conn, ids)
+
     def select_session(self, sid: str) -> Session | None:
         return storage.select_session(self.conn, sid)
 
@@ -181,8 +188,8 @@ class SqliteMemories:
     async def page(self, f: Filters, limit: int, offset: int) -> tuple[list[Experience], int]:
         return await self.store.read(lambda c: browse_repo.page(c, f, limit, offset))
 
-    async def one(self, mid: int) -> Experience | None:
-        return await self.store.read(lambda c: browse_repo.one(c, mid))
+    async def one(self, public_id: int) -> Experience | None:
+        return await self.store.read(lambda c: browse_repo.one(c, public_id))
 
     async def sessions(
         self, visible: frozenset[str] | None, collection: str, robot: str, limit: int, offset: int

@@ -998,6 +998,10 @@ async def _run(
         kick()
     if progress is not None and report.total_memories == 0:
         progress(0, 0)
+    if report.memory_ids:  # as every caller is shown them (`model.PUBLIC_FROM`)
+        stored = set(report.memory_ids.values())
+        shown = await store.read(lambda c: storage.public_ids(c, stored))
+        report.memory_ids = {rid: shown[mid] for rid, mid in report.memory_ids.items()}
     return report
 
 

@@ -34,9 +34,11 @@ from robot_mcp_memory.experiences.access import PendingAccesses
 from robot_mcp_memory.experiences.dedup import Candidate, Duplicate
 from robot_mcp_memory.experiences.indexing import BM25_WEIGHTS, MAX_CONTEXT_TEXT, MEMORIES_TOKENIZE, context_text
 from robot_mcp_memory.experiences.model import (
+    PUBLIC_FROM,
     Experience,
     NewMemory,
     Session,
+    draw_public_id,
 )
 from robot_mcp_memory.experiences.ports import Decide, Ended, Probe
 from robot_mcp_memory.experiences.sqlite.keyword_repo import (
@@ -133,6 +135,17 @@ MEMORY_TAGS = Table(
         # a page write per tag on every learn (db.py migration 6 drops it from older files).
     ),
 )
+#: Each memory's public id (`model.PUBLIC_FROM`), drawn when it is written; a memory without a
+#: row here is shown by its own id. Loaded after `memories` (it points at them) and with them.
+#: Not part of migration 4's tables (migration 26 creates it).
+MEMORY_PUBLIC = Table(
+    name="memory_public",
+    kind=Kind.DEFINITION,
+    ddl=(
+        "CREATE TABLE IF NOT EXISTS memory_public ("
+        "id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE, public_id INTEGER NOT NULL UNIQUE)",
+    ),
+)
 SESSIONS = Table(
     name="sessions",
     kind=Kind.DEFINITION,
@@ -216,12 +229,17 @@ REFRESH_AFTER_S = 0.0005
 #: Access counts wait at most this long before they are written (one transaction for the lot).
 ACCESS_FLUSH_S = 0.25
 
+#: A memory's public id, and the one its `superseded_by` names (`model.PUBLIC_FROM`), as SQL.
+_PUBLIC_ID = "COALESCE((SELECT p.public_id FROM memory_public p WHERE p.id = m.id), m.id)"
+_PUBLIC_SUPERSEDED_BY = (
+    "COALESCE((SELECT p.public_id FROM memory_public p WHERE p.id = m.superseded_by), m.superseded_by)"
+)
 _COLS = (
     "m.id, m.robot, m.collection, m.type, m.content, m.category, m.confidence, m.context, m.perception_type, "
-    "m.metadata, m.session_id, m.status, m.superseded_by, m.forget_reason, m.created_at, m.updated_at, "
-    "m.access_count, m.last_accessed, m.data IS NOT NULL"
+    f"m.metadata, m.session_id, m.status, {_PUBLIC_SUPERSEDED_BY}, m.forget_reason, m.created_at, m.updated_at, "
+    f"m.access_count, m.last_accessed, m.data IS NOT NULL, {_PUBLIC_ID}"
 )
-_N_COLS = 19
+_N_COLS = 20
 
 
 def _row(row: Sequence[Any], data: Any = None, tags: tuple[str, ...] = ()) -> Experience:
@@ -247,6 +265,7 @@ def _row(row: Sequence[Any], data: Any = None, tags: tuple[str, ...] = ()) -> Ex
         data=data,
         tags=tags,
         has_data=bool(row[18]),
+        public_id=row[19],
     )
 
 
@@ -293,6 +312,7 @@ def insert_memory(conn: sqlite3.Connection, new: NewMemory, now: float) -> int:
         conn.execute("INSERT OR REPLACE INTO memories_fts(rowid, content, context) VALUES (?, ?, ?)", entry)
     write_lengths(conn, (entry,))
     trim_log(conn)  # the insert trigger logged it
+    give_public_id(conn, mid)
     if new.tags:
         conn.executemany(
             "INSERT OR IGNORE INTO memory_tags(memory_id, tag, source) VALUES (?, ?, ?)",
@@ -546,6 +566,46 @@ def _tags(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[str, 
     return {k: tuple(v) for k, v in out.items()}
 
 
+def give_public_id(conn: sqlite3.Connection, mid: int) -> int:
+    """Draw memory `mid`'s public id (another draw for one already taken), in the caller's
+    transaction; a row left by a memory deleted by hand whose id came round again is replaced."""
+    while True:
+        pid = draw_public_id()
+        if conn.execute(
+            "INSERT INTO memory_public(id, public_id) VALUES (?, ?) ON CONFLICT(public_id) DO NOTHING "
+            "ON CONFLICT(id) DO UPDATE SET public_id = excluded.public_id",
+            (mid, pid),
+        ).rowcount:
+            return pid
+
+
+def stored_id(conn: sqlite3.Connection, public_id: int) -> int | None:
+    """The stored id of the memory shown as `public_id`, or None when none is."""
+    if public_id >= PUBLIC_FROM:
+        row = conn.execute("SELECT id FROM memory_public WHERE public_id = ?", (public_id,)).fetchone()
+    else:  # shown by its own id: one without a drawn one
+        row = conn.execute(
+            "SELECT m.id FROM memories m WHERE m.id = ? "
+            "AND NOT EXISTS (SELECT 1 FROM memory_public p WHERE p.id = m.id)",
+            (public_id,),
+        ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def drop_public_ids(conn: sqlite3.Connection, ids: Iterable[int]) -> None:
+    """Show the memories `ids` by their own ids again (an archive load writes what it carries)."""
+    conn.executemany("DELETE FROM memory_public WHERE id = ?", [(i,) for i in ids])
+
+
+def public_ids(conn: sqlite3.Connection, ids: Iterable[int]) -> dict[int, int]:
+    """The public id of each stored id in `ids` (its own where it has none drawn)."""
+    out = {i: i for i in ids}
+    if out:
+        marks = ",".join("?" * len(out))
+        out.update(conn.execute(f"SELECT id, public_id FROM memory_public WHERE id IN ({marks})", list(out)))  # noqa: S608
+    return out
+
+
 def select_one(conn: sqlite3.Connection, mid: int) -> Experience | None:
     row = conn.execute(f"SELECT {_COLS}, m.data FROM memories m WHERE m.id = ?", (mid,)).fetchone()  # noqa: S608
     if row is None:
@@ -727,6 +787,7 @@ __all__ = [
     "MEMORIES",
     "MEMORIES_FTS",
     "MEMORIES_TOKENIZE",
+    "MEMORY_PUBLIC",
     "MEMORY_TAGS",
     "RANK_LOG_TRIGGERS",
     "SESSIONS",
@@ -736,16 +797,20 @@ __all__ = [
     "ExperienceStore",
     "Probe",
     "context_text",
+    "drop_public_ids",
     "end_session",
     "forget",
+    "give_public_id",
     "insert_memory",
     "insert_session",
     "learn",
+    "public_ids",
     "rows_of",
     "same_facts_ids",
     "select_one",
     "select_session",
     "session_text",
+    "stored_id",
     "touch",
     "update",
 ]

@@ -56,7 +56,7 @@ def _t(file: str, columns: str, key: str, required: str, name: str | None = None
 
 
 #: Archived tables in the order a load writes them (a group before the robots in it, a session
-#: before the memories naming it, a memory before its tags).
+#: before the memories naming it, a memory before its tags and its public id).
 TABLES: tuple[Table, ...] = (
     _t(
         "fleet_groups",
@@ -99,6 +99,7 @@ TABLES: tuple[Table, ...] = (
         "id robot type content confidence created_at updated_at",
     ),
     _t("memory_tags", "memory_id:int tag:text source:text", "memory_id tag", "memory_id tag"),
+    _t("memory_public", "id:int public_id:int", "id", "id public_id"),
     _t(
         LESSONS_PREFIX + "lessons",
         "scope:text key:text place:text params:text success_count:int failure_count:int recorded_by:text "
@@ -275,6 +276,9 @@ def load_tables(conn: Connection, src: Path, interrupt: Callable[[], None]) -> d
         _refuse_dangling(conn, table, path, rows, checked, memory_ids)
         if table.name == "memories":
             memory_ids = {int(r["id"]) for r in checked}
+            # A loaded memory is shown as the archive shows it: by the public id its memory_public
+            # file gives it, else (a dump from before public ids) by its own id.
+            conn.execute("DELETE FROM memory_public WHERE id = ANY(%s)", (sorted(memory_ids),))
         if table.name == "memory_tags" and memory_ids:  # the archive carries the owners: their tags are its
             conn.execute("DELETE FROM memory_tags WHERE memory_id = ANY(%s)", (sorted(memory_ids),))
         # Runs of lines naming the same columns, in file order: a key repeated later still wins.
@@ -323,6 +327,8 @@ def _refuse_dangling(
         column, target, key = "group_id", "fleet_groups", "group_id"
     elif table.name == "memory_tags":
         column, target, key = "memory_id", "memories", "id"
+    elif table.name == "memory_public":
+        column, target, key = "id", "memories", "id"
     else:
         return
     named = {r[column] for r in checked if r.get(column) is not None}

@@ -61,6 +61,7 @@ COUNTED = (
     "fleet_settings",
     "memories",
     "memory_tags",
+    "memory_public",
     "memory_postings",
     "vectors",
     "sessions",

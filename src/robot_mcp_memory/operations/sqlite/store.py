@@ -19,7 +19,7 @@ from typing import Any
 from robot_mcp_memory.errors import MemoryError_, StorageError
 from robot_mcp_memory.experiences.robotmem import ImportReport
 from robot_mcp_memory.experiences.service import ExperienceService
-from robot_mcp_memory.experiences.sqlite import index_repo, robotmem_import, vector_repo
+from robot_mcp_memory.experiences.sqlite import index_repo, robotmem_import, storage, vector_repo
 from robot_mcp_memory.fleet.sqlite.store import FleetRegistry
 from robot_mcp_memory.lessons.sqlite.store import ParamStore
 from robot_mcp_memory.operations.archive import LESSONS_PREFIX, NOT_ARCHIVED, loadable
@@ -45,6 +45,16 @@ def _derive(table: str, row: Mapping[str, Any]) -> dict[str, Any]:
 #: is not, so none is declared): a loaded row must name one the archive or the store holds — an
 #: archive mixing two dumps' files had memories in sessions that exist nowhere.
 _LINKS = {"memories": (("session_id", "sessions", "id"), ("superseded_by", "memories", "id"))}
+
+
+def _before_load(conn: Any, table: str, rows: list[dict[str, Any]]) -> None:
+    """Before an archive load writes a table's rows: loaded memories keep only the vectors still
+    theirs (`vector_repo.drop_loaded_vectors`) and are shown as the archive shows them — by the
+    public id its ``memory_public`` file gives them (loaded after), else (a dump from before public
+    ids) by their own id."""
+    vector_repo.drop_loaded_vectors(conn, table, rows)
+    if table == "memories":
+        storage.drop_public_ids(conn, [row["id"] for row in rows if isinstance(row.get("id"), int)])
 
 
 def _carries(archive_dir: Path | None) -> tuple[bool, bool]:
@@ -101,7 +111,7 @@ class SqliteOperations:
                 archive_dir,
                 check=loadable,
                 derive=_derive,
-                before=vector_repo.drop_loaded_vectors,
+                before=_before_load,
                 links=_LINKS,
                 interrupt=interrupt,
             )

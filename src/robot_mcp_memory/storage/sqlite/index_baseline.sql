@@ -102,6 +102,7 @@ CREATE TABLE process_tenant_counts (
             PRIMARY KEY (process_id, tenant)
         ) WITHOUT ROWID;
 CREATE TABLE process_index_log (seq INTEGER PRIMARY KEY, doc TEXT);
+CREATE TABLE memory_public (id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE, public_id INTEGER NOT NULL UNIQUE);
 CREATE VIRTUAL TABLE memories_fts USING fts5(content, context, tokenize='porter unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE processes_fts USING fts5(id UNINDEXED, title, task_pattern, tags, body, tokenize='porter unicode61');
 CREATE INDEX idx_processes_robot ON processes(robot);

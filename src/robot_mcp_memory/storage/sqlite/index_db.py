@@ -167,6 +167,7 @@ TABLES.append(VECTORS)
 # The experience memory (experiences/storage.py declares them: memories, memory_tags, sessions are
 # definitions — a robot's experience never ages out; memories_fts is derived).
 TABLES.extend(experiences.TABLES)
+TABLES.append(experiences.MEMORY_PUBLIC)  # after the memories it points at: a load writes it after them
 TABLES.append(experiences.MEMORIES_FTS_CHANGES)
 TABLES.append(experiences.MEMORY_LENGTHS)
 TABLES.append(process_postings.PROCESS_INDEX_LOG)
@@ -487,6 +488,9 @@ MIGRATIONS: list[Migration] = [
     # 25: the process index's change log and its triggers, which keep each reader process's
     # posting cache of the processes current (processes/sqlite/postings.py)
     process_postings.create_log,
+    # 26: public memory ids (`experiences.model.PUBLIC_FROM`): memories written from now on are
+    # shown by a random id; those already stored keep the ids robots were given
+    _create(experiences.MEMORY_PUBLIC),
 ]
 
 
