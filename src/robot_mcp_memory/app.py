@@ -148,6 +148,13 @@ class Memory:
         for path in (settings.index_path, settings.lessons_path):
             if not read_only and path.is_file() and path.stat().st_size == 0:
                 refuse_emptied(path)
+                # Nothing beside it says data was expected, so it starts empty — said as a warning:
+                # an operator who restored into the wrong directory sees it before robots write.
+                _log.warning(
+                    "store.empty_file",
+                    file=path.name,
+                    detail="the file was empty (0 bytes); starting a new, empty database in it",
+                )
         index = db.open_index(
             settings.index_path,
             mode=mode,

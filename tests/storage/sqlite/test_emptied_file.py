@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
@@ -59,7 +60,11 @@ def test_a_data_directory_is_judged_as_found_before_either_store_creates_its_fil
     (data / "index.db").write_bytes(b"")
     (data / "lessons.db").write_bytes(b"")
     settings = Settings.from_env({"MEMORY_DATA_DIR": str(data), "MEMORY_EMBEDDER": "none"})
-    Memory.open(settings, backfill=False).close()
+    with capture_logs() as seen:
+        Memory.open(settings, backfill=False).close()
+    # started empty, but said as a warning, not only in the info line of a new store
+    warned = [e for e in seen if e["event"] == "store.empty_file"]
+    assert [(e["log_level"], e["file"]) for e in warned] == [("warning", "index.db"), ("warning", "lessons.db")]
     assert (data / "index.db").stat().st_size > 0
     (data / "lessons.db").unlink()
     filled(data / "lessons.db", lessons=True)
