@@ -16,7 +16,7 @@ import re
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +57,11 @@ PROCESS_TOOLS = frozenset(
 
 _OUR_ENV_PREFIXES = ("MCP_", "MEMORY_")
 _OUR_ENV_NAMES = frozenset({"ROBOT_ID"})
+
+
+def robot_tokens(tokens: Mapping[str, str]) -> str:
+    """``MEMORY_ROBOT_TOKENS`` for robot id → token."""
+    return ",".join(f"{r}:{t}" for r, t in tokens.items())
 
 
 def child_env(**overrides: str) -> dict[str, str]:
@@ -344,6 +349,15 @@ class Inspector:
         with anyio.fail_after(INSPECTOR_TIMEOUT_S):
             done = await anyio.run_process([self.npx, "-y", INSPECTOR, "--cli", *args], env=self.env, check=False)
         return InspectorRun(done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace"))
+
+
+async def embedder_settled(server: ServerProcess, wait: float = 120.0) -> None:
+    """Until the server's embedder has loaded or given up, as its log says: a model loading in the
+    background grows the process by ~100 MB, which a test measuring what a client costs must not
+    count (on a loaded machine the load outlasts the test's first steps)."""
+    with anyio.fail_after(wait):
+        while not any(event in server.stderr() for event in ("embedder.ready", "embedder.unavailable")):  # noqa: ASYNC110 - the log is the signal
+            await anyio.sleep(0.1)
 
 
 async def save_big_document(server: ServerProcess) -> None:

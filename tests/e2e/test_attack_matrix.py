@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from tests.conftest import Client, doc
-from tests.e2e.harness import ServerProcess, http_session, initialize_request, sse_session
+from tests.e2e.harness import ServerProcess, http_session, initialize_request, robot_tokens, sse_session
 
 pytestmark = pytest.mark.e2e
 
@@ -30,7 +30,7 @@ ADMIN = "admin-token-0123456789"
 TOKENS = {"rap-1": "tok-rap-1-abcdefgh", "rap-2": "tok-rap-2-abcdefgh", "rap-3": "tok-rap-3-abcdefgh"}
 ENV = {
     "MEMORY_TOKEN": ADMIN,
-    "MEMORY_ROBOT_TOKENS": ",".join(f"{r}:{t}" for r, t in TOKENS.items()),
+    "MEMORY_ROBOT_TOKENS": robot_tokens(TOKENS),
 }
 Session = Callable[..., AbstractAsyncContextManager[Client]]
 TRANSPORTS: dict[str, Session] = {"sse": sse_session, "streamable-http": http_session}

@@ -21,7 +21,7 @@ from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.tenancy.principal import ADMIN as ADMIN_PRINCIPAL
 from robot_mcp_memory.tenancy.principal import Principal
-from tests.e2e.harness import ServerProcess
+from tests.e2e.harness import ServerProcess, robot_tokens
 
 pytestmark = pytest.mark.e2e
 
@@ -139,7 +139,7 @@ async def seed_experiences(data_dir: Path) -> None:
 async def server(tmp_path: Path) -> AsyncIterator[ServerProcess]:
     env = {
         "MEMORY_TOKEN": ADMIN,
-        "MEMORY_ROBOT_TOKENS": ",".join(f"{r}:{t}" for r, t in ROBOT_TOKENS.items()),
+        "MEMORY_ROBOT_TOKENS": robot_tokens(ROBOT_TOKENS),
         "MEMORY_EMBEDDER": "hashing",
     }
     await seed_experiences(tmp_path / "data")

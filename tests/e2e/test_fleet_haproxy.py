@@ -29,7 +29,7 @@ import pytest
 
 from tests.conftest import Client, doc
 from tests.e2e.balancer import Balancer, BalancerUnavailable
-from tests.e2e.harness import ServerProcess, http_session, json_lines
+from tests.e2e.harness import ServerProcess, http_session, json_lines, robot_tokens
 from tests.pgcluster import Cluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.serial]
@@ -40,7 +40,7 @@ TOKENS = {robot: f"tok-{robot}-abcdefgh" for robots in GROUPS.values() for robot
 GROUP_OF = {robot: group for group, robots in GROUPS.items() for robot in robots}
 ENV = {
     "MEMORY_TOKEN": ADMIN,
-    "MEMORY_ROBOT_TOKENS": ",".join(f"{r}:{t}" for r, t in TOKENS.items()),
+    "MEMORY_ROBOT_TOKENS": robot_tokens(TOKENS),
     "MEMORY_EMBEDDER": "hashing",
     "MEMORY_TRUSTED_PROXIES": "127.0.0.1",
 }

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from robot_mcp_memory.experiences.model import PUBLIC_FROM
-from tests.e2e.harness import ServerProcess, http_session, running, sse_session
+from tests.e2e.harness import ServerProcess, http_session, robot_tokens, running, sse_session
 
 pytestmark = pytest.mark.e2e
 
@@ -21,7 +21,7 @@ TOKENS = {"rap-1": "rap1-token-0123", "rap-3": "rap3-token-0123"}
 
 @pytest.fixture
 async def server(tmp_path: Path) -> AsyncIterator[ServerProcess]:
-    env = {"MEMORY_TOKEN": ADMIN, "MEMORY_ROBOT_TOKENS": ",".join(f"{r}:{t}" for r, t in TOKENS.items())}
+    env = {"MEMORY_TOKEN": ADMIN, "MEMORY_ROBOT_TOKENS": robot_tokens(TOKENS)}
     async with running(tmp_path, env) as proc:
         yield proc
 

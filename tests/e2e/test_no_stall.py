@@ -23,7 +23,7 @@ from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.processes.docmodel import MAX_FRONTMATTER_ENTRIES, ProcessDoc
 from tests.conftest import doc
-from tests.e2e.harness import ServerProcess, http_session
+from tests.e2e.harness import ServerProcess, http_session, robot_tokens
 
 pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 
@@ -69,7 +69,7 @@ async def test_hostile_documents_do_not_stall_other_tenants_or_the_health_probe(
     await _seed(data_dir)
     env = {
         "MEMORY_TOKEN": ADMIN,
-        "MEMORY_ROBOT_TOKENS": ",".join(f"{r}:{t}" for r, t in TOKENS.items()),
+        "MEMORY_ROBOT_TOKENS": robot_tokens(TOKENS),
         "MEMORY_EMBEDDER": "none",
     }
     server = ServerProcess(data_dir=data_dir, log_dir=tmp_path, env=env)

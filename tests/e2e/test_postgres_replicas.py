@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.conftest import doc
-from tests.e2e.harness import ServerProcess, http_session, initialize_request, json_lines
+from tests.e2e.harness import ServerProcess, http_session, initialize_request, json_lines, robot_tokens
 from tests.pgcluster import Cluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
@@ -24,7 +24,7 @@ ADMIN = "admin-token-0123456789"
 TOKENS = {"rap-1": "tok-rap-1-abcdefgh", "rap-2": "tok-rap-2-abcdefgh"}
 ENV = {
     "MEMORY_TOKEN": ADMIN,
-    "MEMORY_ROBOT_TOKENS": ",".join(f"{r}:{t}" for r, t in TOKENS.items()),
+    "MEMORY_ROBOT_TOKENS": robot_tokens(TOKENS),
     "MEMORY_EMBEDDER": "hashing",
 }
 DEADLINE_S = 120.0

@@ -19,6 +19,7 @@ from robot_mcp_memory.surfaces.serve import WRITE_STALL_S
 from tests.e2e.harness import (
     HOST,
     ServerProcess,
+    embedder_settled,
     initialize_request,
     rss,
     save_big_document,
@@ -65,6 +66,7 @@ async def test_a_client_that_never_reads_its_sse_stream_is_refused_then_cut_and_
     server: ServerProcess,
 ) -> None:
     await save_big_document(server)
+    await embedder_settled(server)
 
     with unread_stream(server) as (sock, path):
         url = server.url(path)

@@ -18,6 +18,7 @@ from robot_mcp_memory.surfaces.serve import WRITE_STALL_S
 from tests.e2e.harness import (
     HOST,
     ServerProcess,
+    embedder_settled,
     http_session,
     initialize_request,
     rss,
@@ -68,6 +69,7 @@ async def test_a_streamable_http_client_that_never_reads_is_cut_and_memory_stays
     server: ServerProcess,
 ) -> None:
     await save_big_document(server)
+    await embedder_settled(server)
     sid = await anyio.to_thread.run_sync(session_of, server.port)
     before = rss(server.pid)
 

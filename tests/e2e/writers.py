@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 
 from tests.conftest import Client, doc
-from tests.e2e.harness import ServerProcess, http_session, sse_session
+from tests.e2e.harness import ServerProcess, http_session, robot_tokens, sse_session
 
 ADMIN = "fault-admin-token-0123456789"
 ROBOT_TOKENS = {
@@ -36,7 +36,7 @@ GROUPS = {"rap-1": "g-a", "rap-2": "g-a", "rap-3": "g-b"}
 #: (the default model loads in the background for a few seconds).
 FLEET_ENV = {
     "MEMORY_TOKEN": ADMIN,
-    "MEMORY_ROBOT_TOKENS": ",".join(f"{r}:{t}" for r, t in ROBOT_TOKENS.items()),
+    "MEMORY_ROBOT_TOKENS": robot_tokens(ROBOT_TOKENS),
     "MEMORY_EMBEDDER": "hashing",
 }
 #: (tenant, transport) of each writer: several tenants, both HTTP transports, two clients of rap-1.
