@@ -94,8 +94,10 @@ def test_a_version_9_store_with_decomposed_text_is_reindexed_when_opened(tmp_pat
     )
     conn = sqlite3.connect(tmp_path / "index.db")
     with conn:
-        conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (mid,))
-        conn.execute("INSERT INTO memories_fts(rowid, content, context) VALUES (?, ?, '')", (mid, old))
+        (stored,) = conn.execute("SELECT id FROM memory_public WHERE public_id = ?", (mid,)).fetchone()
+        conn.execute("DROP TABLE memory_public")  # version 9 had no public ids (migration 26)
+        assert conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (stored,)).rowcount == 1
+        conn.execute("INSERT INTO memories_fts(rowid, content, context) VALUES (?, ?, '')", (stored, old))
         conn.execute("UPDATE store_meta SET value = '9' WHERE key = 'schema_version'")
     conn.close()
     with RobotMemory(tmp_path, robot_id="r1") as m:
