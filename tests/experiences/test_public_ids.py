@@ -6,9 +6,11 @@ Memories stored before public ids keep the ids robots were given; dumps and load
 from __future__ import annotations
 
 import contextlib
+import json
 import random
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -178,3 +180,84 @@ async def test_on_postgresql_too(pg_store: PostgresStore, taken_then_fresh: list
             await svc.get(A, 2)  # its stored id
     finally:
         repo.close()
+
+
+def test_public_ids_of_more_memories_than_sqlite_takes_parameters(tmp_path: Path) -> None:
+    """An import's every id, or a long session's consolidation, in one lookup: past SQLite's
+    limit on parameters it raised "too many SQL variables" (review)."""
+    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
+        shown = [mem.learn(f"crate {k} weighs {k + 1} kg")["memory_id"] for k in range(3)]
+    with contextlib.closing(sqlite3.connect(tmp_path / "index.db")) as conn:
+        conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+        public = storage.public_ids(conn, range(1, 5001))
+    assert [public[i] for i in (1, 2, 3)] == shown
+    assert public[4] == 4  # no such memory: its own id, as for a memory without a drawn one
+    assert len(public) == 5000
+
+
+def _archive_line(dump: Path, table: str, **changed: object) -> None:
+    path = dump / "archive" / f"{table}.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows[0].update(changed)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("table", "changed", "why"),
+    [
+        ("memory_public", {"public_id": 7}, "not a public id"),  # shown as 7, yet 7 would find nothing
+        ("memory_public", {"public_id": 2 * PUBLIC_FROM}, "not a public id"),
+        ("memories", {"id": PUBLIC_FROM + 5}, "not a stored id"),  # a stored id in the public range
+    ],
+)
+def test_a_load_refuses_ids_in_the_other_range(
+    tmp_path: Path, table: str, changed: dict[str, object], why: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with RobotMemory(tmp_path / "a", robot_id="rap-1") as mem:
+        mem.learn("the forklift charger is in bay 4")
+    dump = _dump(tmp_path / "a", tmp_path / "dump")
+    _archive_line(dump, table, **changed)
+    capsys.readouterr()
+    assert cli.main(["load", "--data-dir", str(tmp_path / "b"), str(dump)]) == 1
+    assert why in capsys.readouterr().err
+    with RobotMemory(tmp_path / "b", robot_id="rap-1") as mem:
+        assert mem.recall("forklift charger") == []  # nothing was loaded
+
+
+def test_an_older_dump_with_ids_written_as_whole_floats_shows_them_by_their_own_ids(tmp_path: Path) -> None:
+    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
+        drawn = mem.learn("the ramp by dock 2 is wet")["memory_id"]
+    dump = _dump(tmp_path, tmp_path / "dump")
+    (dump / "archive" / "memory_public.jsonl").unlink()
+    _archive_line(dump, "memories", id=1.0)  # a hand-made or another tool's archive
+    assert cli.main(["load", "--data-dir", str(tmp_path), str(dump)]) == 0
+    with RobotMemory(tmp_path, robot_id="rap-1") as mem:
+        assert mem.get(1)["content"] == "the ramp by dock 2 is wet"
+        with pytest.raises(NotFound):
+            mem.get(drawn)
+
+
+@pytest.mark.postgres
+def test_postgresql_refuses_a_public_id_two_memories_would_share(
+    tmp_path: Path, pg_cluster: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for var in ("MEMORY_DATABASE_URL", "MEMORY_DATA_DIR", "MEMORY_TOKEN", "MEMORY_ROBOT_TOKENS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("MEMORY_EMBEDDER", "none")
+    with RobotMemory(tmp_path / "a", robot_id="rap-1") as mem:
+        first = mem.learn("the lift is slow")["memory_id"]
+        mem.learn("the ramp is wet")
+    dump = _dump(tmp_path / "a", tmp_path / "dump")
+    path = dump / "archive" / "memory_public.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    rows[1]["public_id"] = first  # two lines, one public id
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pg_cluster.database("public_ids") as url:
+        monkeypatch.setenv("MEMORY_DATABASE_URL", url)
+        capsys.readouterr()
+        assert cli.main(["load", str(dump)]) == 1
+        err = capsys.readouterr().err
+        assert "memory_public.jsonl line 2 has public_id" in err
+        assert "Traceback" not in err
+        assert cli.main(["stats"]) == 0
+        assert json.loads(capsys.readouterr().out)["memories"] == 0  # nothing was loaded

@@ -18,6 +18,7 @@ from robot_mcp_memory.search.resilient import Offload
 from robot_mcp_memory.search.sqlite.vectorstore import Embedded
 from robot_mcp_memory.search.vectors import KeyFilter
 from robot_mcp_memory.tenancy.principal import STDIO
+from tests.experiences.conftest import stored_id
 
 
 class StubVectors:
@@ -83,7 +84,10 @@ async def test_hybrid_recall_fuses_a_semantic_match_that_shares_no_word(memory: 
     assert found.hits[0].score == 1.0
     filtered = await svc.recall(STDIO, query, n=5, context_filter={"task.success": True})
     assert {h.memory.id for h in filtered.hits} == {a.memory_id, c.memory_id}
-    assert b.memory_id not in (stub.searches[-1] or [])  # the vector search ranked only within the filter
+    searched = stub.searches[-1] or []  # stored ids, as the vector index files them
+    assert searched  # the vector search ranked only within the filter:
+    assert stored_id(memory, b.memory_id) not in searched
+    assert stored_id(memory, a.memory_id) in searched
 
 
 async def test_semantic_dedup_proposes_and_numbers_decide(memory: Memory) -> None:

@@ -153,7 +153,8 @@ async def test_ids_are_kept_and_the_next_memory_gets_a_new_one(memory: Memory, p
     source_ids = sorted(int(r[0]) for r in memory.index.read_blocking(lambda c: c.execute("SELECT id FROM memories")))
     assert sorted(int(r[0]) for r in target.rows("SELECT id FROM memories")) == source_ids
     learned = await target.experiences().learn(STDIO, "a memory written after the move")
-    assert learned.memory_id > max(source_ids)
+    (stored,) = target.rows(f"SELECT id FROM memory_public WHERE public_id = {int(learned.memory_id)}")  # noqa: S608
+    assert int(stored[0]) > max(source_ids)  # the sequence moved past the copied ids
 
 
 async def test_a_copy_into_a_target_that_is_not_empty_is_refused_and_changes_nothing(

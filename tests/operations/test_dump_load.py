@@ -62,7 +62,7 @@ def _load(data: Path, src: Path) -> int:
 
 def _rows_of(data: Path) -> Rows:
     """Every row of the tables a load writes, the memory index's entries and the vectors."""
-    tables = ("processes", "fleet_groups", "fleet_robots", "memories", "memory_tags", "sessions")
+    tables = ("processes", "fleet_groups", "fleet_robots", "memories", "memory_tags", "memory_public", "sessions")
     with contextlib.closing(sqlite3.connect(data / "index.db")) as conn:
         rows = {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in tables}  # noqa: S608
         rows["memories_fts"] = conn.execute("SELECT rowid, content, context FROM memories_fts ORDER BY 1").fetchall()

@@ -8,6 +8,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from robot_mcp_memory.experiences.model import PUBLIC_FROM
+
 #: Not in the archive: processes travel as markdown, the schema version is the file's own.
 NOT_ARCHIVED = ("processes", "store_meta")
 ARCHIVE = "archive"
@@ -32,6 +34,16 @@ def loadable(table: str, row: Mapping[str, Any]) -> str | None:
     showing the row fail, and the index rebuild with them."""
     if table == "memories" and "content" in row and not isinstance(row["content"], str):
         return "has content that is not text (a JSON string)"
+    # Stored ids stay below the public ones, which are drawn above (`model.PUBLIC_FROM`): a
+    # memory is shown by the one or the other, and a lookup tells them apart by the range.
+    if table == "memories" and isinstance(row.get("id"), int | float) and row["id"] >= PUBLIC_FROM:
+        return f"has id {row['id']!r}, which is not a stored id (below {PUBLIC_FROM:,})"
+    if table == "memory_public":
+        value = row.get("public_id")
+        if isinstance(value, int | float) and not PUBLIC_FROM <= value < 2 * PUBLIC_FROM:
+            return (
+                f"has public_id {value!r}, which is not a public id (from {PUBLIC_FROM:,} to {2 * PUBLIC_FROM - 1:,})"
+            )
     if table in ("memories", "sessions"):
         for col, value in row.items():
             if col.endswith("_at") and isinstance(value, int | float) and not TIMES[0] <= value <= TIMES[1]:

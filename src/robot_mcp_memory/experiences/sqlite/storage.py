@@ -569,13 +569,14 @@ def _tags(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[str, 
 def give_public_id(conn: sqlite3.Connection, mid: int) -> int:
     """Draw memory `mid`'s public id (another draw for one already taken), in the caller's
     transaction; a row left by a memory deleted by hand whose id came round again is replaced."""
-    while True:
+    while True:  # one writer at a time: what this read finds free stays free until the insert
         pid = draw_public_id()
-        if conn.execute(
-            "INSERT INTO memory_public(id, public_id) VALUES (?, ?) ON CONFLICT(public_id) DO NOTHING "
-            "ON CONFLICT(id) DO UPDATE SET public_id = excluded.public_id",
-            (mid, pid),
-        ).rowcount:
+        if conn.execute("SELECT 1 FROM memory_public WHERE public_id = ?", (pid,)).fetchone() is None:
+            conn.execute(
+                "INSERT INTO memory_public(id, public_id) VALUES (?, ?) "
+                "ON CONFLICT(id) DO UPDATE SET public_id = excluded.public_id",
+                (mid, pid),
+            )
             return pid
 
 
@@ -600,9 +601,13 @@ def drop_public_ids(conn: sqlite3.Connection, ids: Iterable[int]) -> None:
 def public_ids(conn: sqlite3.Connection, ids: Iterable[int]) -> dict[int, int]:
     """The public id of each stored id in `ids` (its own where it has none drawn)."""
     out = {i: i for i in ids}
-    if out:
-        marks = ",".join("?" * len(out))
-        out.update(conn.execute(f"SELECT id, public_id FROM memory_public WHERE id IN ({marks})", list(out)))  # noqa: S608
+    if out:  # one JSON parameter, however many ids (an import's, a long session's)
+        out.update(
+            conn.execute(
+                "SELECT id, public_id FROM memory_public WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(out)),),
+            )
+        )
     return out
 
 

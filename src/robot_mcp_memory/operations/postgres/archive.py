@@ -274,6 +274,8 @@ def load_tables(conn: Connection, src: Path, interrupt: Callable[[], None]) -> d
                 raise InvalidInput(f"{path} line {n} {why}; nothing was loaded")
             checked.append(_memory(row) if table.name == "memories" else dict(row))
         _refuse_dangling(conn, table, path, rows, checked, memory_ids)
+        if table.name == "memory_public":
+            _refuse_taken(conn, path, rows, checked)
         if table.name == "memories":
             memory_ids = {int(r["id"]) for r in checked}
             # A loaded memory is shown as the archive shows it: by the public id its memory_public
@@ -340,6 +342,31 @@ def _refuse_dangling(
             raise InvalidInput(
                 f"{path} line {n} has {column} {shown}, which names no row of {target}; nothing was loaded"
             )
+
+
+def _refuse_taken(
+    conn: Connection, path: Path, rows: Sequence[tuple[int, Mapping[str, Any]]], checked: Sequence[Mapping[str, Any]]
+) -> None:
+    """`InvalidInput` for a public id another line of the file, or another memory of the store,
+    already shows (each shows one memory), naming the line, as SQLite's load does."""
+    ids = [int(r["id"]) for r in checked if r.get("id") is not None]
+    wanted = [int(r["public_id"]) for r in checked if r.get("public_id") is not None]
+    held = {
+        int(p)
+        for (p,) in conn.execute(
+            "SELECT public_id FROM memory_public WHERE public_id = ANY(%s) AND id <> ALL(%s)", (wanted, ids)
+        )
+    }
+    seen: set[int] = set()
+    for (n, _), row in zip(rows, checked, strict=True):
+        value = row.get("public_id")
+        if value is None:
+            continue
+        if int(value) in seen or int(value) in held:
+            raise InvalidInput(
+                f"{path} line {n} has public_id {int(value)}, which another memory has; nothing was loaded"
+            )
+        seen.add(int(value))
 
 
 def _refuse_unlinked(conn: Connection, ids: Sequence[int]) -> None:

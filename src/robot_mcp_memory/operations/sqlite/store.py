@@ -54,7 +54,8 @@ def _before_load(conn: Any, table: str, rows: list[dict[str, Any]]) -> None:
     ids) by their own id."""
     vector_repo.drop_loaded_vectors(conn, table, rows)
     if table == "memories":
-        storage.drop_public_ids(conn, [row["id"] for row in rows if isinstance(row.get("id"), int)])
+        ids = [row.get("id") for row in rows]  # a whole number may come as 2.0: the column takes it as 2
+        storage.drop_public_ids(conn, [int(i) for i in ids if isinstance(i, int | float) and float(i).is_integer()])
 
 
 def _carries(archive_dir: Path | None) -> tuple[bool, bool]:
