@@ -141,7 +141,7 @@ def insert_memory(conn: Connection, new: NewMemory, now: float) -> int:
     return mid
 
 
-def give_public_id(conn: Connection, mid: int) -> int:
+def give_public_id(conn: Connection, mid: int) -> None:
     """Draw memory `mid`'s public id (another draw for one already taken), in the caller's
     transaction; a row left by a memory deleted by hand whose id came round again is replaced."""
     while True:
@@ -149,9 +149,9 @@ def give_public_id(conn: Connection, mid: int) -> int:
         if conn.execute(
             "INSERT INTO memory_public(id, public_id) VALUES (%s, %s) ON CONFLICT DO NOTHING", (mid, pid)
         ).rowcount:
-            return pid
+            return
         if conn.execute("UPDATE memory_public SET public_id = %s WHERE id = %s", (pid, mid)).rowcount:
-            return pid  # the left-over row; else the id drawn was taken: draw again
+            return  # the left-over row; else the id drawn was taken: draw again
 
 
 def stored_id(conn: Connection, public_id: int) -> int | None:
@@ -165,6 +165,12 @@ def stored_id(conn: Connection, public_id: int) -> int | None:
             (public_id,),
         ).fetchone()
     return None if row is None else int(row[0])
+
+
+def select_public(conn: Connection, public_id: int) -> Experience | None:
+    """The memory shown as `public_id`, or None."""
+    mid = stored_id(conn, public_id)
+    return None if mid is None else select_one(conn, mid)
 
 
 def public_ids(conn: Connection, ids: Iterable[int]) -> dict[int, int]:
@@ -430,6 +436,7 @@ __all__ = [
     "rows_of",
     "same_facts_ids",
     "select_one",
+    "select_public",
     "select_session",
     "session_of",
     "session_text",

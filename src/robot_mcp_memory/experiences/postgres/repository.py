@@ -86,8 +86,7 @@ class View:
         return records.select_one(self.conn, mid)
 
     def select_public(self, public_id: int) -> Experience | None:
-        mid = records.stored_id(self.conn, public_id)
-        return None if mid is None else records.select_one(self.conn, mid)
+        return records.select_public(self.conn, public_id)
 
     def public_ids(self, ids: Iterable[int]) -> dict[int, int]:
         return records.public_ids(self.conn, ids)
@@ -278,11 +277,7 @@ class PostgresMemories:
         return await self._read(lambda c: catalogue.page(c, f, limit, offset))
 
     async def one(self, public_id: int) -> Experience | None:
-        def read(c: Connection) -> Experience | None:
-            mid = records.stored_id(c, public_id)
-            return None if mid is None else records.select_one(c, mid)
-
-        return await self._read(read)
+        return await self._read(lambda c: records.select_public(c, public_id))
 
     async def sessions(
         self, visible: frozenset[str] | None, collection: str, robot: str, limit: int, offset: int

@@ -73,12 +73,6 @@ def page(conn: sqlite3.Connection, f: Filters, limit: int, offset: int) -> tuple
     return [rows[i] for i in ids if i in rows], total
 
 
-def one(conn: sqlite3.Connection, public_id: int) -> Experience | None:
-    """The memory shown as `public_id` (`model.PUBLIC_FROM`)."""
-    mid = storage.stored_id(conn, public_id)
-    return None if mid is None else storage.select_one(conn, mid)
-
-
 def sessions(
     conn: sqlite3.Connection, visible: frozenset[str] | None, collection: str, robot: str, limit: int, offset: int
 ) -> tuple[list[SessionRow], int]:

@@ -75,8 +75,7 @@ class View:
         return storage.select_one(self.conn, mid)
 
     def select_public(self, public_id: int) -> Experience | None:
-        mid = storage.stored_id(self.conn, public_id)
-        return None if mid is None else storage.select_one(self.conn, mid)
+        return storage.select_public(self.conn, public_id)
 
     def public_ids(self, ids: Iterable[int]) -> dict[int, int]:
         return storage.public_ids(self.conn, ids)
@@ -189,7 +188,7 @@ class SqliteMemories:
         return await self.store.read(lambda c: browse_repo.page(c, f, limit, offset))
 
     async def one(self, public_id: int) -> Experience | None:
-        return await self.store.read(lambda c: browse_repo.one(c, public_id))
+        return await self.store.read(lambda c: storage.select_public(c, public_id))
 
     async def sessions(
         self, visible: frozenset[str] | None, collection: str, robot: str, limit: int, offset: int

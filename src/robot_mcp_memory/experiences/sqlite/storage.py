@@ -566,7 +566,7 @@ def _tags(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[str, 
     return {k: tuple(v) for k, v in out.items()}
 
 
-def give_public_id(conn: sqlite3.Connection, mid: int) -> int:
+def give_public_id(conn: sqlite3.Connection, mid: int) -> None:
     """Draw memory `mid`'s public id (another draw for one already taken), in the caller's
     transaction; a row left by a memory deleted by hand whose id came round again is replaced."""
     while True:  # one writer at a time: what this read finds free stays free until the insert
@@ -577,7 +577,7 @@ def give_public_id(conn: sqlite3.Connection, mid: int) -> int:
                 "ON CONFLICT(id) DO UPDATE SET public_id = excluded.public_id",
                 (mid, pid),
             )
-            return pid
+            return
 
 
 def stored_id(conn: sqlite3.Connection, public_id: int) -> int | None:
@@ -591,6 +591,12 @@ def stored_id(conn: sqlite3.Connection, public_id: int) -> int | None:
             (public_id,),
         ).fetchone()
     return None if row is None else int(row[0])
+
+
+def select_public(conn: sqlite3.Connection, public_id: int) -> Experience | None:
+    """The memory shown as `public_id`, or None."""
+    mid = stored_id(conn, public_id)
+    return None if mid is None else select_one(conn, mid)
 
 
 def drop_public_ids(conn: sqlite3.Connection, ids: Iterable[int]) -> None:
@@ -813,6 +819,7 @@ __all__ = [
     "rows_of",
     "same_facts_ids",
     "select_one",
+    "select_public",
     "select_session",
     "session_text",
     "stored_id",

@@ -175,9 +175,7 @@ def drop_loaded_vectors(conn: sqlite3.Connection, table: str, rows: list[dict[st
     if table != "memories":
         return
     for row in rows:
-        mid = row.get("id")
-        if isinstance(mid, float) and mid.is_integer():  # 2.0 is stored as the id 2
-            mid = int(mid)
+        mid = row.get("id")  # an integer, as the loader's derive made it (2.0 is the id 2)
         if not isinstance(mid, int):
             continue  # a new row, given the next id: no vector was made for it
         stored = conn.execute("SELECT content FROM memories WHERE id = ?", (mid,)).fetchone()

@@ -37,8 +37,15 @@ DATABASES = ("index.db", "lessons.db")
 
 def _derive(table: str, row: Mapping[str, Any]) -> dict[str, Any]:
     """An archive row as it is stored: a memory's dedup keys are recomputed from its text
-    (`index_repo.with_dedup_keys`), never taken from the archive."""
-    return index_repo.with_dedup_keys(row) if table == "memories" else dict(row)
+    (`index_repo.with_dedup_keys`), never taken from the archive, and an id written as a whole
+    float (2.0) is the integer the column stores (2), for every step of the load after this."""
+    if table != "memories":
+        return dict(row)
+    out = index_repo.with_dedup_keys(row)
+    mid = out.get("id")
+    if isinstance(mid, float) and mid.is_integer():
+        out["id"] = int(mid)
+    return out
 
 
 #: Columns naming a row without a foreign key (a memory is kept when its session or its successor
@@ -54,8 +61,7 @@ def _before_load(conn: Any, table: str, rows: list[dict[str, Any]]) -> None:
     ids) by their own id."""
     vector_repo.drop_loaded_vectors(conn, table, rows)
     if table == "memories":
-        ids = [row.get("id") for row in rows]  # a whole number may come as 2.0: the column takes it as 2
-        storage.drop_public_ids(conn, [int(i) for i in ids if isinstance(i, int | float) and float(i).is_integer()])
+        storage.drop_public_ids(conn, [row["id"] for row in rows if isinstance(row.get("id"), int)])
 
 
 def _carries(archive_dir: Path | None) -> tuple[bool, bool]:
