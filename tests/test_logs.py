@@ -26,6 +26,27 @@ def _raised(exc: BaseException) -> BaseException:
         return caught
 
 
+class _Writes(io.StringIO):
+    """A stream keeping each write it is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.writes.append(text)
+        return super().write(text)
+
+
+def test_each_record_is_one_write_with_its_newline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers share one stderr, which writes through: a record and its newline written apart
+    let two workers' records run into one line (seen in the workers' e2e test's log)."""
+    out = _Writes()
+    monkeypatch.setattr(sys, "stderr", out)  # the logger looks stderr up when it is made
+    logs._stderr_logger().msg('{"event": "serve.worker"}')
+    assert out.writes == ['{"event": "serve.worker"}\n']
+
+
 def test_a_library_warning_is_a_json_line_naming_its_logger(monkeypatch: pytest.MonkeyPatch) -> None:
     out = io.StringIO()
     monkeypatch.setattr(sys, "stderr", out)  # the handler looks stderr up when it writes

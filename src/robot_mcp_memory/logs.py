@@ -34,11 +34,13 @@ def _redact(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[
 _tracebacks = structlog.processors.ExceptionRenderer(ExceptionDictTransformer(show_locals=False))
 
 
-def _stderr_logger(*_: Any) -> structlog.PrintLogger:
+def _stderr_logger(*_: Any) -> structlog.WriteLogger:
     """Resolve ``sys.stderr`` when a logger is made, not once at configure time: whoever swaps
     stderr later (a test runner's capture, a daemoniser) is honoured, and a closed stream from an
-    earlier phase is never written to."""
-    return structlog.PrintLogger(file=sys.stderr)
+    earlier phase is never written to. Each line is one write, its newline included: stderr
+    writes through, so `print`'s two writes (the text, then the newline) let the workers of
+    ``MEMORY_WORKERS``, sharing one stderr, run two records into one line."""
+    return structlog.WriteLogger(file=sys.stderr)
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
