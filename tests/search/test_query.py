@@ -23,7 +23,7 @@ def test_a_query_holds_its_content_words_phrases_and_slots() -> None:
     assert q.text == "Turn the red block left"
     assert q.content == ("Turn", "red", "block", "left")
     assert q.phrases == ("Turn", "red", "block", "left", "Turnred", "redblock", "blockleft")
-    assert q.slots == {"colour": frozenset({"red"}), "side": frozenset({"left"})}
+    assert q.slots == {"colour": frozenset({"red"}), "side": frozenset({"left"}), "shape": frozenset({"cube"})}
     assert q.searchable
 
 

@@ -63,7 +63,39 @@ _EN = {
     "door": {"open": "open opened opening", "closed": "close closed closing shut"},
     "size": {"big": "big large huge giant", "small": "small little tiny mini"},
     "heat": {"hot": "hot warm heated", "cold": "cold iced chilled frozen"},
+    # Object identity: what is handled, in two slots, so that "put the ball in the box" is
+    # contradicted by "… the cube in the box" (shape) though both name the box.
+    "shape": {
+        "ball": "ball balls sphere spheres orb",
+        "cube": "cube cubes block blocks",
+        "cylinder": "cylinder cylinders",
+        "ring": "ring rings",
+        "pyramid": "pyramid pyramids cone cones",
+    },
+    "tool": {
+        "screwdriver": "screwdriver screwdrivers",
+        "wrench": "wrench wrenches spanner spanners",
+        "pliers": "pliers",
+        "hammer": "hammer hammers",
+        "drill": "drill drills",
+        "scissors": "scissors",
+    },
 }
+
+#: Two words that name one value together, read before either alone: "counter-clockwise" is
+#: two tokens, the second of which alone says the opposite; "power up" switches on, where "up"
+#: alone is an amount.
+_EN_PHRASES: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
+    ("counter", "clockwise"): (("rotation", "ccw"),),
+    ("anti", "clockwise"): (("rotation", "ccw"),),
+    ("power", "up"): (("power", "on"),),
+    ("start", "up"): (("power", "on"),),
+    ("power", "down"): (("power", "off"),),
+    ("shut", "down"): (("power", "off"),),
+    ("shut", "off"): (("power", "off"),),
+}
+#: An ordinal in digits: 1st, 2nd, 3rd, 4th, 21st.
+_ORDINAL = re.compile("^([0-9]{1,6})(?:st|nd|rd|th)$")
 
 _NUMBER_WORDS = {
     "one": 1, "single": 1, "first": 1, "two": 2, "pair": 2, "second": 2, "three": 3, "third": 3,
@@ -87,6 +119,16 @@ _ZH: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("关掉 关闭 关上 关灯 停止", (("power", "off"), ("door", "closed"))),
     ("热 热的 加热", (("heat", "hot"),)),
     ("冷 冷的 冰 冰的", (("heat", "cold"),)),
+    ("方块 方块儿 积木 立方体", (("shape", "cube"),)),
+    ("圆柱 圆柱体", (("shape", "cylinder"),)),
+    ("圆环 环", (("shape", "ring"),)),
+    ("三角锥 锥 锥体 金字塔", (("shape", "pyramid"),)),
+    ("螺丝刀 起子", (("tool", "screwdriver"),)),
+    ("扳手", (("tool", "wrench"),)),
+    ("钳子 老虎钳", (("tool", "pliers"),)),
+    ("锤子 榔头", (("tool", "hammer"),)),
+    ("电钻", (("tool", "drill"),)),
+    ("剪刀", (("tool", "scissors"),)),
 )
 #: Chinese characters that name a value in any word holding them (红色, 红的, 向右转, 左转).
 _ZH_CHARS = {
@@ -94,6 +136,7 @@ _ZH_CHARS = {
     "黄": ("colour", "yellow"), "黑": ("colour", "black"), "紫": ("colour", "purple"),
     "粉": ("colour", "pink"), "棕": ("colour", "brown"), "灰": ("colour", "grey"),
     "橙": ("colour", "orange"), "左": ("side", "left"), "右": ("side", "right"),
+    "球": ("shape", "ball"),
 }  # fmt: skip
 #: "on" is a switch position after a switching verb ("turn on the lamp") or when no noun phrase
 #: follows it ("switch the fan on", "put the light on at my desk"); before one it is mostly the
@@ -157,13 +200,23 @@ def slots(tokens: Iterable[str]) -> dict[str, frozenset[str]]:
     found: dict[str, set[str]] = {}
     toks = list(tokens)
     run: list[int] = []
+    skip = False
     for i, tok in enumerate(toks):
+        if skip:  # the second word of a phrase read with the first
+            skip = False
+            continue
         spelled = _NUMBER_WORDS.get(tok, 0 if tok in ("oh", "zero") and run else None)
         if spelled is not None:
             run.append(spelled)
         elif run:
             found.setdefault("number", set()).update(_spelled(run))
             run = []
+        phrase = _EN_PHRASES.get((tok, toks[i + 1])) if i + 1 < len(toks) else None
+        if phrase is not None:
+            for slot, value in phrase:
+                found.setdefault(slot, set()).add(value)
+            skip = True
+            continue
         if tok == "on":
             after = toks[i + 1] if i + 1 < len(toks) else None
             if (i and toks[i - 1] in _SWITCHING) or after is None or after not in _DETERMINERS:
@@ -176,8 +229,11 @@ def slots(tokens: Iterable[str]) -> dict[str, frozenset[str]]:
             for slot, value in pairs:
                 found.setdefault(slot, set()).add(value)
         elif tok.isascii():
+            ordinal = _ORDINAL.match(tok)
             if tok.isdigit() and len(tok) <= 6:
                 found.setdefault("number", set()).add(str(int(tok)))
+            elif ordinal is not None:
+                found.setdefault("number", set()).add(str(int(ordinal.group(1))))
         else:
             n = _zh_number(tok) if tok != "一个" else None
             if n is not None:
