@@ -405,3 +405,34 @@ async def test_a_question_naming_an_error_code_finds_the_memory_holding_it_first
     assert found.mode == ("hybrid" if hybrid else "keyword")
     assert found.hits[0].memory.id == code.memory_id
     assert found.hits[0].score == 1.0
+
+
+@pytest.mark.parametrize("hybrid", [True, False], ids=["hybrid", "keyword"])
+async def test_a_memory_of_another_colour_or_outcome_ranks_below_the_one_the_query_describes(
+    memory: Memory, hybrid: bool
+) -> None:
+    """`search.agreement` in recall: the same task with another colour, or the same task that
+    succeeded, weighs more here (real-world data) and shares most of the query's words; it
+    contradicts a slot the query names and is demoted, in either mode."""
+    svc = memory.experiences if hybrid else keyword_only(memory)
+    target = await svc.learn(
+        STDIO, "Pick the red cube from the tray failed because the vacuum seal leaked", context={"source": "sim"}
+    )
+    blue = await svc.learn(
+        STDIO, "Pick the blue cube from the tray failed because the vacuum seal leaked", context={"source": "real"}
+    )
+    worked = await svc.learn(
+        STDIO,
+        "Pick the red cube from the tray succeeded even though the vacuum seal leaked",
+        context={"source": "real"},
+    )
+    found = await svc.recall(STDIO, "why did pick the red cube from the tray fail", n=3)
+    assert found.mode == ("hybrid" if hybrid else "keyword")
+    assert found.hits[0].memory.id == target.memory_id
+    assert {h.memory.id for h in found.hits[1:]} == {blue.memory_id, worked.memory_id}  # demoted, not hidden
+    # n = 1: the one match ranked first by weight contradicts, so the pool is ranked instead
+    assert [
+        h.memory.id for h in (await svc.recall(STDIO, "why did pick the red cube from the tray fail", n=1)).hits
+    ] == [target.memory_id]
+    plain = await svc.recall(STDIO, "pick the cube from the tray", n=3)  # names no colour or outcome
+    assert plain.hits[0].memory.id != target.memory_id  # the weight decides, as before

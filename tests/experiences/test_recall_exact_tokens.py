@@ -3,7 +3,8 @@ hybrid mode, with the real default embedder, among 1,200 robot-experience memori
 (`bench/experience_eval.py`: error codes, part numbers, serials and lab tags; six memories of
 the same task beside each token's; a third of the memories real-world, which weigh more), and a
 question naming an error code, part number or serial among other words finds it first in
-either mode.
+either mode; a question describing a task that failed finds its memory above the same task with
+another colour, another object or a success.
 
 Reciprocal-rank fusion counted a decisive keyword match as one rank ahead: a sibling memory
 second by keyword and first by weighted cosine outranked it, and a real-world near-duplicate
@@ -73,14 +74,41 @@ def test_hybrid_recall_puts_the_memory_a_unique_token_or_its_exact_text_names_fi
     assert firsts(svc, ids, family, "hybrid", served) >= cases - 1
 
 
-@pytest.mark.parametrize("family", ["token", "code"])
-def test_keyword_recall_puts_the_memory_a_unique_token_names_first(
+@pytest.mark.parametrize("served", [False, True], ids=["blocking", "served"])
+def test_hybrid_recall_puts_the_memory_a_question_describes_above_its_hard_negatives(
+    filled: tuple[Memory, dict[str, int]], served: bool
+) -> None:
+    """Beside each target, the same task with another colour, another object, or that succeeded
+    (one source for all four). Fusion by ranks alone let the vector list's first — another
+    verb or object, the same colour — pass the keyword list's first (11 of 20): the keyword
+    list's share now scales with how much of the query each match holds."""
+    memory, ids = filled
+    svc = memory.experiences if served else memory.experiences.blocking()
+    assert firsts(svc, ids, "hard", "hybrid", served) >= len(EVAL.of("hard")) - 1
+
+
+def keyword_service(memory: Memory) -> ExperienceService:
+    svc = memory.experiences
+    return ExperienceService(svc.store, svc.policy, default_robot="cell-arm-1").blocking()
+
+
+@pytest.mark.parametrize("family", ["token", "code", "exact"])
+def test_keyword_recall_puts_the_memory_a_unique_token_or_its_exact_text_names_first(
     filled: tuple[Memory, dict[str, int]], family: Family
 ) -> None:
     memory, ids = filled
-    svc = memory.experiences
-    keyword_only = ExperienceService(svc.store, svc.policy, default_robot="cell-arm-1").blocking()
-    assert firsts(keyword_only, ids, family, "keyword") >= len(EVAL.of(family)) - 1
+    assert firsts(keyword_service(memory), ids, family, "keyword") >= len(EVAL.of(family)) - 1
+
+
+def test_keyword_recall_demotes_the_hard_negatives_that_name_another_colour_or_outcome(
+    filled: tuple[Memory, dict[str, int]],
+) -> None:
+    """Keyword-only (before the model is ready, or in an outage) has no cosine: a memory
+    naming another colour, or a success for a question about a failure, weighed as much as
+    the target (11 of 20 first); `search.agreement` demotes them. Another object is left to
+    bm25."""
+    memory, ids = filled
+    assert firsts(keyword_service(memory), ids, "hard", "keyword") >= 17
 
 
 async def test_over_mcp_the_recall_tool_puts_them_first_too(filled: tuple[Memory, dict[str, int]]) -> None:

@@ -19,6 +19,15 @@ Invariants:
   above every other candidate, in fusion's order within each tier; the rest keep fusion's
   order. Only candidates already within the filters are raised, and the experience weight still
   orders each list.
+- In the fusion, each keyword match's share is scaled by its relevance over the list's best
+  (how much of the query it holds beside the best match): by ranks alone, the vector list's
+  first — the same colour and object, another verb — passed the keyword list's first, which
+  held every word of the question.
+- A memory that contradicts a slot the query names (`search.agreement`: another colour, side,
+  shape, outcome …) has its score multiplied by `agreement.DEMOTION` per slot before the tiers
+  are raised, in both modes; it never promotes. Checked among the pool's best (keyword recall
+  ranks `HYBRID_POOL` matches once one of its first `n` contradicts): exact while `n` of
+  them agree, else the best of the pool.
 """
 
 from __future__ import annotations
@@ -41,7 +50,7 @@ from robot_mcp_memory.experiences.ports import (
     Snapshot,
     Weighed,
 )
-from robot_mcp_memory.search import fusion, segment
+from robot_mcp_memory.search import agreement, fusion, segment
 
 Mode = Literal["keyword", "hybrid", "filter"]
 #: The query's vector, off the event loop unless the query cache holds it (or None when the
@@ -124,9 +133,17 @@ async def ranked(
     sp = scope.spatial
     order: Order = "score" if sp is None else "blend"
     names = fusion.identifiers(query) if match else []
+    wanted = _query_slots(query) if match else {}
     limit = max(n, HYBRID_POOL) if names else n
     rows = await memories.snapshot(lambda s: s.rank(scope, match, order, limit, include_data))
+    if wanted and limit < HYBRID_POOL and len(rows) == limit and _contradicted(wanted, rows):
+        # a demoted one may fall below matches past the n read: rank the pool instead
+        limit = HYBRID_POOL
+        rows = await memories.snapshot(lambda s: s.rank(scope, match, order, limit, include_data))
     scored = [(r, r.score if r.blend is None else r.blend) for r in rows]
+    if wanted:
+        scored = [(r, x * agreement.factor(wanted, agreement.text_slots(r.memory.content))) for r, x in scored]
+        scored.sort(key=lambda rx: -rx[1])  # stable: ties keep the index's order
     if names:
         top = max((x for _, x in scored), default=0.0) or 1.0
         scored = [(r, x + top if fusion.holds_identifiers(names, r.memory.content) else x) for r, x in scored]
@@ -147,8 +164,10 @@ async def hybrid(
     """Keyword and vector lists, both within the filters (the vector list ranks only the ids
     that passed every filter, in the same snapshot), each ordered by relevance × the experience
     weight (source × (0.5 + 0.5 × decayed confidence)) as keyword recall orders its matches,
-    fused by weighted RRF; then the spatial blend and normalisation. None when no query vector
-    or no stored vector exists: the caller runs keyword recall and says so."""
+    fused by weighted RRF (the keyword share scaled by relevance over the best), agreement
+    demoting what contradicts the query's slots; then the spatial blend and normalisation.
+    None when no query vector or no stored vector exists: the caller runs keyword recall and
+    says so."""
     if not v.would_embed():
         return None
     pool = max(HYBRID_POOL, 3 * n)
@@ -216,6 +235,24 @@ async def hybrid(
 
     top = fusion.best_possible(v.weights, v.k) or 1.0
     names = fusion.identifiers(query)
+    wanted = _query_slots(query)
+
+    def agreeing(fused: dict[str, float], texts: Callable[[list[int]], Mapping[int, str]]) -> dict[str, float]:
+        """`fused` with its best `pool` that contradict the query's slots demoted: only its best
+        `n` (read anyway) when none of them does, as none below can then pass them."""
+        if not wanted:
+            return fused
+        order = sorted(fused, key=lambda ref: -fused[ref])
+        text = texts([int(ref) for ref in order[:n]])
+        if not any(agreement.factor(wanted, agreement.text_slots(t)) < 1.0 for t in text.values()):
+            return fused
+        head = order[:pool]
+        text = texts([int(ref) for ref in head])
+        out = dict(fused)
+        for ref in head:
+            if int(ref) in text:
+                out[ref] *= agreement.factor(wanted, agreement.text_slots(text[int(ref)]))
+        return out
 
     def sure(
         keyword: Sequence[tuple[int, float]],
@@ -239,12 +276,16 @@ async def hybrid(
             fused = fusion.promoted(fused, named, top)
         return fusion.promoted(fused, [str(m) for m, cos in vec if cos >= EXACT_COSINE], 2 * top)
 
-    def fuse(keyword: Sequence[int], vec: Sequence[tuple[int, float]], weight: Mapping[int, float]) -> dict[str, float]:
+    def fuse(
+        keyword: Sequence[tuple[int, float]], vec: Sequence[tuple[int, float]], weight: Mapping[int, float]
+    ) -> dict[str, float]:
         vec_order = sorted(
             ((m, max(cos, 0.0) * weight[m]) for m, cos in vec if cos >= MIN_COSINE and m in weight),
             key=lambda x: (-x[1], -x[0]),
         )
-        return fusion.rrf([[str(m) for m in keyword], [str(m) for m, _ in vec_order]], v.weights, v.k)
+        best = max((rel for _, rel in keyword), default=0.0)
+        cover = {str(m): max(rel, 0.0) / best for m, rel in keyword} if best > 0 else None
+        return fusion.rrf([[str(m) for m, _ in keyword], [str(m) for m, _ in vec_order]], v.weights, v.k, [cover, None])
 
     def read(s: Snapshot) -> list[tuple[Ranked, float]] | None:
         vec = nearest(s)
@@ -261,13 +302,14 @@ async def hybrid(
                 known = {w.id: w for w in s.weighed_ids(scope, ids)}
                 keyword = [replace(known[w.id], relevance=w.relevance) for w in early if w.id in known]
                 known.update((w.id, w) for w in keyword)
-            fused = fuse([w.id for w in keyword], vec, {m: w.weight for m, w in known.items()})
+            fused = fuse([(w.id, w.relevance) for w in keyword], vec, {m: w.weight for m, w in known.items()})
             rows: dict[int, Experience] = {}  # read once: those that stood out are mostly returned
 
             def contents(ids: list[int]) -> dict[int, str]:
                 rows.update(s.rows_of([m for m in ids if m not in rows], include_data))
                 return {m: rows[m].content for m in ids if m in rows}
 
+            fused = agreeing(fused, contents)
             fused = sure([(w.id, w.relevance) for w in keyword], vec, fused, contents)
             best = sorted(((int(ref), value / top) for ref, value in fused.items()), key=lambda x: (-x[1], -x[0]))
             rows.update(s.rows_of([m for m, _ in best[:n] if m not in rows], include_data))
@@ -282,8 +324,9 @@ async def hybrid(
             rows_by.setdefault(r.memory.id, r)
         extra = [m for m, cos in vec if m not in rows_by and cos >= MIN_COSINE]
         rows_by.update((r.memory.id, r) for r in s.by_ids(scope, extra, include_data))
-        fused = fuse([r.memory.id for r in ranked_], vec, {m: _weight(r) for m, r in rows_by.items()})
+        fused = fuse([(r.memory.id, r.relevance) for r in ranked_], vec, {m: _weight(r) for m, r in rows_by.items()})
         keyword_pairs = [(r.memory.id, r.relevance) for r in ranked_]
+        fused = agreeing(fused, lambda ids: {m: rows_by[m].memory.content for m in ids})
         fused = sure(keyword_pairs, vec, fused, lambda ids: {m: rows_by[m].memory.content for m in ids})
         fused.update((str(m), 0.0) for m in rows_by if str(m) not in fused)  # blended in by proximity
         scored = [(rows_by[int(ref)], value / top) for ref, value in fused.items()]
@@ -297,6 +340,16 @@ async def hybrid(
     if scored is None:
         return None
     return Recalled(normalised(scored, sp), "hybrid")
+
+
+def _query_slots(query: str) -> agreement.Slots:
+    """The slot values `query` names (`agreement.slots` of its words)."""
+    return agreement.slots(segment.tokens(query))
+
+
+def _contradicted(wanted: agreement.Slots, rows: Sequence[Ranked]) -> bool:
+    """Whether any of `rows` contradicts a slot of `wanted`."""
+    return any(agreement.factor(wanted, agreement.text_slots(r.memory.content)) < 1.0 for r in rows)
 
 
 def _weight(r: Ranked) -> float:

@@ -72,6 +72,11 @@ _EN = {
         "ring": "ring rings",
         "pyramid": "pyramid pyramids cone cones",
     },
+    # What came of a task: an experience that failed is contradicted by one that succeeded.
+    "outcome": {
+        "failure": "fail fails failed failing failure failures unsuccessful",
+        "success": "succeed succeeds succeeded success successful successfully",
+    },
     "tool": {
         "screwdriver": "screwdriver screwdrivers",
         "wrench": "wrench wrenches spanner spanners",
@@ -129,6 +134,8 @@ _ZH: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("锤子 榔头", (("tool", "hammer"),)),
     ("电钻", (("tool", "drill"),)),
     ("剪刀", (("tool", "scissors"),)),
+    ("失败 没成功 未成功", (("outcome", "failure"),)),
+    ("成功", (("outcome", "success"),)),
 )
 #: Chinese characters that name a value in any word holding them (红色, 红的, 向右转, 左转).
 _ZH_CHARS = {
