@@ -58,6 +58,19 @@ def test_what_is_handled_is_a_slot_of_its_own() -> None:
     assert agreement.factor(tool, slots("把扳手递给技术员")) == 1.0
 
 
+def test_a_capital_letter_standing_alone_is_a_label() -> None:
+    t = agreement.text_slots
+    assert t("Move a pallet from loading dock A to rack 3") == {"number": {"3"}, "label": {"a"}}
+    assert t("把B口的托盘放到三号货架上")["label"] == {"b"}
+    assert t("shift the pallet at bay B onto rack 3")["label"] == {"b"}
+    # an article, a pronoun, a title's "A", a letter of an identifier: no label
+    for text in ("A red block", "I lifted it. A box fell", "Move A Pallet To Rack 3", "error E-4471", "PN-20931-B"):
+        assert "label" not in t(text), text
+    q = t("store the pallet from dock A")
+    assert agreement.factor(q, t("Move a pallet from loading dock B to rack 3")) == agreement.DEMOTION
+    assert agreement.factor(q, t("Move a pallet from loading dock A to rack 3")) == 1.0
+
+
 def test_a_spelled_number_is_read_every_way_it_may_mean() -> None:
     assert slots("room twenty-one")["number"] == {"20", "1", "21"}
     assert slots("room three oh five")["number"] >= {"305"}

@@ -343,8 +343,8 @@ async def hybrid(
 
 
 def _query_slots(query: str) -> agreement.Slots:
-    """The slot values `query` names (`agreement.slots` of its words)."""
-    return agreement.slots(segment.tokens(query))
+    """The slot values `query` names (`agreement.text_slots`)."""
+    return agreement.text_slots(query)
 
 
 def _contradicted(wanted: agreement.Slots, rows: Sequence[Ranked]) -> bool:

@@ -264,11 +264,28 @@ def contradictions(query: Slots, doc: Slots) -> int:
 TEXT_SLOTS_CACHE = 8192
 
 
+#: A capital letter standing alone, as a label: "dock B", "rack A to", "A号". Not "I"; not one
+#: opening the text or a sentence; not an "A" before a capitalised word (a title's article:
+#: "Move A Pallet"); not a letter of an identifier ("E-4471", "PN-20931-B": those are words of
+#: their own to the keyword leg and `fusion.identifiers`).
+_LABEL = re.compile(
+    r"(?<![A-Za-z0-9])(?<![A-Za-z0-9][-.])(?<![.!?]\s)(?<!^)([A-HJ-Z])(?![A-Za-z0-9])(?![-.][A-Za-z0-9])(?!\s+[A-Z][a-z])"
+)
+
+
+def labels(text: str) -> frozenset[str]:
+    """The letters `text` names as labels (`_LABEL`), lower-cased: the ``label`` slot."""
+    return frozenset(m.group(1).lower() for m in _LABEL.finditer(text.strip()))
+
+
 @functools.lru_cache(maxsize=TEXT_SLOTS_CACHE)
 def text_slots(text: str) -> Slots:
-    """`slots` of the tokens of `text` (`segment.tokens`): a pure function of the text,
-    remembered for the last `TEXT_SLOTS_CACHE` texts. Read-only: the mapping is shared."""
-    return slots(tokens(text))
+    """`slots` of the tokens of `text` (`segment.tokens`), and the letters it names as labels
+    (`labels`: a case the tokens no longer hold): a pure function of the text, remembered for
+    the last `TEXT_SLOTS_CACHE` texts. Read-only: the mapping is shared."""
+    found = slots(tokens(text))
+    named = labels(text)
+    return {**found, "label": named} if named else found
 
 
 def factor(query: Slots, doc: Slots) -> float:
@@ -278,4 +295,4 @@ def factor(query: Slots, doc: Slots) -> float:
     return float(DEMOTION ** contradictions(query, doc))
 
 
-__all__ = ["DEMOTION", "Slots", "contradictions", "factor", "slots"]
+__all__ = ["DEMOTION", "Slots", "contradictions", "factor", "labels", "slots", "text_slots"]

@@ -7,8 +7,8 @@ fields and none of them reads the text again.
 - `phrases`: what the keyword leg ORs (`fts.phrases` of the content words): the words, adjacent
   ASCII pairs joined, dotted numbers written with and without their unit
   (`segment.number_variants`), the bigram phrases of Han-only runs.
-- `slots`: the agreement slots the whole text names (`agreement.slots` of its `segment.tokens`):
-  "off", "up" and "left" are function words to bm25 but name a value here.
+- `slots`: the agreement slots the whole text names (`agreement.text_slots`): "off", "up" and
+  "left" are function words to bm25 but name a value here, and so does the label "A" of "dock A".
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 from robot_mcp_memory.search import agreement, fts
 from robot_mcp_memory.search.agreement import Slots
-from robot_mcp_memory.search.segment import tokens
 
 
 @dataclass(frozen=True)
@@ -51,7 +50,7 @@ PARSED_CACHE = 1024
 def _parse(text: str) -> Query:
     content = tuple(fts.content_terms(text))
     phrases = tuple(fts.phrases(" ".join(content))) if content else ()
-    return Query(text, content, phrases, agreement.slots(tokens(text)))
+    return Query(text, content, phrases, agreement.text_slots(text))
 
 
 __all__ = ["Query"]
