@@ -199,6 +199,9 @@ GRID: dict[str, Fusion] = {
     ),
     "hybrid 1:1 rel-within k60, coverage and agreement": Fusion((1.0, 1.0), 60, order="rrf"),
     "hybrid 2:1 rel-within k60, closeness": Fusion((2.0, 1.0), 60, closeness=True, order="rrf"),
+    "hybrid calibrated 1:1.5, evidence, keyword relevance not corroborated by the vectors": Fusion(
+        (1.0, 1.5), 60, corroborate=False
+    ),
     "hybrid calibrated 1:1.5, evidence, no cross-script guard": Fusion((1.0, 1.5), 60, cross_script=0.0),
     "hybrid calibrated 1:1.5, evidence, cross-script guard below 0.5": Fusion((1.0, 1.5), 60, cross_script=0.5),
     "hybrid calibrated 1:1.5, evidence, cross-script guard below 0.7": Fusion((1.0, 1.5), 60, cross_script=0.7),

@@ -15,7 +15,15 @@ import pytest
 from robot_mcp_memory.app import Memory
 from robot_mcp_memory.config import Settings
 from robot_mcp_memory.processes.docmodel import reliability
-from robot_mcp_memory.processes.ranking import Candidates, Fusion, evidence, evidence_weights, rank_hybrid
+from robot_mcp_memory.processes.ranking import (
+    CORROBORATION_FLOOR,
+    Candidates,
+    Fusion,
+    corroborated,
+    evidence,
+    evidence_weights,
+    rank_hybrid,
+)
 from robot_mcp_memory.search import relevance, segment
 from robot_mcp_memory.search.relevance import KeywordBound
 from robot_mcp_memory.tenancy.principal import STDIO
@@ -190,7 +198,9 @@ def _strong_chinese_distractor(blind: frozenset[str]) -> Candidates:
 def test_a_document_in_no_script_of_the_query_is_ranked_by_its_vector_relevance_alone() -> None:
     c = _strong_chinese_distractor(frozenset({"en-target"}))
     ranked = rank_hybrid(c, Fusion(), 2)
-    assert [(h.ref, round(h.relevance, 9)) for h in ranked] == [("en-target", 0.6), ("zh-distractor", 0.575)]
+    # the distractor: keyword 0.6, corroborated × 0.55 / 0.6 by the vectors (`corroborated`), and
+    # vector 0.55, averaged by the evidence weights 0.6 : 0.9
+    assert [(h.ref, round(h.relevance, 9)) for h in ranked] == [("en-target", 0.6), ("zh-distractor", 0.55)]
     # Without the guard its keyword 0 counts against it, as if it lacked the query's words.
     assert [h.ref for h in rank_hybrid(c, Fusion(cross_script=0.0), 2)] == ["zh-distractor", "en-target"]
     # A candidate the keyword leg could have matched keeps its keyword 0.
@@ -209,3 +219,30 @@ def test_a_document_in_no_script_of_the_query_is_ranked_by_its_vector_relevance_
 )
 def test_scripts_say_what_keyword_search_can_match_a_text_by(text: str, scripts: set[str]) -> None:
     assert segment.scripts(text) == scripts
+
+
+def _one_shared_word() -> Candidates:
+    # "play basketball": "Play music on the speaker" holds "play" (keyword 0.45) but is far
+    # from the query by vector (0.10); "Put the ball through the hoop" holds no word of it and
+    # is the vectors' first (0.33): the dev set's paraphrase-games miss.
+    return Candidates(
+        keyword=[("play-music", 4.5)],
+        vector=[("ball-hoop", 0.2 + 0.8 * 0.33), ("play-music", 0.2 + 0.8 * 0.10)],
+        reliability={"ball-hoop": NEUTRAL, "play-music": NEUTRAL},
+        bound=BOUND,
+    )
+
+
+def test_a_keyword_match_the_vectors_place_far_below_their_first_counts_for_less() -> None:
+    c = _one_shared_word()
+    assert [h.ref for h in rank_hybrid(c, Fusion((1.0, 1.5)), 2)] == ["ball-hoop", "play-music"]
+    assert [h.ref for h in rank_hybrid(c, Fusion((1.0, 1.5), corroborate=False), 2)] == ["play-music", "ball-hoop"]
+
+
+def test_corroboration_keeps_the_vectors_first_whole_and_never_drops_a_keyword_match() -> None:
+    keyword = {"exact": 0.9, "code": 0.8}
+    cosine = {"exact": 0.2 + 0.8 * 0.7, "other": 0.2 + 0.8 * 0.5, "code": 0.1}  # "code": below the floor
+    got = corroborated(keyword, cosine)
+    assert got["exact"] == pytest.approx(0.9)  # the vectors' first: unchanged
+    assert got["code"] == pytest.approx(0.8 * CORROBORATION_FLOOR)  # a fifth at least, still a match
+    assert corroborated(keyword, {}) == keyword  # no vector evidence: unchanged

@@ -236,6 +236,11 @@ class Fusion:
     #: keyword leg cannot see that candidate, so its keyword 0 is no evidence against it, unless
     #: a document holds most of the query. 0: never (the threshold: docs/search.md).
     cross_script: float = 0.7
+    #: Whether, in the calibrated order, a keyword candidate's relevance is scaled by how close
+    #: the vector leg puts it beside its nearest candidate (`corroborated`): a match on one
+    #: shared word ("play" of "play basketball" in "Play music on the speaker") that the
+    #: vectors place far below their first is less evidence than the words it holds say.
+    corroborate: bool = True
 
 
 @dataclass(frozen=True)
@@ -367,7 +372,7 @@ def rank_hybrid(c: Candidates, fuse: Fusion, k: int) -> list[Ranked]:
     if fuse.order == "score":
         weights = evidence_weights(c, fuse.weights) if fuse.evidence else fuse.weights
         blind = c.blind if evidence(c)[0] < fuse.cross_script else frozenset()
-        return rank_calibrated(c, weights, k, c.agreement if fuse.agreement else {}, blind)
+        return rank_calibrated(c, weights, k, c.agreement if fuse.agreement else {}, blind, fuse.corroborate)
     rel = c.reliability
     agree = c.agreement if fuse.agreement else {}
 
@@ -418,11 +423,34 @@ def evidence_weights(c: Candidates, weights: tuple[float, float]) -> tuple[float
     return weights[0] * ek, weights[1] * ev
 
 
-def calibrated(c: Candidates, weights: tuple[float, float], blind: Collection[str] = frozenset()) -> dict[str, float]:
+#: A keyword relevance is never scaled below this share by `corroborated`: a match the
+#: vectors do not see (a code, a name the model has no meaning for) still ranks.
+CORROBORATION_FLOOR = 0.2
+
+
+def corroborated(keyword: Mapping[str, float], cosine: Mapping[str, float]) -> dict[str, float]:
+    """Each keyword relevance × the candidate's vector relevance over the best vector
+    relevance among the candidates, within [`CORROBORATION_FLOOR`, 1]: 1 for the vectors'
+    first (an exact match is both legs' first), less for a match they place far below it."""
+    best = max((relevance.vector(cos) for cos in cosine.values()), default=0.0)
+    if best <= 0:
+        return dict(keyword)
+    return {
+        ref: k * max(CORROBORATION_FLOOR, min(1.0, relevance.vector(cosine.get(ref, 0.0)) / best))
+        for ref, k in keyword.items()
+    }
+
+
+def calibrated(
+    c: Candidates, weights: tuple[float, float], blind: Collection[str] = frozenset(), corroborate: bool = False
+) -> dict[str, float]:
     """Each visible candidate's hybrid relevance in [0, 1] (`relevance.hybrid`); one of
-    `blind` (`Candidates.blind`) by its vector relevance alone, when the vector weight is set."""
+    `blind` (`Candidates.blind`) by its vector relevance alone, when the vector weight is set;
+    with `corroborate`, the keyword relevances `corroborated` by the vectors first."""
     keyword = {ref: c.bound.relevance(raw) for ref, raw in c.keyword}
     cosine = {**c.cosine, **dict(c.vector)}
+    if corroborate:
+        keyword = corroborated(keyword, cosine)
     vector_only = (0.0, weights[1])
     return {
         ref: relevance.hybrid(
@@ -441,12 +469,13 @@ def rank_calibrated(
     k: int,
     agree: Mapping[str, float] | None = None,
     blind: Collection[str] = frozenset(),
+    corroborate: bool = False,
 ) -> list[Ranked]:
     """The `k` best by calibrated relevance × agreement × reliability, then relevance, then id:
     a candidate contradicting a slot the query names (`agree`, `Candidates.agreement`) has its
     relevance demoted. A candidate of relevance 0 (a keyword list's cosine below the floor, with
-    a zero keyword weight) is not a match."""
-    rel = calibrated(c, weights, blind)
+    a zero keyword weight) is not a match. `corroborate`: as in `calibrated`."""
+    rel = calibrated(c, weights, blind, corroborate)
     if agree:
         rel = {ref: r * agree.get(ref, 1.0) for ref, r in rel.items()}
     best = heapq.nsmallest(
@@ -481,6 +510,7 @@ __all__ = [
     "AGREEMENT_POOL",
     "BM25_WEIGHTS",
     "CANDIDATES",
+    "CORROBORATION_FLOOR",
     "EVENTS_PER_PROCESS",
     "HISTORY_LIMIT",
     "LINE_COST",
@@ -490,6 +520,7 @@ __all__ = [
     "agreeing_search",
     "agreement_text",
     "calibrated",
+    "corroborated",
     "evidence",
     "evidence_weights",
     "hybrid_candidates",
