@@ -58,6 +58,13 @@ def test_what_is_handled_is_a_slot_of_its_own() -> None:
     assert agreement.factor(tool, slots("把扳手递给技术员")) == 1.0
 
 
+def test_an_outcome_after_a_negation_is_its_opposite() -> None:
+    for text in ("the pick failed", "the pick was not successful", "it didn't succeed", "抓取没成功", "抓取不成功"):
+        assert slots(text)["outcome"] == {"failure"}, text
+    for text in ("the pick succeeded", "it never failed", "抓取成功"):
+        assert slots(text)["outcome"] == {"success"}, text
+
+
 def test_a_capital_letter_standing_alone_is_a_label() -> None:
     t = agreement.text_slots
     assert t("Move a pallet from loading dock A to rack 3") == {"number": {"3"}, "label": {"a"}}

@@ -99,6 +99,10 @@ _EN_PHRASES: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
     ("shut", "down"): (("power", "off"),),
     ("shut", "off"): (("power", "off"),),
 }
+#: Words that turn the outcome after them into its opposite: "not successful", "didn't
+#: succeed" (tokens "didn", "t"), 没成功, 不成功, 没有成功.
+_NEGATORS = frozenset(["not", "never", "no", "t", "cannot", "没", "未", "不", "没有"])
+_OPPOSITE_OUTCOME = {"failure": "success", "success": "failure"}
 #: An ordinal in digits: 1st, 2nd, 3rd, 4th, 21st.
 _ORDINAL = re.compile("^([0-9]{1,6})(?:st|nd|rd|th)$")
 
@@ -134,7 +138,7 @@ _ZH: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("锤子 榔头", (("tool", "hammer"),)),
     ("电钻", (("tool", "drill"),)),
     ("剪刀", (("tool", "scissors"),)),
-    ("失败 没成功 未成功", (("outcome", "failure"),)),
+    ("失败", (("outcome", "failure"),)),
     ("成功", (("outcome", "success"),)),
 )
 #: Chinese characters that name a value in any word holding them (红色, 红的, 向右转, 左转).
@@ -233,7 +237,10 @@ def slots(tokens: Iterable[str]) -> dict[str, frozenset[str]]:
         if pairs is None and i + 1 < len(toks) and not tok.isascii():
             pairs = _LEXICON.get(tok + toks[i + 1])  # jieba's 上 一个 is one word here: 上一个
         if pairs is not None:
+            negated = i > 0 and toks[i - 1] in _NEGATORS
             for slot, value in pairs:
+                if slot == "outcome" and negated:
+                    value = _OPPOSITE_OUTCOME[value]
                 found.setdefault(slot, set()).add(value)
         elif tok.isascii():
             ordinal = _ORDINAL.match(tok)
