@@ -71,7 +71,14 @@ def test_a_capital_letter_standing_alone_is_a_label() -> None:
     assert t("把B口的托盘放到三号货架上")["label"] == {"b"}
     assert t("shift the pallet at bay B onto rack 3")["label"] == {"b"}
     # an article, a pronoun, a title's "A", a letter of an identifier: no label
-    for text in ("A red block", "I lifted it. A box fell", "Move A Pallet To Rack 3", "error E-4471", "PN-20931-B"):
+    for text in (
+        "A red block",
+        "I lifted it. A box fell",
+        "Move A Pallet To Rack 3",
+        "PICK UP A CUBE",
+        "error E-4471",
+        "PN-20931-B",
+    ):
         assert "label" not in t(text), text
     q = t("store the pallet from dock A")
     assert agreement.factor(q, t("Move a pallet from loading dock B to rack 3")) == agreement.DEMOTION

@@ -272,11 +272,11 @@ TEXT_SLOTS_CACHE = 8192
 
 
 #: A capital letter standing alone, as a label: "dock B", "rack A to", "A号". Not "I"; not one
-#: opening the text or a sentence; not an "A" before a capitalised word (a title's article:
-#: "Move A Pallet"); not a letter of an identifier ("E-4471", "PN-20931-B": those are words of
-#: their own to the keyword leg and `fusion.identifiers`).
+#: opening the text or a sentence; not one before a capitalised word (a title's or a shouted
+#: text's article: "Move A Pallet", "PICK UP A CUBE"); not a letter of an identifier ("E-4471",
+#: "PN-20931-B": those are words of their own to the keyword leg and `fusion.identifiers`).
 _LABEL = re.compile(
-    r"(?<![A-Za-z0-9])(?<![A-Za-z0-9][-.])(?<![.!?]\s)(?<!^)([A-HJ-Z])(?![A-Za-z0-9])(?![-.][A-Za-z0-9])(?!\s+[A-Z][a-z])"
+    r"(?<![A-Za-z0-9])(?<![A-Za-z0-9][-.])(?<![.!?]\s)(?<!^)([A-HJ-Z])(?![A-Za-z0-9])(?![-.][A-Za-z0-9])(?!\s+[A-Z])"
 )
 
 
