@@ -117,3 +117,12 @@ def test_the_factor_is_a_power_of_the_demotion_and_agreeing_in_full_is_one(query
     # naming the query's values too ("and" between: a phrase or an "on" may not span the two)
     assert agreement.factor(q, agreement.slots([*query, "and", *doc])) == 1.0
     assert agreement.factor(q, q) == 1.0
+
+
+@settings(derandomize=True, max_examples=300)
+@given(st.text(alphabet=st.sampled_from("aAbB I.-!  dock 3rd counter clockwise 没不成功失败红左号"), max_size=40))
+def test_any_text_reads_as_slots_without_error_and_labels_are_single_letters(text: str) -> None:
+    found = agreement.text_slots(text)
+    assert all(values for values in found.values())  # a slot present names a value
+    assert all(len(x) == 1 and x.islower() and x.isascii() for x in found.get("label", ()))
+    assert agreement.factor(found, found) == 1.0
