@@ -436,3 +436,39 @@ async def test_a_memory_of_another_colour_or_outcome_ranks_below_the_one_the_que
     ] == [target.memory_id]
     plain = await svc.recall(STDIO, "pick the cube from the tray", n=3)  # names no colour or outcome
     assert plain.hits[0].memory.id != target.memory_id  # the weight decides, as before
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+async def test_a_raised_identifier_match_of_another_colour_is_still_demoted(memory: Memory, n: int) -> None:
+    """The tier of memories naming every identifier of the query is raised above the rest after
+    fusion; a memory of that tier naming another colour than the query's is demoted first, so
+    the one naming both comes first whatever n (a check of fusion's first n alone left it out)."""
+    svc = memory.experiences
+    q = "what went wrong when the gripper dropped the red cube near the conveyor with error E-4471"
+    await svc.learn(
+        STDIO, "what went wrong when the gripper dropped the red cube near the conveyor belt", {"source": "real"}
+    )
+    await svc.learn(STDIO, "blue cube stuck: error E-4471", context={"source": "real"})
+    red = await svc.learn(STDIO, "red cube stuck: error E-4471", context={"source": "sim"})
+    found = await svc.recall(STDIO, q, n=n)
+    assert found.mode == "hybrid"
+    assert found.hits[0].memory.id == red.memory_id
+
+
+async def test_with_spatial_sort_a_near_memory_of_another_colour_is_demoted_after_the_blend(memory: Memory) -> None:
+    svc = memory.experiences
+    far = await svc.learn(
+        STDIO,
+        "pick the red cube from the tray worked with the vacuum gripper",
+        context={"source": "real", "spatial": {"position": [50, 0, 0]}},
+    )
+    near_blue = await svc.learn(
+        STDIO,
+        "pick the blue cube from the tray worked with the vacuum gripper",
+        context={"source": "sim", "spatial": {"position": [0, 0, 0]}},
+    )
+    where = {"field": "spatial.position", "target": [0, 0, 0], "weight": 0.4}
+    for n in (1, 2):
+        found = await svc.recall(STDIO, "pick the red cube from the tray", n=n, spatial_sort=where)
+        assert found.mode == "hybrid"
+        assert [h.memory.id for h in found.hits] == [far.memory_id, near_blue.memory_id][:n]

@@ -246,3 +246,17 @@ def test_corroboration_keeps_the_vectors_first_whole_and_never_drops_a_keyword_m
     assert got["exact"] == pytest.approx(0.9)  # the vectors' first: unchanged
     assert got["code"] == pytest.approx(0.8 * CORROBORATION_FLOOR)  # a fifth at least, still a match
     assert corroborated(keyword, {}) == keyword  # no vector evidence: unchanged
+
+
+def test_a_keyword_match_without_a_vector_keeps_its_keyword_relevance() -> None:
+    """An edited document has no vector until the backfill runs: the vectors say nothing of
+    it, which is not "far"; an exact keyword match must not lose to a weak vector neighbour."""
+    c = Candidates(
+        keyword=[("exact-no-vector", 9.0)],
+        vector=[("weak", 0.2 + 0.8 * 0.3)],
+        reliability={"exact-no-vector": NEUTRAL, "weak": NEUTRAL},
+        bound=BOUND,
+    )
+    assert rank_hybrid(c, Fusion((1.0, 1.5)), 2)[0].ref == "exact-no-vector"
+    assert corroborated({"a": 0.5, "b": 0.5}, {"a": 0.9, "b": float("nan")}) == {"a": 0.5, "b": 0.5}
+    assert corroborated({"a": 0.5, "b": 0.5}, {"n": float("nan"), "a": 0.9, "b": 0.3})["b"] < 0.5  # NaN ignored

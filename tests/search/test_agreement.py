@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from robot_mcp_memory.processes import ranking
 from robot_mcp_memory.search import agreement
 from robot_mcp_memory.search.segment import tokens
 
@@ -63,6 +65,37 @@ def test_an_outcome_after_a_negation_is_its_opposite() -> None:
         assert slots(text)["outcome"] == {"failure"}, text
     for text in ("the pick succeeded", "it never failed", "抓取成功"):
         assert slots(text)["outcome"] == {"success"}, text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "battery sagged to 11 V", "drew 2 A", "25 °C",  # units
+        "Done.\n\nA box fell", "Done.  A box fell", "- A box fell", "Note: A box fell", '"A box"', "(A box)",
+        "Q&A", "R&D", "AT&T", "PN_20931_B", "I/O", "J. Smith", "A/B test",  # words and abbreviations
+    ],
+)  # fmt: skip
+def test_no_label_is_read_from_a_unit_an_opening_article_or_an_abbreviation(text: str) -> None:
+    assert "label" not in agreement.text_slots(text)
+    assert "label" not in agreement.text_slots("report " + text)
+
+
+def test_a_label_closing_a_line_or_a_title_case_title_is_read() -> None:
+    assert agreement.text_slots("stored the pallet at dock B\nNext shift")["label"] == {"b"}
+    assert agreement.text_slots("Dock B Delivery")["label"] == {"b"}
+    assert ranking.agreement_text_of("Deliver parcels to dock A", "Deliver a parcel", []).count("\n") == 1
+    assert agreement.text_slots(ranking.agreement_text_of("Deliver parcels to dock A", "Deliver", []))["label"] == {"a"}
+
+
+def test_a_negation_reaches_a_few_words_and_other_readings_are_kept_apart() -> None:
+    assert slots("why was the grasp not a success")["outcome"] == {"failure"}
+    assert slots("it did not really succeed")["outcome"] == {"failure"}
+    assert slots("the pick of joint T failed")["outcome"] == {"failure"}  # a T, no n't
+    assert slots("不会失败")["outcome"] == {"success"}
+    assert "outcome" not in slots("the fail-safe tripped")
+    assert slots("turn the power down") == {"amount": {"less"}}  # the power's amount
+    assert "shape" not in slots("全球定位系统")
+    assert slots("抓起小球")["shape"] == {"ball"}
 
 
 def test_a_capital_letter_standing_alone_is_a_label() -> None:

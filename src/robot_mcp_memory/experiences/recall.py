@@ -25,9 +25,10 @@ Invariants:
   held every word of the question.
 - A memory that contradicts a slot the query names (`search.agreement`: another colour, side,
   shape, outcome …) has its score multiplied by `agreement.DEMOTION` per slot before the tiers
-  are raised, in both modes; it never promotes. Checked among the pool's best (keyword recall
-  ranks `HYBRID_POOL` matches once one of its first `n` contradicts): exact while `n` of
-  them agree, else the best of the pool.
+  are raised (with `spatial_sort`, its blended score), in both modes; it never promotes.
+  Hybrid checks every candidate; keyword recall its first `n`, and the `HYBRID_POOL` best
+  once one of them contradicts (exact while `n` of those agree, else the best of the pool).
+  A memory's slots are read from its first `AGREEMENT_CHARS` characters.
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ async def ranked(
         rows = await memories.snapshot(lambda s: s.rank(scope, match, order, limit, include_data))
     scored = [(r, r.score if r.blend is None else r.blend) for r in rows]
     if wanted:
-        scored = [(r, x * agreement.factor(wanted, agreement.text_slots(r.memory.content))) for r, x in scored]
+        scored = [(r, x * agreement.factor(wanted, memory_slots(r.memory.content))) for r, x in scored]
         scored.sort(key=lambda rx: -rx[1])  # stable: ties keep the index's order
     if names:
         top = max((x for _, x in scored), default=0.0) or 1.0
@@ -237,21 +238,16 @@ async def hybrid(
     names = fusion.identifiers(query)
     wanted = _query_slots(query)
 
-    def agreeing(fused: dict[str, float], texts: Callable[[list[int]], Mapping[int, str]]) -> dict[str, float]:
-        """`fused` with its best `pool` that contradict the query's slots demoted: only its best
-        `n` (read anyway) when none of them does, as none below can then pass them."""
+    def demotions(ids: Sequence[int], texts: Callable[[list[int]], Mapping[int, str]]) -> dict[int, float]:
+        """The `agreement.factor` of each of `ids` that contradicts the query's slots (every
+        candidate: a tier raised afterwards, or the proximity blend, may lift any of them)."""
         if not wanted:
-            return fused
-        order = sorted(fused, key=lambda ref: -fused[ref])
-        text = texts([int(ref) for ref in order[:n]])
-        if not any(agreement.factor(wanted, agreement.text_slots(t)) < 1.0 for t in text.values()):
-            return fused
-        head = order[:pool]
-        text = texts([int(ref) for ref in head])
-        out = dict(fused)
-        for ref in head:
-            if int(ref) in text:
-                out[ref] *= agreement.factor(wanted, agreement.text_slots(text[int(ref)]))
+            return {}
+        out: dict[int, float] = {}
+        for m, text in texts(list(ids)).items():
+            f = agreement.factor(wanted, memory_slots(text))
+            if f < 1.0:
+                out[m] = f
         return out
 
     def sure(
@@ -309,7 +305,8 @@ async def hybrid(
                 rows.update(s.rows_of([m for m in ids if m not in rows], include_data))
                 return {m: rows[m].content for m in ids if m in rows}
 
-            fused = agreeing(fused, contents)
+            demoted = demotions([int(ref) for ref in fused], contents)
+            fused = {ref: value * demoted.get(int(ref), 1.0) for ref, value in fused.items()}
             fused = sure([(w.id, w.relevance) for w in keyword], vec, fused, contents)
             best = sorted(((int(ref), value / top) for ref, value in fused.items()), key=lambda x: (-x[1], -x[0]))
             rows.update(s.rows_of([m for m, _ in best[:n] if m not in rows], include_data))
@@ -326,13 +323,15 @@ async def hybrid(
         rows_by.update((r.memory.id, r) for r in s.by_ids(scope, extra, include_data))
         fused = fuse([(r.memory.id, r.relevance) for r in ranked_], vec, {m: _weight(r) for m, r in rows_by.items()})
         keyword_pairs = [(r.memory.id, r.relevance) for r in ranked_]
-        fused = agreeing(fused, lambda ids: {m: rows_by[m].memory.content for m in ids})
         fused = sure(keyword_pairs, vec, fused, lambda ids: {m: rows_by[m].memory.content for m in ids})
         fused.update((str(m), 0.0) for m in rows_by if str(m) not in fused)  # blended in by proximity
         scored = [(rows_by[int(ref)], value / top) for ref, value in fused.items()]
         if scored:
             most = max(x for _, x in scored) or 1.0
             scored = [(r, _blend(sp, x / most, r.dist2)) for r, x in scored]
+        # demoted after the blend, as keyword recall demotes its blended score
+        demoted = demotions(list(rows_by), lambda ids: {m: rows_by[m].memory.content for m in ids})
+        scored = [(r, x * demoted.get(r.memory.id, 1.0)) for r, x in scored]
         scored.sort(key=lambda x: (-x[1], -x[0].memory.id))
         return scored[:n]
 
@@ -347,9 +346,19 @@ def _query_slots(query: str) -> agreement.Slots:
     return agreement.text_slots(query)
 
 
+#: A memory's slots are read from its first this many characters: what it says it is about
+#: comes first, and a long memory costs its reading (jieba) only once, up to here.
+AGREEMENT_CHARS = 500
+
+
+def memory_slots(content: str) -> agreement.Slots:
+    """The slot values a memory names (`agreement.text_slots` of its first `AGREEMENT_CHARS`)."""
+    return agreement.text_slots(content[:AGREEMENT_CHARS])
+
+
 def _contradicted(wanted: agreement.Slots, rows: Sequence[Ranked]) -> bool:
     """Whether any of `rows` contradicts a slot of `wanted`."""
-    return any(agreement.factor(wanted, agreement.text_slots(r.memory.content)) < 1.0 for r in rows)
+    return any(agreement.factor(wanted, memory_slots(r.memory.content)) < 1.0 for r in rows)
 
 
 def _weight(r: Ranked) -> float:
@@ -384,6 +393,7 @@ def normalised(scored: Sequence[tuple[Ranked, float]], sp: Spatial | None) -> li
 
 
 __all__ = [
+    "AGREEMENT_CHARS",
     "EXACT_COSINE",
     "HYBRID_POOL",
     "KEYWORD_GAP",
@@ -397,6 +407,7 @@ __all__ = [
     "Mode",
     "Recalled",
     "hybrid",
+    "memory_slots",
     "ranked",
     "search",
 ]

@@ -22,6 +22,7 @@ Invariants:
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -121,8 +122,9 @@ def agreement_text(doc: ProcessDoc) -> str:
 
 
 def agreement_text_of(title: str, task_pattern: str, tags: Iterable[str]) -> str:
-    """`agreement_text` from a document's columns (an adapter that does not load it whole)."""
-    return " ".join((title, task_pattern, *tags))
+    """`agreement_text` from a document's columns (an adapter that does not load it whole), a
+    line each: a label closing the title ("… dock A") is no article of the pattern after it."""
+    return "\n".join((title, task_pattern, *tags))
 
 
 def query_bound(snap: SearchSnapshot, query: Query, counted: PhraseCounts | None = None) -> KeywordBound:
@@ -431,14 +433,20 @@ CORROBORATION_FLOOR = 0.2
 def corroborated(keyword: Mapping[str, float], cosine: Mapping[str, float]) -> dict[str, float]:
     """Each keyword relevance × the candidate's vector relevance over the best vector
     relevance among the candidates, within [`CORROBORATION_FLOOR`, 1]: 1 for the vectors'
-    first (an exact match is both legs' first), less for a match they place far below it."""
-    best = max((relevance.vector(cos) for cos in cosine.values()), default=0.0)
+    first (an exact match is both legs' first), less for a match they place far below it. A
+    candidate without a cosine (no vector yet: edited, its backfill pending) or with one that
+    is no number keeps its keyword relevance: the vectors say nothing of it."""
+    best = max((relevance.vector(cos) for cos in cosine.values() if math.isfinite(cos)), default=0.0)
     if best <= 0:
         return dict(keyword)
-    return {
-        ref: k * max(CORROBORATION_FLOOR, min(1.0, relevance.vector(cosine.get(ref, 0.0)) / best))
-        for ref, k in keyword.items()
-    }
+
+    def share(ref: str) -> float:
+        cos = cosine.get(ref)
+        if cos is None or not math.isfinite(cos):
+            return 1.0
+        return max(CORROBORATION_FLOOR, min(1.0, relevance.vector(cos) / best))
+
+    return {ref: k * share(ref) for ref, k in keyword.items()}
 
 
 def calibrated(

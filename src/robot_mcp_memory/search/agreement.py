@@ -98,10 +98,13 @@ _EN_PHRASES: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
     ("power", "down"): (("power", "off"),),
     ("shut", "down"): (("power", "off"),),
     ("shut", "off"): (("power", "off"),),
+    ("fail", "safe"): (),  # a fail-safe names no outcome
 }
-#: Words that turn the outcome after them into its opposite: "not successful", "didn't
-#: succeed" (tokens "didn", "t"), 没成功, 不成功, 没有成功.
-_NEGATORS = frozenset(["not", "never", "no", "t", "cannot", "没", "未", "不", "没有"])
+#: Words that turn an outcome after them into its opposite: "not successful", 没成功, 不成功,
+#: 没有成功; and "n't" ("didn't succeed": the tokens "didn", "t").
+_NEGATORS = frozenset(["not", "never", "no", "cannot", "没", "未", "不", "没有", "不会", "不能", "没能", "未能"])
+#: How many words before an outcome a negation may stand ("not a success", "not really succeed").
+NEGATION_REACH = 3
 _OPPOSITE_OUTCOME = {"failure": "success", "success": "failure"}
 #: An ordinal in digits: 1st, 2nd, 3rd, 4th, 21st.
 _ORDINAL = re.compile("^([0-9]{1,6})(?:st|nd|rd|th)$")
@@ -128,6 +131,7 @@ _ZH: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("关掉 关闭 关上 关灯 停止", (("power", "off"), ("door", "closed"))),
     ("热 热的 加热", (("heat", "hot"),)),
     ("冷 冷的 冰 冰的", (("heat", "cold"),)),
+    ("球 小球 圆球 球体", (("shape", "ball"),)),
     ("方块 方块儿 积木 立方体", (("shape", "cube"),)),
     ("圆柱 圆柱体", (("shape", "cylinder"),)),
     ("圆环 环", (("shape", "ring"),)),
@@ -147,7 +151,6 @@ _ZH_CHARS = {
     "黄": ("colour", "yellow"), "黑": ("colour", "black"), "紫": ("colour", "purple"),
     "粉": ("colour", "pink"), "棕": ("colour", "brown"), "灰": ("colour", "grey"),
     "橙": ("colour", "orange"), "左": ("side", "left"), "右": ("side", "right"),
-    "球": ("shape", "ball"),
 }  # fmt: skip
 #: "on" is a switch position after a switching verb ("turn on the lamp") or when no noun phrase
 #: follows it ("switch the fan on", "put the light on at my desk"); before one it is mostly the
@@ -203,6 +206,15 @@ def _spelled(run: list[int]) -> set[str]:
     return out
 
 
+def _negated(toks: list[str], i: int) -> bool:
+    """Whether a negation stands in the `NEGATION_REACH` words before `toks[i]`."""
+    for j in range(max(0, i - NEGATION_REACH), i):
+        tok = toks[j]
+        if tok in _NEGATORS or (tok == "t" and j > 0 and toks[j - 1].endswith("n")):
+            return True
+    return False
+
+
 def slots(tokens: Iterable[str]) -> dict[str, frozenset[str]]:
     """The values each slot is named with in `tokens` (lower-cased words, as `segment.tokens`
     gives them). A run of ASCII digits is a number, and so is a run of spelled numbers in every
@@ -223,6 +235,8 @@ def slots(tokens: Iterable[str]) -> dict[str, frozenset[str]]:
             found.setdefault("number", set()).update(_spelled(run))
             run = []
         phrase = _EN_PHRASES.get((tok, toks[i + 1])) if i + 1 < len(toks) else None
+        if phrase is not None and tok == "power" and i and toks[i - 1] in _DETERMINERS:
+            phrase = None  # "turn the power down": the power's amount, not a switch
         if phrase is not None:
             for slot, value in phrase:
                 found.setdefault(slot, set()).add(value)
@@ -237,7 +251,7 @@ def slots(tokens: Iterable[str]) -> dict[str, frozenset[str]]:
         if pairs is None and i + 1 < len(toks) and not tok.isascii():
             pairs = _LEXICON.get(tok + toks[i + 1])  # jieba's 上 一个 is one word here: 上一个
         if pairs is not None:
-            negated = i > 0 and toks[i - 1] in _NEGATORS
+            negated = _negated(toks, i)
             for slot, value in pairs:
                 if slot == "outcome" and negated:
                     value = _OPPOSITE_OUTCOME[value]
@@ -271,18 +285,30 @@ def contradictions(query: Slots, doc: Slots) -> int:
 TEXT_SLOTS_CACHE = 8192
 
 
-#: A capital letter standing alone, as a label: "dock B", "rack A to", "A号". Not "I"; not one
-#: opening the text or a sentence; not one before a capitalised word (a title's or a shouted
-#: text's article: "Move A Pallet", "PICK UP A CUBE"); not a letter of an identifier ("E-4471",
-#: "PN-20931-B": those are words of their own to the keyword leg and `fusion.identifiers`).
-_LABEL = re.compile(
-    r"(?<![A-Za-z0-9])(?<![A-Za-z0-9][-.])(?<![.!?]\s)(?<!^)([A-HJ-Z])(?![A-Za-z0-9])(?![-.][A-Za-z0-9])(?!\s+[A-Z])"
+#: A capital letter standing alone: "dock B", "rack A to", "A号" — not "I", and not a letter
+#: of a word, an identifier or an abbreviation ("E-4471", "PN_20931_B", "Q&A", "I/O", "J. Smith").
+_LETTER = re.compile(
+    r"(?<![A-Za-z0-9&_/])(?<![A-Za-z0-9][-.])([A-HJ-Z])(?![A-Za-z0-9&_/])(?![-.][A-Za-z0-9])(?!\.\s*[A-Z])"
 )
+#: What a clause opens after: a letter there is a sentence's or a list item's first word.
+_OPENERS = frozenset(".!?:;\"'“”‘’(（[【-–—•*·\n\r。！？：；")
 
 
 def labels(text: str) -> frozenset[str]:
-    """The letters `text` names as labels (`_LABEL`), lower-cased: the ``label`` slot."""
-    return frozenset(m.group(1).lower() for m in _LABEL.finditer(text.strip()))
+    """The letters `text` names as labels, lower-cased: the ``label`` slot. A capital letter
+    standing alone (`_LETTER`) is one, but not when it opens the text, a line or a clause (an
+    article: "Done. A box fell", "- A box"), follows a number (a unit: "11 V", "2 A") or is an
+    "A" before a capitalised word (a title's or a shouted text's article: "Move A Pallet",
+    "PICK UP A CUBE")."""
+    found: set[str] = set()
+    for m in _LETTER.finditer(text):
+        before = text[: m.start()].rstrip(" \t")
+        if not before or before[-1] in _OPENERS or before[-1].isdigit() or before[-1] == "°":
+            continue
+        if m.group(1) == "A" and re.match(r"[ \t]+[A-Z]", text[m.end() :]):
+            continue
+        found.add(m.group(1).lower())
+    return frozenset(found)
 
 
 @functools.lru_cache(maxsize=TEXT_SLOTS_CACHE)
