@@ -134,16 +134,17 @@ async def ranked(
     sp = scope.spatial
     order: Order = "score" if sp is None else "blend"
     names = fusion.identifiers(query) if match else []
-    wanted = _query_slots(query) if match else {}
+    wanted = agreement.text_slots(query) if match else {}
     limit = max(n, HYBRID_POOL) if names else n
     rows = await memories.snapshot(lambda s: s.rank(scope, match, order, limit, include_data))
-    if wanted and limit < HYBRID_POOL and len(rows) == limit and _contradicted(wanted, rows):
+    demoted = _demotions(wanted, {r.memory.id: r.memory.content for r in rows})
+    if demoted and limit < HYBRID_POOL and len(rows) == limit:
         # a demoted one may fall below matches past the n read: rank the pool instead
         limit = HYBRID_POOL
         rows = await memories.snapshot(lambda s: s.rank(scope, match, order, limit, include_data))
-    scored = [(r, r.score if r.blend is None else r.blend) for r in rows]
-    if wanted:
-        scored = [(r, x * agreement.factor(wanted, memory_slots(r.memory.content))) for r, x in scored]
+        demoted = _demotions(wanted, {r.memory.id: r.memory.content for r in rows})
+    scored = [(r, (r.score if r.blend is None else r.blend) * demoted.get(r.memory.id, 1.0)) for r in rows]
+    if demoted:
         scored.sort(key=lambda rx: -rx[1])  # stable: ties keep the index's order
     if names:
         top = max((x for _, x in scored), default=0.0) or 1.0
@@ -236,19 +237,7 @@ async def hybrid(
 
     top = fusion.best_possible(v.weights, v.k) or 1.0
     names = fusion.identifiers(query)
-    wanted = _query_slots(query)
-
-    def demotions(ids: Sequence[int], texts: Callable[[list[int]], Mapping[int, str]]) -> dict[int, float]:
-        """The `agreement.factor` of each of `ids` that contradicts the query's slots (every
-        candidate: a tier raised afterwards, or the proximity blend, may lift any of them)."""
-        if not wanted:
-            return {}
-        out: dict[int, float] = {}
-        for m, text in texts(list(ids)).items():
-            f = agreement.factor(wanted, memory_slots(text))
-            if f < 1.0:
-                out[m] = f
-        return out
+    wanted = agreement.text_slots(query)
 
     def sure(
         keyword: Sequence[tuple[int, float]],
@@ -305,7 +294,7 @@ async def hybrid(
                 rows.update(s.rows_of([m for m in ids if m not in rows], include_data))
                 return {m: rows[m].content for m in ids if m in rows}
 
-            demoted = demotions([int(ref) for ref in fused], contents)
+            demoted = _demotions(wanted, contents([int(ref) for ref in fused]) if wanted else {})
             fused = {ref: value * demoted.get(int(ref), 1.0) for ref, value in fused.items()}
             fused = sure([(w.id, w.relevance) for w in keyword], vec, fused, contents)
             best = sorted(((int(ref), value / top) for ref, value in fused.items()), key=lambda x: (-x[1], -x[0]))
@@ -324,13 +313,13 @@ async def hybrid(
         fused = fuse([(r.memory.id, r.relevance) for r in ranked_], vec, {m: _weight(r) for m, r in rows_by.items()})
         keyword_pairs = [(r.memory.id, r.relevance) for r in ranked_]
         fused = sure(keyword_pairs, vec, fused, lambda ids: {m: rows_by[m].memory.content for m in ids})
+        # every candidate's, demoted after the blend, as keyword recall demotes its blended score
+        demoted = _demotions(wanted, {m: r.memory.content for m, r in rows_by.items()})
         fused.update((str(m), 0.0) for m in rows_by if str(m) not in fused)  # blended in by proximity
         scored = [(rows_by[int(ref)], value / top) for ref, value in fused.items()]
         if scored:
             most = max(x for _, x in scored) or 1.0
             scored = [(r, _blend(sp, x / most, r.dist2)) for r, x in scored]
-        # demoted after the blend, as keyword recall demotes its blended score
-        demoted = demotions(list(rows_by), lambda ids: {m: rows_by[m].memory.content for m in ids})
         scored = [(r, x * demoted.get(r.memory.id, 1.0)) for r, x in scored]
         scored.sort(key=lambda x: (-x[1], -x[0].memory.id))
         return scored[:n]
@@ -339,11 +328,6 @@ async def hybrid(
     if scored is None:
         return None
     return Recalled(normalised(scored, sp), "hybrid")
-
-
-def _query_slots(query: str) -> agreement.Slots:
-    """The slot values `query` names (`agreement.text_slots`)."""
-    return agreement.text_slots(query)
 
 
 #: A memory's slots are read from its first this many characters: what it says it is about
@@ -356,9 +340,14 @@ def memory_slots(content: str) -> agreement.Slots:
     return agreement.text_slots(content[:AGREEMENT_CHARS])
 
 
-def _contradicted(wanted: agreement.Slots, rows: Sequence[Ranked]) -> bool:
-    """Whether any of `rows` contradicts a slot of `wanted`."""
-    return any(agreement.factor(wanted, memory_slots(r.memory.content)) < 1.0 for r in rows)
+def _demotions(wanted: agreement.Slots, texts: Mapping[int, str]) -> dict[int, float]:
+    """The `agreement.factor` of each memory of `texts` (id → content) that contradicts a slot
+    of `wanted`; the others are left out. Hybrid passes every candidate: a tier raised
+    afterwards, or the proximity blend, may lift any of them."""
+    if not wanted:
+        return {}
+    factors = {m: agreement.factor(wanted, memory_slots(text)) for m, text in texts.items()}
+    return {m: f for m, f in factors.items() if f < 1.0}
 
 
 def _weight(r: Ranked) -> float:
