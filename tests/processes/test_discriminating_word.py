@@ -42,6 +42,11 @@ CASES = [
         ("stack-three-blocks", "Stack 3 blocks into a tower", "stack three blocks"),
         ("stack-two-blocks", "Stack 2 blocks into a tower", "stack two blocks"),
     ),
+    (
+        "clear the plates into the dishwasher and run it",
+        ("load-dishwasher", "Load the dirty plates into the dishwasher", "load dishwasher"),
+        ("unload-dishwasher", "Unload the clean plates from the dishwasher", "unload dishwasher"),
+    ),
 ]
 
 
@@ -81,3 +86,14 @@ async def test_reliability_still_orders_documents_that_agree_alike(served: tuple
     await memory.processes.record_outcome(STDIO, "route-a", False)
     found = await client.call("find_processes", query="turn the red block right", k=2)
     assert [p["id"] for p in found["processes"]] == ["route-b", "route-a"]
+
+
+async def test_a_document_naming_the_query_s_value_ranks_above_one_naming_none(served: tuple[Memory, Client]) -> None:
+    # The keyword leg reads neither "A" nor "from" (function words): both documents hold every
+    # word it reads, equally often, and are equally reliable; the one naming no dock would be
+    # first by its id.
+    memory, client = served
+    await memory.processes.save(STDIO, doc("a-any-dock", "Move the pallet from the dock", "## Steps\n1. lift"))
+    await memory.processes.save(STDIO, doc("b-dock-a", "Move the pallet from dock A", "## Steps\n1. lift"))
+    found = await client.call("find_processes", query="move the pallet from dock A", k=2)
+    assert [p["id"] for p in found["processes"]] == ["b-dock-a", "a-any-dock"]

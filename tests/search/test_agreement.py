@@ -60,6 +60,21 @@ def test_what_is_handled_is_a_slot_of_its_own() -> None:
     assert agreement.factor(tool, slots("把扳手递给技术员")) == 1.0
 
 
+def test_into_a_container_or_out_of_it_is_a_slot() -> None:
+    assert slots("clear the plates into the dishwasher") == {"containment": {"in"}}
+    assert slots("Unload the clean dishes from the dishwasher") == {"containment": {"out"}}
+    assert slots("take out the trash") == {"containment": {"out"}}
+    assert slots("把脏盘子放进洗碗机") == {"containment": {"in"}}
+    assert slots("把书拿出来") == {"containment": {"out"}}
+    assert slots("从抽屉里取出钥匙") == {"containment": {"out"}}
+    # "out" alone and a loading dock name nothing: the printer out of paper wants paper put in
+    assert slots("the printer is out of paper") == {}
+    assert "containment" not in slots("Move a pallet from loading dock A to rack 3")
+    q = slots("put the cups into the cupboard")
+    assert agreement.factor(q, slots("Remove the cups from the cupboard")) == agreement.DEMOTION
+    assert agreement.factor(q, slots("Load the cups into the cupboard")) == 1.0
+
+
 def test_an_outcome_after_a_negation_is_its_opposite() -> None:
     for text in ("the pick failed", "the pick was not successful", "it didn't succeed", "抓取没成功", "抓取不成功"):
         assert slots(text)["outcome"] == {"failure"}, text
@@ -123,13 +138,17 @@ def test_a_spelled_number_is_read_every_way_it_may_mean() -> None:
     assert slots("room three oh five")["number"] >= {"305"}
 
 
-def test_only_a_document_naming_another_value_and_not_the_query_s_is_demoted() -> None:
+def test_a_document_naming_another_value_is_demoted_and_one_naming_none_a_little() -> None:
     q = slots("turn the red block right")
     assert agreement.factor(q, slots("Turn the red block to the left")) == agreement.DEMOTION
     assert agreement.factor(q, slots("Turn the blue block to the left")) == agreement.DEMOTION**2
     assert agreement.factor(q, slots("Turn the red block to the right")) == 1.0
-    assert agreement.factor(q, slots("Turn the block")) == 1.0  # names no side: no contradiction
-    assert agreement.factor(q, slots("Move blocks left or right")) == 1.0  # names the query's too
+    # names no colour and no side: no contradiction, but below the one that names them
+    generic = agreement.factor(q, slots("Turn the block"))
+    assert generic == pytest.approx(agreement.SILENCE**2)
+    assert agreement.DEMOTION < generic < 1.0
+    assert agreement.factor(q, slots("Move red blocks left or right")) == 1.0  # names the query's too
+    assert agreement.factor(q, slots("Move blocks left or right")) == agreement.SILENCE  # no colour
     assert agreement.factor(slots("fetch the parcel"), slots("Turn the red block left")) == 1.0
 
 
@@ -142,11 +161,12 @@ WORDS = st.sampled_from(_WORD_TEXT.split())
 
 @settings(derandomize=True, max_examples=200)
 @given(st.lists(WORDS, max_size=8), st.lists(WORDS, max_size=8))
-def test_the_factor_is_a_power_of_the_demotion_and_agreeing_in_full_is_one(query: list[str], doc: list[str]) -> None:
+def test_the_factor_is_a_product_of_powers_and_agreeing_in_full_is_one(query: list[str], doc: list[str]) -> None:
     q, d = agreement.slots(query), agreement.slots(doc)
-    n = agreement.contradictions(q, d)
-    assert 0 <= n <= len(q)
-    assert agreement.factor(q, d) == agreement.DEMOTION**n
+    n, quiet = agreement.contradictions(q, d), agreement.silences(q, d)
+    assert min(n, quiet) >= 0
+    assert n + quiet <= len(q)
+    assert agreement.factor(q, d) == pytest.approx(agreement.DEMOTION**n * agreement.SILENCE**quiet)
     # naming the query's values too ("and" between: a phrase or an "on" may not span the two)
     assert agreement.factor(q, agreement.slots([*query, "and", *doc])) == 1.0
     assert agreement.factor(q, q) == 1.0

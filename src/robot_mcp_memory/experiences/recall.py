@@ -24,10 +24,11 @@ Invariants:
   first — the same colour and object, another verb — passed the keyword list's first, which
   held every word of the question.
 - A memory that contradicts a slot the query names (`search.agreement`: another colour, side,
-  shape, outcome …) has its score multiplied by `agreement.DEMOTION` per slot before the tiers
+  shape, outcome …) has its score multiplied by `agreement.DEMOTION` per slot, and one naming
+  no value of it by `agreement.SILENCE`, before the tiers
   are raised (with `spatial_sort`, its blended score), in both modes; it never promotes.
   Hybrid checks every candidate; keyword recall its first `n`, and the `HYBRID_POOL` best
-  once one of them contradicts (exact while `n` of those agree, else the best of the pool).
+  once one of them is demoted (exact while `n` of those agree, else the best of the pool).
   A memory's slots are read from its first `AGREEMENT_CHARS` characters.
 """
 
@@ -167,7 +168,8 @@ async def hybrid(
     that passed every filter, in the same snapshot), each ordered by relevance × the experience
     weight (source × (0.5 + 0.5 × decayed confidence)) as keyword recall orders its matches,
     fused by weighted RRF (the keyword share scaled by relevance over the best), agreement
-    demoting what contradicts the query's slots; then the spatial blend and normalisation.
+    demoting what contradicts the query's slots or is silent on them; then the spatial blend
+    and normalisation.
     None when no query vector or no stored vector exists: the caller runs keyword recall and
     says so."""
     if not v.would_embed():
@@ -342,8 +344,8 @@ def memory_slots(content: str) -> agreement.Slots:
 
 def _demotions(wanted: agreement.Slots, texts: Mapping[int, str]) -> dict[int, float]:
     """The `agreement.factor` of each memory of `texts` (id → content) that contradicts a slot
-    of `wanted`; the others are left out. Hybrid passes every candidate: a tier raised
-    afterwards, or the proximity blend, may lift any of them."""
+    of `wanted` or names no value of it; the others are left out. Hybrid passes every
+    candidate: a tier raised afterwards, or the proximity blend, may lift any of them."""
     if not wanted:
         return {}
     factors = {m: agreement.factor(wanted, memory_slots(text)) for m, text in texts.items()}

@@ -11,8 +11,8 @@ Invariants:
   keyword relevance is ``-bm25`` over the query's content-word phrases divided by the query's
   bound (`query_bound`), one factor for the whole query, so it never reorders the keyword list.
 - Agreement never promotes: a candidate whose title, task pattern or tags contradict a slot the
-  query names (`agreement.factor`) has its relevance demoted, in keyword mode (`agreeing_search`,
-  over a bounded pool) and in hybrid (`Candidates.agreement`).
+  query names, or name no value of it (`agreement.factor`), has its relevance demoted, in
+  keyword mode (`agreeing_search`, over a bounded pool) and in hybrid (`Candidates.agreement`).
 - One count per find: the phrases' document counts are read once (`count_phrases`) and handed
   to every part that needs them.
 - Hybrid ranks only candidates both lists propose (`CANDIDATES` each) among the visible robots;
@@ -164,12 +164,12 @@ def agreeing_search(
 ) -> list[Hit]:
     """`SearchSnapshot.keyword_top` with query-term agreement: the `k` best by relevance ×
     agreement × reliability, where a document contradicting the query's colour, direction,
-    count… (`agreement.factor`) has its relevance demoted.
+    count…, or silent on one, (`agreement.factor`) has its relevance demoted.
 
     The factor is at most 1, so a document outside the top `n` (scores at most the `n`-th, s)
     cannot beat a fetched one scoring above s after its factor: when the `k`-th best adjusted
     score is above s (or fewer than `n` matched), the list is exact — at once when none of the
-    top `k` contradicts the query. Otherwise `n` grows once, to ``max(4k, AGREEMENT_POOL)``,
+    top `k` is demoted. Otherwise `n` grows once, to ``max(4k, AGREEMENT_POOL)``,
     and the best of those are returned, exact or not (as hybrid ranks only its 50 keyword
     candidates): past that pool a document could only pass if nearly every one ahead of it
     contradicted the query. A query naming no slot is the keyword top itself."""
@@ -258,7 +258,7 @@ class Candidates:
     reliability: dict[str, float]
     bound: KeywordBound = relevance.NO_MATCH
     cosine: dict[str, float] = field(default_factory=dict)
-    #: The `agreement.factor` of each candidate that contradicts the query (absent: 1.0).
+    #: The `agreement.factor` of each candidate it is below 1 for (absent: 1.0).
     agreement: dict[str, float] = field(default_factory=dict)
     #: More than any keyword relevance can be (`keyword_leg`); 0.0: unknown.
     keyword_bound: float = 0.0
@@ -298,7 +298,7 @@ def select_agreement(
     snap: SearchSnapshot, query: Query, ids: Collection[str], texts: Mapping[str, str] | None = None
 ) -> dict[str, float]:
     """The `agreement.factor` of each of `ids` whose title, task pattern or tags contradict a
-    slot `query` names (`agreement_text`; `texts`: already read); the others are left out. No
+    slot `query` names, or name no value of it (`agreement_text`; `texts`: already read); the others are left out. No
     read when the query names no slot."""
     wanted = query.slots
     if not wanted or not ids:

@@ -11,8 +11,9 @@ of the query's ("rotate the blue block" against "… red block": colour {blue} v
 none (a generic "Turn the block") or sharing one ("red and blue blocks") is no contradiction.
 
 `factor` is the relevance multiplier the ranking applies: ``DEMOTION`` per contradicted slot,
-1.0 when there is none. It never promotes: a document that agrees keeps the relevance its legs
-gave it. Pure functions on tokens (`segment.tokens` splits English into words and Chinese into
+``SILENCE`` per slot the document names no value of, 1.0 when it names a value the query names
+in every slot the query fills. It never promotes: a document that agrees keeps the relevance
+its legs gave it. Pure functions on tokens (`segment.tokens` splits English into words and Chinese into
 jieba words); no storage, no model.
 """
 
@@ -31,6 +32,11 @@ Slots = Mapping[str, frozenset[str]]
 #: contradicting near-duplicate falls below the document that names the query's value even when
 #: it is several times as reliable; not zero, so a document still ranks when the lexicon misreads.
 DEMOTION = 0.2
+#: The multiplier per slot the query names and a document names no value of (a generic "Take
+#: the elevator" for "take the lift to floor 3"): such a document may be the one asked for, so it
+#: stays far above a contradicting one, but the one naming the query's value ("… to floor 3")
+#: passes it where the legs scored the two alike (the value: docs/search.md, Evaluation).
+SILENCE = 0.8
 
 _EN = {
     "colour": {
@@ -77,6 +83,13 @@ _EN = {
         "failure": "fail fails failed failing failure failures unsuccessful",
         "success": "succeed succeeds succeeded success successful successfully",
     },
+    # Into a container or out of it: "load the dishes into the dishwasher" against "unload …".
+    # "out" alone is no value ("the printer is out of paper" asks for paper to be put in), nor
+    # "loading"/"unloading" (a loading dock is a place).
+    "containment": {
+        "in": "into load loads loaded insert inserts inserted pack packs packed",
+        "out": "unload unloads unloaded remove removes removed unpack unpacks unpacked",
+    },
     "tool": {
         "screwdriver": "screwdriver screwdrivers",
         "wrench": "wrench wrenches spanner spanners",
@@ -99,6 +112,10 @@ _EN_PHRASES: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
     ("shut", "down"): (("power", "off"),),
     ("shut", "off"): (("power", "off"),),
     ("fail", "safe"): (),  # a fail-safe names no outcome
+    ("take", "out"): (("containment", "out"),),
+    ("pull", "out"): (("containment", "out"),),
+    ("拿", "出来"): (("containment", "out"),),
+    ("取", "出来"): (("containment", "out"),),
 }
 #: Words that turn an outcome after them into its opposite: "not successful", 没成功, 不成功,
 #: 没有成功; and "n't" ("didn't succeed": the tokens "didn", "t").
@@ -142,6 +159,8 @@ _ZH: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("锤子 榔头", (("tool", "hammer"),)),
     ("电钻", (("tool", "drill"),)),
     ("剪刀", (("tool", "scissors"),)),
+    ("放进 放入 装进 装入 塞进 装载", (("containment", "in"),)),
+    ("取出 拿出 卸下 取下", (("containment", "out"),)),
     ("失败", (("outcome", "failure"),)),
     ("成功", (("outcome", "success"),)),
 )
@@ -321,11 +340,17 @@ def text_slots(text: str) -> Slots:
     return {**found, "label": named} if named else found
 
 
+def silences(query: Slots, doc: Slots) -> int:
+    """How many of the slots the query names `doc` names no value of."""
+    return sum(1 for slot in query if not doc.get(slot))
+
+
 def factor(query: Slots, doc: Slots) -> float:
-    """The relevance multiplier for `doc` under `query`: `DEMOTION` per contradicted slot."""
+    """The relevance multiplier for `doc` under `query`: `DEMOTION` per contradicted slot and
+    `SILENCE` per slot it is silent on."""
     if not query:
         return 1.0
-    return float(DEMOTION ** contradictions(query, doc))
+    return float(DEMOTION ** contradictions(query, doc) * SILENCE ** silences(query, doc))
 
 
-__all__ = ["DEMOTION", "Slots", "contradictions", "factor", "labels", "slots", "text_slots"]
+__all__ = ["DEMOTION", "SILENCE", "Slots", "contradictions", "factor", "labels", "silences", "slots", "text_slots"]
