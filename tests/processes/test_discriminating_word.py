@@ -1,10 +1,10 @@
 """find_processes between near-identical documents: the word that differs decides (issue 28).
 
 Each case is two documents that differ in one slot — direction, polarity (plus/minus), switch
-state, count — where the wrong one is the more reliable, so relevance × reliability alone ranked
-it first. Through the MCP tool, with the keyword path (no embedder) and the hybrid path (the
-hashing embedder, whose cosines cannot tell the two apart either). Documents and queries are
-written for this test."""
+state, count, into or out of, a verb or its un-verb — where the wrong one is the more reliable,
+so relevance × reliability alone ranked it first. Through the MCP tool, with the keyword path
+(no embedder) and the hybrid path (the hashing embedder, whose cosines cannot tell the two
+apart either). Documents and queries are written for this test."""
 
 from __future__ import annotations
 
@@ -46,6 +46,11 @@ CASES = [
         "clear the plates into the dishwasher and run it",
         ("load-dishwasher", "Load the dirty plates into the dishwasher", "load dishwasher"),
         ("unload-dishwasher", "Unload the clean plates from the dishwasher", "unload dishwasher"),
+    ),
+    (
+        "unplug the kettle before we leave",
+        ("unplug-kettle", "Unplug the kettle", "unplug kettle from socket"),
+        ("plug-in-kettle", "Plug in the kettle", "plug kettle into socket"),
     ),
 ]
 

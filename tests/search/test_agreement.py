@@ -75,6 +75,26 @@ def test_into_a_container_or_out_of_it_is_a_slot() -> None:
     assert agreement.factor(q, slots("Load the cups into the cupboard")) == 1.0
 
 
+def test_a_verb_and_its_un_verb_contradict_each_other() -> None:
+    assert slots("unplug the kettle") == {"reversal:plug": {"undo"}}
+    assert slots("plug the kettle in") == {"reversal:plug": {"do"}}
+    assert slots("the boxes were unstacked") == {"reversal:stack": {"undo"}}
+    assert slots("go to the docking station") == {"reversal:dock": {"do"}}
+    assert slots("把前门锁上") == {"reversal:lock": {"do"}}
+    assert slots("解锁前门") == {"reversal:lock": {"undo"}}
+    assert slots("拔下插头") == {"reversal:plug": {"undo"}}
+    assert slots("loading dock A") == {}  # after an article, a preposition or an -ing word: a thing
+    assert slots("drive from dock B") == {}
+    assert slots("to screw the bin onto the vise") == {"reversal:screw": {"do"}}  # "to": the act
+    assert slots("pick the lock") == {}
+    assert slots("make a stack of five boxes") == {"number": {"5"}}
+    q = slots("undock and begin your rounds")
+    assert agreement.factor(q, slots("Dock at the charging station")) == agreement.DEMOTION
+    assert agreement.factor(q, slots("Undock from the charging station")) == 1.0
+    # each verb is a slot of its own: unlocking says nothing of plugging
+    assert agreement.contradictions(slots("unlock the door"), slots("plug in the kettle")) == 0
+
+
 def test_an_outcome_after_a_negation_is_its_opposite() -> None:
     for text in ("the pick failed", "the pick was not successful", "it didn't succeed", "抓取没成功", "抓取不成功"):
         assert slots(text)["outcome"] == {"failure"}, text

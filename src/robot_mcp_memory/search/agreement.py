@@ -100,6 +100,23 @@ _EN = {
     },
 }
 
+#: Verbs an "un-" undoes: each is a slot of its own ("reversal:lock"), "lock"/"locked" naming
+#: ``do`` and "unlock"/"unlocked" ``undo``, so "unplug the kettle" is contradicted by "Plug in the
+#: kettle". The bare form after an article, a preposition or an -ing word is the thing, no act
+#: ("the lock", "a stack of boxes", "from dock A", "loading dock A"); "block" and "cover",
+#: mostly things, are left out. Load and pack are containment's.
+_REVERSIBLE = "dock lock plug mute stack screw wrap fold zip hook clip mount pause freeze"
+_REVERSIBLE_NOUNS = frozenset(form for verb in _REVERSIBLE.split() for form in (verb, verb + "s"))
+
+
+def _inflections(verb: str) -> set[str]:
+    """`verb` and its -s, -ed and -ing forms (a final consonant doubled or not; a final e
+    dropped before -ing)."""
+    if verb.endswith("e"):
+        return {verb, verb + "s", verb + "d", verb[:-1] + "ing"}
+    return {verb, verb + "s", verb + "ed", verb + "ing", verb + verb[-1] + "ed", verb + verb[-1] + "ing"}
+
+
 #: Two words that name one value together, read before either alone: "counter-clockwise" is
 #: two tokens, the second of which alone says the opposite; "power up" switches on, where "up"
 #: alone is an amount.
@@ -116,6 +133,7 @@ _EN_PHRASES: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
     ("pull", "out"): (("containment", "out"),),
     ("拿", "出来"): (("containment", "out"),),
     ("取", "出来"): (("containment", "out"),),
+    ("拔", "下"): (("reversal:plug", "undo"),),
 }
 #: Words that turn an outcome after them into its opposite: "not successful", 没成功, 不成功,
 #: 没有成功; and "n't" ("didn't succeed": the tokens "didn", "t").
@@ -161,6 +179,10 @@ _ZH: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("剪刀", (("tool", "scissors"),)),
     ("放进 放入 装进 装入 塞进 装载", (("containment", "in"),)),
     ("取出 拿出 卸下 取下", (("containment", "out"),)),
+    ("锁上 锁好 锁门", (("reversal:lock", "do"),)),
+    ("解锁 开锁", (("reversal:lock", "undo"),)),
+    ("插上 插好", (("reversal:plug", "do"),)),
+    ("拔掉 拔出", (("reversal:plug", "undo"),)),
     ("失败", (("outcome", "failure"),)),
     ("成功", (("outcome", "success"),)),
 )
@@ -192,6 +214,10 @@ def _build() -> dict[str, tuple[tuple[str, str], ...]]:
                 out.setdefault(w, []).append((slot, value))
     for w, n in _NUMBER_WORDS.items():
         out.setdefault(w, []).append(("number", str(n)))
+    for verb in _REVERSIBLE.split():
+        for form in _inflections(verb):
+            out.setdefault(form, []).append((f"reversal:{verb}", "do"))
+            out.setdefault("un" + form, []).append((f"reversal:{verb}", "undo"))
     for words, pairs in _ZH:
         for w in words.split():
             out.setdefault(w, []).extend(pairs)
@@ -234,6 +260,17 @@ def _negated(toks: list[str], i: int) -> bool:
     return False
 
 
+#: Not "to": "to screw the bin on" is the act ("go to dock A" reads as docking, the same errand).
+_PREPOSITIONS_TEXT = "from at in on into onto by near of with beside behind"
+_PREPOSITIONS = frozenset(_PREPOSITIONS_TEXT.split())
+
+
+def _before_a_noun(word: str) -> bool:
+    """Whether `word` makes the word after it a thing: an article ("the lock"), a preposition
+    ("from dock A") or an -ing word ("loading dock")."""
+    return word in _DETERMINERS or word in _PREPOSITIONS or (len(word) > 4 and word.endswith("ing"))
+
+
 def slots(tokens: Iterable[str]) -> dict[str, frozenset[str]]:
     """The values each slot is named with in `tokens` (lower-cased words, as `segment.tokens`
     gives them). A run of ASCII digits is a number, and so is a run of spelled numbers in every
@@ -269,6 +306,8 @@ def slots(tokens: Iterable[str]) -> dict[str, frozenset[str]]:
         pairs = _LEXICON.get(tok)
         if pairs is None and i + 1 < len(toks) and not tok.isascii():
             pairs = _LEXICON.get(tok + toks[i + 1])  # jieba's 上 一个 is one word here: 上一个
+        if pairs is not None and tok in _REVERSIBLE_NOUNS and i and _before_a_noun(toks[i - 1]):
+            pairs = None  # "the lock", "loading dock A": a thing
         if pairs is not None:
             negated = _negated(toks, i)
             for slot, value in pairs:
