@@ -171,8 +171,10 @@ def agreeing_search(
     score is above s (or fewer than `n` matched), the list is exact — at once when none of the
     top `k` is demoted. Otherwise `n` grows once, to ``max(4k, AGREEMENT_POOL)``,
     and the best of those are returned, exact or not (as hybrid ranks only its 50 keyword
-    candidates): past that pool a document could only pass if nearly every one ahead of it
-    contradicted the query. A query naming no slot is the keyword top itself."""
+    candidates): past that pool a document could only pass if it named the query's values
+    and the many ahead of it contradicted the query or were silent on one of its slots, each
+    then scoring at most `agreement.SILENCE` of what it had. A query naming no slot is the
+    keyword top itself."""
     wanted = query.slots
     if not wanted or k < 1:
         return snap.keyword_top(query.phrases, counted, k, visible, tenant)

@@ -84,11 +84,12 @@ _EN = {
         "success": "succeed succeeds succeeded success successful successfully",
     },
     # Into a container or out of it: "load the dishes into the dishwasher" against "unload …".
-    # "out" alone is no value ("the printer is out of paper" asks for paper to be put in), nor
-    # "loading"/"unloading" (a loading dock is a place).
+    # "out" names it only after a taking verb (`_TAKING`): "the printer is out of paper" asks
+    # for paper to be put in. No -ing form ("a loading dock" is a place), no "pack" (a battery
+    # pack is a thing); the verbs are `_GUARDED`.
     "containment": {
-        "in": "into load loads loaded insert inserts inserted pack packs packed",
-        "out": "unload unloads unloaded remove removes removed unpack unpacks unpacked",
+        "in": "into load loads loaded insert inserts inserted",
+        "out": "unload unloads unloaded remove removes removed unpack unpacks unpacked emptied",
     },
     "tool": {
         "screwdriver": "screwdriver screwdrivers",
@@ -102,19 +103,34 @@ _EN = {
 
 #: Verbs an "un-" undoes: each is a slot of its own ("reversal:lock"), "lock"/"locked" naming
 #: ``do`` and "unlock"/"unlocked" ``undo``, so "unplug the kettle" is contradicted by "Plug in the
-#: kettle". The bare form after an article, a preposition or an -ing word is the thing, no act
-#: ("the lock", "a stack of boxes", "from dock A", "loading dock A"); "block" and "cover",
-#: mostly things, are left out. Load and pack are containment's.
+#: kettle". No -ing form: "the docking station", "a folding chair", "the mounting bracket" are
+#: things. "block" and "cover", mostly things, are left out; load is containment's.
 _REVERSIBLE = "dock lock plug mute stack screw wrap fold zip hook clip mount pause freeze"
-_REVERSIBLE_NOUNS = frozenset(form for verb in _REVERSIBLE.split() for form in (verb, verb + "s"))
 
 
 def _inflections(verb: str) -> set[str]:
-    """`verb` and its -s, -ed and -ing forms (a final consonant doubled or not; a final e
-    dropped before -ing)."""
+    """`verb` and its -s and -ed forms (a final consonant doubled or not)."""
     if verb.endswith("e"):
-        return {verb, verb + "s", verb + "d", verb[:-1] + "ing"}
-    return {verb, verb + "s", verb + "ed", verb + "ing", verb + verb[-1] + "ed", verb + verb[-1] + "ing"}
+        return {verb, verb + "s", verb + "d"}
+    return {verb, verb + "s", verb + "ed", verb + verb[-1] + "ed"}
+
+
+#: The words of containment and reversal, each a verb or its participle and often a thing or a
+#: state: after an article, a preposition other than "to", a form of "be" or a place's -ing
+#: word (`_thing_or_state`) they name nothing — "the lock", "a stack of boxes", "from dock A",
+#: "loading dock A", "the locked cabinet", "the door is locked", "drop off the load".
+_GUARDED = frozenset(
+    [
+        *(form for verb in _REVERSIBLE.split() for base in _inflections(verb) for form in (base, "un" + base)),
+        *_EN["containment"]["in"].split(),
+        *_EN["containment"]["out"].split(),
+    ]
+) - {"into"}
+#: Verbs after which an "out" within `TAKING_REACH` words is out of a container ("take the
+#: rubbish bag out").
+_TAKING_TEXT = "take takes took taken pull pulls pulled get gets got"
+_TAKING = frozenset(_TAKING_TEXT.split())
+TAKING_REACH = 4
 
 
 #: Two words that name one value together, read before either alone: "counter-clockwise" is
@@ -129,11 +145,8 @@ _EN_PHRASES: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
     ("shut", "down"): (("power", "off"),),
     ("shut", "off"): (("power", "off"),),
     ("fail", "safe"): (),  # a fail-safe names no outcome
-    ("take", "out"): (("containment", "out"),),
-    ("pull", "out"): (("containment", "out"),),
     ("拿", "出来"): (("containment", "out"),),
     ("取", "出来"): (("containment", "out"),),
-    ("拔", "下"): (("reversal:plug", "undo"),),
 }
 #: Words that turn an outcome after them into its opposite: "not successful", 没成功, 不成功,
 #: 没有成功; and "n't" ("didn't succeed": the tokens "didn", "t").
@@ -178,7 +191,7 @@ _ZH: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("电钻", (("tool", "drill"),)),
     ("剪刀", (("tool", "scissors"),)),
     ("放进 放入 装进 装入 塞进 装载", (("containment", "in"),)),
-    ("取出 拿出 卸下 取下", (("containment", "out"),)),
+    ("取出 拿出 卸下", (("containment", "out"),)),
     ("锁上 锁好 锁门", (("reversal:lock", "do"),)),
     ("解锁 开锁", (("reversal:lock", "undo"),)),
     ("插上 插好", (("reversal:plug", "do"),)),
@@ -232,6 +245,8 @@ def _zh_number(word: str) -> int | None:
     if m is None:
         return None
     digits = m.group(1)
+    if digits.startswith("零"):
+        return None  # 零件 is a part, not zero of anything
     if "十" not in digits:
         return _ZH_DIGITS[digits] if len(digits) == 1 else None
     tens, _, ones = digits.partition("十")
@@ -262,13 +277,17 @@ def _negated(toks: list[str], i: int) -> bool:
 
 #: Not "to": "to screw the bin on" is the act ("go to dock A" reads as docking, the same errand).
 _PREPOSITIONS_TEXT = "from at in on into onto by near of with beside behind"
-_PREPOSITIONS = frozenset(_PREPOSITIONS_TEXT.split())
+_BE_TEXT = "is are was were be been being stays stayed remains remained still"
+_PLACES_TEXT = "loading charging parking shipping receiving packing sorting landing staging waiting docking"
+_NOT_AN_ACT = frozenset(" ".join([_DETERMINERS_TEXT, _PREPOSITIONS_TEXT, _BE_TEXT, _PLACES_TEXT]).split())
 
 
-def _before_a_noun(word: str) -> bool:
-    """Whether `word` makes the word after it a thing: an article ("the lock"), a preposition
-    ("from dock A") or an -ing word ("loading dock")."""
-    return word in _DETERMINERS or word in _PREPOSITIONS or (len(word) > 4 and word.endswith("ing"))
+def _thing_or_state(toks: list[str], i: int) -> bool:
+    """Whether the `_GUARDED` word `toks[i]` names a thing or a state, not an act: after an
+    article ("the lock"), a preposition ("from dock A"), a form of "be" ("is locked") or a
+    place's -ing word ("loading dock"). A list of places, not every -ing word: "every evening,
+    lock the door" is an act (tokens hold no comma)."""
+    return i > 0 and toks[i - 1] in _NOT_AN_ACT
 
 
 def slots(tokens: Iterable[str]) -> dict[str, frozenset[str]]:
@@ -298,6 +317,10 @@ def slots(tokens: Iterable[str]) -> dict[str, frozenset[str]]:
                 found.setdefault(slot, set()).add(value)
             skip = True
             continue
+        if tok == "out":
+            if any(t in _TAKING for t in toks[max(0, i - TAKING_REACH) : i]):
+                found.setdefault("containment", set()).add("out")
+            continue
         if tok == "on":
             after = toks[i + 1] if i + 1 < len(toks) else None
             if (i and toks[i - 1] in _SWITCHING) or after is None or after not in _DETERMINERS:
@@ -306,8 +329,8 @@ def slots(tokens: Iterable[str]) -> dict[str, frozenset[str]]:
         pairs = _LEXICON.get(tok)
         if pairs is None and i + 1 < len(toks) and not tok.isascii():
             pairs = _LEXICON.get(tok + toks[i + 1])  # jieba's 上 一个 is one word here: 上一个
-        if pairs is not None and tok in _REVERSIBLE_NOUNS and i and _before_a_noun(toks[i - 1]):
-            pairs = None  # "the lock", "loading dock A": a thing
+        if pairs is not None and tok in _GUARDED and _thing_or_state(toks, i):
+            pairs = None
         if pairs is not None:
             negated = _negated(toks, i)
             for slot, value in pairs:
