@@ -189,6 +189,15 @@ _WORD_TEXT = (
 WORDS = st.sampled_from(_WORD_TEXT.split())
 
 
+def test_a_document_naming_one_reading_of_a_word_of_two_is_not_silent() -> None:
+    q = slots("把厨房的冰箱关上")  # closes a door or switches something off
+    assert q == {"power": {"off"}, "door": {"closed"}}
+    assert agreement.factor(q, slots("Close the fridge in the kitchen")) == 1.0
+    assert agreement.factor(q, slots("Switch off the fridge")) == 1.0
+    assert agreement.factor(q, slots("Clean the fridge")) == agreement.SILENCE  # one group, once
+    assert agreement.factor(q, slots("Open the fridge")) == agreement.DEMOTION
+
+
 @settings(derandomize=True, max_examples=200)
 @given(st.lists(WORDS, max_size=8), st.lists(WORDS, max_size=8))
 def test_the_factor_is_a_product_of_powers_and_agreeing_in_full_is_one(query: list[str], doc: list[str]) -> None:

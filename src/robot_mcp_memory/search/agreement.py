@@ -240,6 +240,21 @@ def _build() -> dict[str, tuple[tuple[str, str], ...]]:
 _LEXICON = _build()
 
 
+def _groups() -> dict[str, frozenset[str]]:
+    """Each slot's group: the slots some one word names together (关上 closes a door or switches
+    something off; "lower" is less and the bottom), joined."""
+    group = {slot: {slot} for pairs in _LEXICON.values() for slot, _ in pairs}
+    for pairs in _LEXICON.values():
+        joined = set().union(*(group[slot] for slot, _ in pairs))
+        for slot in joined:
+            group[slot] = joined
+    return {slot: frozenset(g) for slot, g in group.items()}
+
+
+#: A slot's group (`_groups`); a slot absent here is a group of its own.
+_GROUP = _groups()
+
+
 def _zh_number(word: str) -> int | None:
     m = _ZH_NUMBER.match(word)
     if m is None:
@@ -403,8 +418,18 @@ def text_slots(text: str) -> Slots:
 
 
 def silences(query: Slots, doc: Slots) -> int:
-    """How many of the slots the query names `doc` names no value of."""
-    return sum(1 for slot in query if not doc.get(slot))
+    """How many of the slots the query names `doc` names no value of, a group of slots one word
+    may name (`_GROUP`: power and door for 关上) counted once, and not at all when `doc` names
+    any of the group's slots the query names: "close the fridge" answers 把冰箱关上."""
+    silent = 0
+    seen: set[str] = set()
+    for slot in query:
+        if slot in seen:
+            continue
+        group = _GROUP.get(slot, frozenset([slot])) & query.keys()
+        seen |= group
+        silent += not any(doc.get(g) for g in group)
+    return silent
 
 
 def factor(query: Slots, doc: Slots) -> float:
