@@ -48,7 +48,7 @@ def test_two_words_that_name_one_value_are_read_together() -> None:
 
 
 def test_what_is_handled_is_a_slot_of_its_own() -> None:
-    assert slots("put the green ball in the box") == {"colour": {"green"}, "shape": {"ball"}}
+    assert slots("put the green ball in the box") == {"colour": {"green"}, "shape": {"ball"}, "containment": {"in"}}
     assert slots("pass the technician a spanner") == {"tool": {"wrench"}}
     assert slots("把扳手递给技术员") == {"tool": {"wrench"}}
     assert slots("把绿色方块放到箱子里") == {"colour": {"green"}, "shape": {"cube"}}
@@ -66,6 +66,10 @@ def test_into_a_container_or_out_of_it_is_a_slot() -> None:
     assert slots("take out the trash") == {"containment": {"out"}}
     assert slots("take the rubbish bag out and drop it into the bin") == {"containment": {"in", "out"}}
     assert slots("charge the battery pack") == {}  # no "pack": mostly a thing
+    assert slots("put the money in the safe") == {"containment": {"in"}}  # "in" after placing
+    assert slots("wait in the kitchen") == {}
+    q = slots("take the money out of the safe")
+    assert agreement.factor(q, slots("Put the money in the safe")) == agreement.DEMOTION
     assert "containment" not in slots("drop off the load at dock B")
     assert slots("把脏盘子放进洗碗机") == {"containment": {"in"}}
     assert slots("把书拿出来") == {"containment": {"out"}}

@@ -85,8 +85,9 @@ _EN = {
     },
     # Into a container or out of it: "load the dishes into the dishwasher" against "unload …".
     # "out" names it only after a taking verb (`_TAKING`): "the printer is out of paper" asks
-    # for paper to be put in. No -ing form ("a loading dock" is a place), no "pack" (a battery
-    # pack is a thing); the verbs are `_GUARDED`.
+    # for paper to be put in; "in" and "inside" only after a placing verb (`_PLACING`): "put
+    # the money in the safe", not "wait in the kitchen". No -ing form ("a loading dock" is a
+    # place), no "pack" (a battery pack is a thing); the verbs are `_GUARDED`.
     "containment": {
         "in": "into load loads loaded insert inserts inserted",
         "out": "unload unloads unloaded remove removes removed unpack unpacks unpacked emptied",
@@ -130,6 +131,9 @@ _GUARDED = frozenset(
 #: rubbish bag out").
 _TAKING_TEXT = "take takes took taken pull pulls pulled get gets got"
 _TAKING = frozenset(_TAKING_TEXT.split())
+#: Verbs after which an "in" or "inside" within `TAKING_REACH` words is into a container.
+_PLACING_TEXT = "put puts place places placed drop drops dropped pop pops popped toss tossed stick stuff stuffed"
+_PLACING = frozenset(_PLACING_TEXT.split())
 TAKING_REACH = 4
 
 
@@ -332,9 +336,10 @@ def slots(tokens: Iterable[str]) -> dict[str, frozenset[str]]:
                 found.setdefault(slot, set()).add(value)
             skip = True
             continue
-        if tok == "out":
-            if any(t in _TAKING for t in toks[max(0, i - TAKING_REACH) : i]):
-                found.setdefault("containment", set()).add("out")
+        if tok in ("out", "in", "inside"):
+            verbs = _TAKING if tok == "out" else _PLACING
+            if any(t in verbs for t in toks[max(0, i - TAKING_REACH) : i]):
+                found.setdefault("containment", set()).add("out" if tok == "out" else "in")
             continue
         if tok == "on":
             after = toks[i + 1] if i + 1 < len(toks) else None
