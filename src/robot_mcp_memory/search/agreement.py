@@ -309,6 +309,22 @@ def _thing_or_state(toks: list[str], i: int) -> bool:
     return i > 0 and toks[i - 1] in _NOT_AN_ACT
 
 
+#: Particles that make a placing verb another verb before an "in": "put on your gloves in the
+#: lab", "drop me off in the lobby", "put up the poster in the hall".
+_PARTICLES = frozenset(["on", "off", "up"])
+
+
+def _moved(toks: list[str], i: int) -> bool:
+    """Whether the "out", "in" or "inside" at `toks[i]` says what was taken out or put in: a
+    taking verb (for "out") or a placing verb (for "in") up to `TAKING_REACH` words before it,
+    that verb an act (not "the dropped box") and, for "in", no particle between the two."""
+    verbs, out = (_TAKING, True) if toks[i] == "out" else (_PLACING, False)
+    return any(
+        toks[j] in verbs and not _thing_or_state(toks, j) and (out or not _PARTICLES.intersection(toks[j + 1 : i]))
+        for j in range(max(0, i - TAKING_REACH), i)
+    )
+
+
 def slots(tokens: Iterable[str]) -> dict[str, frozenset[str]]:
     """The values each slot is named with in `tokens` (lower-cased words, as `segment.tokens`
     gives them). A run of ASCII digits is a number, and so is a run of spelled numbers in every
@@ -337,8 +353,7 @@ def slots(tokens: Iterable[str]) -> dict[str, frozenset[str]]:
             skip = True
             continue
         if tok in ("out", "in", "inside"):
-            verbs = _TAKING if tok == "out" else _PLACING
-            if any(t in verbs for t in toks[max(0, i - TAKING_REACH) : i]):
+            if _moved(toks, i):
                 found.setdefault("containment", set()).add("out" if tok == "out" else "in")
             continue
         if tok == "on":
