@@ -25,8 +25,8 @@ Invariants:
   held every word of the question.
 - A memory that contradicts a slot the query names (`search.agreement`: another colour, side,
   shape, outcome …) has its score multiplied by `agreement.DEMOTION` per slot, and one naming
-  no value of it by `agreement.SILENCE`, before the tiers
-  are raised (with `spatial_sort`, its blended score), in both modes; it never promotes.
+  no value of it by `agreement.SILENCE`, before the tiers are raised (with `spatial_sort`, its
+  blended score), in both modes; it never promotes.
   Hybrid checks every candidate; keyword recall its first `n`, and the `HYBRID_POOL` best
   once one of them is demoted (exact while `n` of those agree, else the best of the pool).
   A memory's slots are read from its first `AGREEMENT_CHARS` characters.
@@ -169,9 +169,8 @@ async def hybrid(
     weight (source × (0.5 + 0.5 × decayed confidence)) as keyword recall orders its matches,
     fused by weighted RRF (the keyword share scaled by relevance over the best), agreement
     demoting what contradicts the query's slots or is silent on them; then the spatial blend
-    and normalisation.
-    None when no query vector or no stored vector exists: the caller runs keyword recall and
-    says so."""
+    and normalisation. None when no query vector or no stored vector exists: the caller runs
+    keyword recall and says so."""
     if not v.would_embed():
         return None
     pool = max(HYBRID_POOL, 3 * n)

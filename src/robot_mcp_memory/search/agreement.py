@@ -13,8 +13,8 @@ none (a generic "Turn the block") or sharing one ("red and blue blocks") is no c
 `factor` is the relevance multiplier the ranking applies: ``DEMOTION`` per contradicted slot,
 ``SILENCE`` per slot the document names no value of, 1.0 when it names a value the query names
 in every slot the query fills. It never promotes: a document that agrees keeps the relevance
-its legs gave it. Pure functions on tokens (`segment.tokens` splits English into words and Chinese into
-jieba words); no storage, no model.
+its legs gave it. Pure functions on tokens (`segment.tokens` splits English into words and
+Chinese into jieba words); no storage, no model.
 """
 
 from __future__ import annotations
@@ -116,17 +116,6 @@ def _inflections(verb: str) -> set[str]:
     return {verb, verb + "s", verb + "ed", verb + verb[-1] + "ed"}
 
 
-#: The words of containment and reversal, each a verb or its participle and often a thing or a
-#: state: after an article, a preposition other than "to", a form of "be" or a place's -ing
-#: word (`_thing_or_state`) they name nothing — "the lock", "a stack of boxes", "from dock A",
-#: "loading dock A", "the locked cabinet", "the door is locked", "drop off the load".
-_GUARDED = frozenset(
-    [
-        *(form for verb in _REVERSIBLE.split() for base in _inflections(verb) for form in (base, "un" + base)),
-        *_EN["containment"]["in"].split(),
-        *_EN["containment"]["out"].split(),
-    ]
-) - {"into"}
 #: Verbs after which an "out" within `TAKING_REACH` words is out of a container ("take the
 #: rubbish bag out").
 _TAKING_TEXT = "take takes took taken pull pulls pulled get gets got"
@@ -242,6 +231,15 @@ def _build() -> dict[str, tuple[tuple[str, str], ...]]:
 
 
 _LEXICON = _build()
+#: The English words of containment and reversal but "into", each a verb or its participle and
+#: often a thing or a state: after an article, a preposition other than "to", a form of "be" or
+#: a place's -ing word (`_thing_or_state`) they name nothing — "the lock", "a stack of boxes",
+#: "from dock A", "loading dock A", "the locked cabinet", "the door is locked", "drop off the load".
+_GUARDED = frozenset(
+    w
+    for w, pairs in _LEXICON.items()
+    if w.isascii() and w != "into" and any(slot == "containment" or slot.startswith("reversal:") for slot, _ in pairs)
+)
 
 
 def _groups() -> dict[str, frozenset[str]]:
